@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt: discovering what a PT unit can do, from CPUID (through the backend).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bits.h>
+#include <linux/cpumask.h>
+#include <linux/kernel.h>
+#include <linux/preempt.h>
+#include <linux/string.h>
+#include <kunit/visibility.h>
+
+#include "ipt.h"
+
+/* The ADDRn_CFG fields of IA32_RTIT_CTL exist for n = 0..3 only. */
+#define IPT_MAX_ADDR_RANGES	4
+
+/* ToPA regions are 4 KiB << Size, Size being 4 bits: up to 128 MiB. */
+#define IPT_TOPA_MAX_ORDER	27
+
+static const struct {
+	u64 feature;
+	bool in_ecx;	/* else EBX of CPUID.(14H,0) */
+	u8 bit;
+} ipt_feature_bits[] = {
+	{ IPT_FEAT_CR3_FILTER, false, 0 },
+	{ IPT_FEAT_PSB_CYC, false, 1 },
+	{ IPT_FEAT_IP_FILTER, false, 2 },
+	{ IPT_FEAT_MTC, false, 3 },
+	{ IPT_FEAT_PTWRITE, false, 4 },
+	{ IPT_FEAT_POWER_EVENTS, false, 5 },
+	{ IPT_FEAT_PSB_PMI_KEEP, false, 6 },
+	{ IPT_FEAT_EVENT_TRACE, false, 7 },
+	{ IPT_FEAT_TNT_DISABLE, false, 8 },
+	{ IPT_FEAT_TOPA, true, 0 },
+	{ IPT_FEAT_TOPA_MULTI, true, 1 },
+	{ IPT_FEAT_SINGLE_RANGE, true, 2 },
+	{ IPT_FEAT_TRANSPORT, true, 3 },
+	{ IPT_FEAT_LIP, true, 31 },
+};
+
+/**
+ * ipt_caps_signature() - decode CPUID.1:EAX into display family and model
+ * @eax: CPUID.1:EAX
+ * @caps: receives family, model and stepping
+ *
+ * Applies the SDM's rules: the extended family is added when the base
+ * family is 0FH; the extended model is prepended for families 06H and 0FH.
+ */
+VISIBLE_IF_KUNIT void ipt_caps_signature(u32 eax, struct ipt_caps *caps)
+{
+	u32 family = (eax >> 8) & 0xf;
+	u32 model = (eax >> 4) & 0xf;
+
+	if (family == 0xf)
+		family += (eax >> 20) & 0xff;
+	if (family == 0x6 || family >= 0xf)
+		model |= ((eax >> 16) & 0xf) << 4;
+	caps->family = family;
+	caps->model = model;
+	caps->stepping = eax & 0xf;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_caps_signature);
+
+static bool ipt_xsaves_pt(const struct ipt_hw_ops *hw, u32 max_leaf, u32 *size)
+{
+	struct ipt_cpuid_regs r;
+
+	*size = 0;
+	if (max_leaf < IPT_CPUID_XSAVE)
+		return false;
+	/* CPUID.(0DH,1): EAX[3] XSAVES/XRSTORS, ECX[8] IA32_XSS may set PT. */
+	hw->cpuid(IPT_CPUID_XSAVE, 1, &r);
+	if (!(r.eax & BIT(3)) || !(r.ecx & BIT(IPT_CPUID_XSAVE_PT_COMPONENT)))
+		return false;
+	hw->cpuid(IPT_CPUID_XSAVE, IPT_CPUID_XSAVE_PT_COMPONENT, &r);
+	/* A supervisor component (ECX[0]) with a size is what XSAVES needs. */
+	if (!r.eax || !(r.ecx & BIT(0)))
+		return false;
+	*size = r.eax;
+	return true;
+}
+
+static void ipt_caps_clear_pt(struct ipt_caps *caps)
+{
+	size_t from = offsetof(struct ipt_caps, features);
+
+	memset((u8 *)caps + from, 0, sizeof(*caps) - from);
+	caps->nr_cpus = nr_cpu_ids;
+}
+
+/**
+ * ipt_caps_probe() - learn what the PT unit behind a backend can do
+ * @hw: the backend whose CPUID (and MSR_PLATFORM_INFO) is read
+ * @caps: filled in completely; @caps->size is set to sizeof(*caps)
+ *
+ * Reads only CPUID until it has established that the CPU is an Intel part
+ * with PT, and touches no MSR otherwise.  When PT is unusable, the reason
+ * is stored in @caps->unavailable, @caps->backend is IPT_BACKEND_NONE and
+ * only the CPU identity and @caps->nr_cpus are filled.
+ *
+ * Context: process context; does not sleep.
+ * Return: @caps->unavailable.
+ */
+enum ipt_unavail ipt_caps_probe(const struct ipt_hw_ops *hw,
+				struct ipt_caps *caps)
+{
+	struct ipt_cpuid_regs r;
+	u32 max_leaf, i;
+	u64 platform_info;
+	bool is_intel;
+
+	memset(caps, 0, sizeof(*caps));
+	caps->size = sizeof(*caps);
+	caps->abi_version = IPT_ABI_VERSION;
+	caps->nr_cpus = nr_cpu_ids;
+	caps->backend = IPT_BACKEND_NONE;
+
+	hw->cpuid(IPT_CPUID_VENDOR, 0, &r);
+	max_leaf = r.eax;
+	memcpy(caps->vendor + 0, &r.ebx, 4);
+	memcpy(caps->vendor + 4, &r.edx, 4);
+	memcpy(caps->vendor + 8, &r.ecx, 4);
+	is_intel = !strcmp(caps->vendor, "GenuineIntel");
+	if (max_leaf >= IPT_CPUID_SIGNATURE) {
+		hw->cpuid(IPT_CPUID_SIGNATURE, 0, &r);
+		ipt_caps_signature(r.eax, caps);
+	}
+
+	if (!is_intel) {
+		caps->unavailable = IPT_UNAVAIL_NOT_INTEL;
+		return caps->unavailable;
+	}
+	if (max_leaf < IPT_CPUID_EXT_FEATURES) {
+		caps->unavailable = IPT_UNAVAIL_NO_PT;
+		return caps->unavailable;
+	}
+	hw->cpuid(IPT_CPUID_EXT_FEATURES, 0, &r);
+	if (!(r.ebx & IPT_CPUID_EXT_FEATURES_EBX_PT)) {
+		caps->unavailable = IPT_UNAVAIL_NO_PT;
+		return caps->unavailable;
+	}
+	if (max_leaf < IPT_CPUID_PT) {
+		caps->unavailable = IPT_UNAVAIL_NO_LEAF_14;
+		return caps->unavailable;
+	}
+
+	hw->cpuid(IPT_CPUID_PT, 0, &caps->cpuid_14_0);
+	for (i = 0; i < ARRAY_SIZE(ipt_feature_bits); i++) {
+		u32 reg = ipt_feature_bits[i].in_ecx ? caps->cpuid_14_0.ecx :
+						       caps->cpuid_14_0.ebx;
+
+		if (reg & BIT(ipt_feature_bits[i].bit))
+			caps->features |= ipt_feature_bits[i].feature;
+	}
+	if (!(caps->features & (IPT_FEAT_TOPA | IPT_FEAT_SINGLE_RANGE))) {
+		caps->unavailable = IPT_UNAVAIL_NO_OUTPUT;
+		ipt_caps_clear_pt(caps);
+		return caps->unavailable;
+	}
+
+	if (caps->cpuid_14_0.eax >= 1) {
+		hw->cpuid(IPT_CPUID_PT, 1, &caps->cpuid_14_1);
+		if (caps->features & IPT_FEAT_IP_FILTER)
+			caps->num_addr_ranges = min_t(u32, caps->cpuid_14_1.eax & 0x7,
+						      IPT_MAX_ADDR_RANGES);
+		if (caps->features & IPT_FEAT_MTC)
+			caps->mtc_freq_mask = caps->cpuid_14_1.eax >> 16;
+		if (caps->features & IPT_FEAT_PSB_CYC) {
+			caps->cyc_thresh_mask = caps->cpuid_14_1.ebx & 0xffff;
+			caps->psb_freq_mask = caps->cpuid_14_1.ebx >> 16;
+		}
+	}
+	if (max_leaf >= IPT_CPUID_TSC)
+		hw->cpuid(IPT_CPUID_TSC, 0, &caps->cpuid_15);
+	if (ipt_xsaves_pt(hw, max_leaf, &caps->xsave_pt_size))
+		caps->features |= IPT_FEAT_XSAVES_PT;
+
+	preempt_disable();
+	if (!hw->read_msr(IPT_MSR_PLATFORM_INFO, &platform_info))
+		caps->nom_freq = (platform_info >> 8) & 0xff;
+	preempt_enable();
+
+	if (caps->features & IPT_FEAT_TOPA)
+		caps->max_topa_order = IPT_TOPA_MAX_ORDER;
+	caps->backend = hw->backend;
+	caps->unavailable = IPT_UNAVAIL_NONE;
+	return IPT_UNAVAIL_NONE;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_caps_probe);
+
+/**
+ * ipt_unavail_str() - a short explanation of an enum ipt_unavail value
+ * @why: the reason
+ *
+ * Return: a static string.
+ */
+const char *ipt_unavail_str(enum ipt_unavail why)
+{
+	switch (why) {
+	case IPT_UNAVAIL_NONE:
+		return "available";
+	case IPT_UNAVAIL_NOT_INTEL:
+		return "the CPU is not an Intel CPU";
+	case IPT_UNAVAIL_NO_PT:
+		return "CPUID.(EAX=07H,ECX=0):EBX[25] (Intel PT) is 0";
+	case IPT_UNAVAIL_NO_LEAF_14:
+		return "CPUID leaf 14H is not enumerated";
+	case IPT_UNAVAIL_NO_OUTPUT:
+		return "neither ToPA nor single-range output is enumerated";
+	}
+	return "unknown reason";
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_unavail_str);

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt: Intel Processor Trace driver - the /dev/ipt device and its ioctls.
+ *
+ * See Documentation/design.rst for how the pieces fit and
+ * Documentation/abi.rst for the commands.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/uaccess.h>
+
+#include "ipt.h"
+
+static struct ipt_device ipt_dev = {
+	.lock = __MUTEX_INITIALIZER(ipt_dev.lock),
+};
+
+/*
+ * Commands are matched on type, number and direction; the size bits of the
+ * ioctl number are ignored because arguments carry their own size.
+ */
+#define IPT_IOC_KEY(cmd)	((cmd) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT))
+
+static long ipt_ioctl_get_caps(struct ipt_device *idev, void __user *uarg)
+{
+	struct ipt_caps caps;
+	u32 usize;
+	int ret;
+
+	ret = ipt_arg_in(&caps, sizeof(caps), IPT_CAPS_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if (caps.flags)
+		return -EINVAL;
+	usize = caps.size;
+
+	mutex_lock(&idev->lock);
+	caps = idev->caps;
+	mutex_unlock(&idev->lock);
+
+	return ipt_arg_out(uarg, usize, &caps, sizeof(caps));
+}
+
+static long ipt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct ipt_device *idev = &ipt_dev;
+	void __user *uarg = (void __user *)arg;
+
+	switch (IPT_IOC_KEY(cmd)) {
+	case IPT_IOC_KEY(IPT_IOC_GET_CAPS):
+		return ipt_ioctl_get_caps(idev, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static int ipt_open(struct inode *inode, struct file *file)
+{
+	/* The trace shows everything a CPU executes: as perf requires. */
+	if (!perfmon_capable())
+		return -EPERM;
+	return nonseekable_open(inode, file);
+}
+
+static const struct file_operations ipt_fops = {
+	.owner = THIS_MODULE,
+	.open = ipt_open,
+	.unlocked_ioctl = ipt_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = no_llseek,
+};
+
+/**
+ * ipt_select_backend() - find the PT unit to drive, at load time
+ * @idev: the device; its @hw and @caps are set
+ *
+ * Context: takes and releases @idev->lock.
+ */
+static void ipt_select_backend(struct ipt_device *idev)
+{
+	enum ipt_unavail why;
+
+	mutex_lock(&idev->lock);
+	why = ipt_caps_probe(&ipt_hw_native_ops, &idev->caps);
+	idev->hw = why == IPT_UNAVAIL_NONE ? &ipt_hw_native_ops : NULL;
+	mutex_unlock(&idev->lock);
+
+	if (why != IPT_UNAVAIL_NONE)
+		pr_info("no Intel PT on this CPU (%s %u/%u/%u): %s; /dev/ipt reports capabilities only\n",
+			idev->caps.vendor, idev->caps.family, idev->caps.model,
+			idev->caps.stepping, ipt_unavail_str(why));
+	else
+		pr_info("Intel PT on %s %u/%u/%u, %s backend\n",
+			idev->caps.vendor, idev->caps.family, idev->caps.model,
+			idev->caps.stepping, ipt_hw_native_ops.name);
+}
+
+static int __init ipt_init(void)
+{
+	int ret;
+
+	BUILD_BUG_ON(sizeof(struct ipt_caps) != IPT_CAPS_SIZE_VER0);
+
+	ipt_select_backend(&ipt_dev);
+
+	ipt_dev.misc.minor = MISC_DYNAMIC_MINOR;
+	ipt_dev.misc.name = "ipt";
+	ipt_dev.misc.fops = &ipt_fops;
+	ipt_dev.misc.mode = 0600;
+	ret = misc_register(&ipt_dev.misc);
+	if (ret) {
+		pr_err("cannot register /dev/ipt: %d\n", ret);
+		return ret;
+	}
+	return 0;
+}
+
+static void __exit ipt_exit(void)
+{
+	misc_deregister(&ipt_dev.misc);
+}
+
+module_init(ipt_init);
+module_exit(ipt_exit);
+
+MODULE_DESCRIPTION("Intel Processor Trace driver");
+MODULE_AUTHOR("The ipt developers");
+MODULE_LICENSE("GPL");

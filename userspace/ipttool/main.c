@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipttool: capture and inspect Intel Processor Trace through ipt.ko.
+ *
+ * Grammar: ipttool [GLOBAL OPTIONS] COMMAND [ARGS], as bpftool does it.
+ */
+#include <getopt.h>
+#include <string.h>
+
+#include "ipttool.h"
+
+#ifndef IPT_VERSION
+#define IPT_VERSION "unknown"
+#endif
+
+static const struct {
+	const char *name;
+	int (*fn)(struct ipttool *t, int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "caps", cmd_caps, "show what the PT unit can do" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "Usage: ipttool [OPTIONS] COMMAND [ARGS]\n\n"
+		   "Options:\n"
+		   "  -j, --json        print data as JSON\n"
+		   "  -p, --pretty      print indented JSON (implies --json)\n"
+		   "  -d, --device PATH device node (default %s)\n"
+		   "  -V, --version     print the version\n"
+		   "  -h, --help        print this help\n\n"
+		   "Commands:\n", IPT_DEVICE_PATH);
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-16s  %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\nSee ipttool(8) and 'ipttool COMMAND --help'.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, 'p' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct ipttool t = { .device = IPT_DEVICE_PATH };
+	size_t i;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+jpd:Vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			t.json = true;
+			break;
+		case 'p':
+			t.json = true;
+			t.pretty = true;
+			break;
+		case 'd':
+			t.device = optarg;
+			break;
+		case 'V':
+			printf("ipttool %s (ABI %d)\n", IPT_VERSION, IPT_ABI_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		ipt_err("no command given");
+		usage(stderr);
+		return 2;
+	}
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[optind], commands[i].name))
+			return commands[i].fn(&t, argc - optind, argv + optind);
+	if (!strcmp(argv[optind], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	ipt_err("unknown command '%s'", argv[optind]);
+	usage(stderr);
+	return 2;
+}
