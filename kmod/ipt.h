@@ -19,15 +19,21 @@
  * @hw: the backend that runs the PT unit, or NULL when there is none
  * @caps: what @hw can do, as reported by IPT_IOC_GET_CAPS; when @hw is
  *        NULL it still names the CPU and says why PT is unavailable
+ * @registered: the backend registered with ipt_hw_register() (the
+ *        simulator), which replaces the native one while it is set
+ * @users: number of users of @hw (sessions); the backend may change only
+ *        while it is 0
  *
- * Locking: @hw and @caps are written only with @lock held and read under
- * it by the ioctl paths.
+ * Locking: @hw, @caps, @registered and @users are written only with @lock
+ * held and read under it by the ioctl paths.
  */
 struct ipt_device {
 	struct miscdevice misc;
 	struct mutex lock;	/* see Locking above */
 	const struct ipt_hw_ops *hw;
 	struct ipt_caps caps;
+	const struct ipt_hw_ops *registered;
+	unsigned int users;
 };
 
 /* ipt_caps.c */
@@ -37,6 +43,11 @@ enum ipt_unavail ipt_caps_probe(const struct ipt_hw_ops *hw,
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_caps_signature(u32 eax, struct ipt_caps *caps);
 #endif
+
+/* ipt_hw.c */
+void ipt_hw_attach(struct ipt_device *idev);
+void ipt_hw_detach(struct ipt_device *idev);
+void ipt_hw_select_locked(struct ipt_device *idev);
 
 /* ipt_uaccess.c */
 int ipt_arg_in(void *karg, size_t ksize, size_t min_size,

@@ -83,21 +83,10 @@ static const struct file_operations ipt_fops = {
  */
 static void ipt_select_backend(struct ipt_device *idev)
 {
-	enum ipt_unavail why;
-
+	ipt_hw_attach(idev);
 	mutex_lock(&idev->lock);
-	why = ipt_caps_probe(&ipt_hw_native_ops, &idev->caps);
-	idev->hw = why == IPT_UNAVAIL_NONE ? &ipt_hw_native_ops : NULL;
+	ipt_hw_select_locked(idev);
 	mutex_unlock(&idev->lock);
-
-	if (why != IPT_UNAVAIL_NONE)
-		pr_info("no Intel PT on this CPU (%s %u/%u/%u): %s; /dev/ipt reports capabilities only\n",
-			idev->caps.vendor, idev->caps.family, idev->caps.model,
-			idev->caps.stepping, ipt_unavail_str(why));
-	else
-		pr_info("Intel PT on %s %u/%u/%u, %s backend\n",
-			idev->caps.vendor, idev->caps.family, idev->caps.model,
-			idev->caps.stepping, ipt_hw_native_ops.name);
 }
 
 static int __init ipt_init(void)
@@ -115,6 +104,7 @@ static int __init ipt_init(void)
 	ret = misc_register(&ipt_dev.misc);
 	if (ret) {
 		pr_err("cannot register /dev/ipt: %d\n", ret);
+		ipt_hw_detach(&ipt_dev);
 		return ret;
 	}
 	return 0;
@@ -123,6 +113,7 @@ static int __init ipt_init(void)
 static void __exit ipt_exit(void)
 {
 	misc_deregister(&ipt_dev.misc);
+	ipt_hw_detach(&ipt_dev);
 }
 
 module_init(ipt_init);

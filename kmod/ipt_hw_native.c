@@ -4,8 +4,18 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
+#include <linux/bits.h>
+#include <linux/errno.h>
+#include <linux/kernel.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/preempt.h>
+#include <linux/rcupdate.h>
+#include <asm/asm.h>
+#include <asm/cpufeature.h>
 #include <asm/msr.h>
+#include <asm/nmi.h>
 #include <asm/processor.h>
 
 #include "ipt_hw.h"
@@ -25,6 +35,124 @@ static int ipt_native_wrmsr(u32 msr, u64 val)
 	return wrmsrl_safe(msr, val) ? -EIO : 0;
 }
 
+/*
+ * XSAVES / XRSTORS of the PT component run only when the CPU says they can
+ * handle it (CPUID.(0DH,1):EAX[3] and ECX[8]), the kernel has enabled
+ * XSAVE (CR4.OSXSAVE) and IA32_XSS has bit 8 set: everywhere else the
+ * instruction is not executed and the operation fails as it would.
+ */
+static bool ipt_native_xsaves_usable(const void *area)
+{
+	u32 eax, ebx, ecx, edx;
+	u64 xss;
+
+	if (!IS_ALIGNED((unsigned long)area, IPT_XSAVE_ALIGN))
+		return false;
+	if (!boot_cpu_has(X86_FEATURE_OSXSAVE) ||
+	    !boot_cpu_has(X86_FEATURE_XSAVES))
+		return false;
+	if (boot_cpu_data.cpuid_level < IPT_CPUID_XSAVE)
+		return false;
+	cpuid_count(IPT_CPUID_XSAVE, 1, &eax, &ebx, &ecx, &edx);
+	if (!(eax & BIT(3)) || !(ecx & BIT(IPT_CPUID_XSAVE_PT_COMPONENT)))
+		return false;
+	if (rdmsrl_safe(IPT_MSR_XSS, &xss) || !(xss & IPT_XSS_PT))
+		return false;
+	return true;
+}
+
+/*
+ * The instructions, with RFBM = EDX:EAX = bit 8.  A fault is turned into a
+ * non-zero @err by the exception table (EX_TYPE_FAULT stores the trap
+ * number in the output register).
+ */
+static int ipt_native_xsaves(void *area)
+{
+	int err;
+
+	if (!ipt_native_xsaves_usable(area))
+		return -EIO;
+	asm volatile("1: xsaves64 (%[area])\n\t"
+		     "xor %[err], %[err]\n"
+		     "2:\n\t"
+		     _ASM_EXTABLE_TYPE(1b, 2b, EX_TYPE_FAULT)
+		     : [err] "=a" (err)
+		     : [area] "D" (area), "a" (BIT(IPT_CPUID_XSAVE_PT_COMPONENT)),
+		       "d" (0)
+		     : "memory");
+	return err ? -EIO : 0;
+}
+
+static int ipt_native_xrstors(const void *area)
+{
+	int err;
+
+	if (!ipt_native_xsaves_usable(area))
+		return -EIO;
+	asm volatile("1: xrstors64 (%[area])\n\t"
+		     "xor %[err], %[err]\n"
+		     "2:\n\t"
+		     _ASM_EXTABLE_TYPE(1b, 2b, EX_TYPE_FAULT)
+		     : [err] "=a" (err)
+		     : [area] "D" (area), "a" (BIT(IPT_CPUID_XSAVE_PT_COMPONENT)),
+		       "d" (0)
+		     : "memory");
+	return err ? -EIO : 0;
+}
+
+/* The installed PMI handler; NULL when none.  Written under the mutex. */
+static ipt_pmi_fn ipt_native_pmi_fn;
+static DEFINE_MUTEX(ipt_native_pmi_lock);
+
+/*
+ * The ToPA PMI arrives as an NMI through the local APIC's performance
+ * counter LVT entry.  Claim it only when IA32_PERF_GLOBAL_STATUS bit 55 is
+ * set, and acknowledge it through IA32_PERF_GLOBAL_OVF_CTRL.
+ */
+static int ipt_native_nmi(unsigned int cmd, struct pt_regs *regs)
+{
+	ipt_pmi_fn fn = READ_ONCE(ipt_native_pmi_fn);
+	u64 status;
+
+	if (!fn || rdmsrl_safe(IPT_MSR_PERF_GLOBAL_STATUS, &status) ||
+	    !(status & IPT_GLOBAL_STATUS_TOPA_PMI))
+		return NMI_DONE;
+	fn();
+	wrmsr_safe(IPT_MSR_PERF_GLOBAL_OVF_CTRL,
+		   lower_32_bits(IPT_GLOBAL_STATUS_TOPA_PMI),
+		   upper_32_bits(IPT_GLOBAL_STATUS_TOPA_PMI));
+	return NMI_HANDLED;
+}
+
+static int ipt_native_pmi_request(ipt_pmi_fn fn)
+{
+	int ret;
+
+	mutex_lock(&ipt_native_pmi_lock);
+	if (ipt_native_pmi_fn) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	WRITE_ONCE(ipt_native_pmi_fn, fn);
+	ret = register_nmi_handler(NMI_LOCAL, ipt_native_nmi, 0, "ipt_pmi");
+	if (ret)
+		WRITE_ONCE(ipt_native_pmi_fn, NULL);
+out_unlock:
+	mutex_unlock(&ipt_native_pmi_lock);
+	return ret;
+}
+
+static void ipt_native_pmi_release(void)
+{
+	mutex_lock(&ipt_native_pmi_lock);
+	if (ipt_native_pmi_fn) {
+		/* Waits for running handlers (synchronize_rcu()). */
+		unregister_nmi_handler(NMI_LOCAL, "ipt_pmi");
+		WRITE_ONCE(ipt_native_pmi_fn, NULL);
+	}
+	mutex_unlock(&ipt_native_pmi_lock);
+}
+
 const struct ipt_hw_ops ipt_hw_native_ops = {
 	.name = "native",
 	.backend = IPT_BACKEND_NATIVE,
@@ -32,4 +160,8 @@ const struct ipt_hw_ops ipt_hw_native_ops = {
 	.cpuid = ipt_native_cpuid,
 	.read_msr = ipt_native_rdmsr,
 	.write_msr = ipt_native_wrmsr,
+	.xsaves = ipt_native_xsaves,
+	.xrstors = ipt_native_xrstors,
+	.pmi_request = ipt_native_pmi_request,
+	.pmi_release = ipt_native_pmi_release,
 };

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ipt_sim: the simulated Intel PT unit (see Documentation/simulator.rst).
+ *
+ * The rules of the unit are pure functions of a struct ipt_sim_cpu: they
+ * never look at which CPU they run on, so KUnit drives them directly.  The
+ * module glue (ipt_sim_main.c) keeps one state per CPU, serialises access
+ * to it, runs the per-CPU output timer and delivers PMIs.
+ */
+#ifndef _IPT_SIM_H
+#define _IPT_SIM_H
+
+#include <linux/bits.h>
+#include <linux/types.h>
+
+#include "ipt_hw.h"
+
+/* IA32_RTIT_CTL */
+#define IPT_SIM_CTL_TRACEEN		BIT_ULL(0)
+#define IPT_SIM_CTL_CYCEN		BIT_ULL(1)
+#define IPT_SIM_CTL_OS			BIT_ULL(2)
+#define IPT_SIM_CTL_USER		BIT_ULL(3)
+#define IPT_SIM_CTL_PWREVTEN		BIT_ULL(4)
+#define IPT_SIM_CTL_FUPONPTW		BIT_ULL(5)
+#define IPT_SIM_CTL_FABRICEN		BIT_ULL(6)
+#define IPT_SIM_CTL_CR3FILTER		BIT_ULL(7)
+#define IPT_SIM_CTL_TOPA		BIT_ULL(8)
+#define IPT_SIM_CTL_MTCEN		BIT_ULL(9)
+#define IPT_SIM_CTL_TSCEN		BIT_ULL(10)
+#define IPT_SIM_CTL_DISRETC		BIT_ULL(11)
+#define IPT_SIM_CTL_PTWEN		BIT_ULL(12)
+#define IPT_SIM_CTL_BRANCHEN		BIT_ULL(13)
+#define IPT_SIM_CTL_MTCFREQ		GENMASK_ULL(17, 14)
+#define IPT_SIM_CTL_CYCTHRESH		GENMASK_ULL(22, 19)
+#define IPT_SIM_CTL_PSBFREQ		GENMASK_ULL(27, 24)
+#define IPT_SIM_CTL_EVENTEN		BIT_ULL(31)
+#define IPT_SIM_CTL_ADDR_CFG(n)		(GENMASK_ULL(35, 32) << (4 * (n)))
+#define IPT_SIM_CTL_DISTNT		BIT_ULL(55)
+#define IPT_SIM_CTL_INJECTPSBPMI	BIT_ULL(56)
+
+/* IA32_RTIT_STATUS */
+#define IPT_SIM_ST_FILTEREN		BIT_ULL(0)
+#define IPT_SIM_ST_CONTEXTEN		BIT_ULL(1)
+#define IPT_SIM_ST_TRIGGEREN		BIT_ULL(2)
+#define IPT_SIM_ST_ERROR		BIT_ULL(4)
+#define IPT_SIM_ST_STOPPED		BIT_ULL(5)
+#define IPT_SIM_ST_PENDPSB		BIT_ULL(6)
+#define IPT_SIM_ST_PENDTOPAPMI		BIT_ULL(7)
+#define IPT_SIM_ST_BYTECNT		GENMASK_ULL(48, 32)
+
+/* ToPA entries */
+#define IPT_SIM_TOPA_END		BIT_ULL(0)
+#define IPT_SIM_TOPA_INT		BIT_ULL(2)
+#define IPT_SIM_TOPA_STOP		BIT_ULL(4)
+#define IPT_SIM_TOPA_SIZE		GENMASK_ULL(9, 6)
+#define IPT_SIM_TOPA_BASE		GENMASK_ULL(51, 12)
+
+/* The built-in workload (see ipt_sim_code). */
+#define IPT_SIM_CODE_BASE		0x401000ULL
+#define IPT_SIM_CODE_LOOP_END		0x401009ULL
+#define IPT_SIM_CODE_CR3		0x1000ULL
+
+/* On single-entry ToPA parts, the INT PMI comes this early. */
+#define IPT_SIM_SINGLE_PMI_EARLY	256
+
+/* Largest group of packets the unit writes in one piece. */
+#define IPT_SIM_PKT_MAX			64
+
+/**
+ * struct ipt_sim_model - a CPU model the simulator can present
+ * @name: the value of the module parameter that selects it
+ * @desc: one line for messages and debugfs
+ * @signature: CPUID.1:EAX (family, model, stepping)
+ * @leaf_14_0: CPUID.(14H,0)
+ * @leaf_14_1: CPUID.(14H,1)
+ * @leaf_15: CPUID.15H (TSC / core crystal clock)
+ * @xsaves_pt: XSAVES supports the PT component (CPUID.(0DH,1):ECX[8])
+ * @maxphyaddr: physical address width (CPUID.80000008H:EAX[7:0])
+ * @nom_ratio: MSR_PLATFORM_INFO[15:8]
+ * @bdm106: erratum BDM106: enabling with BranchEn = 0 is #GP
+ */
+struct ipt_sim_model {
+	const char *name;
+	const char *desc;
+	u32 signature;
+	struct ipt_cpuid_regs leaf_14_0;
+	struct ipt_cpuid_regs leaf_14_1;
+	struct ipt_cpuid_regs leaf_15;
+	bool xsaves_pt;
+	u8 maxphyaddr;
+	u8 nom_ratio;
+	bool bdm106;
+};
+
+/**
+ * struct ipt_sim_stats - what happened on one simulated CPU
+ * @rdmsr: RDMSR executed (including faulting ones)
+ * @wrmsr: WRMSR executed (including faulting ones)
+ * @gp: instructions that faulted (#GP): WRMSR, RDMSR, XSAVES, XRSTORS
+ * @op_errors: operational errors (STATUS.Error set)
+ * @pmis: ToPA PMIs raised
+ * @pmis_lost: PMIs raised while no handler was installed
+ * @bytes: trace bytes written to memory
+ * @dropped: trace bytes dropped (OVF)
+ * @ovf: OVF packets written
+ * @psb: PSB packets written
+ * @xsaves: XSAVES executed
+ * @xrstors: XRSTORS executed
+ */
+struct ipt_sim_stats {
+	u64 rdmsr;
+	u64 wrmsr;
+	u64 gp;
+	u64 op_errors;
+	u64 pmis;
+	u64 pmis_lost;
+	u64 bytes;
+	u64 dropped;
+	u64 ovf;
+	u64 psb;
+	u64 xsaves;
+	u64 xrstors;
+};
+
+/**
+ * struct ipt_sim_feed - branch content supplied by a test
+ * @buf: records (see Documentation/simulator.rst), @len bytes
+ * @len: bytes in @buf
+ * @pos: offset of the next record to emit
+ * @cap: size of @buf
+ */
+struct ipt_sim_feed {
+	u8 *buf;
+	size_t len;
+	size_t pos;
+	size_t cap;
+};
+
+/**
+ * struct ipt_sim_cpu - the PT unit of one simulated CPU
+ * @model: the CPU model; fixed for the life of the state
+ * @ctl: IA32_RTIT_CTL
+ * @status: IA32_RTIT_STATUS (including PacketByteCnt)
+ * @output_base: IA32_RTIT_OUTPUT_BASE
+ * @output_mask: IA32_RTIT_OUTPUT_MASK_PTRS (bits 6:0 kept at 1)
+ * @cr3_match: IA32_RTIT_CR3_MATCH
+ * @addr_a: IA32_RTIT_ADDRn_A
+ * @addr_b: IA32_RTIT_ADDRn_B
+ * @global_status: IA32_PERF_GLOBAL_STATUS (bit 55 only)
+ * @xss: IA32_XSS
+ * @tsc: the simulated time stamp counter; advanced by the caller
+ * @last_mtc_ctc: CTC value of the last MTC period seen
+ * @last_cyc_tsc: TSC at the last CYC packet
+ * @ip: the workload's current instruction pointer
+ * @packet_en: PacketEn: packets of the workload are generated
+ * @pmi_pending: a PMI was raised and not yet delivered by the glue
+ * @ovf_pending: bytes were dropped: the next write starts with OVF
+ * @drop: number of bytes still to drop (fault injection)
+ * @feed: branch content from a test; without one (@feed.buf NULL), the
+ *        built-in loop runs
+ * @stats: counters
+ *
+ * Locking: none inside; the owner serialises every call on one state.
+ */
+struct ipt_sim_cpu {
+	const struct ipt_sim_model *model;
+	u64 ctl;
+	u64 status;
+	u64 output_base;
+	u64 output_mask;
+	u64 cr3_match;
+	u64 addr_a[4];
+	u64 addr_b[4];
+	u64 global_status;
+	u64 xss;
+	u64 tsc;
+	u64 last_mtc_ctc;
+	u64 last_cyc_tsc;
+	u64 ip;
+	bool packet_en;
+	bool pmi_pending;
+	bool ovf_pending;
+	u64 drop;
+	struct ipt_sim_feed feed;
+	struct ipt_sim_stats stats;
+};
+
+extern const struct ipt_sim_model ipt_sim_models[];
+extern const unsigned int ipt_sim_nr_models;
+extern const u8 ipt_sim_code[];
+extern const size_t ipt_sim_code_size;
+
+#if IS_ENABLED(CONFIG_KUNIT)
+const struct ipt_hw_ops *ipt_sim_live_ops(void);
+#endif
+
+/* ipt_sim_rules.c: CPUID, MSRs, XSAVES */
+void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m);
+void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
+		   struct ipt_cpuid_regs *r);
+int ipt_sim_rdmsr(struct ipt_sim_cpu *c, u32 msr, u64 *val);
+int ipt_sim_wrmsr(struct ipt_sim_cpu *c, u32 msr, u64 val);
+int ipt_sim_xsaves(struct ipt_sim_cpu *c, void *area);
+int ipt_sim_xrstors(struct ipt_sim_cpu *c, const void *area);
+unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m);
+
+/* ipt_sim_output.c: packets and the output engine */
+void ipt_sim_trace_enable(struct ipt_sim_cpu *c);
+void ipt_sim_trace_disable(struct ipt_sim_cpu *c);
+void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget);
+void ipt_sim_force_error(struct ipt_sim_cpu *c);
+size_t ipt_sim_pkt_psb(u8 *p);
+size_t ipt_sim_pkt_psbend(u8 *p);
+size_t ipt_sim_pkt_tsc(u8 *p, u64 tsc);
+size_t ipt_sim_pkt_tma(u8 *p, u16 ctc, u16 fc);
+size_t ipt_sim_pkt_cbr(u8 *p, u8 ratio);
+size_t ipt_sim_pkt_mode_exec(u8 *p);
+size_t ipt_sim_pkt_ip(u8 *p, u8 type, u64 ip);
+size_t ipt_sim_pkt_mtc(u8 *p, u8 ctc);
+size_t ipt_sim_pkt_cyc(u8 *p, u64 cycles);
+size_t ipt_sim_pkt_ovf(u8 *p);
+u64 ipt_sim_ctc(const struct ipt_sim_cpu *c);
+
+/* Low five bits of byte 0 of the IP packets. */
+#define IPT_SIM_PKT_TIP		0x0d
+#define IPT_SIM_PKT_TIP_PGE	0x11
+#define IPT_SIM_PKT_TIP_PGD	0x01
+#define IPT_SIM_PKT_FUP		0x1d
+/* ipt_sim_pkt_ip(): no IP payload (IPBytes 000). */
+#define IPT_SIM_IP_NONE		(~0ULL)
+
+/* Feed record header (little endian); see Documentation/simulator.rst. */
+#define IPT_SIM_FEED_HDR	16
+
+#endif /* _IPT_SIM_H */

@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt_sim: the CPU models, CPUID, the MSR write rules and XSAVES of the
+ * simulated PT unit.  Every function here works on the state it is given
+ * and nothing else.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitfield.h>
+#include <linux/errno.h>
+#include <linux/kernel.h>
+#include <linux/string.h>
+#include <kunit/visibility.h>
+
+#include "ipt_sim.h"
+
+/* "GenuineIntel" in EBX, EDX, ECX order. */
+#define IPT_SIM_GI_EBX	0x756e6547
+#define IPT_SIM_GI_EDX	0x49656e69
+#define IPT_SIM_GI_ECX	0x6c65746e
+
+/* Typical subleaf 1: 2 ranges, MTC 0x249, CYC 0x1fff, PSB 0x3f. */
+#define IPT_SIM_LEAF_14_1_TYPICAL	{ 0x02490002, 0x003f1fff, 0, 0 }
+
+const struct ipt_sim_model ipt_sim_models[] = {
+	{
+		.name = "icl",
+		.desc = "Ice Lake client, every PT feature, multi-entry ToPA, XSAVES-PT",
+		.signature = 0x000706e5,
+		.leaf_14_0 = { 1, 0x1ff, 0x7, 0 },
+		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
+		.leaf_15 = { 2, 104, 38400000, 0 },
+		.xsaves_pt = true,
+		.maxphyaddr = 39,
+		.nom_ratio = 20,
+	},
+	{
+		.name = "icl-noxsaves",
+		.desc = "Ice Lake client as 'icl', but XSAVES does not support PT",
+		.signature = 0x000706e5,
+		.leaf_14_0 = { 1, 0x1ff, 0x7, 0 },
+		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
+		.leaf_15 = { 2, 104, 38400000, 0 },
+		.maxphyaddr = 39,
+		.nom_ratio = 20,
+	},
+	{
+		.name = "skl",
+		.desc = "Skylake client: CR3/IP filter, CYC, MTC, multi-entry ToPA",
+		.signature = 0x000406e3,
+		.leaf_14_0 = { 1, 0xf, 0x7, 0 },
+		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
+		.leaf_15 = { 2, 216, 0, 0 },
+		.maxphyaddr = 39,
+		.nom_ratio = 26,
+	},
+	{
+		.name = "glm",
+		.desc = "Goldmont (Apollo Lake): single-entry ToPA, single-range",
+		.signature = 0x000506c9,
+		.leaf_14_0 = { 1, 0x3f, 0x5, 0 },
+		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
+		.leaf_15 = { 1, 62, 19200000, 0 },
+		.maxphyaddr = 39,
+		.nom_ratio = 12,
+	},
+	{
+		.name = "bdw-sro",
+		.desc = "Broadwell client limited to single-range output, BDM106",
+		.signature = 0x000306d4,
+		.leaf_14_0 = { 0, 0x0, 0x4, 0 },
+		.maxphyaddr = 39,
+		.nom_ratio = 22,
+		.bdm106 = true,
+	},
+};
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_models);
+const unsigned int ipt_sim_nr_models = ARRAY_SIZE(ipt_sim_models);
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_nr_models);
+
+/**
+ * ipt_sim_cpu_init() - put a simulated unit in its reset state
+ * @c: the state
+ * @m: the model it presents
+ *
+ * Every MSR is 0 (OUTPUT_MASK_PTRS reads 0x7f), the workload is at its
+ * first instruction; @c->feed is left alone.
+ */
+void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m)
+{
+	struct ipt_sim_feed feed = c->feed;
+
+	memset(c, 0, sizeof(*c));
+	c->feed = feed;
+	c->model = m;
+	c->output_mask = 0x7f;
+	c->ip = IPT_SIM_CODE_BASE;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_cpu_init);
+
+/* The highest basic leaf: 16H when leaf 15H is implemented, else 14H. */
+static u32 ipt_sim_max_leaf(const struct ipt_sim_model *m)
+{
+	return m->leaf_15.ebx ? 0x16 : 0x14;
+}
+
+/**
+ * ipt_sim_cpuid() - CPUID as the model answers it
+ * @m: the model
+ * @leaf: EAX
+ * @subleaf: ECX
+ * @r: the result
+ *
+ * Leaves 0, 1, 7, 0DH, 14H, 15H, 16H, 80000000H and 80000008H are
+ * answered; every other leaf reads as zero.
+ */
+void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
+		   struct ipt_cpuid_regs *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (leaf > ipt_sim_max_leaf(m) && leaf < 0x80000000)
+		return;
+	switch (leaf) {
+	case IPT_CPUID_VENDOR:
+		r->eax = ipt_sim_max_leaf(m);
+		r->ebx = IPT_SIM_GI_EBX;
+		r->edx = IPT_SIM_GI_EDX;
+		r->ecx = IPT_SIM_GI_ECX;
+		break;
+	case IPT_CPUID_SIGNATURE:
+		r->eax = m->signature;
+		r->ecx = BIT(26) | BIT(27);	/* XSAVE, OSXSAVE */
+		r->edx = BIT(5);		/* MSR */
+		break;
+	case IPT_CPUID_EXT_FEATURES:
+		if (subleaf == 0)
+			r->ebx = IPT_CPUID_EXT_FEATURES_EBX_PT;
+		break;
+	case IPT_CPUID_XSAVE:
+		if (subleaf == 0) {
+			r->eax = 0x3;		/* x87, SSE */
+			r->ebx = 576;
+			r->ecx = 576;
+		} else if (subleaf == 1) {
+			r->eax = 0xb;		/* XSAVEOPT, XSAVEC, XSAVES */
+			r->ecx = m->xsaves_pt ? BIT(IPT_CPUID_XSAVE_PT_COMPONENT) : 0;
+		} else if (subleaf == IPT_CPUID_XSAVE_PT_COMPONENT && m->xsaves_pt) {
+			r->eax = IPT_XSAVE_PT_SIZE;
+			r->ecx = BIT(0);	/* supervisor */
+		}
+		break;
+	case IPT_CPUID_PT:
+		if (subleaf == 0)
+			*r = m->leaf_14_0;
+		else if (subleaf == 1 && m->leaf_14_0.eax >= 1)
+			*r = m->leaf_14_1;
+		break;
+	case IPT_CPUID_TSC:
+		*r = m->leaf_15;
+		break;
+	case 0x16:
+		r->eax = m->nom_ratio * 100;	/* base MHz */
+		break;
+	case 0x80000000:
+		r->eax = 0x80000008;
+		break;
+	case 0x80000008:
+		r->eax = m->maxphyaddr | (48 << 8);
+		break;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_cpuid);
+
+/**
+ * ipt_sim_nr_ranges() - number of ADDRn ranges the model has
+ * @m: the model
+ *
+ * Return: CPUID.(14H,1):EAX[2:0] capped at 4, or 0 without IP filtering.
+ */
+unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m)
+{
+	if (!(m->leaf_14_0.ebx & BIT(2)) || m->leaf_14_0.eax < 1)
+		return 0;
+	return min_t(unsigned int, m->leaf_14_1.eax & 0x7, 4);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_nr_ranges);
+
+#define IPT_SIM_CTL_DEFINED						\
+	(IPT_SIM_CTL_TRACEEN | IPT_SIM_CTL_CYCEN | IPT_SIM_CTL_OS |	\
+	 IPT_SIM_CTL_USER | IPT_SIM_CTL_PWREVTEN | IPT_SIM_CTL_FUPONPTW |\
+	 IPT_SIM_CTL_FABRICEN | IPT_SIM_CTL_CR3FILTER | IPT_SIM_CTL_TOPA |\
+	 IPT_SIM_CTL_MTCEN | IPT_SIM_CTL_TSCEN | IPT_SIM_CTL_DISRETC |	\
+	 IPT_SIM_CTL_PTWEN | IPT_SIM_CTL_BRANCHEN | IPT_SIM_CTL_MTCFREQ |\
+	 IPT_SIM_CTL_CYCTHRESH | IPT_SIM_CTL_PSBFREQ |			\
+	 IPT_SIM_CTL_EVENTEN | GENMASK_ULL(47, 32) | IPT_SIM_CTL_DISTNT |\
+	 IPT_SIM_CTL_INJECTPSBPMI)
+
+/* For each CPUID.(14H,0):EBX bit, the CTL bits that need it. */
+static const u64 ipt_sim_ctl_need_ebx[] = {
+	[0] = IPT_SIM_CTL_CR3FILTER,
+	[1] = IPT_SIM_CTL_CYCEN | IPT_SIM_CTL_CYCTHRESH | IPT_SIM_CTL_PSBFREQ,
+	[3] = IPT_SIM_CTL_MTCEN | IPT_SIM_CTL_MTCFREQ,
+	[4] = IPT_SIM_CTL_PTWEN | IPT_SIM_CTL_FUPONPTW,
+	[5] = IPT_SIM_CTL_PWREVTEN,
+	[6] = IPT_SIM_CTL_INJECTPSBPMI,
+	[7] = IPT_SIM_CTL_EVENTEN,
+	[8] = IPT_SIM_CTL_DISTNT,
+};
+
+/* Whether @v may be written to IA32_RTIT_CTL, apart from TraceEn rules. */
+static bool ipt_sim_ctl_valid(const struct ipt_sim_model *m, u64 v)
+{
+	u32 ebx = m->leaf_14_0.ebx, ecx = m->leaf_14_0.ecx;
+	unsigned int i;
+
+	if (v & ~IPT_SIM_CTL_DEFINED)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(ipt_sim_ctl_need_ebx); i++)
+		if (!(ebx & BIT(i)) && (v & ipt_sim_ctl_need_ebx[i]))
+			return false;
+	if (!(ecx & BIT(0)) && (v & IPT_SIM_CTL_TOPA))
+		return false;
+	if (!(ecx & BIT(3)) && (v & IPT_SIM_CTL_FABRICEN))
+		return false;
+	if ((ebx & BIT(3)) &&
+	    !(m->leaf_14_1.eax >> 16 & BIT(FIELD_GET(IPT_SIM_CTL_MTCFREQ, v))))
+		return false;
+	if ((ebx & BIT(1)) &&
+	    (!(m->leaf_14_1.ebx & BIT(FIELD_GET(IPT_SIM_CTL_CYCTHRESH, v))) ||
+	     !(m->leaf_14_1.ebx >> 16 & BIT(FIELD_GET(IPT_SIM_CTL_PSBFREQ, v)))))
+		return false;
+	for (i = 0; i < 4; i++) {
+		u64 cfg = (v & IPT_SIM_CTL_ADDR_CFG(i)) >> (32 + 4 * i);
+
+		if (cfg > 2 || (cfg && i >= ipt_sim_nr_ranges(m)))
+			return false;
+	}
+	if ((v & IPT_SIM_CTL_TRACEEN) && !(v & IPT_SIM_CTL_TOPA) &&
+	    !(ecx & BIT(2)))
+		return false;
+	if (m->bdm106 && (v & IPT_SIM_CTL_TRACEEN) &&
+	    !(v & IPT_SIM_CTL_BRANCHEN))
+		return false;
+	return true;
+}
+
+static bool ipt_sim_canonical(u64 la)
+{
+	return (u64)((s64)(la << 16) >> 16) == la;
+}
+
+/* The index of ADDRn_A/B for @msr, or -1. */
+static int ipt_sim_addr_index(u32 msr, bool *is_b)
+{
+	if (msr < IPT_MSR_RTIT_ADDR_A(0) || msr > IPT_MSR_RTIT_ADDR_B(3))
+		return -1;
+	*is_b = (msr - IPT_MSR_RTIT_ADDR_A(0)) & 1;
+	return (msr - IPT_MSR_RTIT_ADDR_A(0)) / 2;
+}
+
+#define IPT_SIM_ST_HW	(IPT_SIM_ST_FILTEREN | IPT_SIM_ST_CONTEXTEN |	\
+			 IPT_SIM_ST_TRIGGEREN)
+#define IPT_SIM_ST_DEFINED (IPT_SIM_ST_HW | IPT_SIM_ST_ERROR |		\
+			    IPT_SIM_ST_STOPPED | IPT_SIM_ST_PENDPSB |	\
+			    IPT_SIM_ST_PENDTOPAPMI | IPT_SIM_ST_BYTECNT)
+
+#define IPT_SIM_OVF_CTRL_DEFINED (GENMASK_ULL(7, 0) | GENMASK_ULL(34, 32) | \
+				  IPT_GLOBAL_STATUS_TOPA_PMI |		   \
+				  GENMASK_ULL(63, 58))
+
+/*
+ * ipt_sim_wrmsr_check() - would WRMSR(@msr, @val) #GP?  No side effects.
+ * The rules of pt-hardware.md's "Write rules (#GP)" section, one by one.
+ */
+static int ipt_sim_wrmsr_check(const struct ipt_sim_cpu *c, u32 msr, u64 val)
+{
+	const struct ipt_sim_model *m = c->model;
+	bool tracing = c->ctl & IPT_SIM_CTL_TRACEEN;
+	bool is_b;
+	int n;
+
+	switch (msr) {
+	case IPT_MSR_RTIT_CTL:
+		if (tracing && (val & IPT_SIM_CTL_TRACEEN) && val != c->ctl)
+			return -EIO;
+		return ipt_sim_ctl_valid(m, val) ? 0 : -EIO;
+	case IPT_MSR_RTIT_STATUS:
+		if (tracing || (val & ~IPT_SIM_ST_DEFINED))
+			return -EIO;
+		if (!(m->leaf_14_0.ebx & BIT(6)) &&
+		    (val & (IPT_SIM_ST_PENDPSB | IPT_SIM_ST_PENDTOPAPMI)))
+			return -EIO;
+		return 0;
+	case IPT_MSR_RTIT_OUTPUT_BASE:
+		if (tracing || (val & 0x7f) || (val >> m->maxphyaddr))
+			return -EIO;
+		return 0;
+	case IPT_MSR_RTIT_OUTPUT_MASK:
+		return tracing ? -EIO : 0;
+	case IPT_MSR_RTIT_CR3_MATCH:
+		if (!(m->leaf_14_0.ebx & BIT(0)) || tracing || (val & 0x1f))
+			return -EIO;
+		return 0;
+	case IPT_MSR_PERF_GLOBAL_OVF_CTRL:
+		return val & ~IPT_SIM_OVF_CTRL_DEFINED ? -EIO : 0;
+	case IPT_MSR_XSS:
+		if ((val & ~IPT_XSS_PT) || ((val & IPT_XSS_PT) && !m->xsaves_pt))
+			return -EIO;
+		return 0;
+	}
+	n = ipt_sim_addr_index(msr, &is_b);
+	if (n >= 0) {
+		if (n >= ipt_sim_nr_ranges(m) || tracing ||
+		    !ipt_sim_canonical(val))
+			return -EIO;
+		return 0;
+	}
+	/* PLATFORM_INFO, GLOBAL_STATUS: read-only; the rest: absent. */
+	return -EIO;
+}
+
+/* Carry out a write that ipt_sim_wrmsr_check() accepted. */
+static void ipt_sim_wrmsr_apply(struct ipt_sim_cpu *c, u32 msr, u64 val)
+{
+	bool was_on = c->ctl & IPT_SIM_CTL_TRACEEN;
+	bool is_b;
+	int n;
+
+	switch (msr) {
+	case IPT_MSR_RTIT_CTL:
+		if (was_on && (val & IPT_SIM_CTL_TRACEEN))
+			return;		/* the identical value */
+		if (was_on)
+			ipt_sim_trace_disable(c);
+		c->ctl = val;
+		if (val & IPT_SIM_CTL_TRACEEN)
+			ipt_sim_trace_enable(c);
+		return;
+	case IPT_MSR_RTIT_STATUS:
+		/* FilterEn, ContextEn, TriggerEn belong to the processor. */
+		c->status = (c->status & IPT_SIM_ST_HW) | (val & ~IPT_SIM_ST_HW);
+		return;
+	case IPT_MSR_RTIT_OUTPUT_BASE:
+		c->output_base = val;
+		return;
+	case IPT_MSR_RTIT_OUTPUT_MASK:
+		c->output_mask = val | 0x7f;
+		return;
+	case IPT_MSR_RTIT_CR3_MATCH:
+		c->cr3_match = val;
+		return;
+	case IPT_MSR_PERF_GLOBAL_OVF_CTRL:
+		c->global_status &= ~(val & IPT_GLOBAL_STATUS_TOPA_PMI);
+		return;
+	case IPT_MSR_XSS:
+		c->xss = val;
+		return;
+	}
+	n = ipt_sim_addr_index(msr, &is_b);
+	if (is_b)
+		c->addr_b[n] = val;
+	else
+		c->addr_a[n] = val;
+}
+
+/**
+ * ipt_sim_wrmsr() - WRMSR on the simulated CPU
+ * @c: the state
+ * @msr: MSR address
+ * @val: the value
+ *
+ * Return: 0, or -EIO for #GP, in which case nothing changed but the
+ * counters.
+ */
+int ipt_sim_wrmsr(struct ipt_sim_cpu *c, u32 msr, u64 val)
+{
+	c->stats.wrmsr++;
+	if (ipt_sim_wrmsr_check(c, msr, val)) {
+		c->stats.gp++;
+		return -EIO;
+	}
+	ipt_sim_wrmsr_apply(c, msr, val);
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_wrmsr);
+
+/* RDMSR without the bookkeeping; -EIO when the MSR is absent. */
+static int ipt_sim_msr_value(const struct ipt_sim_cpu *c, u32 msr, u64 *val)
+{
+	const struct ipt_sim_model *m = c->model;
+	bool is_b;
+	int n;
+
+	switch (msr) {
+	case IPT_MSR_RTIT_CTL:
+		*val = c->ctl;
+		return 0;
+	case IPT_MSR_RTIT_STATUS:
+		*val = c->status;
+		return 0;
+	case IPT_MSR_RTIT_OUTPUT_BASE:
+		*val = c->output_base;
+		return 0;
+	case IPT_MSR_RTIT_OUTPUT_MASK:
+		*val = c->output_mask | 0x7f;
+		return 0;
+	case IPT_MSR_RTIT_CR3_MATCH:
+		if (!(m->leaf_14_0.ebx & BIT(0)))
+			return -EIO;
+		*val = c->cr3_match;
+		return 0;
+	case IPT_MSR_PERF_GLOBAL_STATUS:
+		*val = c->global_status;
+		return 0;
+	case IPT_MSR_PERF_GLOBAL_OVF_CTRL:
+		*val = 0;
+		return 0;
+	case IPT_MSR_XSS:
+		*val = c->xss;
+		return 0;
+	case IPT_MSR_PLATFORM_INFO:
+		*val = (u64)m->nom_ratio << 8;
+		return 0;
+	}
+	n = ipt_sim_addr_index(msr, &is_b);
+	if (n < 0 || n >= ipt_sim_nr_ranges(m))
+		return -EIO;
+	*val = is_b ? c->addr_b[n] : c->addr_a[n];
+	return 0;
+}
+
+/**
+ * ipt_sim_rdmsr() - RDMSR on the simulated CPU
+ * @c: the state
+ * @msr: MSR address
+ * @val: the value read
+ *
+ * Return: 0, or -EIO for #GP (MSR absent on this model).
+ */
+int ipt_sim_rdmsr(struct ipt_sim_cpu *c, u32 msr, u64 *val)
+{
+	c->stats.rdmsr++;
+	if (ipt_sim_msr_value(c, msr, val)) {
+		c->stats.gp++;
+		return -EIO;
+	}
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_rdmsr);
+
+/* XSAVE header: XSTATE_BV, XCOMP_BV, then 48 bytes that must be zero. */
+#define IPT_SIM_XCOMP_COMPACTED	BIT_ULL(63)
+#define IPT_SIM_XFEATURE_PT	BIT_ULL(IPT_CPUID_XSAVE_PT_COMPONENT)
+
+static const u32 ipt_sim_xsave_msrs[IPT_XSAVE_NR_FIELDS] = {
+	[IPT_XSAVE_CTL] = IPT_MSR_RTIT_CTL,
+	[IPT_XSAVE_OUTPUT_BASE] = IPT_MSR_RTIT_OUTPUT_BASE,
+	[IPT_XSAVE_OUTPUT_MASK] = IPT_MSR_RTIT_OUTPUT_MASK,
+	[IPT_XSAVE_STATUS] = IPT_MSR_RTIT_STATUS,
+	[IPT_XSAVE_CR3_MATCH] = IPT_MSR_RTIT_CR3_MATCH,
+	[IPT_XSAVE_ADDR0_A] = IPT_MSR_RTIT_ADDR_A(0),
+	[IPT_XSAVE_ADDR0_B] = IPT_MSR_RTIT_ADDR_B(0),
+	[IPT_XSAVE_ADDR1_A] = IPT_MSR_RTIT_ADDR_A(1),
+	[IPT_XSAVE_ADDR1_B] = IPT_MSR_RTIT_ADDR_B(1),
+};
+
+/* Whether XSAVES / XRSTORS may touch the PT component at all. */
+static bool ipt_sim_xsaves_usable(const struct ipt_sim_cpu *c,
+				  const void *area)
+{
+	return IS_ALIGNED((unsigned long)area, IPT_XSAVE_ALIGN) &&
+	       c->model->xsaves_pt && (c->xss & IPT_XSS_PT);
+}
+
+/* Fields that a model without the MSR behind them must hold as zero. */
+static bool ipt_sim_xsave_field_absent(const struct ipt_sim_model *m,
+				       unsigned int i)
+{
+	if (i == IPT_XSAVE_CR3_MATCH)
+		return !(m->leaf_14_0.ebx & BIT(0));
+	if (i >= IPT_XSAVE_ADDR0_A)
+		return (i - IPT_XSAVE_ADDR0_A) / 2 >= ipt_sim_nr_ranges(m);
+	return false;
+}
+
+/**
+ * ipt_sim_xsaves() - XSAVES with RFBM = bit 8
+ * @c: the state
+ * @area: IPT_XSAVE_AREA_SIZE bytes, 64-byte aligned
+ *
+ * Stores CTL, clears TraceEn (with the packets a WRMSR clearing it would
+ * write), then stores the other eight fields: the saved positions are
+ * those after the disable.  Writes XSTATE_BV and XCOMP_BV of the header
+ * and the nine fields; the legacy area, the rest of the header and the
+ * component's reserved bytes are left alone.
+ *
+ * Return: 0, or -EIO (#GP) if @area is misaligned, the model's XSAVES does
+ * not support PT, or IA32_XSS bit 8 is clear.
+ */
+int ipt_sim_xsaves(struct ipt_sim_cpu *c, void *area)
+{
+	u64 *hdr = area + IPT_XSAVE_HDR_OFFSET;
+	u64 *f = area + IPT_XSAVE_PT_OFFSET;
+	unsigned int i;
+
+	c->stats.xsaves++;
+	if (!ipt_sim_xsaves_usable(c, area)) {
+		c->stats.gp++;
+		return -EIO;
+	}
+	f[IPT_XSAVE_CTL] = c->ctl;
+	if (c->ctl & IPT_SIM_CTL_TRACEEN) {
+		ipt_sim_trace_disable(c);
+		c->ctl &= ~IPT_SIM_CTL_TRACEEN;
+	}
+	for (i = IPT_XSAVE_OUTPUT_BASE; i < IPT_XSAVE_NR_FIELDS; i++) {
+		if (ipt_sim_xsave_field_absent(c->model, i)) {
+			f[i] = 0;
+			continue;
+		}
+		ipt_sim_msr_value(c, ipt_sim_xsave_msrs[i], &f[i]);
+	}
+	hdr[0] = IPT_SIM_XFEATURE_PT;
+	hdr[1] = IPT_SIM_XCOMP_COMPACTED | IPT_SIM_XFEATURE_PT;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_xsaves);
+
+/**
+ * ipt_sim_xrstors() - XRSTORS with RFBM = bit 8
+ * @c: the state
+ * @area: as written by ipt_sim_xsaves()
+ *
+ * Checks the header (XCOMP_BV must be exactly compacted | bit 8, XSTATE_BV
+ * a subset of it, header bytes 16..63 zero), that TraceEn is 0, and that
+ * every field would be accepted by WRMSR; only then writes them, CTL last.
+ * XSTATE_BV bit 8 clear restores the initial state (all zero).
+ *
+ * Return: 0, or -EIO (#GP) with nothing changed.
+ */
+int ipt_sim_xrstors(struct ipt_sim_cpu *c, const void *area)
+{
+	const u64 *hdr = area + IPT_XSAVE_HDR_OFFSET;
+	const u64 *f = area + IPT_XSAVE_PT_OFFSET;
+	u64 v[IPT_XSAVE_NR_FIELDS] = { };
+	unsigned int i;
+
+	c->stats.xrstors++;
+	if (!ipt_sim_xsaves_usable(c, area) ||
+	    (c->ctl & IPT_SIM_CTL_TRACEEN))
+		goto gp;
+	if (hdr[1] != (IPT_SIM_XCOMP_COMPACTED | IPT_SIM_XFEATURE_PT) ||
+	    (hdr[0] & ~IPT_SIM_XFEATURE_PT))
+		goto gp;
+	for (i = 2; i < 8; i++)
+		if (hdr[i])
+			goto gp;
+	if (hdr[0] & IPT_SIM_XFEATURE_PT)
+		memcpy(v, f, sizeof(v));
+
+	for (i = 0; i < IPT_XSAVE_NR_FIELDS; i++) {
+		if (ipt_sim_xsave_field_absent(c->model, i)) {
+			if (v[i])
+				goto gp;
+			continue;
+		}
+		if (ipt_sim_wrmsr_check(c, ipt_sim_xsave_msrs[i], v[i]))
+			goto gp;
+	}
+	for (i = IPT_XSAVE_OUTPUT_BASE; i < IPT_XSAVE_NR_FIELDS; i++)
+		if (!ipt_sim_xsave_field_absent(c->model, i))
+			ipt_sim_wrmsr_apply(c, ipt_sim_xsave_msrs[i], v[i]);
+	ipt_sim_wrmsr_apply(c, IPT_MSR_RTIT_CTL, v[IPT_XSAVE_CTL]);
+	return 0;
+gp:
+	c->stats.gp++;
+	return -EIO;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_xrstors);
