@@ -2,7 +2,8 @@
 #
 # ipt: Intel Processor Trace driver and tools.
 #
-#   make            build ipt.ko (kmod/ipt.ko), libiptcap, ipttool, kselftests
+#   make            build ipt.ko (kmod/ipt.ko), libiptcap, ipttool, kselftests,
+#                   ptcheck (the libipt trace verifier the tests use)
 #   make check      run every test layer (see Documentation/testing.rst)
 #   make demo       the main job: boot the VM, load ipt, show what it sees
 #   make lint       checkpatch --strict, sparse (C=2) and W=1 on kernel code
@@ -32,6 +33,7 @@ userspace:
 
 selftests:
 	$(MAKE) -C tools/testing/selftests/ipt O=$(O)/selftests KSELFTEST_DIR=$(KSELFTEST_DIR)
+	$(MAKE) -C tools/testing/ptcheck O=$(O)/selftests
 
 lint:
 	scripts/lint
