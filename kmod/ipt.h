@@ -6,6 +6,7 @@
 #define _IPT_H
 
 #include <linux/miscdevice.h>
+#include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
 #include <uapi/linux/ipt.h>
@@ -23,9 +24,11 @@
  *        simulator), which replaces the native one while it is set
  * @users: number of users of @hw (sessions); the backend may change only
  *        while it is 0
+ * @owner: the session that owns the PT unit, or NULL
  *
- * Locking: @hw, @caps, @registered and @users are written only with @lock
- * held and read under it by the ioctl paths.
+ * Locking: @hw, @caps, @registered, @users and @owner are written only
+ * with @lock held and read under it by the ioctl paths.  @lock nests
+ * inside cpu_hotplug_lock and mmap_lock (Documentation/design.rst).
  */
 struct ipt_device {
 	struct miscdevice misc;
@@ -34,7 +37,104 @@ struct ipt_device {
 	struct ipt_caps caps;
 	const struct ipt_hw_ops *registered;
 	unsigned int users;
+	struct ipt_session *owner;
 };
+
+struct ipt_session;
+
+/*
+ * Commands are matched on type, number and direction; the size bits of the
+ * ioctl number are ignored because arguments carry their own size.
+ */
+#define IPT_IOC_KEY(cmd)	((cmd) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT))
+
+/* ipt_buffer.c */
+
+/* A ToPA table is one page: its last entry is kept for the END link. */
+#define IPT_TOPA_TABLE_SIZE	4096U
+#define IPT_TOPA_OUTPUTS	(IPT_TOPA_TABLE_SIZE / 8 - 1)
+
+/**
+ * struct ipt_chunk - one physically contiguous piece of a buffer
+ * @page: its first page (NULL in KUnit's fake buffers); every page of the
+ *        chunk has its own reference (split_page())
+ * @phys: physical address, aligned to the chunk's size
+ * @offset: byte offset of the chunk in the buffer
+ * @shift: log2 of its size in bytes (12..27)
+ */
+struct ipt_chunk {
+	struct page *page;
+	u64 phys;
+	u64 offset;
+	unsigned int shift;
+};
+
+/**
+ * struct ipt_buffer - one trace buffer and the ToPA chain describing it
+ * @size: bytes
+ * @stop_on_full: STOP on the last region; else a ring
+ * @nr_chunks: entries of @chunks
+ * @chunks: the chunks, in buffer order
+ * @nr_tables: ToPA tables
+ * @tables: their kernel addresses
+ * @table_phys: their physical addresses
+ * @table_pages: their pages
+ *
+ * Locking: immutable after ipt_buffer_alloc() except by the PT unit,
+ * which writes the chunks' contents.
+ */
+struct ipt_buffer {
+	u64 size;
+	bool stop_on_full;
+	unsigned int nr_chunks;
+	struct ipt_chunk *chunks;
+	unsigned int nr_tables;
+	u64 **tables;
+	u64 *table_phys;
+	struct page **table_pages;
+};
+
+typedef struct page *(*ipt_page_alloc_fn)(int node, unsigned int order);
+
+unsigned int ipt_buffer_max_chunk_shift(void);
+unsigned int ipt_buffer_chunk_shift(u64 remaining, unsigned int max_shift);
+void ipt_topa_build(struct ipt_buffer *buf);
+int ipt_topa_offset(const struct ipt_buffer *buf, u64 base, u64 mask,
+		    u64 *off);
+struct ipt_buffer *ipt_buffer_alloc(u64 size, unsigned int max_shift,
+				    bool exact, bool stop_on_full, int node,
+				    ipt_page_alloc_fn alloc);
+void ipt_buffer_free(struct ipt_buffer *buf);
+struct page *ipt_buffer_page(const struct ipt_buffer *buf, u64 off);
+
+/* ipt_config.c */
+
+/**
+ * struct ipt_hwcfg - the MSR values a validated configuration programs
+ * @ctl: IA32_RTIT_CTL without TraceEn
+ * @cr3_match: IA32_RTIT_CR3_MATCH
+ * @addr_a: IA32_RTIT_ADDRn_A
+ * @addr_b: IA32_RTIT_ADDRn_B
+ */
+struct ipt_hwcfg {
+	u64 ctl;
+	u64 cr3_match;
+	u64 addr_a[IPT_MAX_ADDR_RANGES];
+	u64 addr_b[IPT_MAX_ADDR_RANGES];
+};
+
+int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
+		     bool privileged, struct ipt_hwcfg *hwcfg);
+u64 ipt_config_max_trace_size(void);
+
+/* ipt_session.c */
+struct ipt_session *ipt_session_new(struct ipt_device *idev);
+void ipt_session_close(struct ipt_session *s);
+long ipt_session_ioctl(struct ipt_session *s, unsigned int key,
+		       void __user *uarg);
+int ipt_session_mmap(struct ipt_session *s, struct vm_area_struct *vma);
+int ipt_session_init(struct ipt_device *idev);
+void ipt_session_exit(void);
 
 /* ipt_caps.c */
 const char *ipt_unavail_str(enum ipt_unavail why);

@@ -20,12 +20,6 @@ static struct ipt_device ipt_dev = {
 	.lock = __MUTEX_INITIALIZER(ipt_dev.lock),
 };
 
-/*
- * Commands are matched on type, number and direction; the size bits of the
- * ioctl number are ignored because arguments carry their own size.
- */
-#define IPT_IOC_KEY(cmd)	((cmd) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT))
-
 static long ipt_ioctl_get_caps(struct ipt_device *idev, void __user *uarg)
 {
 	struct ipt_caps caps;
@@ -55,21 +49,45 @@ static long ipt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case IPT_IOC_KEY(IPT_IOC_GET_CAPS):
 		return ipt_ioctl_get_caps(idev, uarg);
 	default:
-		return -ENOTTY;
+		return ipt_session_ioctl(file->private_data, IPT_IOC_KEY(cmd),
+					 uarg);
 	}
 }
 
 static int ipt_open(struct inode *inode, struct file *file)
 {
+	struct ipt_session *s;
+	int ret;
+
 	/* The trace shows everything a CPU executes: as perf requires. */
 	if (!perfmon_capable())
 		return -EPERM;
-	return nonseekable_open(inode, file);
+	ret = nonseekable_open(inode, file);
+	if (ret)
+		return ret;
+	s = ipt_session_new(&ipt_dev);
+	if (!s)
+		return -ENOMEM;
+	file->private_data = s;
+	return 0;
+}
+
+static int ipt_release(struct inode *inode, struct file *file)
+{
+	ipt_session_close(file->private_data);
+	return 0;
+}
+
+static int ipt_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return ipt_session_mmap(file->private_data, vma);
 }
 
 static const struct file_operations ipt_fops = {
 	.owner = THIS_MODULE,
 	.open = ipt_open,
+	.release = ipt_release,
+	.mmap = ipt_mmap,
 	.unlocked_ioctl = ipt_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = no_llseek,
@@ -94,8 +112,18 @@ static int __init ipt_init(void)
 	int ret;
 
 	BUILD_BUG_ON(sizeof(struct ipt_caps) != IPT_CAPS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_config) != IPT_CONFIG_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_cmd) != IPT_CMD_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_trace_state) != IPT_TRACE_STATE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_addr_range) != 24);
 
 	ipt_select_backend(&ipt_dev);
+	ret = ipt_session_init(&ipt_dev);
+	if (ret) {
+		pr_err("cannot register for CPU hotplug: %d\n", ret);
+		ipt_hw_detach(&ipt_dev);
+		return ret;
+	}
 
 	ipt_dev.misc.minor = MISC_DYNAMIC_MINOR;
 	ipt_dev.misc.name = "ipt";
@@ -104,6 +132,7 @@ static int __init ipt_init(void)
 	ret = misc_register(&ipt_dev.misc);
 	if (ret) {
 		pr_err("cannot register /dev/ipt: %d\n", ret);
+		ipt_session_exit();
 		ipt_hw_detach(&ipt_dev);
 		return ret;
 	}
@@ -113,6 +142,7 @@ static int __init ipt_init(void)
 static void __exit ipt_exit(void)
 {
 	misc_deregister(&ipt_dev.misc);
+	ipt_session_exit();
 	ipt_hw_detach(&ipt_dev);
 }
 

@@ -66,6 +66,10 @@ void ipt_hw_select_locked(struct ipt_device *idev)
 
 	why = ipt_caps_probe(ops, &idev->caps);
 	idev->hw = why == IPT_UNAVAIL_NONE ? ops : NULL;
+	/* Sessions need multi-entry ToPA (Documentation/design.rst). */
+	if (idev->hw && (idev->caps.features & IPT_FEAT_TOPA) &&
+	    (idev->caps.features & IPT_FEAT_TOPA_MULTI))
+		idev->caps.max_trace_size = ipt_config_max_trace_size();
 
 	if (why != IPT_UNAVAIL_NONE)
 		pr_info("no Intel PT on this CPU (%s %u/%u/%u): %s; /dev/ipt reports capabilities only\n",

@@ -113,7 +113,8 @@ struct ipt_cpuid_regs {
  *                 (0 when XSAVES cannot save PT state)
  * @nr_cpus: number of possible CPUs (CPU ids are below this)
  * @max_topa_order: largest ToPA region, as log2(bytes) (12..27)
- * @max_trace_size: largest buffer one trace may have, in bytes
+ * @max_trace_size: largest buffer one trace may have, in bytes; 0 when the
+ *                  driver cannot trace on this unit
  * @cpuid_14_0: raw CPUID.(EAX=14H,ECX=0) (zero when not enumerated)
  * @cpuid_14_1: raw CPUID.(EAX=14H,ECX=1)
  * @cpuid_15: raw CPUID.15H: TSC / crystal ratio, as decoders need it
@@ -148,6 +149,197 @@ struct ipt_caps {
 
 #define IPT_CAPS_SIZE_VER0	144	/* sizeof first published ipt_caps */
 
+/**
+ * enum ipt_mode - what a session traces (ipt_config.mode)
+ * @IPT_MODE_CPU: every chosen CPU, whatever runs on it, into a buffer per CPU
+ * @IPT_MODE_THREAD: reserved for per-thread tracing; -EOPNOTSUPP for now
+ */
+enum ipt_mode {
+	IPT_MODE_CPU = 1,
+	IPT_MODE_THREAD = 2,
+};
+
+/* ipt_config.flags */
+#define IPT_CONFIG_ALL_CPUS	_BITULL(0)	/* every present CPU; no mask */
+
+/* ipt_config.trace_flags: what the unit traces, as named fields. */
+#define IPT_TRACE_USER		_BITULL(0)	/* CPL > 0 (CTL.User) */
+#define IPT_TRACE_KERNEL	_BITULL(1)	/* CPL 0 (CTL.OS); privileged */
+#define IPT_TRACE_BRANCH	_BITULL(2)	/* control flow (CTL.BranchEn) */
+#define IPT_TRACE_TSC		_BITULL(3)	/* TSC packets (CTL.TSCEn) */
+#define IPT_TRACE_MTC		_BITULL(4)	/* MTC at mtc_freq (IPT_FEAT_MTC) */
+#define IPT_TRACE_CYC		_BITULL(5)	/* CYC at cyc_thresh (IPT_FEAT_PSB_CYC) */
+#define IPT_TRACE_NO_RETCOMP	_BITULL(6)	/* no return compression (DisRETC) */
+#define IPT_TRACE_PTWRITE	_BITULL(7)	/* PTW packets (IPT_FEAT_PTWRITE) */
+#define IPT_TRACE_PTWRITE_FUP	_BITULL(8)	/* FUP after PTW (needs _PTWRITE) */
+#define IPT_TRACE_POWER_EVENTS	_BITULL(9)	/* IPT_FEAT_POWER_EVENTS */
+#define IPT_TRACE_CR3_FILTER	_BITULL(10)	/* only cr3_match (IPT_FEAT_CR3_FILTER) */
+
+/* ipt_config.buffer_flags */
+#define IPT_BUFFER_STOP_ON_FULL	_BITULL(0)	/* else a ring */
+#define IPT_BUFFER_EXACT_CHUNKS	_BITULL(1)	/* no fallback to smaller chunks */
+
+/**
+ * enum ipt_range_kind - use of one address range (ipt_addr_range.kind)
+ * @IPT_RANGE_OFF: unused; start and end must be 0
+ * @IPT_RANGE_FILTER: trace only inside [start, end] (ADDRn_CFG = 1)
+ * @IPT_RANGE_STOP: stop tracing on entering [start, end] (ADDRn_CFG = 2)
+ */
+enum ipt_range_kind {
+	IPT_RANGE_OFF = 0,
+	IPT_RANGE_FILTER = 1,
+	IPT_RANGE_STOP = 2,
+};
+
+#define IPT_MAX_ADDR_RANGES	4
+
+/**
+ * struct ipt_addr_range - one IA32_RTIT_ADDRn_A/B pair
+ * @start: first linear address, canonical (48 bits)
+ * @end: last linear address (inclusive), canonical, >= @start
+ * @kind: enum ipt_range_kind
+ * @reserved: must be 0
+ */
+struct ipt_addr_range {
+	__u64 start;
+	__u64 end;
+	__u32 kind;
+	__u32 reserved;
+};
+
+/* Largest cpu mask: IPT_MAX_CPU_MASK_WORDS * 64 CPUs. */
+#define IPT_MAX_CPU_MASK_WORDS	128
+
+/**
+ * struct ipt_config - a session: what to trace, where, into what (IPT_IOC_CONFIGURE)
+ * @size: the caller's sizeof(struct ipt_config)
+ * @flags: IPT_CONFIG_*
+ * @mode: enum ipt_mode
+ * @chunk_order: log2 of the largest buffer chunk in bytes (12..27), or 0
+ *        for the largest the driver can allocate
+ * @trace_flags: IPT_TRACE_*
+ * @mtc_freq: CTL.MTCFreq (with IPT_TRACE_MTC; bit of ipt_caps.mtc_freq_mask)
+ * @cyc_thresh: CTL.CycThresh (with IPT_TRACE_CYC; ipt_caps.cyc_thresh_mask)
+ * @psb_freq: CTL.PSBFreq (ipt_caps.psb_freq_mask; 0 without IPT_FEAT_PSB_CYC)
+ * @cpu_mask_words: number of __u64 words at @cpu_mask_ptr (1..128), or 0
+ *        with IPT_CONFIG_ALL_CPUS
+ * @cpu_mask_ptr: user pointer to the CPU bitmap: bit n of word n / 64 is
+ *        CPU n; every CPU must be present
+ * @cr3_match: IA32_RTIT_CR3_MATCH with IPT_TRACE_CR3_FILTER, else 0
+ * @ranges: address ranges; entries at and beyond ipt_caps.num_addr_ranges
+ *        must be IPT_RANGE_OFF
+ * @buffer_size: bytes of trace buffer per CPU: a multiple of 4096, at most
+ *        ipt_caps.max_trace_size
+ * @buffer_flags: IPT_BUFFER_*
+ * @reserved: must be 0
+ */
+struct ipt_config {
+	__u32 size;
+	__u32 flags;
+	__u32 mode;
+	__u32 chunk_order;
+	__u64 trace_flags;
+	__u32 mtc_freq;
+	__u32 cyc_thresh;
+	__u32 psb_freq;
+	__u32 cpu_mask_words;
+	__u64 cpu_mask_ptr;
+	__u64 cr3_match;
+	struct ipt_addr_range ranges[IPT_MAX_ADDR_RANGES];
+	__u64 buffer_size;
+	__u64 buffer_flags;
+	__u64 reserved[4];
+};
+
+#define IPT_CONFIG_SIZE_VER0	200	/* sizeof first published ipt_config */
+
+/**
+ * struct ipt_cmd - argument of commands that need no data
+ * @size: the caller's sizeof(struct ipt_cmd)
+ * @flags: must be 0
+ */
+struct ipt_cmd {
+	__u32 size;
+	__u32 flags;
+};
+
+#define IPT_CMD_SIZE_VER0	8
+
+/**
+ * enum ipt_state - the state of the session of one open file
+ * @IPT_STATE_IDLE: no session (after open and IPT_IOC_RELEASE)
+ * @IPT_STATE_CONFIGURED: buffers allocated, the unit is this file's
+ * @IPT_STATE_TRACING: tracing on the session's online CPUs
+ * @IPT_STATE_STOPPED: stopped; trace state is final until the next start
+ */
+enum ipt_state {
+	IPT_STATE_IDLE = 0,
+	IPT_STATE_CONFIGURED = 1,
+	IPT_STATE_TRACING = 2,
+	IPT_STATE_STOPPED = 3,
+};
+
+/* ipt_trace_state.status */
+#define IPT_TS_RUNNING		_BITULL(0)	/* the unit of this CPU traces now */
+#define IPT_TS_WRAPPED		_BITULL(1)	/* ring: older bytes overwritten */
+#define IPT_TS_FULL		_BITULL(2)	/* stop-on-full: buffer full, stopped */
+#define IPT_TS_ERROR		_BITULL(3)	/* STATUS.Error seen: output stopped */
+#define IPT_TS_STOP_ON_FULL	_BITULL(4)	/* the buffer is stop-on-full */
+/* A PMI was still pending after stop's wait: wrap_count may be low. */
+#define IPT_TS_PMI_LATE		_BITULL(5)
+
+/**
+ * struct ipt_trace_state - one CPU's trace (IPT_IOC_GET_TRACE)
+ * @size: the caller's sizeof(struct ipt_trace_state)
+ * @flags: in: must be 0
+ * @cpu: in: the CPU whose trace is wanted
+ * @state: enum ipt_state of the session
+ * @status: IPT_TS_*
+ * @buffer_size: bytes in the buffer
+ * @mmap_offset: where the buffer maps on the /dev/ipt file (mmap offset)
+ * @head: where the next byte goes, 0 .. @buffer_size (as of the last stop)
+ * @bytes_captured: bytes the unit wrote since the session was configured
+ * @bytes_valid: bytes of trace in the buffer: min(@bytes_captured, size)
+ * @oldest: buffer offset of the oldest valid byte (@head when wrapped)
+ * @wrap_count: times a ring wrapped (exact: one PMI per wrap)
+ * @bytes_lost: bytes overwritten in a ring (@bytes_captured - size)
+ * @chunks_ptr: in: 0, or user pointer to @chunks_len __u32 that receive the
+ *        log2 size of each chunk, in buffer order
+ * @chunks_len: in: entries at @chunks_ptr
+ * @nr_chunks: physically contiguous chunks of the buffer
+ * @nr_tables: ToPA tables (4 KiB each) describing it
+ * @reserved0: in: must be 0
+ * @reserved: in: must be 0
+ */
+struct ipt_trace_state {
+	__u32 size;
+	__u32 flags;
+	__u32 cpu;
+	__u32 state;
+	__u64 status;
+	__u64 buffer_size;
+	__u64 mmap_offset;
+	__u64 head;
+	__u64 bytes_captured;
+	__u64 bytes_valid;
+	__u64 oldest;
+	__u64 wrap_count;
+	__u64 bytes_lost;
+	__u64 chunks_ptr;
+	__u32 chunks_len;
+	__u32 nr_chunks;
+	__u32 nr_tables;
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+
+#define IPT_TRACE_STATE_SIZE_VER0	144
+
 #define IPT_IOC_GET_CAPS	_IOWR(IPT_IOC_MAGIC, 0x00, struct ipt_caps)
+#define IPT_IOC_CONFIGURE	_IOW(IPT_IOC_MAGIC, 0x01, struct ipt_config)
+#define IPT_IOC_START		_IOW(IPT_IOC_MAGIC, 0x02, struct ipt_cmd)
+#define IPT_IOC_STOP		_IOW(IPT_IOC_MAGIC, 0x03, struct ipt_cmd)
+#define IPT_IOC_GET_TRACE	_IOWR(IPT_IOC_MAGIC, 0x04, struct ipt_trace_state)
+#define IPT_IOC_RELEASE		_IOW(IPT_IOC_MAGIC, 0x05, struct ipt_cmd)
 
 #endif /* _UAPI_LINUX_IPT_H */

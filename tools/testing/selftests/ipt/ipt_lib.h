@@ -59,4 +59,189 @@ static inline char *ipt_cpuinfo(const char *key, char *buf, size_t len)
 	return ret;
 }
 
+/* ---- sessions ---------------------------------------------------------- */
+
+#include <stdint.h>
+
+/* A user-only branch trace of one CPU into @size bytes (a ring). */
+static inline void ipt_cfg_cpu(struct ipt_config *cfg, uint64_t *mask, int cpu,
+			       uint64_t size)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
+	cfg->mode = IPT_MODE_CPU;
+	cfg->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+	mask[cpu / 64] = 1ULL << (cpu % 64);
+	cfg->cpu_mask_words = cpu / 64 + 1;
+	cfg->cpu_mask_ptr = (uintptr_t)mask;
+	cfg->buffer_size = size;
+}
+
+static inline int ipt_cmd(int fd, unsigned long cmd)
+{
+	struct ipt_cmd c = { .size = sizeof(c) };
+
+	return ipt_ioctl(fd, cmd, &c);
+}
+
+static inline int ipt_state(int fd, int cpu, struct ipt_trace_state *ts)
+{
+	memset(ts, 0, sizeof(*ts));
+	ts->size = sizeof(*ts);
+	ts->cpu = cpu;
+	return ipt_ioctl(fd, IPT_IOC_GET_TRACE, ts);
+}
+
+/* ---- the simulated unit's debugfs -------------------------------------- */
+
+#define IPT_SIM_DEBUGFS "/sys/kernel/debug/ipt_sim"
+
+static inline int ipt_sim_loaded(void)
+{
+	return access(IPT_SIM_DEBUGFS "/model", R_OK) == 0;
+}
+
+/* Value of counter @key in cpuN/stats; ~0 if absent. */
+static inline uint64_t ipt_sim_stat(int cpu, const char *key)
+{
+	char path[128], line[256];
+	uint64_t v = ~0ULL;
+	size_t klen = strlen(key);
+	FILE *f;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
+	f = fopen(path, "r");
+	if (!f)
+		return v;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, klen) && line[klen] == ' ') {
+			v = strtoull(line + klen + 1, NULL, 0);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+static inline int ipt_write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static inline int ipt_sim_set_rate(uint64_t rate)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)rate);
+	return ipt_write_file(IPT_SIM_DEBUGFS "/rate", v);
+}
+
+/* ---- PT packets ---------------------------------------------------------- */
+
+/*
+ * Length of the packet at @p (@n bytes available): 0 when it does not fit,
+ * -1 when the bytes are not a packet this test knows.
+ */
+static inline int ipt_pkt_len(const uint8_t *p, size_t n)
+{
+	static const int ipbytes[8] = { 0, 2, 4, 6, 6, -1, 8, -1 };
+	int len = -1;
+
+	if (!n)
+		return 0;
+	if (p[0] == 0x00)
+		return 1;				/* PAD */
+	if (p[0] == 0x02) {
+		if (n < 2)
+			return 0;
+		switch (p[1]) {
+		case 0x82: len = 16; break;		/* PSB */
+		case 0x23: len = 2; break;		/* PSBEND */
+		case 0xf3: len = 2; break;		/* OVF */
+		case 0x03: len = 4; break;		/* CBR */
+		case 0x73: len = 7; break;		/* TMA */
+		case 0xa3: len = 8; break;		/* TNT-64 */
+		case 0x43: len = 8; break;		/* PIP */
+		case 0xc8: len = 7; break;		/* VMCS */
+		case 0x83: len = 2; break;		/* TraceStop */
+		default: return -1;
+		}
+		if (len == 16 && n >= 16) {
+			for (int i = 0; i < 16; i += 2)
+				if (p[i] != 0x02 || p[i + 1] != 0x82)
+					return -1;
+		}
+		return (size_t)len <= n ? len : 0;
+	}
+	if (!(p[0] & 1))
+		return 1;				/* TNT-8 */
+	if ((p[0] & 3) == 3) {				/* CYC */
+		size_t i = 1;
+
+		if (!(p[0] & 4))
+			return 1;
+		while (i < n && (p[i] & 1))
+			i++;
+		return i < n ? (int)i + 1 : 0;
+	}
+	switch (p[0]) {
+	case 0x19: len = 8; break;			/* TSC */
+	case 0x59: len = 2; break;			/* MTC */
+	case 0x99: len = 2; break;			/* MODE */
+	}
+	if (len < 0) {
+		switch (p[0] & 0x1f) {
+		case 0x0d: case 0x11: case 0x01: case 0x1d:
+			if (ipbytes[p[0] >> 5] < 0)
+				return -1;
+			len = 1 + ipbytes[p[0] >> 5];
+		}
+	}
+	if (len < 0)
+		return -1;
+	return (size_t)len <= n ? len : 0;
+}
+
+static inline int ipt_is_psb(const uint8_t *p, size_t n)
+{
+	return n >= 16 && ipt_pkt_len(p, n) == 16 && p[1] == 0x82;
+}
+
+/*
+ * Parse @n bytes from a packet boundary.  Returns the number of bytes
+ * parsed as whole packets (== @n when the stream ends on a packet
+ * boundary) or -(offset + 1) of a byte that is not a packet; counts PSBs
+ * in *@psbs and records the largest distance between PSBs in *@gap.
+ */
+static inline long ipt_parse(const uint8_t *p, size_t n, unsigned long *psbs,
+			     size_t *gap)
+{
+	size_t off = 0, last = 0;
+
+	*psbs = 0;
+	*gap = 0;
+	while (off < n) {
+		int len = ipt_pkt_len(p + off, n - off);
+
+		if (len < 0)
+			return -(long)(off + 1);
+		if (len == 0)
+			break;
+		if (len == 16 && p[off + 1] == 0x82) {
+			if (*psbs && off - last > *gap)
+				*gap = off - last;
+			last = off;
+			(*psbs)++;
+		}
+		off += len;
+	}
+	return off;
+}
+
 #endif /* IPT_SELFTEST_LIB_H */

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt: trace buffers - chunk allocation, ToPA tables and the arithmetic
+ * that turns the unit's output position into a byte offset.
+ *
+ * A buffer is a list of physically contiguous, naturally aligned chunks
+ * (4 KiB << n), in buffer order, described by a chain of ToPA tables of
+ * one page each.  Nothing here touches the PT unit: the functions work on
+ * the struct ipt_buffer they are given, so KUnit drives them directly.
+ * See Documentation/design.rst.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitfield.h>
+#include <linux/gfp.h>
+#include <linux/io.h>
+#include <linux/log2.h>
+#include <linux/mm.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <kunit/visibility.h>
+
+#include "ipt.h"
+
+/* Largest chunk the page allocator can give: order MAX_ORDER - 1. */
+#define IPT_CHUNK_MAX_SHIFT	min(PAGE_SHIFT + MAX_ORDER - 1, IPT_TOPA_MAX_SHIFT)
+
+/**
+ * ipt_buffer_max_chunk_shift() - log2 of the largest chunk that can exist
+ *
+ * Return: min(log2 of the page allocator's largest block, 27).
+ */
+unsigned int ipt_buffer_max_chunk_shift(void)
+{
+	return IPT_CHUNK_MAX_SHIFT;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_max_chunk_shift);
+
+/**
+ * ipt_buffer_chunk_shift() - the chunk to try next
+ * @remaining: bytes still to allocate, a non-zero multiple of 4 KiB
+ * @max_shift: log2 of the largest chunk wanted (12..27)
+ *
+ * Return: the largest shift s <= @max_shift with 1 << s <= @remaining.
+ */
+unsigned int ipt_buffer_chunk_shift(u64 remaining, unsigned int max_shift)
+{
+	return min_t(unsigned int, max_shift, ilog2(remaining));
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_chunk_shift);
+
+/* The default chunk allocator: zeroed pages on @node, split to order 0. */
+static struct page *ipt_buffer_alloc_pages(int node, unsigned int order)
+{
+	gfp_t gfp = GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN;
+	struct page *page;
+
+	/* Fail fast at high orders: the caller falls back to smaller ones. */
+	if (order)
+		gfp |= __GFP_NORETRY;
+	page = alloc_pages_node(node, gfp, order);
+	if (page && order)
+		split_page(page, order);
+	return page;
+}
+
+static void ipt_buffer_free_pages(struct page *page, unsigned int order)
+{
+	unsigned int i;
+
+	for (i = 0; i < (1U << order); i++)
+		__free_page(page + i);
+}
+
+/* Grow the chunk array to hold at least @want entries. */
+static int ipt_buffer_grow(struct ipt_buffer *buf, unsigned int *cap,
+			   unsigned int want)
+{
+	struct ipt_chunk *n;
+	unsigned int ncap;
+
+	if (want <= *cap)
+		return 0;
+	ncap = max(want, *cap * 2);
+	n = kvrealloc(buf->chunks, *cap * sizeof(*n), ncap * sizeof(*n),
+		      GFP_KERNEL | __GFP_ZERO);
+	if (!n)
+		return -ENOMEM;
+	buf->chunks = n;
+	*cap = ncap;
+	return 0;
+}
+
+static void ipt_buffer_free_chunks(struct ipt_buffer *buf)
+{
+	unsigned int i;
+
+	for (i = 0; i < buf->nr_chunks; i++)
+		if (buf->chunks[i].page)
+			ipt_buffer_free_pages(buf->chunks[i].page,
+					      buf->chunks[i].shift - PAGE_SHIFT);
+	kvfree(buf->chunks);
+	buf->chunks = NULL;
+	buf->nr_chunks = 0;
+}
+
+static void ipt_buffer_free_tables(struct ipt_buffer *buf)
+{
+	unsigned int i;
+
+	for (i = 0; buf->table_pages && i < buf->nr_tables; i++)
+		if (buf->table_pages[i])
+			__free_page(buf->table_pages[i]);
+	kfree(buf->table_pages);
+	kfree(buf->table_phys);
+	kfree(buf->tables);
+	buf->table_pages = NULL;
+	buf->table_phys = NULL;
+	buf->tables = NULL;
+	buf->nr_tables = 0;
+}
+
+/**
+ * ipt_topa_build() - write the ToPA chain of a buffer
+ * @buf: the buffer; its chunks (@phys, @shift) and tables (@tables,
+ *       @table_phys, @nr_tables) are set
+ *
+ * Table t holds chunks t * IPT_TOPA_OUTPUTS .. up to IPT_TOPA_OUTPUTS of
+ * them, followed by an END entry to table t + 1, the last one's END to
+ * table 0.  The last chunk's entry has INT (its PMI counts a ring's wrap,
+ * or says a stop-on-full buffer is full), and STOP for stop-on-full.
+ */
+void ipt_topa_build(struct ipt_buffer *buf)
+{
+	unsigned int c, t;
+
+	for (t = 0; t < buf->nr_tables; t++) {
+		unsigned int first = t * IPT_TOPA_OUTPUTS;
+		unsigned int n = min(buf->nr_chunks - first, IPT_TOPA_OUTPUTS);
+		u64 *table = buf->tables[t];
+
+		memset(table, 0, IPT_TOPA_TABLE_SIZE);
+		for (c = 0; c < n; c++) {
+			const struct ipt_chunk *ch = &buf->chunks[first + c];
+
+			table[c] = (ch->phys & IPT_TOPA_BASE) |
+				   FIELD_PREP(IPT_TOPA_SIZE,
+					      ch->shift - IPT_TOPA_MIN_SHIFT);
+		}
+		table[n] = IPT_TOPA_END |
+			   (buf->table_phys[(t + 1) % buf->nr_tables] &
+			    IPT_TOPA_BASE);
+		if (t == buf->nr_tables - 1) {
+			table[n - 1] |= IPT_TOPA_INT;
+			if (buf->stop_on_full)
+				table[n - 1] |= IPT_TOPA_STOP;
+		}
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_topa_build);
+
+/**
+ * ipt_topa_offset() - the buffer offset of an output position
+ * @buf: the buffer
+ * @base: IA32_RTIT_OUTPUT_BASE, read with TraceEn = 0
+ * @mask: IA32_RTIT_OUTPUT_MASK_PTRS, read with TraceEn = 0
+ * @off: receives the offset of the next byte, 0 .. @buf->size
+ *
+ * An index at a table's END entry means the start of the next table (the
+ * end of the buffer for the last one); an OutputOffset equal to the region
+ * size (a STOP region, full) means the region's end.
+ *
+ * Return: 0, or -EINVAL when the position is not inside this buffer.
+ */
+int ipt_topa_offset(const struct ipt_buffer *buf, u64 base, u64 mask,
+		    u64 *off)
+{
+	u64 table = base & ~(u64)(IPT_TOPA_TABLE_SIZE - 1);
+	u32 index = FIELD_GET(IPT_RTIT_MASK_INDEX, mask);
+	u64 in_region = mask >> 32;
+	unsigned int t, first, n;
+	const struct ipt_chunk *ch;
+
+	for (t = 0; t < buf->nr_tables; t++)
+		if (buf->table_phys[t] == table)
+			break;
+	if (t == buf->nr_tables || (base & (IPT_TOPA_TABLE_SIZE - 1)))
+		return -EINVAL;
+	first = t * IPT_TOPA_OUTPUTS;
+	n = min(buf->nr_chunks - first, IPT_TOPA_OUTPUTS);
+	if (index > n)
+		return -EINVAL;
+	if (index == n) {
+		if (in_region)
+			return -EINVAL;
+		*off = first + n < buf->nr_chunks ?
+		       buf->chunks[first + n].offset : buf->size;
+		return 0;
+	}
+	ch = &buf->chunks[first + index];
+	if (in_region > BIT_ULL(ch->shift))
+		return -EINVAL;
+	*off = ch->offset + in_region;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_topa_offset);
+
+/**
+ * ipt_buffer_alloc() - allocate a zeroed trace buffer and its ToPA chain
+ * @size: bytes, a non-zero multiple of 4 KiB
+ * @max_shift: log2 of the largest chunk wanted, 12..27
+ * @exact: every chunk must be 1 << @max_shift bytes (no fallback)
+ * @stop_on_full: STOP on the last region instead of a ring
+ * @node: NUMA node to allocate on (NUMA_NO_NODE: any)
+ * @alloc: the page allocator (KUnit passes one that fails on purpose), or
+ *         NULL for the real one; it returns order-0 pages, @order of them
+ *         physically contiguous and aligned to their size, each with its
+ *         own reference, or NULL
+ *
+ * Chunks are as large as @max_shift and the remaining size allow; when a
+ * chunk cannot be allocated, smaller ones are tried (unless @exact).
+ * Memory above the page allocator's largest block is never asked for.
+ *
+ * Context: process context; may sleep.
+ * Return: the buffer, or ERR_PTR(-EINVAL) for a bad @size / @max_shift,
+ * ERR_PTR(-ENOMEM) with nothing left allocated.
+ */
+struct ipt_buffer *ipt_buffer_alloc(u64 size, unsigned int max_shift,
+				    bool exact, bool stop_on_full, int node,
+				    ipt_page_alloc_fn alloc)
+{
+	unsigned int cap = 0, shift, t;
+	struct ipt_buffer *buf;
+	u64 done = 0;
+	int ret = -ENOMEM;
+
+	if (!size || !IS_ALIGNED(size, SZ_4K) ||
+	    max_shift < IPT_TOPA_MIN_SHIFT || max_shift > IPT_TOPA_MAX_SHIFT ||
+	    (exact && !IS_ALIGNED(size, BIT_ULL(max_shift))))
+		return ERR_PTR(-EINVAL);
+	if (max_shift > IPT_CHUNK_MAX_SHIFT) {
+		if (exact)
+			return ERR_PTR(-ENOMEM);
+		max_shift = IPT_CHUNK_MAX_SHIFT;
+	}
+	if (!alloc)
+		alloc = ipt_buffer_alloc_pages;
+
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	buf->size = size;
+	buf->stop_on_full = stop_on_full;
+
+	shift = max_shift;
+	while (done < size) {
+		struct page *page;
+		unsigned int s = ipt_buffer_chunk_shift(size - done, shift);
+
+		if (ipt_buffer_grow(buf, &cap, buf->nr_chunks + 1))
+			goto err;
+		page = alloc(node, s - PAGE_SHIFT);
+		if (!page) {
+			if (exact || s == PAGE_SHIFT)
+				goto err;
+			shift = s - 1;
+			continue;
+		}
+		buf->chunks[buf->nr_chunks].page = page;
+		buf->chunks[buf->nr_chunks].phys = page_to_phys(page);
+		buf->chunks[buf->nr_chunks].shift = s;
+		buf->chunks[buf->nr_chunks].offset = done;
+		buf->nr_chunks++;
+		done += BIT_ULL(s);
+		cond_resched();
+	}
+
+	buf->nr_tables = DIV_ROUND_UP(buf->nr_chunks, IPT_TOPA_OUTPUTS);
+	buf->tables = kcalloc(buf->nr_tables, sizeof(*buf->tables), GFP_KERNEL);
+	buf->table_phys = kcalloc(buf->nr_tables, sizeof(*buf->table_phys),
+				  GFP_KERNEL);
+	buf->table_pages = kcalloc(buf->nr_tables, sizeof(*buf->table_pages),
+				   GFP_KERNEL);
+	if (!buf->tables || !buf->table_phys || !buf->table_pages)
+		goto err;
+	for (t = 0; t < buf->nr_tables; t++) {
+		struct page *page = alloc_pages_node(node, GFP_KERNEL |
+						     __GFP_ZERO, 0);
+
+		if (!page)
+			goto err;
+		buf->table_pages[t] = page;
+		buf->tables[t] = page_address(page);
+		buf->table_phys[t] = page_to_phys(page);
+	}
+	ipt_topa_build(buf);
+	return buf;
+
+err:
+	ipt_buffer_free(buf);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_alloc);
+
+/**
+ * ipt_buffer_free() - free a buffer
+ * @buf: the buffer, or NULL
+ *
+ * Pages still mapped by userspace keep their own references and live on
+ * until unmapped (see ipt_session.c).
+ */
+void ipt_buffer_free(struct ipt_buffer *buf)
+{
+	if (!buf)
+		return;
+	ipt_buffer_free_tables(buf);
+	ipt_buffer_free_chunks(buf);
+	kfree(buf);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_free);
+
+/**
+ * ipt_buffer_page() - the page at a byte offset of the buffer
+ * @buf: the buffer
+ * @off: offset, below @buf->size
+ *
+ * Return: the page holding byte @off.
+ */
+struct page *ipt_buffer_page(const struct ipt_buffer *buf, u64 off)
+{
+	unsigned int lo = 0, hi = buf->nr_chunks;
+
+	/* Chunks are in offset order: binary search. */
+	while (hi - lo > 1) {
+		unsigned int mid = (lo + hi) / 2;
+
+		if (buf->chunks[mid].offset <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return buf->chunks[lo].page +
+	       ((off - buf->chunks[lo].offset) >> PAGE_SHIFT);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_page);

@@ -1,0 +1,925 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt: sessions - the state machine of one open /dev/ipt, per-CPU tracing
+ * through cross-CPU calls, the ToPA PMI, CPU hotplug and mmap.
+ *
+ * See Documentation/design.rst (sessions, locking, PMI, hotplug, mmap
+ * lifetime) and Documentation/abi.rst (the commands).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/anon_inodes.h>
+#include <linux/atomic.h>
+#include <linux/bitmap.h>
+#include <linux/capability.h>
+#include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
+#include <linux/cpumask.h>
+#include <linux/delay.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/lockdep.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/topology.h>
+#include <linux/uaccess.h>
+
+#include "ipt.h"
+
+/* How long stop waits for a pending ToPA PMI to be handled: 100 ms. */
+#define IPT_PMI_DRAIN_TRIES	1000
+#define IPT_PMI_DRAIN_US	100
+
+/**
+ * struct ipt_trace - one CPU's trace in a per-CPU session
+ * @s: the session
+ * @cpu: the CPU
+ * @buf: its buffer
+ * @mmap_offset: where @buf maps on the /dev/ipt file
+ * @base: IA32_RTIT_OUTPUT_BASE, as read at the last stop (or initial)
+ * @mask: IA32_RTIT_OUTPUT_MASK_PTRS, likewise
+ * @status: IA32_RTIT_STATUS, likewise
+ * @pmis_at_stop: @pmis as it was after the last stop's PMI drain
+ * @running: TraceEn is set on @cpu for this trace
+ * @pmi_late: a stop found a PMI still pending after the drain timeout
+ * @err: result of the last cross-CPU call
+ * @pmis: ToPA PMIs taken on @cpu (the INT is on the last region only, so
+ *        each is one wrap of a ring, or a full stop-on-full buffer);
+ *        incremented by the PMI handler in NMI context
+ *
+ * Locking: everything but @pmis under the device lock; the cross-CPU
+ * calls write @base, @mask, @status, @running and @err while the caller
+ * holds the device lock and waits for them.
+ */
+struct ipt_trace {
+	struct ipt_session *s;
+	unsigned int cpu;
+	struct ipt_buffer *buf;
+	u64 mmap_offset;
+	u64 base;
+	u64 mask;
+	u64 status;
+	u64 pmis_at_stop;
+	bool running;
+	bool pmi_late;
+	int err;
+	atomic64_t pmis;
+};
+
+/**
+ * struct ipt_session - the state of one open /dev/ipt file
+ * @idev: the device
+ * @state: enum ipt_state
+ * @hw: the backend, pinned (module reference, @idev->users) while the
+ *      session is not IDLE
+ * @hwcfg: the MSR values the configuration programs
+ * @nr_ranges: ADDRn pairs to program (the unit's number of ranges)
+ * @has_cr3: the unit has CR3 filtering, so CR3_MATCH exists
+ * @nr_traces: entries of @traces
+ * @traces: one per chosen CPU, in CPU order
+ * @map_size: bytes of all buffers together: the mmap space
+ *
+ * Locking: every field under @idev->lock.  A session that is not IDLE is
+ * @idev->owner.
+ */
+struct ipt_session {
+	struct ipt_device *idev;
+	enum ipt_state state;
+	const struct ipt_hw_ops *hw;
+	struct ipt_hwcfg hwcfg;
+	unsigned int nr_ranges;
+	bool has_cr3;
+	unsigned int nr_traces;
+	struct ipt_trace *traces;
+	u64 map_size;
+};
+
+/* The trace whose buffer this CPU's unit writes: read by the PMI handler. */
+static DEFINE_PER_CPU(struct ipt_trace *, ipt_pmi_trace);
+
+static struct ipt_device *ipt_session_dev;
+static enum cpuhp_state ipt_cpuhp_state;
+
+/*
+ * The ToPA PMI.  Context: NMI (native) or hard interrupt (sim), on the CPU
+ * whose unit raised it.  Only NMI-safe work: a per-CPU read and an atomic
+ * increment.  The trace stays valid while the handler is installed: it is
+ * freed only after hw->pmi_release(), which waits for running handlers.
+ */
+static void ipt_pmi_handler(void)
+{
+	struct ipt_trace *t = this_cpu_read(ipt_pmi_trace);
+
+	if (t)
+		atomic64_inc(&t->pmis);
+}
+
+/* ---- cross-CPU calls: run on t->cpu with interrupts off ------------- */
+
+static void ipt_trace_check_free_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+	u64 ctl;
+
+	t->err = t->s->hw->read_msr(IPT_MSR_RTIT_CTL, &ctl);
+	if (!t->err && (ctl & IPT_RTIT_CTL_TRACEEN))
+		t->err = -EBUSY;
+}
+
+/*
+ * Start: the SDM order, OUTPUT_BASE, OUTPUT_MASK_PTRS, STATUS, CR3_MATCH,
+ * ADDRn, and RTIT_CTL last.  Refuses a unit someone else has enabled.
+ */
+static void ipt_trace_start_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+	const struct ipt_session *s = t->s;
+	const struct ipt_hw_ops *hw = s->hw;
+	unsigned int i;
+	u64 ctl;
+	int ret;
+
+	ret = hw->read_msr(IPT_MSR_RTIT_CTL, &ctl);
+	if (!ret && (ctl & IPT_RTIT_CTL_TRACEEN))
+		ret = -EBUSY;
+	if (!ret)
+		ret = hw->write_msr(IPT_MSR_RTIT_OUTPUT_BASE, t->base);
+	if (!ret)
+		ret = hw->write_msr(IPT_MSR_RTIT_OUTPUT_MASK, t->mask);
+	/* Error and Stopped are sticky; PacketByteCnt keeps the PSB rhythm. */
+	if (!ret)
+		ret = hw->write_msr(IPT_MSR_RTIT_STATUS, t->status &
+				    (IPT_RTIT_STATUS_ERROR |
+				     IPT_RTIT_STATUS_STOPPED |
+				     IPT_RTIT_STATUS_BYTECNT));
+	if (!ret && s->has_cr3)
+		ret = hw->write_msr(IPT_MSR_RTIT_CR3_MATCH, s->hwcfg.cr3_match);
+	for (i = 0; !ret && i < s->nr_ranges; i++) {
+		ret = hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), s->hwcfg.addr_a[i]);
+		if (!ret)
+			ret = hw->write_msr(IPT_MSR_RTIT_ADDR_B(i),
+					    s->hwcfg.addr_b[i]);
+	}
+	if (!ret)
+		ret = hw->write_msr(IPT_MSR_RTIT_CTL,
+				    s->hwcfg.ctl | IPT_RTIT_CTL_TRACEEN);
+	t->err = ret;
+	if (!ret)
+		t->running = true;
+}
+
+/* Stop: CTL without TraceEn, then read OUTPUT_BASE, MASK_PTRS, STATUS. */
+static void ipt_trace_stop_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+	const struct ipt_hw_ops *hw = t->s->hw;
+	int ret;
+
+	ret = hw->write_msr(IPT_MSR_RTIT_CTL, t->s->hwcfg.ctl);
+	if (!ret)
+		ret = hw->read_msr(IPT_MSR_RTIT_OUTPUT_BASE, &t->base);
+	if (!ret)
+		ret = hw->read_msr(IPT_MSR_RTIT_OUTPUT_MASK, &t->mask);
+	if (!ret)
+		ret = hw->read_msr(IPT_MSR_RTIT_STATUS, &t->status);
+	t->err = ret;
+	t->running = false;
+}
+
+static void ipt_trace_pmi_pending_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+	u64 v;
+
+	t->err = 0;
+	if (!t->s->hw->read_msr(IPT_MSR_PERF_GLOBAL_STATUS, &v) &&
+	    (v & IPT_GLOBAL_STATUS_TOPA_PMI))
+		t->err = -EAGAIN;
+}
+
+/* ---- per-trace operations (process context, device lock held) ------- */
+
+/**
+ * ipt_trace_start() - start tracing on the trace's CPU
+ * @t: the trace; its CPU is online
+ *
+ * Context: process context; device lock held; CPU hotplug excluded (cpus
+ * read lock or a hotplug callback).
+ * Return: 0, -EBUSY when the unit already traces, -EIO when an MSR write
+ * faulted.
+ */
+static int ipt_trace_start(struct ipt_trace *t)
+{
+	lockdep_assert_held(&t->s->idev->lock);
+	smp_call_function_single(t->cpu, ipt_trace_start_on_cpu, t, 1);
+	if (t->err && t->running)
+		t->running = false;
+	return t->err;
+}
+
+/**
+ * ipt_trace_stop() - stop tracing on the trace's CPU and settle its state
+ * @t: the trace
+ *
+ * Stops the unit, reads its position, then waits until a PMI raised by
+ * output up to the stop has been handled (IA32_PERF_GLOBAL_STATUS bit 55
+ * clear on that CPU), so that the wrap count matches the position.
+ *
+ * Context: process context, may sleep; device lock held; CPU hotplug
+ * excluded.
+ */
+static void ipt_trace_stop(struct ipt_trace *t)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&t->s->idev->lock);
+	if (!t->running)
+		return;
+	smp_call_function_single(t->cpu, ipt_trace_stop_on_cpu, t, 1);
+	for (i = 0; i < IPT_PMI_DRAIN_TRIES; i++) {
+		smp_call_function_single(t->cpu, ipt_trace_pmi_pending_on_cpu,
+					 t, 1);
+		if (!t->err)
+			break;
+		usleep_range(IPT_PMI_DRAIN_US, 2 * IPT_PMI_DRAIN_US);
+	}
+	if (i == IPT_PMI_DRAIN_TRIES)
+		t->pmi_late = true;
+	t->err = 0;
+	t->pmis_at_stop = atomic64_read(&t->pmis);
+}
+
+static void ipt_session_stop_locked(struct ipt_session *s)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&s->idev->lock);
+	for (i = 0; i < s->nr_traces; i++)
+		ipt_trace_stop(&s->traces[i]);
+	s->state = IPT_STATE_STOPPED;
+}
+
+static int ipt_session_start_locked(struct ipt_session *s)
+{
+	unsigned int i;
+	int ret = 0;
+
+	lockdep_assert_held(&s->idev->lock);
+
+	/* Refuse before touching anything if any unit is someone else's. */
+	for (i = 0; i < s->nr_traces; i++) {
+		struct ipt_trace *t = &s->traces[i];
+
+		if (!cpu_online(t->cpu))
+			continue;
+		smp_call_function_single(t->cpu, ipt_trace_check_free_on_cpu,
+					 t, 1);
+		if (t->err)
+			return t->err;
+	}
+	for (i = 0; i < s->nr_traces; i++) {
+		if (!cpu_online(s->traces[i].cpu))
+			continue;	/* starts when it comes online */
+		ret = ipt_trace_start(&s->traces[i]);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		while (i--)
+			ipt_trace_stop(&s->traces[i]);
+		return ret;
+	}
+	s->state = IPT_STATE_TRACING;
+	return 0;
+}
+
+static struct ipt_trace *ipt_session_trace(struct ipt_session *s,
+					   unsigned int cpu)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&s->idev->lock);
+	for (i = 0; i < s->nr_traces; i++)
+		if (s->traces[i].cpu == cpu)
+			return &s->traces[i];
+	return NULL;
+}
+
+/* ---- CPU hotplug ------------------------------------------------------ */
+
+/*
+ * Callbacks of a dynamic AP state: they run on the CPU in question, in
+ * process context, with CPU hotplug excluded.  Ioctls that make cross-CPU
+ * calls take the cpus read lock before the device lock, as these do.
+ */
+static int ipt_cpu_online(unsigned int cpu)
+{
+	struct ipt_device *idev = ipt_session_dev;
+	struct ipt_session *s;
+	struct ipt_trace *t;
+
+	mutex_lock(&idev->lock);
+	s = idev->owner;
+	if (s && s->state == IPT_STATE_TRACING) {
+		t = ipt_session_trace(s, cpu);
+		/* A unit someone else took meanwhile stays theirs. */
+		if (t && !t->running)
+			ipt_trace_start(t);
+	}
+	mutex_unlock(&idev->lock);
+	return 0;
+}
+
+static int ipt_cpu_offline(unsigned int cpu)
+{
+	struct ipt_device *idev = ipt_session_dev;
+	struct ipt_session *s;
+	struct ipt_trace *t;
+
+	mutex_lock(&idev->lock);
+	s = idev->owner;
+	if (s) {
+		t = ipt_session_trace(s, cpu);
+		if (t)
+			ipt_trace_stop(t);
+	}
+	mutex_unlock(&idev->lock);
+	return 0;
+}
+
+/* ---- session lifetime -------------------------------------------------- */
+
+static void ipt_session_free_traces(struct ipt_session *s)
+{
+	unsigned int i;
+
+	for (i = 0; s->traces && i < s->nr_traces; i++)
+		ipt_buffer_free(s->traces[i].buf);
+	kfree(s->traces);
+	s->traces = NULL;
+	s->nr_traces = 0;
+	s->map_size = 0;
+}
+
+/*
+ * Back to IDLE: release the PMI handler (waits for running calls), then
+ * free what the handler could see, then let the unit go.
+ */
+static void ipt_session_teardown_locked(struct ipt_session *s)
+{
+	struct ipt_device *idev = s->idev;
+	unsigned int i;
+
+	lockdep_assert_held(&idev->lock);
+	s->hw->pmi_release();
+	for (i = 0; i < s->nr_traces; i++)
+		WRITE_ONCE(per_cpu(ipt_pmi_trace, s->traces[i].cpu), NULL);
+	ipt_session_free_traces(s);
+	idev->owner = NULL;
+	idev->users--;
+	module_put(s->hw->owner);
+	s->hw = NULL;
+	s->state = IPT_STATE_IDLE;
+}
+
+/**
+ * ipt_session_new() - the state of a newly opened /dev/ipt
+ * @idev: the device
+ *
+ * Return: an IDLE session, or NULL.
+ */
+struct ipt_session *ipt_session_new(struct ipt_device *idev)
+{
+	struct ipt_session *s = kzalloc(sizeof(*s), GFP_KERNEL);
+
+	if (s)
+		s->idev = idev;
+	return s;
+}
+
+/**
+ * ipt_session_close() - the file is released: stop, free, forget
+ * @s: the session
+ *
+ * Buffer pages still mapped stay allocated until unmapped.
+ *
+ * Context: process context; takes the cpus read lock and the device lock.
+ */
+void ipt_session_close(struct ipt_session *s)
+{
+	struct ipt_device *idev = s->idev;
+
+	cpus_read_lock();
+	mutex_lock(&idev->lock);
+	if (s->state == IPT_STATE_TRACING)
+		ipt_session_stop_locked(s);
+	if (s->state != IPT_STATE_IDLE)
+		ipt_session_teardown_locked(s);
+	mutex_unlock(&idev->lock);
+	cpus_read_unlock();
+	kfree(s);
+}
+
+/* ---- IPT_IOC_CONFIGURE ------------------------------------------------- */
+
+#define IPT_BUFFER_FLAGS_ALL	(IPT_BUFFER_STOP_ON_FULL | IPT_BUFFER_EXACT_CHUNKS)
+
+/* The CPUs of @cfg into @mask; only argument checks, no state. */
+static int ipt_config_cpus(const struct ipt_config *cfg, struct cpumask *mask)
+{
+	unsigned int words = cfg->cpu_mask_words, cpu;
+	u64 *bits;
+	int ret = 0;
+
+	cpumask_clear(mask);
+	if (cfg->flags & IPT_CONFIG_ALL_CPUS) {
+		if (words || cfg->cpu_mask_ptr)
+			return -EINVAL;
+		cpumask_copy(mask, cpu_present_mask);
+		return 0;
+	}
+	if (!words || words > IPT_MAX_CPU_MASK_WORDS || !cfg->cpu_mask_ptr)
+		return -EINVAL;
+	bits = memdup_user(u64_to_user_ptr(cfg->cpu_mask_ptr),
+			   words * sizeof(u64));
+	if (IS_ERR(bits))
+		return PTR_ERR(bits);
+	for (cpu = 0; cpu < words * 64; cpu++) {
+		if (!(bits[cpu / 64] & BIT_ULL(cpu % 64)))
+			continue;
+		if (cpu >= nr_cpu_ids || !cpu_present(cpu)) {
+			ret = -EINVAL;
+			break;
+		}
+		cpumask_set_cpu(cpu, mask);
+	}
+	kfree(bits);
+	if (!ret && cpumask_empty(mask))
+		ret = -EINVAL;
+	return ret;
+}
+
+static int ipt_config_args(const struct ipt_config *cfg)
+{
+	unsigned int i;
+
+	if (cfg->flags & ~IPT_CONFIG_ALL_CPUS)
+		return -EINVAL;
+	if (cfg->buffer_flags & ~IPT_BUFFER_FLAGS_ALL)
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(cfg->reserved); i++)
+		if (cfg->reserved[i])
+			return -EINVAL;
+	if (cfg->chunk_order && (cfg->chunk_order < IPT_TOPA_MIN_SHIFT ||
+				 cfg->chunk_order > IPT_TOPA_MAX_SHIFT))
+		return -EINVAL;
+	if (!cfg->buffer_size || !IS_ALIGNED(cfg->buffer_size, SZ_4K))
+		return -EINVAL;
+	if (cfg->chunk_order && (cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS) &&
+	    !IS_ALIGNED(cfg->buffer_size, BIT_ULL(cfg->chunk_order)))
+		return -EINVAL;
+	return 0;
+}
+
+static int ipt_session_alloc_traces(struct ipt_session *s,
+				    const struct ipt_config *cfg,
+				    const struct cpumask *cpus)
+{
+	unsigned int shift = cfg->chunk_order ?: ipt_buffer_max_chunk_shift();
+	bool exact = cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS;
+	bool stop = cfg->buffer_flags & IPT_BUFFER_STOP_ON_FULL;
+	unsigned int cpu, i = 0;
+
+	s->nr_traces = cpumask_weight(cpus);
+	s->traces = kcalloc(s->nr_traces, sizeof(*s->traces), GFP_KERNEL);
+	if (!s->traces) {
+		s->nr_traces = 0;
+		return -ENOMEM;
+	}
+	for_each_cpu(cpu, cpus) {
+		struct ipt_trace *t = &s->traces[i++];
+
+		t->s = s;
+		t->cpu = cpu;
+		t->buf = ipt_buffer_alloc(cfg->buffer_size, shift, exact, stop,
+					  cpu_to_node(cpu), NULL);
+		if (IS_ERR(t->buf)) {
+			int ret = PTR_ERR(t->buf);
+
+			t->buf = NULL;
+			ipt_session_free_traces(s);
+			return ret;
+		}
+		t->mmap_offset = s->map_size;
+		s->map_size += cfg->buffer_size;
+		t->base = t->buf->table_phys[0];
+		t->mask = IPT_RTIT_MASK_LOW;
+		atomic64_set(&t->pmis, 0);
+	}
+	return 0;
+}
+
+static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
+{
+	struct ipt_device *idev = s->idev;
+	const struct ipt_hw_ops *hw;
+	struct ipt_config cfg;
+	struct ipt_hwcfg hwcfg;
+	cpumask_var_t cpus;
+	unsigned int i;
+	u64 ram;
+	int ret;
+
+	ret = ipt_arg_in(&cfg, sizeof(cfg), IPT_CONFIG_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	ret = ipt_config_args(&cfg);
+	if (ret)
+		return ret;
+	if (!zalloc_cpumask_var(&cpus, GFP_KERNEL))
+		return -ENOMEM;
+	ret = ipt_config_cpus(&cfg, cpus);
+	if (ret)
+		goto out_free_mask;
+
+	mutex_lock(&idev->lock);
+	hw = idev->hw;
+	if (s->state != IPT_STATE_IDLE || idev->owner) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	if (!hw) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	ret = ipt_config_check(&cfg, &idev->caps, perfmon_capable(), &hwcfg);
+	if (ret)
+		goto out_unlock;
+	if (cfg.buffer_size > idev->caps.max_trace_size) {
+		ret = -EFBIG;
+		goto out_unlock;
+	}
+	/* All buffers of a session together: at most half of RAM. */
+	ram = (u64)totalram_pages() << PAGE_SHIFT;
+	if (cfg.buffer_size > ram / 2 / cpumask_weight(cpus)) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	if (!try_module_get(hw->owner)) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	s->hw = hw;
+	s->hwcfg = hwcfg;
+	s->nr_ranges = idev->caps.num_addr_ranges;
+	s->has_cr3 = idev->caps.features & IPT_FEAT_CR3_FILTER;
+	ret = ipt_session_alloc_traces(s, &cfg, cpus);
+	if (ret)
+		goto out_put;
+	for (i = 0; i < s->nr_traces; i++)
+		WRITE_ONCE(per_cpu(ipt_pmi_trace, s->traces[i].cpu),
+			   &s->traces[i]);
+	ret = hw->pmi_request(ipt_pmi_handler);
+	if (ret)
+		goto out_clear_pmi;
+	idev->owner = s;
+	idev->users++;
+	s->state = IPT_STATE_CONFIGURED;
+	mutex_unlock(&idev->lock);
+	free_cpumask_var(cpus);
+	return 0;
+
+out_clear_pmi:
+	for (i = 0; i < s->nr_traces; i++)
+		WRITE_ONCE(per_cpu(ipt_pmi_trace, s->traces[i].cpu), NULL);
+	ipt_session_free_traces(s);
+out_put:
+	module_put(hw->owner);
+	s->hw = NULL;
+out_unlock:
+	mutex_unlock(&idev->lock);
+out_free_mask:
+	free_cpumask_var(cpus);
+	return ret;
+}
+
+/* ---- IPT_IOC_START / STOP / RELEASE ------------------------------------ */
+
+static int ipt_cmd_in(void __user *uarg)
+{
+	struct ipt_cmd cmd;
+	int ret;
+
+	ret = ipt_arg_in(&cmd, sizeof(cmd), IPT_CMD_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	return cmd.flags ? -EINVAL : 0;
+}
+
+static long ipt_ioctl_start(struct ipt_session *s, void __user *uarg)
+{
+	int ret = ipt_cmd_in(uarg);
+
+	if (ret)
+		return ret;
+	cpus_read_lock();
+	mutex_lock(&s->idev->lock);
+	if (s->state == IPT_STATE_TRACING)
+		ret = -EBUSY;
+	else if (s->state == IPT_STATE_IDLE)
+		ret = -EINVAL;
+	else
+		ret = ipt_session_start_locked(s);
+	mutex_unlock(&s->idev->lock);
+	cpus_read_unlock();
+	return ret;
+}
+
+static long ipt_ioctl_stop(struct ipt_session *s, void __user *uarg)
+{
+	int ret = ipt_cmd_in(uarg);
+
+	if (ret)
+		return ret;
+	cpus_read_lock();
+	mutex_lock(&s->idev->lock);
+	if (s->state != IPT_STATE_TRACING)
+		ret = -EINVAL;
+	else
+		ipt_session_stop_locked(s);
+	mutex_unlock(&s->idev->lock);
+	cpus_read_unlock();
+	return ret;
+}
+
+static long ipt_ioctl_release(struct ipt_session *s, void __user *uarg)
+{
+	int ret = ipt_cmd_in(uarg);
+
+	if (ret)
+		return ret;
+	mutex_lock(&s->idev->lock);
+	if (s->state == IPT_STATE_TRACING)
+		ret = -EBUSY;
+	else if (s->state == IPT_STATE_IDLE)
+		ret = -EINVAL;
+	else
+		ipt_session_teardown_locked(s);
+	mutex_unlock(&s->idev->lock);
+	return ret;
+}
+
+/* ---- IPT_IOC_GET_TRACE ------------------------------------------------- */
+
+/**
+ * ipt_trace_fill() - a trace's state as of its last stop
+ * @t: the trace
+ * @ts: receives everything but size, flags, cpu and the chunk array
+ *
+ * Ring: each PMI is one wrap (INT is on the last region only), and the
+ * position read at stop is where the next byte goes; a position at the
+ * very end of the buffer is the start of the next lap, whose PMI is
+ * already counted.  Stop-on-full: the position is the number of bytes,
+ * STATUS.Stopped or a PMI says it is full.
+ *
+ * Context: device lock held.
+ */
+static void ipt_trace_fill(const struct ipt_trace *t,
+			   struct ipt_trace_state *ts)
+{
+	const struct ipt_buffer *buf = t->buf;
+	u64 head = 0, wraps = t->pmis_at_stop;
+
+	lockdep_assert_held(&t->s->idev->lock);
+	if (ipt_topa_offset(buf, t->base, t->mask, &head))
+		head = 0;	/* not ours: the unit was reset under us */
+	ts->state = t->s->state;
+	ts->buffer_size = buf->size;
+	ts->mmap_offset = t->mmap_offset;
+	ts->nr_chunks = buf->nr_chunks;
+	ts->nr_tables = buf->nr_tables;
+	if (t->running)
+		ts->status |= IPT_TS_RUNNING;
+	if (t->status & IPT_RTIT_STATUS_ERROR)
+		ts->status |= IPT_TS_ERROR;
+	if (t->pmi_late)
+		ts->status |= IPT_TS_PMI_LATE;
+	if (buf->stop_on_full) {
+		ts->status |= IPT_TS_STOP_ON_FULL;
+		if ((t->status & IPT_RTIT_STATUS_STOPPED) || wraps)
+			ts->status |= IPT_TS_FULL;
+		ts->head = head;
+		ts->bytes_captured = head;
+		ts->bytes_valid = head;
+		return;
+	}
+	if (head == buf->size)
+		head = 0;
+	ts->head = head;
+	ts->wrap_count = wraps;
+	ts->bytes_captured = wraps * buf->size + head;
+	if (wraps) {
+		ts->status |= IPT_TS_WRAPPED;
+		ts->bytes_valid = buf->size;
+		ts->oldest = head;
+		ts->bytes_lost = ts->bytes_captured - buf->size;
+	} else {
+		ts->bytes_valid = head;
+	}
+}
+
+static long ipt_ioctl_get_trace(struct ipt_session *s, void __user *uarg)
+{
+	struct ipt_trace_state ts;
+	struct ipt_trace *t;
+	u32 *orders = NULL, usize, n = 0, cpu, len, i;
+	u64 chunks_ptr;
+	int ret;
+
+	ret = ipt_arg_in(&ts, sizeof(ts), IPT_TRACE_STATE_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if (ts.flags || ts.reserved0 ||
+	    memchr_inv(ts.reserved, 0, sizeof(ts.reserved)) ||
+	    (!ts.chunks_ptr && ts.chunks_len))
+		return -EINVAL;
+	usize = ts.size;
+	cpu = ts.cpu;
+	chunks_ptr = ts.chunks_ptr;
+	len = ts.chunks_len;
+	memset(&ts, 0, sizeof(ts));
+	ts.cpu = cpu;
+	ts.chunks_ptr = chunks_ptr;
+	ts.chunks_len = len;
+
+	mutex_lock(&s->idev->lock);
+	if (s->state == IPT_STATE_IDLE) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	t = ipt_session_trace(s, cpu);
+	if (!t) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	ipt_trace_fill(t, &ts);
+	if (chunks_ptr) {
+		/* Copied out after the lock: no user access under it. */
+		n = min_t(u32, len, t->buf->nr_chunks);
+		orders = kvcalloc(n ?: 1, sizeof(*orders), GFP_KERNEL);
+		if (!orders) {
+			ret = -ENOMEM;
+			goto out_unlock;
+		}
+		for (i = 0; i < n; i++)
+			orders[i] = t->buf->chunks[i].shift;
+	}
+out_unlock:
+	mutex_unlock(&s->idev->lock);
+	if (ret)
+		return ret;
+	if (n && copy_to_user(u64_to_user_ptr(chunks_ptr), orders,
+			      n * sizeof(*orders)))
+		ret = -EFAULT;
+	kvfree(orders);
+	if (!ret)
+		ret = ipt_arg_out(uarg, usize, &ts, sizeof(ts));
+	return ret;
+}
+
+/**
+ * ipt_session_ioctl() - the session commands
+ * @s: the file's session
+ * @key: the command, without its size bits
+ * @uarg: the argument
+ *
+ * Return: the command's result; -ENOTTY for a command that is not one.
+ */
+long ipt_session_ioctl(struct ipt_session *s, unsigned int key,
+		       void __user *uarg)
+{
+	switch (key) {
+	case IPT_IOC_KEY(IPT_IOC_CONFIGURE):
+		return ipt_ioctl_configure(s, uarg);
+	case IPT_IOC_KEY(IPT_IOC_START):
+		return ipt_ioctl_start(s, uarg);
+	case IPT_IOC_KEY(IPT_IOC_STOP):
+		return ipt_ioctl_stop(s, uarg);
+	case IPT_IOC_KEY(IPT_IOC_GET_TRACE):
+		return ipt_ioctl_get_trace(s, uarg);
+	case IPT_IOC_KEY(IPT_IOC_RELEASE):
+		return ipt_ioctl_release(s, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* ---- mmap ------------------------------------------------------------- */
+
+/*
+ * The file a mapping refers to.  Each mapping gets its own anonymous file
+ * instead of /dev/ipt's: closing /dev/ipt then ends the session even while
+ * buffers are mapped, and this file's owner reference keeps ipt.ko loaded
+ * until the last mapping is gone.  The mapped pages carry references of
+ * their own (vm_insert_page()), so they outlive the buffer.
+ */
+static const struct file_operations ipt_map_fops = {
+	.owner = THIS_MODULE,
+	.llseek = noop_llseek,
+};
+
+/**
+ * ipt_session_mmap() - map (part of) one trace's buffer, read-only
+ * @s: the session
+ * @vma: the mapping; its offset selects the buffer (mmap_offset)
+ *
+ * Context: mmap_lock held for writing; takes the device lock.
+ * Return: 0; -EPERM for a writable mapping; -EINVAL when the session has
+ * no buffers or the range is not inside one buffer; -ENOMEM or another
+ * error from mapping the pages.
+ */
+int ipt_session_mmap(struct ipt_session *s, struct vm_area_struct *vma)
+{
+	unsigned long pgoff = vma->vm_pgoff, npages = vma_pages(vma), i;
+	struct ipt_trace *t = NULL;
+	struct file *file;
+	int ret = 0;
+
+	if (vma->vm_flags & VM_WRITE)
+		return -EPERM;
+
+	mutex_lock(&s->idev->lock);
+	for (i = 0; s->state != IPT_STATE_IDLE && i < s->nr_traces; i++) {
+		struct ipt_trace *c = &s->traces[i];
+		unsigned long first = c->mmap_offset >> PAGE_SHIFT;
+		unsigned long pages = c->buf->size >> PAGE_SHIFT;
+
+		if (pgoff >= first && pgoff - first < pages) {
+			if (npages <= pages - (pgoff - first))
+				t = c;
+			break;
+		}
+	}
+	if (!t) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	file = anon_inode_getfile("[ipt-trace]", &ipt_map_fops, NULL, O_RDONLY);
+	if (IS_ERR(file)) {
+		ret = PTR_ERR(file);
+		goto out_unlock;
+	}
+	vma->vm_flags &= ~VM_MAYWRITE;
+	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+	for (i = 0; i < npages; i++) {
+		u64 off = ((u64)(pgoff + i) << PAGE_SHIFT) - t->mmap_offset;
+
+		ret = vm_insert_page(vma, vma->vm_start + (i << PAGE_SHIFT),
+				     ipt_buffer_page(t->buf, off));
+		if (ret)
+			break;
+	}
+	if (!ret)
+		vma_set_file(vma, file);
+	fput(file);
+out_unlock:
+	mutex_unlock(&s->idev->lock);
+	return ret;
+}
+
+/* ---- module ----------------------------------------------------------- */
+
+/**
+ * ipt_session_init() - register for CPU hotplug
+ * @idev: the device sessions belong to
+ *
+ * Context: module init.
+ * Return: 0 or a negative errno.
+ */
+int ipt_session_init(struct ipt_device *idev)
+{
+	int ret;
+
+	ipt_session_dev = idev;
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "ipt:online",
+					ipt_cpu_online, ipt_cpu_offline);
+	if (ret < 0)
+		return ret;
+	ipt_cpuhp_state = ret;
+	return 0;
+}
+
+/**
+ * ipt_session_exit() - undo ipt_session_init()
+ *
+ * Context: module exit; no session exists.
+ */
+void ipt_session_exit(void)
+{
+	cpuhp_remove_state_nocalls(ipt_cpuhp_state);
+	ipt_session_dev = NULL;
+}

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for ipt.ko's configuration checks and ToPA buffers against
+ * every simulated CPU model (built into ipt_sim_kunit.ko, which has both
+ * modules' symbols):
+ *  - ipt_sim_config: what ipt_config_check() accepts on a model, the
+ *    model's unit accepts as MSR writes (no #GP), and what it refuses
+ *    comes with the errno the model's capabilities call for;
+ *  - ipt_sim_topa: a buffer from ipt_buffer_alloc() driven by the
+ *    simulator's output rules: the position arithmetic and the wrap
+ *    count (INT on the last region) match the bytes the unit wrote.
+ */
+#include <kunit/test.h>
+#include <linux/bitfield.h>
+#include <linux/module.h>
+#include <linux/sizes.h>
+#include <linux/string.h>
+
+#include "../ipt.h"
+#include "../ipt_sim.h"
+
+static const struct ipt_sim_model *cfg_model;
+
+static void cfg_cpuid(u32 leaf, u32 subleaf, struct ipt_cpuid_regs *r)
+{
+	ipt_sim_cpuid(cfg_model, leaf, subleaf, r);
+}
+
+static int cfg_rdmsr(u32 msr, u64 *val)
+{
+	struct ipt_sim_cpu c = {};
+
+	ipt_sim_cpu_init(&c, cfg_model);
+	return ipt_sim_rdmsr(&c, msr, val);
+}
+
+static int cfg_wrmsr(u32 msr, u64 val)
+{
+	return -EIO;
+}
+
+static const struct ipt_hw_ops cfg_ops = {
+	.name = "config-kunit",
+	.backend = IPT_BACKEND_SIM,
+	.cpuid = cfg_cpuid,
+	.read_msr = cfg_rdmsr,
+	.write_msr = cfg_wrmsr,
+};
+
+static void base_config(struct ipt_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
+	cfg->mode = IPT_MODE_CPU;
+	cfg->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+}
+
+/* Program @hw on a fresh unit of the model, as a session would. */
+static int program(const struct ipt_caps *caps, const struct ipt_hwcfg *hw)
+{
+	struct ipt_sim_cpu c = {};
+	unsigned int i;
+	int ret = 0;
+
+	ipt_sim_cpu_init(&c, cfg_model);
+	if (caps->features & IPT_FEAT_CR3_FILTER)
+		ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_CR3_MATCH, hw->cr3_match);
+	for (i = 0; !ret && i < caps->num_addr_ranges; i++) {
+		ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_ADDR_A(i), hw->addr_a[i]);
+		if (!ret)
+			ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_ADDR_B(i),
+					    hw->addr_b[i]);
+	}
+	if (!ret)
+		ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_CTL, hw->ctl);
+	return ret;
+}
+
+struct cfg_case {
+	const char *what;
+	u64 add_flags;
+	u32 mtc, cyc, psb;
+	u64 cr3;
+	unsigned int range;	/* 1 + index of a filter range, or 0 */
+	u64 need;		/* features it needs */
+	u32 field;		/* which mask its encoding needs: 1 mtc 2 cyc 3 psb */
+};
+
+static const struct cfg_case cfg_cases[] = {
+	{ "plain" },
+	{ "kernel", IPT_TRACE_KERNEL },
+	{ "no retcomp", IPT_TRACE_NO_RETCOMP },
+	{ "mtc 3", IPT_TRACE_MTC, 3, 0, 0, 0, 0, IPT_FEAT_MTC, 1 },
+	{ "mtc 1", IPT_TRACE_MTC, 1, 0, 0, 0, 0, IPT_FEAT_MTC, 1 },
+	{ "cyc 0", IPT_TRACE_CYC, 0, 0, 0, 0, 0, IPT_FEAT_PSB_CYC, 2 },
+	{ "cyc 12", IPT_TRACE_CYC, 0, 12, 0, 0, 0, IPT_FEAT_PSB_CYC, 2 },
+	{ "cyc 13", IPT_TRACE_CYC, 0, 13, 0, 0, 0, IPT_FEAT_PSB_CYC, 2 },
+	{ "psb 5", 0, 0, 0, 5, 0, 0, IPT_FEAT_PSB_CYC, 3 },
+	{ "psb 6", 0, 0, 0, 6, 0, 0, IPT_FEAT_PSB_CYC, 3 },
+	{ "ptwrite", IPT_TRACE_PTWRITE | IPT_TRACE_PTWRITE_FUP, 0, 0, 0, 0, 0,
+	  IPT_FEAT_PTWRITE },
+	{ "power", IPT_TRACE_POWER_EVENTS, 0, 0, 0, 0, 0,
+	  IPT_FEAT_POWER_EVENTS },
+	{ "cr3", IPT_TRACE_CR3_FILTER, 0, 0, 0, 0x1000, 0, IPT_FEAT_CR3_FILTER },
+	{ "range 0", 0, 0, 0, 0, 0, 1, IPT_FEAT_IP_FILTER },
+	{ "range 1", 0, 0, 0, 0, 0, 2, IPT_FEAT_IP_FILTER },
+	{ "range 2", 0, 0, 0, 0, 0, 3, IPT_FEAT_IP_FILTER },
+	{ "range 3", 0, 0, 0, 0, 0, 4, IPT_FEAT_IP_FILTER },
+};
+
+/* The errno ipt_config_check() owes @c on a unit with @caps. */
+static int expected(const struct cfg_case *c, const struct ipt_caps *caps)
+{
+	if (!(caps->features & IPT_FEAT_TOPA) ||
+	    !(caps->features & IPT_FEAT_TOPA_MULTI))
+		return -EOPNOTSUPP;
+	if (c->need && !(caps->features & c->need)) {
+		/* PSBFreq 0 is what every unit does. */
+		if (c->field == 3 && !c->psb)
+			return 0;
+		return -EOPNOTSUPP;
+	}
+	if (c->field == 1 && !(caps->mtc_freq_mask & BIT(c->mtc)))
+		return -EOPNOTSUPP;
+	if (c->field == 2 && !(caps->cyc_thresh_mask & BIT(c->cyc)))
+		return -EOPNOTSUPP;
+	if (c->field == 3 && !(caps->psb_freq_mask & BIT(c->psb)))
+		return -EOPNOTSUPP;
+	if (c->range > caps->num_addr_ranges)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static void config_against_models(struct kunit *test)
+{
+	unsigned int m, i;
+
+	for (m = 0; m < ipt_sim_nr_models; m++) {
+		struct ipt_caps caps;
+
+		cfg_model = &ipt_sim_models[m];
+		KUNIT_ASSERT_EQ(test, ipt_caps_probe(&cfg_ops, &caps),
+				IPT_UNAVAIL_NONE);
+		for (i = 0; i < ARRAY_SIZE(cfg_cases); i++) {
+			const struct cfg_case *c = &cfg_cases[i];
+			struct ipt_config cfg;
+			struct ipt_hwcfg hw;
+			int ret, want = expected(c, &caps);
+
+			base_config(&cfg);
+			cfg.trace_flags |= c->add_flags;
+			cfg.mtc_freq = c->mtc;
+			cfg.cyc_thresh = c->cyc;
+			cfg.psb_freq = c->psb;
+			cfg.cr3_match = c->cr3;
+			if (c->range) {
+				cfg.ranges[c->range - 1].kind = IPT_RANGE_FILTER;
+				cfg.ranges[c->range - 1].start = IPT_SIM_CODE_BASE;
+				cfg.ranges[c->range - 1].end = IPT_SIM_CODE_LOOP_END;
+			}
+			memset(&hw, 0xa5, sizeof(hw));
+			ret = ipt_config_check(&cfg, &caps, true, &hw);
+			KUNIT_EXPECT_EQ_MSG(test, ret, want, "%s: %s",
+					    cfg_model->name, c->what);
+			if (ret)
+				continue;
+			KUNIT_EXPECT_EQ_MSG(test, hw.ctl & IPT_RTIT_CTL_TRACEEN, 0ULL,
+					    "%s: %s", cfg_model->name, c->what);
+			KUNIT_EXPECT_EQ_MSG(test, program(&caps, &hw), 0,
+					    "%s: %s: ctl %#llx", cfg_model->name,
+					    c->what, hw.ctl);
+		}
+	}
+}
+
+/* Malformed input, whatever the model. */
+static void config_malformed(struct kunit *test)
+{
+	struct ipt_config cfg;
+	struct ipt_hwcfg hw;
+	struct ipt_caps caps;
+	u64 want;
+
+	cfg_model = &ipt_sim_models[0];	/* icl: everything */
+	KUNIT_ASSERT_EQ(test, ipt_caps_probe(&cfg_ops, &caps), IPT_UNAVAIL_NONE);
+
+#define EXPECT_CFG(err, priv, stmt) do {					\
+		base_config(&cfg);					\
+		stmt;							\
+		KUNIT_EXPECT_EQ_MSG(test, ipt_config_check(&cfg, &caps, priv, &hw), \
+				    err, #stmt);			\
+	} while (0)
+
+	EXPECT_CFG(0, false, (void)0);
+	EXPECT_CFG(-EPERM, false, cfg.trace_flags |= IPT_TRACE_KERNEL);
+	EXPECT_CFG(-EINVAL, true, cfg.trace_flags = IPT_TRACE_BRANCH);
+	EXPECT_CFG(-EINVAL, true, cfg.trace_flags |= BIT_ULL(40));
+	EXPECT_CFG(-EOPNOTSUPP, true, cfg.mode = IPT_MODE_THREAD);
+	EXPECT_CFG(-EINVAL, true, cfg.mode = 0);
+	EXPECT_CFG(-EINVAL, true, cfg.mtc_freq = 3);
+	EXPECT_CFG(-EINVAL, true, cfg.trace_flags |= IPT_TRACE_MTC; cfg.mtc_freq = 16);
+	EXPECT_CFG(-EINVAL, true, cfg.cyc_thresh = 1);
+	EXPECT_CFG(-EINVAL, true, cfg.psb_freq = 16);
+	EXPECT_CFG(-EINVAL, true, cfg.trace_flags |= IPT_TRACE_PTWRITE_FUP);
+	EXPECT_CFG(-EINVAL, true, cfg.cr3_match = 0x2000);
+	EXPECT_CFG(-EINVAL, true, cfg.trace_flags |= IPT_TRACE_CR3_FILTER;
+		   cfg.cr3_match = 0x2010);
+	EXPECT_CFG(-EINVAL, true, cfg.ranges[0].kind = 3);
+	EXPECT_CFG(-EINVAL, true, cfg.ranges[0].reserved = 1);
+	EXPECT_CFG(-EINVAL, true, cfg.ranges[0].end = 5);
+	EXPECT_CFG(-EINVAL, true, cfg.ranges[0].kind = 1; cfg.ranges[0].start = 5;
+		   cfg.ranges[0].end = 4);
+	EXPECT_CFG(-EINVAL, true, cfg.ranges[0].kind = 2;
+		   cfg.ranges[0].end = 0x0000800000000000ULL);
+	EXPECT_CFG(0, true, cfg.ranges[1].kind = 2;
+		   cfg.ranges[1].start = 0xffff800000000000ULL;
+		   cfg.ranges[1].end = ~0ULL);
+	/* The CTL of a full configuration, bit by bit. */
+	base_config(&cfg);
+	cfg.trace_flags |= IPT_TRACE_KERNEL | IPT_TRACE_MTC | IPT_TRACE_CYC |
+			   IPT_TRACE_NO_RETCOMP | IPT_TRACE_CR3_FILTER;
+	cfg.mtc_freq = 9;
+	cfg.cyc_thresh = 4;
+	cfg.psb_freq = 2;
+	cfg.cr3_match = 0x1000;
+	cfg.ranges[1].kind = 2;
+	cfg.ranges[1].start = 0x1000;
+	cfg.ranges[1].end = 0x2000;
+	KUNIT_ASSERT_EQ(test, ipt_config_check(&cfg, &caps, true, &hw), 0);
+	want = IPT_RTIT_CTL_TOPA | IPT_RTIT_CTL_USER | IPT_RTIT_CTL_OS |
+	       IPT_RTIT_CTL_BRANCHEN | IPT_RTIT_CTL_TSCEN | IPT_RTIT_CTL_MTCEN |
+	       IPT_RTIT_CTL_CYCEN | IPT_RTIT_CTL_DISRETC |
+	       IPT_RTIT_CTL_CR3FILTER | (2ULL << 36);
+	want |= FIELD_PREP(IPT_RTIT_CTL_MTCFREQ, 9);
+	want |= FIELD_PREP(IPT_RTIT_CTL_CYCTHRESH, 4);
+	want |= FIELD_PREP(IPT_RTIT_CTL_PSBFREQ, 2);
+	KUNIT_EXPECT_EQ(test, hw.ctl, want);
+	KUNIT_EXPECT_EQ(test, hw.cr3_match, 0x1000ULL);
+	KUNIT_EXPECT_EQ(test, hw.addr_a[1], 0x1000ULL);
+	KUNIT_EXPECT_EQ(test, hw.addr_b[1], 0x2000ULL);
+#undef EXPECT_CFG
+}
+
+static struct kunit_case config_cases[] = {
+	KUNIT_CASE(config_against_models),
+	KUNIT_CASE(config_malformed),
+	{}
+};
+
+static struct kunit_suite config_suite = {
+	.name = "ipt_sim_config",
+	.test_cases = config_cases,
+};
+
+/* ---- ToPA buffers through the simulator's output engine ---------------- */
+
+struct topa_run {
+	struct ipt_sim_cpu c;
+	struct ipt_buffer *buf;
+	u64 pmis;
+};
+
+/* Enable on a fresh icl unit with the buffer's first table. */
+static void topa_start(struct kunit *test, struct topa_run *r)
+{
+	ipt_sim_cpu_init(&r->c, &ipt_sim_models[0]);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, IPT_MSR_RTIT_OUTPUT_BASE,
+					    r->buf->table_phys[0]), 0);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, IPT_MSR_RTIT_OUTPUT_MASK,
+					    IPT_RTIT_MASK_LOW), 0);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, IPT_MSR_RTIT_CTL,
+					    IPT_RTIT_CTL_TRACEEN | IPT_RTIT_CTL_TOPA |
+					    IPT_RTIT_CTL_USER |
+					    IPT_RTIT_CTL_BRANCHEN), 0);
+}
+
+/* Run in slices, counting PMIs as the handler would (one per slice max). */
+static void topa_produce(struct topa_run *r, u64 bytes, u64 slice)
+{
+	u64 start = r->c.stats.bytes;
+
+	while (r->c.stats.bytes - start < bytes &&
+	       !(r->c.status & IPT_SIM_ST_STOPPED)) {
+		ipt_sim_run(&r->c, slice);
+		if (r->c.pmi_pending) {
+			r->pmis++;
+			r->c.pmi_pending = false;
+		}
+	}
+}
+
+static u64 topa_stop(struct kunit *test, struct topa_run *r)
+{
+	u64 base, mask, off;
+
+	KUNIT_EXPECT_EQ(test, ipt_sim_wrmsr(&r->c, IPT_MSR_RTIT_CTL,
+					    IPT_RTIT_CTL_TOPA), 0);
+	if (r->c.pmi_pending) {
+		r->pmis++;
+		r->c.pmi_pending = false;
+	}
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(&r->c, IPT_MSR_RTIT_OUTPUT_BASE,
+					    &base), 0);
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(&r->c, IPT_MSR_RTIT_OUTPUT_MASK,
+					    &mask), 0);
+	KUNIT_EXPECT_EQ(test, ipt_topa_offset(r->buf, base, mask, &off), 0);
+	KUNIT_EXPECT_EQ(test, r->c.status & IPT_SIM_ST_ERROR, 0ULL);
+	return off;
+}
+
+static void topa_ring_counts_wraps(struct kunit *test)
+{
+	static const struct { u64 size; unsigned int shift; u64 bytes; } cases[] = {
+		{ SZ_4K, 12, 3 * SZ_4K + 1000 },
+		{ SZ_16K, 12, 3 * SZ_16K + 1000 },
+		{ SZ_64K + SZ_4K, 27, 3 * (SZ_64K + SZ_4K) },
+		/* Two tables: through both END links once. */
+		{ 512 * SZ_4K, 12, 512 * SZ_4K + SZ_8K },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct topa_run *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+		u64 head, total, want;
+
+		KUNIT_ASSERT_NOT_NULL(test, r);
+		r->buf = ipt_buffer_alloc(cases[i].size, cases[i].shift, false,
+					  false, NUMA_NO_NODE, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(r->buf));
+		topa_start(test, r);
+		/* Slices below the size: one wrap per PMI at most. */
+		topa_produce(r, cases[i].bytes, min_t(u64, cases[i].size / 2, SZ_4K));
+		head = topa_stop(test, r);
+		if (head == r->buf->size)
+			head = 0;
+		total = r->c.stats.bytes;
+		want = total;
+		KUNIT_EXPECT_EQ_MSG(test, r->pmis * r->buf->size + head, want,
+				    "size %llu", cases[i].size);
+		KUNIT_EXPECT_EQ(test, r->pmis, total / r->buf->size);
+		ipt_buffer_free(r->buf);
+	}
+}
+
+static void topa_stop_on_full(struct kunit *test)
+{
+	struct topa_run *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	u64 head;
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	r->buf = ipt_buffer_alloc(SZ_64K, 12, true, true, NUMA_NO_NODE, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(r->buf));
+	topa_start(test, r);
+	topa_produce(r, 2 * r->buf->size, 4096);
+	KUNIT_EXPECT_NE(test, r->c.status & IPT_SIM_ST_STOPPED, 0ULL);
+	head = topa_stop(test, r);
+	KUNIT_EXPECT_EQ(test, head, r->buf->size);
+	KUNIT_EXPECT_EQ(test, r->c.stats.bytes, r->buf->size);
+	KUNIT_EXPECT_EQ(test, r->pmis, 1ULL);
+	ipt_buffer_free(r->buf);
+}
+
+static struct kunit_case topa_cases[] = {
+	KUNIT_CASE(topa_ring_counts_wraps),
+	KUNIT_CASE(topa_stop_on_full),
+	{}
+};
+
+static struct kunit_suite topa_suite = {
+	.name = "ipt_sim_topa",
+	.test_cases = topa_cases,
+};
+
+kunit_test_suites(&config_suite, &topa_suite);

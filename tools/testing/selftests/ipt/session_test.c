@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kselftest: the session commands of /dev/ipt against the simulated unit -
+ * every command's success and each failure with its errno, the state
+ * machine, one owner at a time, mmap rules and lifetime, and a seeded,
+ * time-bounded randomized ioctl fuzzer (IPT_FUZZ_SEED, IPT_FUZZ_SECONDS).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "ipt_lib.h"
+#include "kselftest_harness.h"
+
+#define KIB 1024ULL
+
+FIXTURE(s) {
+	int fd;
+	struct ipt_caps caps;
+	struct ipt_config cfg;
+	uint64_t mask[2];
+};
+
+FIXTURE_SETUP(s)
+{
+	if (!ipt_sim_loaded())
+		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->caps.size = sizeof(self->caps);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
+	memset(self->mask, 0, sizeof(self->mask));
+	ipt_cfg_cpu(&self->cfg, self->mask, 0, 8 * KIB);
+}
+
+FIXTURE_TEARDOWN(s)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+static int configure(int fd, struct ipt_config *cfg)
+{
+	return ipt_ioctl(fd, IPT_IOC_CONFIGURE, cfg);
+}
+
+TEST_F(s, caps_report_max_trace_size)
+{
+	EXPECT_LT(0, self->caps.max_trace_size);
+	EXPECT_EQ(0, self->caps.max_trace_size % 4096);
+}
+
+TEST_F(s, lifecycle)
+{
+	struct ipt_trace_state ts;
+
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(sizeof(ts), ts.size);
+	EXPECT_EQ(IPT_STATE_CONFIGURED, ts.state);
+	EXPECT_EQ(8 * KIB, ts.buffer_size);
+	EXPECT_EQ(0, ts.mmap_offset);
+	EXPECT_EQ(0, ts.status);
+	EXPECT_EQ(0, ts.bytes_captured);
+	EXPECT_LE(1, ts.nr_chunks);
+	EXPECT_EQ(1, ts.nr_tables);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_STATE_TRACING, ts.state);
+	EXPECT_EQ(IPT_TS_RUNNING, ts.status);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_STATE_STOPPED, ts.state);
+	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
+	EXPECT_LT(0, ts.bytes_captured);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	EXPECT_EQ(-EINVAL, ipt_state(self->fd, 0, &ts));
+	/* And again, on the same file. */
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+TEST_F(s, commands_in_wrong_states)
+{
+	struct ipt_trace_state ts;
+
+	/* IDLE */
+	EXPECT_EQ(-EINVAL, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_EQ(-EINVAL, ipt_cmd(self->fd, IPT_IOC_STOP));
+	EXPECT_EQ(-EINVAL, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	EXPECT_EQ(-EINVAL, ipt_state(self->fd, 0, &ts));
+	/* CONFIGURED */
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	EXPECT_EQ(-EBUSY, configure(self->fd, &self->cfg));
+	EXPECT_EQ(-EINVAL, ipt_cmd(self->fd, IPT_IOC_STOP));
+	EXPECT_EQ(-ENOENT, ipt_state(self->fd, 1, &ts));
+	/* TRACING */
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_EQ(-EBUSY, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_EQ(-EBUSY, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	EXPECT_EQ(-EBUSY, configure(self->fd, &self->cfg));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_STATE_TRACING, ts.state);
+	/* STOPPED */
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	EXPECT_EQ(-EINVAL, ipt_cmd(self->fd, IPT_IOC_STOP));
+	EXPECT_EQ(-EBUSY, configure(self->fd, &self->cfg));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_STATE_STOPPED, ts.state);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+TEST_F(s, one_owner_at_a_time)
+{
+	int fd2 = open(IPT_DEVICE_PATH, O_RDWR);
+
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	EXPECT_EQ(-EBUSY, configure(fd2, &self->cfg));
+	EXPECT_EQ(-EINVAL, ipt_cmd(fd2, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	EXPECT_EQ(0, configure(fd2, &self->cfg));
+	EXPECT_EQ(-EBUSY, configure(self->fd, &self->cfg));
+	close(fd2);
+	EXPECT_EQ(0, configure(self->fd, &self->cfg));
+}
+
+TEST_F(s, simple_command_arguments)
+{
+	struct ipt_cmd c = { .size = sizeof(c), .flags = 1 };
+	struct { struct ipt_cmd c; uint32_t extra; } big = {
+		{ sizeof(big), 0 }, 1 };
+
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_START, &c));
+	c.flags = 0;
+	c.size = 4;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_START, &c));
+	EXPECT_EQ(-E2BIG, ipt_ioctl(self->fd, IPT_IOC_START, &big));
+	EXPECT_EQ(-EFAULT, ipt_ioctl(self->fd, IPT_IOC_START, NULL));
+	EXPECT_EQ(-ENOTTY, ipt_ioctl(self->fd, _IOW(IPT_IOC_MAGIC, 0x06, struct ipt_cmd), &c));
+	EXPECT_EQ(-ENOTTY, ipt_ioctl(self->fd, _IOR(IPT_IOC_MAGIC, 0x02, struct ipt_cmd), &c));
+	big.extra = 0;
+	EXPECT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_START, &big));
+	EXPECT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+}
+
+TEST_F(s, get_trace_arguments)
+{
+	struct ipt_trace_state ts;
+	uint32_t orders[4];
+
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	memset(&ts, 0, sizeof(ts));
+	ts.size = sizeof(ts);
+	ts.flags = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_GET_TRACE, &ts));
+	ts.flags = 0;
+	ts.reserved[3] = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_GET_TRACE, &ts));
+	ts.reserved[3] = 0;
+	ts.chunks_len = 4;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_GET_TRACE, &ts));
+	ts.chunks_ptr = 8;
+	EXPECT_EQ(-EFAULT, ipt_ioctl(self->fd, IPT_IOC_GET_TRACE, &ts));
+	ts.chunks_ptr = (uintptr_t)orders;
+	ts.cpu = 9999;
+	EXPECT_EQ(-ENOENT, ipt_ioctl(self->fd, IPT_IOC_GET_TRACE, &ts));
+	ts.cpu = 0;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_TRACE, &ts));
+	EXPECT_EQ(8 * KIB, ts.buffer_size);
+	/* An old caller's short struct. */
+	ts.size = IPT_TRACE_STATE_SIZE_VER0 - 8;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_GET_TRACE, &ts));
+}
+
+/* Every malformed or unsupported configuration, with its errno. */
+TEST_F(s, configure_errors)
+{
+	struct ipt_config c;
+	uint64_t m[IPT_MAX_CPU_MASK_WORDS + 1] = { 0 };
+
+#define TRY(err, stmt) do {						\
+		c = self->cfg;						\
+		stmt;							\
+		EXPECT_EQ(err, configure(self->fd, &c)) TH_LOG("%s", #stmt); \
+	} while (0)
+
+	TRY(-EINVAL, c.size = IPT_CONFIG_SIZE_VER0 - 8);
+	TRY(-EINVAL, c.flags = 2);
+	TRY(-EINVAL, c.mode = 0);
+	TRY(-EINVAL, c.mode = 3);
+	TRY(-EOPNOTSUPP, c.mode = IPT_MODE_THREAD);
+	TRY(-EINVAL, c.trace_flags = 1ULL << 11 | IPT_TRACE_USER);
+	TRY(-EINVAL, c.trace_flags = IPT_TRACE_BRANCH);
+	TRY(-EINVAL, c.mtc_freq = 3);
+	TRY(-EINVAL, c.trace_flags |= IPT_TRACE_MTC; c.mtc_freq = 16);
+	TRY(-EOPNOTSUPP, c.trace_flags |= IPT_TRACE_MTC; c.mtc_freq = 1);
+	TRY(-EINVAL, c.cyc_thresh = 1);
+	TRY(-EINVAL, c.trace_flags |= IPT_TRACE_CYC; c.cyc_thresh = 16);
+	TRY(-EOPNOTSUPP, c.trace_flags |= IPT_TRACE_CYC; c.cyc_thresh = 15);
+	TRY(-EINVAL, c.psb_freq = 16);
+	TRY(-EOPNOTSUPP, c.psb_freq = 15);
+	TRY(-EINVAL, c.trace_flags |= IPT_TRACE_PTWRITE_FUP);
+	TRY(-EINVAL, c.cr3_match = 0x1000);
+	TRY(-EINVAL, c.trace_flags |= IPT_TRACE_CR3_FILTER; c.cr3_match = 0x1001);
+	TRY(-EINVAL, c.ranges[0].kind = 3; c.ranges[0].end = 1);
+	TRY(-EINVAL, c.ranges[0].reserved = 1);
+	TRY(-EINVAL, c.ranges[0].start = 1);
+	TRY(-EINVAL, c.ranges[0].kind = 1; c.ranges[0].start = 2; c.ranges[0].end = 1);
+	TRY(-EINVAL, c.ranges[0].kind = 1; c.ranges[0].end = 1ULL << 47);
+	TRY(-EOPNOTSUPP, c.ranges[self->caps.num_addr_ranges].kind = 2;
+	    c.ranges[self->caps.num_addr_ranges].end = 0x1000);
+	TRY(-EINVAL, c.reserved[2] = 1);
+	TRY(-EINVAL, c.buffer_flags = 4);
+	TRY(-EINVAL, c.buffer_size = 0);
+	TRY(-EINVAL, c.buffer_size = 4096 + 512);
+	TRY(-EFBIG, c.buffer_size = self->caps.max_trace_size + 4096);
+	TRY(-EINVAL, c.chunk_order = 11);
+	TRY(-EINVAL, c.chunk_order = 28);
+	TRY(-EINVAL, c.chunk_order = 14; c.buffer_flags = IPT_BUFFER_EXACT_CHUNKS;
+	    c.buffer_size = 8192);
+	TRY(-EINVAL, c.flags = IPT_CONFIG_ALL_CPUS);
+	TRY(-EINVAL, c.cpu_mask_words = 0);
+	TRY(-EINVAL, c.cpu_mask_words = IPT_MAX_CPU_MASK_WORDS + 1;
+	    c.cpu_mask_ptr = (uintptr_t)m);
+	TRY(-EINVAL, c.cpu_mask_ptr = (uintptr_t)m);
+	TRY(-EFAULT, c.cpu_mask_ptr = 8);
+	m[IPT_MAX_CPU_MASK_WORDS - 1] = 1ULL << 63;
+	TRY(-EINVAL, c.cpu_mask_words = IPT_MAX_CPU_MASK_WORDS;
+	    c.cpu_mask_ptr = (uintptr_t)m);
+	/* None of that left a session behind. */
+	EXPECT_EQ(-EINVAL, ipt_cmd(self->fd, IPT_IOC_START));
+	/* What the simulated model (icl) does have is accepted. */
+	TRY(0, c.trace_flags |= IPT_TRACE_KERNEL | IPT_TRACE_MTC | IPT_TRACE_CYC |
+	    IPT_TRACE_PTWRITE | IPT_TRACE_PTWRITE_FUP | IPT_TRACE_POWER_EVENTS |
+	    IPT_TRACE_NO_RETCOMP | IPT_TRACE_CR3_FILTER;
+	    c.mtc_freq = 3; c.cyc_thresh = 2; c.psb_freq = 1; c.cr3_match = 0x1000;
+	    c.ranges[0].kind = IPT_RANGE_FILTER; c.ranges[0].start = 0x400000;
+	    c.ranges[0].end = 0x500000;
+	    c.ranges[1].kind = IPT_RANGE_STOP; c.ranges[1].start = -4096ULL;
+	    c.ranges[1].end = -1ULL);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+#undef TRY
+}
+
+/* Kernel tracing needs CAP_PERFMON or CAP_SYS_ADMIN at configure time. */
+TEST_F(s, kernel_tracing_is_privileged)
+{
+	int caps[] = { CAP_PERFMON, CAP_SYS_ADMIN }, status;
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (ipt_drop_caps(caps, 2))
+			_exit(2);
+		self->cfg.trace_flags |= IPT_TRACE_KERNEL;
+		if (configure(self->fd, &self->cfg) != -EPERM)
+			_exit(1);
+		self->cfg.trace_flags &= ~IPT_TRACE_KERNEL;
+		_exit(configure(self->fd, &self->cfg) ? 3 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+static unsigned long module_refcnt(const char *mod)
+{
+	char path[64], buf[32] = "";
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/module/%s/refcnt", mod);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return ~0UL;
+	if (read(fd, buf, sizeof(buf) - 1) < 0)
+		buf[0] = 0;
+	close(fd);
+	return strtoul(buf, NULL, 10);
+}
+
+TEST_F(s, mmap_rules)
+{
+	struct ipt_trace_state ts;
+	void *p;
+
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EPERM, errno);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EPERM, errno);
+	p = mmap(NULL, ts.buffer_size + 4096, PROT_READ, MAP_SHARED, self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, ts.buffer_size);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, 8192, PROT_READ, MAP_SHARED, self->fd, 4096);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, 1ULL << 46);
+	EXPECT_EQ(MAP_FAILED, p);
+	/* Part of the buffer, then all of it. */
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, 4096);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(-1, mprotect(p, 4096, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	munmap(p, 4096);
+	p = mmap(NULL, ts.buffer_size, PROT_READ, MAP_PRIVATE, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	/* Zeroed before tracing. */
+	for (size_t i = 0; i < ts.buffer_size; i++) {
+		ASSERT_EQ(0, ((uint8_t *)p)[i]);
+	}
+	munmap(p, ts.buffer_size);
+}
+
+/* Mappings outlive stop, release and close, and keep ipt.ko busy. */
+TEST_F(s, mmap_lifetime)
+{
+	struct ipt_trace_state ts;
+	unsigned long ref0 = module_refcnt("ipt");
+	uint8_t *p, *q, *copy;
+	struct timespec d = { 0, 50000000 };
+
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	p = mmap(NULL, ts.buffer_size, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_LT(ref0, module_refcnt("ipt"));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	nanosleep(&d, NULL);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	copy = malloc(ts.buffer_size);
+	ASSERT_NE(NULL, copy);
+	memcpy(copy, p, ts.buffer_size);
+	EXPECT_TRUE(ipt_is_psb(p, ts.buffer_size));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	EXPECT_EQ(0, memcmp(copy, p, ts.buffer_size));
+	/* A new session gets new, zeroed memory: nothing leaks across. */
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	q = mmap(NULL, ts.buffer_size, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	for (size_t i = 0; i < ts.buffer_size; i++) {
+		ASSERT_EQ(0, q[i]);
+	}
+	munmap(q, ts.buffer_size);
+	close(self->fd);
+	self->fd = -1;
+	EXPECT_EQ(0, memcmp(copy, p, ts.buffer_size));
+	EXPECT_LT(ref0 - 1, module_refcnt("ipt"));
+	EXPECT_NE(0, system("rmmod ipt 2>/dev/null"));
+	munmap(p, ts.buffer_size);
+	EXPECT_GE(ref0, module_refcnt("ipt"));
+	free(copy);
+}
+
+/* ---- fuzzer ---------------------------------------------------------------- */
+
+struct fuzz {
+	int fds[2];
+	time_t end;
+	unsigned long ops;
+};
+
+struct fuzz_thread_arg {
+	struct fuzz *f;
+	unsigned int seed;
+};
+
+static uint64_t rnd64(unsigned int *s)
+{
+	return (uint64_t)rand_r(s) << 33 ^ (uint64_t)rand_r(s) << 11 ^ rand_r(s);
+}
+
+static void fuzz_config(struct ipt_config *c, uint64_t *mask, unsigned int *s)
+{
+	static const uint64_t sizes[] = { 4096, 8192, 12288, 65536, 4096 * 513 };
+
+	mask[0] = 1 + (rand_r(s) & 3);
+	mask[1] = 0;
+	ipt_cfg_cpu(c, mask, 0, sizes[rand_r(s) % 5]);
+	mask[0] = 1 + (rand_r(s) & 3);
+	if (rand_r(s) % 4 == 0)
+		c->buffer_flags = rand_r(s) & 3;
+	if (rand_r(s) % 4 == 0)
+		c->chunk_order = 12 + rand_r(s) % 3;
+	if (rand_r(s) % 8 == 0)
+		c->flags = IPT_CONFIG_ALL_CPUS, c->cpu_mask_words = 0,
+		c->cpu_mask_ptr = 0;
+	if (rand_r(s) % 4 == 0)
+		c->trace_flags = rnd64(s) & 0xfff;
+	if (rand_r(s) % 8 == 0)
+		c->mtc_freq = rand_r(s) % 17;
+	if (rand_r(s) % 8 == 0)
+		c->psb_freq = rand_r(s) % 17;
+	if (rand_r(s) % 16 == 0)
+		((uint8_t *)c)[rand_r(s) % sizeof(*c)] ^= 1 << (rand_r(s) % 8);
+	if (rand_r(s) % 16 == 0)
+		c->size = rand_r(s) % 400;
+}
+
+static void *fuzz_thread(void *arg)
+{
+	struct fuzz_thread_arg *a = arg;
+	struct fuzz *f = a->f;
+	unsigned int s = a->seed;
+	uint64_t mask[2];
+
+	while (time(NULL) < f->end) {
+		int fd = f->fds[rand_r(&s) & 1];
+		struct ipt_config c;
+		struct ipt_trace_state ts;
+		struct ipt_cmd cmd = { sizeof(cmd), 0 };
+		size_t len;
+		void *p;
+
+		if (rand_r(&s) % 32 == 0)
+			cmd.flags = 1;
+		switch (rand_r(&s) % 9) {
+		case 0:
+			fuzz_config(&c, mask, &s);
+			ioctl(fd, IPT_IOC_CONFIGURE, &c);
+			break;
+		case 1:
+			ioctl(fd, IPT_IOC_START, &cmd);
+			break;
+		case 2:
+			ioctl(fd, IPT_IOC_STOP, &cmd);
+			break;
+		case 3:
+			ioctl(fd, IPT_IOC_RELEASE, &cmd);
+			break;
+		case 4:
+		case 5:
+			ipt_state(fd, rand_r(&s) % 5, &ts);
+			break;
+		case 6:
+			len = 4096 << (rand_r(&s) % 3);
+			p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd,
+				 (rand_r(&s) % 8) * 4096);
+			if (p != MAP_FAILED) {
+				volatile uint8_t x = ((uint8_t *)p)[rand_r(&s) % len];
+
+				(void)x;
+				munmap(p, len);
+			}
+			break;
+		case 7:
+			ioctl(fd, _IOC(rand_r(&s) % 4, IPT_IOC_MAGIC, rand_r(&s) % 8,
+				       rand_r(&s) % 256), &c);
+			break;
+		case 8:
+			if (rand_r(&s) % 64 == 0) {
+				int nfd = open(IPT_DEVICE_PATH, O_RDWR);
+
+				if (nfd >= 0) {
+					/* Swap a file out: the old one is closed. */
+					int old = __atomic_exchange_n(&f->fds[rand_r(&s) & 1],
+								      nfd, __ATOMIC_SEQ_CST);
+					struct timespec d = { 0, 1000000 };
+
+					nanosleep(&d, NULL);
+					close(old);
+				}
+			}
+			break;
+		}
+		__atomic_fetch_add(&f->ops, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+TEST_F(s, fuzz)
+{
+	const char *e = getenv("IPT_FUZZ_SEED"), *sec = getenv("IPT_FUZZ_SECONDS");
+	unsigned int seed = e ? strtoul(e, NULL, 0) : (unsigned int)time(NULL);
+	struct fuzz f = { 0 };
+	struct fuzz_thread_arg a[4];
+	pthread_t th[4];
+	int i;
+
+	TH_LOG("IPT_FUZZ_SEED=%u", seed);
+	f.fds[0] = open(IPT_DEVICE_PATH, O_RDWR);
+	f.fds[1] = open(IPT_DEVICE_PATH, O_RDWR);
+	ASSERT_LE(0, f.fds[0]);
+	ASSERT_LE(0, f.fds[1]);
+	f.end = time(NULL) + (sec ? atoi(sec) : 4);
+	for (i = 0; i < 4; i++) {
+		/* The same files, a seed of its own per thread. */
+		a[i].f = &f;
+		a[i].seed = seed + i;
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, fuzz_thread, &a[i]));
+	}
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	TH_LOG("%lu operations", f.ops);
+	close(f.fds[0]);
+	close(f.fds[1]);
+	/* The unit is free and works afterwards. */
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kselftest: trace data through the simulated PT unit - stop-on-full,
+ * rings and their wrap count, multi-table ToPA chains, every CPU, CPU
+ * hotplug in mid-trace, close while tracing.
+ *
+ * The simulator counts the bytes it writes per CPU (debugfs cpuN/stats
+ * "bytes"): the driver's bytes_captured must equal that count exactly,
+ * which checks the position arithmetic and the wrap count together.  The
+ * data itself, read through mmap, must parse as PT packets led by PSBs.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <time.h>
+
+#include "ipt_lib.h"
+#include "kselftest_harness.h"
+
+#define KIB 1024ULL
+#define MIB (1024 * KIB)
+
+static void msleep(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int nr_cpus(void)
+{
+	return sysconf(_SC_NPROCESSORS_CONF);
+}
+
+static int cpu_online_set(int cpu, int on)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	return ipt_write_file(path, on ? "1" : "0");
+}
+
+/*
+ * Wait until the unit of @cpu wrote @want bytes since @before (the sim is
+ * much slower on a debug kernel under TCG than its nominal rate); at most
+ * 30 s.  Returns whether it got there.
+ */
+static int wait_bytes(int cpu, uint64_t before, uint64_t want)
+{
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		if (ipt_sim_stat(cpu, "bytes") - before >= want)
+			return 1;
+		msleep(10);
+	}
+	return 0;
+}
+
+/*
+ * Feed the unit of @cpu big records of branch content (TNT-8 bytes of the
+ * built-in loop), so that megabytes are written quickly even on a debug
+ * kernel: the simulator copies a record in one piece.  Tops up what the
+ * feed has room for; @reset starts a new feed.
+ */
+#define FEED_REC 60000
+
+static void feed_top_up(int cpu, int reset)
+{
+	static uint8_t rec[16 + FEED_REC];
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
+	fd = open(path, O_WRONLY | (reset ? O_TRUNC : 0));
+	if (fd < 0)
+		return;
+	memset(rec, 0, 16);
+	rec[8] = 0x09;	/* ip = 0x401009, the loop's end */
+	rec[9] = 0x10;
+	rec[10] = 0x40;
+	if (reset && write(fd, rec, 16) != 16)
+		goto out;
+	rec[0] = FEED_REC & 0xff;
+	rec[1] = FEED_REC >> 8;
+	memset(rec + 16, 0xec, FEED_REC);
+	while (write(fd, rec, sizeof(rec)) == sizeof(rec))
+		;
+out:
+	close(fd);
+}
+
+static void feed_off(int cpu)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* wait_bytes() for a fed CPU: keeps the feed topped up. */
+static int wait_fed_bytes(int cpu, uint64_t before, uint64_t want)
+{
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		if (ipt_sim_stat(cpu, "bytes") - before >= want)
+			return 1;
+		feed_top_up(cpu, 0);
+		msleep(10);
+	}
+	return 0;
+}
+
+FIXTURE(sim) {
+	int fd;
+};
+
+FIXTURE_SETUP(sim)
+{
+	if (!ipt_sim_loaded())
+		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+}
+
+FIXTURE_TEARDOWN(sim)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	ipt_sim_set_rate(1 * MIB);
+	feed_off(0);
+}
+
+/* Map one trace's buffer. */
+static uint8_t *map_trace(int fd, const struct ipt_trace_state *ts)
+{
+	void *p = mmap(NULL, ts->buffer_size, PROT_READ, MAP_SHARED, fd,
+		       ts->mmap_offset);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Stop-on-full keeps exactly the first buffer_size bytes, PSB first. */
+TEST_F(sim, stop_on_full_holds_the_first_bytes)
+{
+	struct ipt_config cfg;
+	struct ipt_trace_state ts;
+	uint64_t mask[1] = { 0 }, before;
+	unsigned long psbs;
+	size_t gap;
+	uint8_t *p;
+
+	ipt_cfg_cpu(&cfg, mask, 0, 16 * KIB);
+	cfg.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+	before = ipt_sim_stat(0, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_TRUE(wait_bytes(0, before, 16 * KIB));
+	msleep(20);	/* nothing more comes */
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_STATE_STOPPED, ts.state);
+	EXPECT_EQ(IPT_TS_STOP_ON_FULL | IPT_TS_FULL, ts.status);
+	EXPECT_EQ(16 * KIB, ts.head);
+	EXPECT_EQ(16 * KIB, ts.bytes_captured);
+	EXPECT_EQ(16 * KIB, ts.bytes_valid);
+	EXPECT_EQ(0, ts.wrap_count);
+	EXPECT_EQ(ts.bytes_captured, ipt_sim_stat(0, "bytes") - before);
+
+	p = map_trace(self->fd, &ts);
+	ASSERT_NE(NULL, p);
+	EXPECT_TRUE(ipt_is_psb(p, ts.buffer_size));
+	/* Output stopped inside a packet group: all but the tail parses. */
+	EXPECT_LT(ts.buffer_size - 64, ipt_parse(p, ts.buffer_size, &psbs, &gap));
+	EXPECT_LE(4, psbs);
+	EXPECT_GT(4 * KIB, gap);
+	munmap(p, ts.buffer_size);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A ring: the wrap count matches the unit's byte count exactly, and the
+ * bytes from the first PSB after the oldest byte up to the newest parse
+ * as packets, ending on the FUP + TIP.PGD of the stop.
+ */
+static void ring_check(struct __test_metadata *_metadata, int fd, int cpu,
+		       uint64_t before, size_t psb_within)
+{
+	struct ipt_trace_state ts;
+	unsigned long psbs;
+	uint8_t *p, *lin;
+	size_t gap, i, start;
+	long parsed;
+
+	ASSERT_EQ(0, ipt_state(fd, cpu, &ts));
+	EXPECT_EQ(0, ts.status & ~(IPT_TS_WRAPPED));
+	ASSERT_EQ(ts.bytes_captured, ipt_sim_stat(cpu, "bytes") - before);
+	ASSERT_LT(ts.buffer_size, ts.bytes_captured) TH_LOG("did not wrap");
+	EXPECT_EQ(IPT_TS_WRAPPED, ts.status);
+	EXPECT_EQ(ts.bytes_captured / ts.buffer_size, ts.wrap_count);
+	EXPECT_EQ(ts.bytes_captured % ts.buffer_size, ts.head);
+	EXPECT_EQ(ts.head, ts.oldest);
+	EXPECT_EQ(ts.buffer_size, ts.bytes_valid);
+	EXPECT_EQ(ts.bytes_captured - ts.buffer_size, ts.bytes_lost);
+
+	p = map_trace(fd, &ts);
+	ASSERT_NE(NULL, p);
+	/* Oldest to newest, in order. */
+	lin = malloc(ts.buffer_size);
+	ASSERT_NE(NULL, lin);
+	memcpy(lin, p + ts.oldest, ts.buffer_size - ts.oldest);
+	memcpy(lin + ts.buffer_size - ts.oldest, p, ts.oldest);
+	for (start = 0; start < ts.buffer_size; start++)
+		if (ipt_is_psb(lin + start, ts.buffer_size - start))
+			break;
+	ASSERT_GT(psb_within, start);
+	parsed = ipt_parse(lin + start, ts.buffer_size - start, &psbs, &gap);
+	EXPECT_EQ((long)(ts.buffer_size - start), parsed);
+	EXPECT_LE(2, psbs);
+	/* The newest packets: FUP (IPBytes 011) and TIP.PGD without IP. */
+	i = ts.buffer_size;
+	EXPECT_EQ(0x01, lin[i - 1]);
+	EXPECT_EQ(0x7d, lin[i - 8]);
+	free(lin);
+	munmap(p, ts.buffer_size);
+}
+
+TEST_F(sim, ring_keeps_the_newest_bytes_and_counts_wraps)
+{
+	struct ipt_config cfg;
+	uint64_t mask[1] = { 0 }, before;
+
+	ipt_cfg_cpu(&cfg, mask, 0, 8 * KIB);
+	cfg.chunk_order = 12;
+	cfg.buffer_flags = IPT_BUFFER_EXACT_CHUNKS;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+	before = ipt_sim_stat(0, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_TRUE(wait_bytes(0, before, 5 * 8 * KIB + 1000));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ring_check(_metadata, self->fd, 0, before, 4 * KIB);
+
+	/* Start again from where it stopped: counts go on. */
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_TRUE(wait_bytes(0, before, 7 * 8 * KIB + 3000));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ring_check(_metadata, self->fd, 0, before, 4 * KIB);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/* 600 chunks of 4 KiB: two ToPA tables, linked both ways. */
+TEST_F(sim, multi_table_chain)
+{
+	struct ipt_config cfg;
+	struct ipt_trace_state ts;
+	uint64_t mask[1] = { 0 }, before, size = 600 * 4 * KIB;
+	uint32_t orders[601];
+	unsigned long psbs;
+	size_t gap;
+	uint8_t *p;
+	int i;
+
+	ipt_cfg_cpu(&cfg, mask, 0, size);
+	cfg.chunk_order = 12;
+	cfg.buffer_flags = IPT_BUFFER_EXACT_CHUNKS | IPT_BUFFER_STOP_ON_FULL;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+	ASSERT_EQ(0, ipt_sim_set_rate(32 * MIB));
+	feed_top_up(0, 1);
+	before = ipt_sim_stat(0, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_TRUE(wait_fed_bytes(0, before, size));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+
+	memset(&ts, 0, sizeof(ts));
+	ts.size = sizeof(ts);
+	ts.chunks_ptr = (uintptr_t)orders;
+	ts.chunks_len = 601;
+	orders[600] = 0xdead;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_TRACE, &ts));
+	EXPECT_EQ(600, ts.nr_chunks);
+	EXPECT_EQ(2, ts.nr_tables);
+	for (i = 0; i < 600; i++) {
+		ASSERT_EQ(12, orders[i]);
+	}
+	EXPECT_EQ(0xdead, orders[600]);
+	EXPECT_EQ(IPT_TS_STOP_ON_FULL | IPT_TS_FULL, ts.status);
+	EXPECT_EQ(size, ts.bytes_captured);
+	EXPECT_EQ(size, ipt_sim_stat(0, "bytes") - before);
+	p = map_trace(self->fd, &ts);
+	ASSERT_NE(NULL, p);
+	EXPECT_LT(size - 64, ipt_parse(p, size, &psbs, &gap));
+	/* The feed's records are 60000 bytes, PSB+ between them. */
+	EXPECT_LE(size / (64 * KIB), psbs);
+	munmap(p, size);
+}
+
+/* A ring across two tables wraps through both END links. */
+TEST_F(sim, multi_table_ring)
+{
+	struct ipt_config cfg;
+	uint64_t mask[1] = { 0 }, before, size = 520 * 4 * KIB;
+	struct ipt_trace_state ts;
+
+	ipt_cfg_cpu(&cfg, mask, 0, size);
+	cfg.chunk_order = 12;
+	cfg.buffer_flags = IPT_BUFFER_EXACT_CHUNKS;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+	ASSERT_EQ(0, ipt_sim_set_rate(32 * MIB));
+	feed_top_up(0, 1);
+	before = ipt_sim_stat(0, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_TRUE(wait_fed_bytes(0, before, size + size / 2));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(2, ts.nr_tables);
+	ring_check(_metadata, self->fd, 0, before, 64 * KIB);
+}
+
+/* Every CPU at once: buffers laid out one after the other in mmap space. */
+TEST_F(sim, all_cpus)
+{
+	struct ipt_config cfg;
+	struct ipt_trace_state ts;
+	uint64_t mask[1] = { 0 }, before[64], off = 0;
+	int n = nr_cpus(), cpu;
+
+	if (n > 64)
+		n = 64;
+	ipt_cfg_cpu(&cfg, mask, 0, 8 * KIB);
+	cfg.flags = IPT_CONFIG_ALL_CPUS;
+	cfg.cpu_mask_words = 0;
+	cfg.cpu_mask_ptr = 0;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+	for (cpu = 0; cpu < n; cpu++)
+		before[cpu] = ipt_sim_stat(cpu, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	for (cpu = 0; cpu < n; cpu++) {
+		ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
+		EXPECT_EQ(IPT_TS_RUNNING, ts.status);
+		EXPECT_EQ(IPT_STATE_TRACING, ts.state);
+	}
+	for (cpu = 0; cpu < n; cpu++)
+		EXPECT_TRUE(wait_bytes(cpu, before[cpu], 2 * 8 * KIB + 1000));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	for (cpu = 0; cpu < n; cpu++) {
+		ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
+		EXPECT_EQ(off, ts.mmap_offset);
+		off += ts.buffer_size;
+		ring_check(_metadata, self->fd, cpu, before[cpu], 4 * KIB);
+	}
+	EXPECT_EQ(-ENOENT, ipt_state(self->fd, n, &ts));
+}
+
+/*
+ * The last CPU goes offline in mid-trace: it stops with its data kept,
+ * comes back, and resumes into the same buffer; the byte count stays
+ * exact across it.
+ */
+TEST_F(sim, hotplug_off_and_on)
+{
+	struct ipt_config cfg;
+	struct ipt_trace_state ts;
+	uint64_t mask[1] = { 0 }, before, at_off;
+	int cpu = nr_cpus() - 1;
+
+	if (cpu < 1 || access("/sys/devices/system/cpu/cpu1/online", W_OK))
+		SKIP(return, "needs a second CPU that can go offline");
+	ipt_cfg_cpu(&cfg, mask, cpu, 8 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+	before = ipt_sim_stat(cpu, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_TRUE(wait_bytes(cpu, before, 4 * KIB));
+	ASSERT_EQ(0, cpu_online_set(cpu, 0));
+	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
+	EXPECT_EQ(IPT_STATE_TRACING, ts.state);
+	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
+	at_off = ts.bytes_captured;
+	EXPECT_EQ(at_off, ipt_sim_stat(cpu, "bytes") - before);
+	EXPECT_LT(0, at_off);
+	msleep(50);
+	EXPECT_EQ(at_off, ipt_sim_stat(cpu, "bytes") - before);
+	ASSERT_EQ(0, cpu_online_set(cpu, 1));
+	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
+	EXPECT_EQ(IPT_TS_RUNNING, ts.status & IPT_TS_RUNNING);
+	EXPECT_TRUE(wait_bytes(cpu, before, at_off + 2 * 8 * KIB + 1000));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ring_check(_metadata, self->fd, cpu, before, 4 * KIB);
+	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
+	EXPECT_LT(at_off, ts.bytes_captured);
+
+	/* Offline while stopped, then a new start skips it until online. */
+	ASSERT_EQ(0, cpu_online_set(cpu, 0));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
+	ASSERT_EQ(0, cpu_online_set(cpu, 1));
+	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
+	EXPECT_EQ(IPT_TS_RUNNING, ts.status & IPT_TS_RUNNING);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+}
+
+/* Closing while tracing stops every unit and frees the unit for others. */
+TEST_F(sim, close_while_tracing)
+{
+	struct ipt_config cfg;
+	uint64_t mask[1] = { 0 }, bytes;
+	int fd2;
+
+	ipt_cfg_cpu(&cfg, mask, 0, 8 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	msleep(20);
+	fd2 = open(IPT_DEVICE_PATH, O_RDWR);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-EBUSY, ipt_ioctl(fd2, IPT_IOC_CONFIGURE, &cfg));
+	close(self->fd);
+	self->fd = -1;
+	EXPECT_EQ(0, ipt_sim_stat(0, "ctl") & 1);
+	bytes = ipt_sim_stat(0, "bytes");
+	msleep(20);
+	EXPECT_EQ(bytes, ipt_sim_stat(0, "bytes"));
+	EXPECT_EQ(0, ipt_ioctl(fd2, IPT_IOC_CONFIGURE, &cfg));
+	close(fd2);
+}
+
+TEST_HARNESS_MAIN
