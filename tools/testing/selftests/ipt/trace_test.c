@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "ipt_lib.h"
@@ -182,13 +183,72 @@ TEST_F(sim, stop_on_full_holds_the_first_bytes)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
+/* Copy a small text file to stdout, each line behind @prefix. */
+static void ipt_print_file(const char *prefix, const char *path)
+{
+	char line[256];
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		printf("%s%s", prefix, line);
+	fclose(f);
+}
+
+/*
+ * Let Intel's libipt judge a trace: write it out and run ptcheck
+ * (tools/testing/ptcheck; IPT_PTCHECK overrides /opt/bin/ptcheck), which
+ * decodes every packet and the instruction flow against the simulator's
+ * built-in code (debugfs "code", loaded at 0x401000) for the simulated
+ * CPU.  The feed's branch content is that loop's, so every byte must fit.
+ */
+static void libipt_check(struct __test_metadata *_metadata, int fd,
+			 const uint8_t *trace, size_t n, bool insns, uint64_t min_insn)
+{
+	const char *ptcheck = getenv("IPT_PTCHECK") ?: "/opt/bin/ptcheck";
+	struct ipt_caps caps = { .size = sizeof(caps) };
+	static uint8_t code[4096];
+	char cmd[512];
+	ssize_t len;
+	int in, out, st;
+
+	ASSERT_EQ(0, access(ptcheck, X_OK)) TH_LOG("%s: %s", ptcheck, strerror(errno));
+	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_GET_CAPS, &caps));
+	in = open(IPT_SIM_DEBUGFS "/code", O_RDONLY);
+	ASSERT_LE(0, in);
+	len = read(in, code, sizeof(code));
+	close(in);
+	ASSERT_LT(0, len);
+	out = open("/tmp/ipt-sim-code.bin", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, out);
+	ASSERT_EQ(len, write(out, code, len));
+	close(out);
+	out = open("/tmp/ipt-trace.pt", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, out);
+	ASSERT_EQ((ssize_t)n, write(out, trace, n));
+	close(out);
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s --cpu %u/%u/%u %s --min-psb 2 --min-insn %llu /tmp/ipt-trace.pt "
+		 ">/tmp/ipt-ptcheck.out 2>&1",
+		 ptcheck, caps.family, caps.model, caps.stepping,
+		 insns ? "--raw /tmp/ipt-sim-code.bin:0x401000" : "",
+		 (unsigned long long)min_insn);
+	st = system(cmd);
+	ipt_print_file("# ptcheck: ", "/tmp/ipt-ptcheck.out");
+	ASSERT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st)) TH_LOG("libipt rejected the trace (above)");
+	unlink("/tmp/ipt-trace.pt");
+}
+
 /*
  * A ring: the wrap count matches the unit's byte count exactly, and the
  * bytes from the first PSB after the oldest byte up to the newest parse
  * as packets, ending on the FUP + TIP.PGD of the stop.
  */
 static void ring_check(struct __test_metadata *_metadata, int fd, int cpu,
-		       uint64_t before, size_t psb_within)
+		       uint64_t before, size_t psb_within, uint64_t decode_min_insn)
 {
 	struct ipt_trace_state ts;
 	unsigned long psbs;
@@ -225,6 +285,22 @@ static void ring_check(struct __test_metadata *_metadata, int fd, int cpu,
 	i = ts.buffer_size;
 	EXPECT_EQ(0x01, lin[i - 1]);
 	EXPECT_EQ(0x7d, lin[i - 8]);
+	if (decode_min_insn) {
+		/*
+		 * Every packet of the ring, then the instruction flow of a
+		 * 256 KiB window around the physical end of the buffer, where
+		 * the last table's END led back to the first (decoding all of
+		 * it is tens of millions of instructions: too slow in TCG).
+		 */
+		size_t wrap = ts.buffer_size - ts.oldest, from, len = 256 * KIB;
+
+		libipt_check(_metadata, fd, lin, ts.buffer_size, false, 0);
+		ASSERT_LE(len, ts.buffer_size);
+		from = wrap > len / 2 ? wrap - len / 2 : 0;
+		if (from + len > ts.buffer_size)
+			from = ts.buffer_size - len;
+		libipt_check(_metadata, fd, lin + from, len, true, decode_min_insn);
+	}
 	free(lin);
 	munmap(p, ts.buffer_size);
 }
@@ -242,13 +318,13 @@ TEST_F(sim, ring_keeps_the_newest_bytes_and_counts_wraps)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	EXPECT_TRUE(wait_bytes(0, before, 5 * 8 * KIB + 1000));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
-	ring_check(_metadata, self->fd, 0, before, 4 * KIB);
+	ring_check(_metadata, self->fd, 0, before, 4 * KIB, 0);
 
 	/* Start again from where it stopped: counts go on. */
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	EXPECT_TRUE(wait_bytes(0, before, 7 * 8 * KIB + 3000));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
-	ring_check(_metadata, self->fd, 0, before, 4 * KIB);
+	ring_check(_metadata, self->fd, 0, before, 4 * KIB, 0);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
@@ -317,7 +393,8 @@ TEST_F(sim, multi_table_ring)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 	EXPECT_EQ(2, ts.nr_tables);
-	ring_check(_metadata, self->fd, 0, before, 64 * KIB);
+	/* 256 KiB of the loop's TNT is about 5 million instructions. */
+	ring_check(_metadata, self->fd, 0, before, 64 * KIB, 1000000);
 }
 
 /* Every CPU at once: buffers laid out one after the other in mmap space. */
@@ -350,7 +427,7 @@ TEST_F(sim, all_cpus)
 		ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
 		EXPECT_EQ(off, ts.mmap_offset);
 		off += ts.buffer_size;
-		ring_check(_metadata, self->fd, cpu, before[cpu], 4 * KIB);
+		ring_check(_metadata, self->fd, cpu, before[cpu], 4 * KIB, 0);
 	}
 	EXPECT_EQ(-ENOENT, ipt_state(self->fd, n, &ts));
 }
@@ -388,7 +465,7 @@ TEST_F(sim, hotplug_off_and_on)
 	EXPECT_EQ(IPT_TS_RUNNING, ts.status & IPT_TS_RUNNING);
 	EXPECT_TRUE(wait_bytes(cpu, before, at_off + 2 * 8 * KIB + 1000));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
-	ring_check(_metadata, self->fd, cpu, before, 4 * KIB);
+	ring_check(_metadata, self->fd, cpu, before, 4 * KIB, 0);
 	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
 	EXPECT_LT(at_off, ts.bytes_captured);
 
