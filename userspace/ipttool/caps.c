@@ -138,6 +138,7 @@ void caps_print_text(FILE *f, const struct ipt_caps *c)
 {
 	const char *backend = iptcap_backend_name(c->backend);
 	const char *why = iptcap_unavail_str(c->unavailable);
+	const char *sep;
 	char list[160];
 	int bit;
 
@@ -153,6 +154,7 @@ void caps_print_text(FILE *f, const struct ipt_caps *c)
 	}
 	fprintf(f, "%-16savailable\n", "intel pt:");
 	fprintf(f, "%-16s", "features:");
+	sep = "";
 	for (bit = 0; bit < 64; bit++) {
 		const char *name;
 
@@ -160,9 +162,10 @@ void caps_print_text(FILE *f, const struct ipt_caps *c)
 			continue;
 		name = iptcap_feature_name(1ull << bit);
 		if (name)
-			fprintf(f, " %s", name);
+			fprintf(f, "%s%s", sep, name);
 		else
-			fprintf(f, " bit%d", bit);
+			fprintf(f, "%sbit%d", sep, bit);
+		sep = " ";
 	}
 	fputc('\n', f);
 	fprintf(f, "%-16s%u\n", "address ranges:", c->num_addr_ranges);

@@ -189,6 +189,8 @@ static void test_text(void)
 	      "text names the CPU");
 	CHECK(strstr(out, "intel pt:       available") != NULL, "text says available");
 	CHECK(strstr(out, "mtc freq:       0,3,6,9") != NULL, "text lists MTC encodings");
+	CHECK(strstr(out, "features:       mtc topa topa_multi_entry xsaves_pt bit40\n") != NULL,
+	      "text lists features in bit order, unknown bits as bitN");
 	CHECK(strstr(out, "tsc/crystal = 250/2, crystal 24000000 Hz") != NULL,
 	      "text decodes CPUID 0x15");
 	CHECK(strstr(out, "max region:     128 MiB") != NULL, "text prints sizes in units");
