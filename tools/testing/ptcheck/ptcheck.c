@@ -14,7 +14,7 @@
  * (stop-on-full) is not an error.
  *
  *   ptcheck [-j] [--raw FILE:BASE]... [--cpu F/M[/S]] [--min-insn N]
- *           [--min-psb N] TRACE
+ *           [--min-psb N] [--min-ovf N] TRACE
  * Exit status: 0 clean (and the minimums met), 1 decode errors or a
  * minimum not met, 2 usage or I/O error.
  */
@@ -180,7 +180,7 @@ static int parse_cpu(const char *s, struct pt_cpu *cpu)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ptcheck [-j] [--raw FILE:BASE]... [--cpu F/M[/S]] [--min-insn N]\n"
-		   "               [--min-psb N] TRACE\n");
+		   "               [--min-psb N] [--min-ovf N] TRACE\n");
 }
 
 int main(int argc, char **argv)
@@ -191,10 +191,11 @@ int main(int argc, char **argv)
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "min-insn", required_argument, NULL, 'i' },
 		{ "min-psb", required_argument, NULL, 'p' },
+		{ "min-ovf", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	uint64_t min_insn = 0, min_psb = 0;
+	uint64_t min_insn = 0, min_psb = 0, min_ovf = 0;
 	struct result r = { 0 };
 	struct pt_config cfg;
 	char **raws = calloc(argc, sizeof(char *));
@@ -229,6 +230,9 @@ int main(int argc, char **argv)
 		case 'p':
 			min_psb = strtoull(optarg, NULL, 0);
 			break;
+		case 'o':
+			min_ovf = strtoull(optarg, NULL, 0);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -261,7 +265,8 @@ int main(int argc, char **argv)
 	if (nraw && check_insns(&cfg, raws, nraw, &r))
 		return 2;
 
-	ok = !r.pkt_errors && !r.insn_errors && r.psbs >= min_psb && r.insns >= min_insn;
+	ok = !r.pkt_errors && !r.insn_errors && r.psbs >= min_psb && r.insns >= min_insn &&
+	     r.ovfs >= min_ovf;
 	if (json) {
 		struct json_object *o = json_object_new_object(), *errs = json_object_new_array();
 		unsigned int i;
@@ -294,6 +299,8 @@ int main(int argc, char **argv)
 			printf("error: %s\n", r.reported[i]);
 		if (r.psbs < min_psb)
 			printf("error: %" PRIu64 " PSB, wanted at least %" PRIu64 "\n", r.psbs, min_psb);
+		if (r.ovfs < min_ovf)
+			printf("error: %" PRIu64 " OVF, wanted at least %" PRIu64 "\n", r.ovfs, min_ovf);
 		if (r.insns < min_insn)
 			printf("error: %" PRIu64 " instructions, wanted at least %" PRIu64 "\n",
 			       r.insns, min_insn);

@@ -162,6 +162,8 @@ int main(void)
 	snprintf(args, sizeof(args), "%s --min-insn 26", raw);
 	CHECK(run(x.buf, n, args) == 1, "an instruction minimum not met fails");
 	CHECK(run(x.buf, n, "--min-psb 2") == 1, "a PSB minimum not met fails");
+	CHECK(run(x.buf, n, "--min-ovf 1") == 1 && output_has("0 OVF, wanted at least 1"),
+	      "an OVF minimum not met fails");
 	CHECK(run(x.buf, n, "-j") == 0 && output_has("\"ok\":true") &&
 	      output_has("\"psbs\":1"), "packets alone pass; JSON output");
 

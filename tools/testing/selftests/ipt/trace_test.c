@@ -204,7 +204,8 @@ static void ipt_print_file(const char *prefix, const char *path)
  * CPU.  The feed's branch content is that loop's, so every byte must fit.
  */
 static void libipt_check(struct __test_metadata *_metadata, int fd,
-			 const uint8_t *trace, size_t n, bool insns, uint64_t min_insn)
+			 const uint8_t *trace, size_t n, bool insns, uint64_t min_insn,
+			 const char *extra)
 {
 	const char *ptcheck = getenv("IPT_PTCHECK") ?: "/opt/bin/ptcheck";
 	struct ipt_caps caps = { .size = sizeof(caps) };
@@ -230,11 +231,11 @@ static void libipt_check(struct __test_metadata *_metadata, int fd,
 	close(out);
 
 	snprintf(cmd, sizeof(cmd),
-		 "%s --cpu %u/%u/%u %s --min-psb 2 --min-insn %llu /tmp/ipt-trace.pt "
+		 "%s --cpu %u/%u/%u %s --min-psb 2 --min-insn %llu %s /tmp/ipt-trace.pt "
 		 ">/tmp/ipt-ptcheck.out 2>&1",
 		 ptcheck, caps.family, caps.model, caps.stepping,
 		 insns ? "--raw /tmp/ipt-sim-code.bin:0x401000" : "",
-		 (unsigned long long)min_insn);
+		 (unsigned long long)min_insn, extra);
 	st = system(cmd);
 	ipt_print_file("# ptcheck: ", "/tmp/ipt-ptcheck.out");
 	ASSERT_TRUE(WIFEXITED(st));
@@ -294,12 +295,12 @@ static void ring_check(struct __test_metadata *_metadata, int fd, int cpu,
 		 */
 		size_t wrap = ts.buffer_size - ts.oldest, from, len = 256 * KIB;
 
-		libipt_check(_metadata, fd, lin, ts.buffer_size, false, 0);
+		libipt_check(_metadata, fd, lin, ts.buffer_size, false, 0, "");
 		ASSERT_LE(len, ts.buffer_size);
 		from = wrap > len / 2 ? wrap - len / 2 : 0;
 		if (from + len > ts.buffer_size)
 			from = ts.buffer_size - len;
-		libipt_check(_metadata, fd, lin + from, len, true, decode_min_insn);
+		libipt_check(_metadata, fd, lin + from, len, true, decode_min_insn, "");
 	}
 	free(lin);
 	munmap(p, ts.buffer_size);
@@ -502,6 +503,85 @@ TEST_F(sim, close_while_tracing)
 	EXPECT_EQ(bytes, ipt_sim_stat(0, "bytes"));
 	EXPECT_EQ(0, ipt_ioctl(fd2, IPT_IOC_CONFIGURE, &cfg));
 	close(fd2);
+}
+
+static void sim_write(struct __test_metadata *_metadata, int cpu, const char *file,
+		      const char *val)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/%s", cpu, file);
+	ASSERT_EQ(0, ipt_write_file(path, val));
+}
+
+/*
+ * An operational error (debugfs force_error sets STATUS.Error, as a bad
+ * ToPA would on silicon): output ends, and the trace state says so; what
+ * was written before still counts exactly.
+ */
+TEST_F(sim, operational_error_is_reported)
+{
+	struct ipt_config cfg;
+	struct ipt_trace_state ts;
+	uint64_t mask[1] = { 0 }, before, after;
+
+	ipt_cfg_cpu(&cfg, mask, 0, 256 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+	ASSERT_EQ(0, ipt_sim_set_rate(32 * MIB));
+	feed_top_up(0, 1);
+	before = ipt_sim_stat(0, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_TRUE(wait_fed_bytes(0, before, 16 * KIB));
+	sim_write(_metadata, 0, "force_error", "1");
+	after = ipt_sim_stat(0, "bytes");
+	msleep(50);
+	/* Nothing more is written once the unit is in error. */
+	EXPECT_EQ(after, ipt_sim_stat(0, "bytes"));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_TRUE(ts.status & IPT_TS_ERROR) TH_LOG("status %#llx",
+						     (unsigned long long)ts.status);
+	EXPECT_EQ(after - before, ts.bytes_captured);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * Bytes the unit had to drop (debugfs drop) show up as an OVF packet in the
+ * captured trace, and libipt decodes through it: it resynchronises at the
+ * OVF and the instruction flow continues.
+ */
+TEST_F(sim, dropped_bytes_become_an_ovf_libipt_decodes)
+{
+	struct ipt_config cfg;
+	struct ipt_trace_state ts;
+	uint64_t mask[1] = { 0 }, before, size = 128 * KIB;
+	uint8_t *p;
+
+	ipt_cfg_cpu(&cfg, mask, 0, size);
+	cfg.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+	/*
+	 * The built-in loop, slowly: its packet groups are small and follow
+	 * the rate (a feed record is written whole per tick), so the drop
+	 * lands mid-buffer.
+	 */
+	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+	feed_off(0);
+	before = ipt_sim_stat(0, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_TRUE(wait_bytes(0, before, 16 * KIB));
+	sim_write(_metadata, 0, "drop", "4096");
+	ASSERT_GT(size, ipt_sim_stat(0, "bytes") - before) TH_LOG("full before the drop");
+	EXPECT_TRUE(wait_bytes(0, before, size));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_TS_STOP_ON_FULL | IPT_TS_FULL, ts.status);
+	EXPECT_LE(1, ipt_sim_stat(0, "ovf"));
+	p = map_trace(self->fd, &ts);
+	ASSERT_NE(NULL, p);
+	libipt_check(_metadata, self->fd, p, size, true, 100000, "--min-ovf 1");
+	munmap(p, size);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
 TEST_HARNESS_MAIN
