@@ -153,6 +153,10 @@ struct ipt_sim_feed {
  * @last_cyc_tsc: TSC at the last CYC packet
  * @ip: the workload's current instruction pointer
  * @packet_en: PacketEn: packets of the workload are generated
+ * @feed_ctx_off: the fed program is outside the traced context (a feed
+ *        record flagged IPT_SIM_FEED_CTX_OFF, e.g. in a system call under
+ *        user-only tracing): the unit's own IP packets (FUP in PSB+,
+ *        after OVF, on disable) are left out, as ContextEn = 0 would
  * @pmi_pending: a PMI was raised and not yet delivered by the glue
  * @ovf_pending: bytes were dropped: the next write starts with OVF
  * @drop: number of bytes still to drop (fault injection)
@@ -178,6 +182,7 @@ struct ipt_sim_cpu {
 	u64 last_cyc_tsc;
 	u64 ip;
 	bool packet_en;
+	bool feed_ctx_off;
 	bool pmi_pending;
 	bool ovf_pending;
 	u64 drop;
@@ -231,5 +236,7 @@ u64 ipt_sim_ctc(const struct ipt_sim_cpu *c);
 
 /* Feed record header (little endian); see Documentation/simulator.rst. */
 #define IPT_SIM_FEED_HDR	16
+/* Feed record flag: after this record the program is outside the trace. */
+#define IPT_SIM_FEED_CTX_OFF	BIT(0)
 
 #endif /* _IPT_SIM_H */

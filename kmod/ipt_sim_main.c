@@ -368,6 +368,7 @@ static u8 *ipt_sim_feed_detach(struct ipt_sim_pcpu *pc)
 	raw_spin_lock_irqsave(&pc->lock, flags);
 	buf = pc->st.feed.buf;
 	memset(&pc->st.feed, 0, sizeof(pc->st.feed));
+	pc->st.feed_ctx_off = false;	/* the built-in loop is traced */
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	return buf;
 }

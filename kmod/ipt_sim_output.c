@@ -448,6 +448,12 @@ static void ipt_sim_out(struct ipt_sim_cpu *c, const u8 *p, size_t n)
 	}
 }
 
+/* Whether packets that carry the current IP may be written now. */
+static bool ipt_sim_ip_valid(const struct ipt_sim_cpu *c)
+{
+	return c->packet_en && !c->feed_ctx_off;
+}
+
 /*
  * Write one group of packets, which is dropped whole while fault
  * injection asks for dropped bytes; the first group written after a drop
@@ -469,7 +475,7 @@ static void ipt_sim_put(struct ipt_sim_cpu *c, const u8 *p, size_t n)
 	if (c->ovf_pending) {
 		c->ovf_pending = false;
 		len = ipt_sim_pkt_ovf(ovf);
-		if (c->packet_en)
+		if (ipt_sim_ip_valid(c))
 			len += ipt_sim_pkt_ip(ovf + len, IPT_SIM_PKT_FUP, c->ip);
 		c->stats.ovf++;
 		ipt_sim_out(c, ovf, len);
@@ -516,6 +522,24 @@ static bool ipt_sim_filter_en(const struct ipt_sim_cpu *c)
 	return !any;
 }
 
+/*
+ * Take the feed's leading IP-only records (len 0): the IP execution is at
+ * when tracing starts, which the enable packets carry.  Without this the
+ * first TIP.PGE would name the IP of whatever ran before the feed.
+ */
+static void ipt_sim_feed_take_ip(struct ipt_sim_cpu *c)
+{
+	struct ipt_sim_feed *f = &c->feed;
+
+	while (f->buf && f->len - f->pos >= IPT_SIM_FEED_HDR &&
+	       !get_unaligned_le16(f->buf + f->pos)) {
+		c->ip = get_unaligned_le64(f->buf + f->pos + 8);
+		c->feed_ctx_off = get_unaligned_le16(f->buf + f->pos + 2) &
+				  IPT_SIM_FEED_CTX_OFF;
+		f->pos += IPT_SIM_FEED_HDR;
+	}
+}
+
 /**
  * ipt_sim_trace_enable() - TraceEn went from 0 to 1
  * @c: the state, with @c->ctl already holding the new value
@@ -524,6 +548,7 @@ static bool ipt_sim_filter_en(const struct ipt_sim_cpu *c)
  * runs at CPL 3 with CR3 IPT_SIM_CODE_CR3), FilterEn and PacketEn, and
  * writes the enable packets: a full PSB+ when PacketByteCnt is 0, else
  * TSC, TMA, CBR and MODE.Exec as enabled; then TIP.PGE when PacketEn.
+ * The IP is the feed's starting IP when a feed begins with one.
  */
 void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 {
@@ -539,6 +564,7 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 	if (c->status & (IPT_SIM_ST_ERROR | IPT_SIM_ST_STOPPED))
 		return;
 	c->status |= IPT_SIM_ST_TRIGGEREN;
+	ipt_sim_feed_take_ip(c);
 	ctx = (c->ctl & IPT_SIM_CTL_USER) &&
 	      (!(c->ctl & IPT_SIM_CTL_CR3FILTER) ||
 	       (c->cr3_match >> 5) == (IPT_SIM_CODE_CR3 >> 5));
@@ -561,7 +587,7 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 		if (c->packet_en)
 			n += ipt_sim_pkt_mode_exec(buf + n);
 	}
-	if (c->packet_en)
+	if (ipt_sim_ip_valid(c))
 		n += ipt_sim_pkt_ip(buf + n, IPT_SIM_PKT_TIP_PGE, c->ip);
 	ipt_sim_put(c, buf, n);
 }
@@ -579,7 +605,7 @@ void ipt_sim_trace_disable(struct ipt_sim_cpu *c)
 	u8 buf[IPT_SIM_PKT_MAX];
 	size_t n;
 
-	if (c->packet_en) {
+	if (ipt_sim_ip_valid(c)) {
 		n = ipt_sim_pkt_ip(buf, IPT_SIM_PKT_FUP, c->ip);
 		n += ipt_sim_pkt_ip(buf + n, IPT_SIM_PKT_TIP_PGD, IPT_SIM_IP_NONE);
 		ipt_sim_put(c, buf, n);
@@ -590,7 +616,10 @@ void ipt_sim_trace_disable(struct ipt_sim_cpu *c)
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_trace_disable);
 
-/* The next feed record: its payload, length and the IP after it. */
+/*
+ * The next feed record: its payload, length and the IP after it; records
+ * whether the program is then outside the traced context.
+ */
 static bool ipt_sim_feed_next(struct ipt_sim_cpu *c, const u8 **p, size_t *n,
 			      u64 *ip)
 {
@@ -603,6 +632,8 @@ static bool ipt_sim_feed_next(struct ipt_sim_cpu *c, const u8 **p, size_t *n,
 	if (f->len - f->pos - IPT_SIM_FEED_HDR < len)
 		return false;
 	*ip = get_unaligned_le64(f->buf + f->pos + 8);
+	c->feed_ctx_off = get_unaligned_le16(f->buf + f->pos + 2) &
+			  IPT_SIM_FEED_CTX_OFF;
 	*p = f->buf + f->pos + IPT_SIM_FEED_HDR;
 	*n = len;
 	f->pos += IPT_SIM_FEED_HDR + len;
@@ -649,7 +680,7 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 
 		if (FIELD_GET(IPT_SIM_ST_BYTECNT, c->status) >=
 		    ipt_sim_psb_period(c)) {
-			n = ipt_sim_psb_plus(c, buf, c->packet_en);
+			n = ipt_sim_psb_plus(c, buf, ipt_sim_ip_valid(c));
 			ipt_sim_put(c, buf, n);
 		}
 		if (!c->packet_en)

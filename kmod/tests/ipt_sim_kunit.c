@@ -1129,7 +1129,10 @@ static void pkt_mtc_cyc(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 6);
 }
 
-/* Feed records are written verbatim, the IP follows them. */
+/*
+ * Feed records are written verbatim, the IP follows them, and a leading
+ * IP-only record sets the IP the enable packets carry.
+ */
 static void pkt_feed(struct kunit *test)
 {
 	static const u8 feed[] = {
@@ -1154,6 +1157,9 @@ static void pkt_feed(struct kunit *test)
 	ipt_sim_run(c, 100);	/* TraceEn = 0: nothing consumed */
 	KUNIT_EXPECT_EQ(test, c->feed.pos, (size_t)0);
 	out = pkt_start(test, c, CTL_RANGE);
+	/* The leading IP-only record gave the enable's TIP.PGE its IP. */
+	KUNIT_EXPECT_EQ(test, c->feed.pos, (size_t)16);
+	EXPECT_BYTES(test, out + 24, 0x71, 0x00, 0x01, 0x40, 0x00, 0x00, 0x00);
 	ipt_sim_run(c, 100);
 	KUNIT_EXPECT_EQ(test, c->feed.pos, sizeof(feed));
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 8);
@@ -1161,6 +1167,42 @@ static void pkt_feed(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c->ip, 0x400200ULL);
 	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE & ~IPT_SIM_CTL_TRACEEN);
 	EXPECT_BYTES(test, out + 39, 0x7d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x01);
+}
+
+/*
+ * A record flagged CTX_OFF (the program left the traced context, e.g. a
+ * system call) keeps the unit's own FUPs out: PSB+ without FUP, and no
+ * FUP + TIP.PGD when TraceEn is cleared.
+ */
+static void pkt_feed_ctx_off(struct kunit *test)
+{
+	static const u8 feed[] = {
+		/* len 0: start at 0x400100 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x01, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* len 1, CTX_OFF: TIP.PGD without IP; at 0x400200 */
+		0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x01,
+	};
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out, *buf;
+
+	buf = kunit_kzalloc(test, sizeof(feed), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memcpy(buf, feed, sizeof(feed));
+	c->feed.buf = buf;
+	c->feed.len = sizeof(feed);
+	c->feed.cap = sizeof(feed);
+	out = pkt_start(test, c, CTL_RANGE);
+	ipt_sim_run(c, 100);
+	KUNIT_EXPECT_EQ(test, c->feed.pos, sizeof(feed));
+	KUNIT_EXPECT_TRUE(test, c->feed_ctx_off);
+	KUNIT_EXPECT_EQ(test, out[31], 0x01);
+	/* Disable: nothing more is written. */
+	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE & ~IPT_SIM_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 1);
+	KUNIT_EXPECT_EQ(test, out[32], 0x00);
 }
 
 static struct kunit_case sim_pkt_cases[] = {
@@ -1172,6 +1214,7 @@ static struct kunit_case sim_pkt_cases[] = {
 	KUNIT_CASE(pkt_ovf),
 	KUNIT_CASE(pkt_mtc_cyc),
 	KUNIT_CASE(pkt_feed),
+	KUNIT_CASE(pkt_feed_ctx_off),
 	{}
 };
 
