@@ -371,6 +371,11 @@ static void feed_record(uint64_t ip)
 		die("feed record of %zu bytes (lower --psb-period)", record.len);
 	hdr[0] = (uint8_t)record.len;
 	hdr[1] = (uint8_t)(record.len >> 8);
+	/*
+	 * Flag 1 (IPT_SIM_FEED_CTX_OFF): the record ends outside the trace
+	 * (after TIP.PGD), so the unit must not add FUPs of its own.
+	 */
+	hdr[2] = enabled ? 0 : 1;
 	for (int i = 0; i < 8; i++)
 		hdr[8 + i] = (uint8_t)(ip >> (8 * i));
 	buf_add(&feed, hdr, sizeof(hdr));
