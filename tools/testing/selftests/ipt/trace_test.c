@@ -595,4 +595,102 @@ TEST_F_TIMEOUT(sim, dropped_bytes_become_an_ovf_libipt_decodes, 180)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
+/* Parse "feed on POS/LEN" from the unit's stats: whether it is all used. */
+static int feed_consumed(int cpu)
+{
+	char path[64], line[128];
+	size_t pos, len;
+	int done = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "feed on %zu/%zu", &pos, &len) == 2)
+			done = pos == len;
+	fclose(f);
+	return done;
+}
+
+/*
+ * The end-to-end oracle: a real program's execution, recorded by ptgen
+ * (tools/testing/groundtruth) as a feed, replayed by the simulated unit
+ * while the driver captures it (stop-on-full, ToPA, mmap), must decode
+ * with libipt to exactly the instructions the program executed.
+ * IPT_GT_DIRS names the ptgen output directories (space-separated);
+ * guest-tests sets it.  ptverify (IPT_PTVERIFY overrides
+ * /opt/bin/ptverify) is the judge.
+ */
+TEST_F_TIMEOUT(sim, groundtruth_feed_through_the_driver, 300)
+{
+	const char *ptverify = getenv("IPT_PTVERIFY") ?: "/opt/bin/ptverify";
+	const char *dirs = getenv("IPT_GT_DIRS");
+	char *list, *dir, *save = NULL;
+	int ndirs = 0;
+
+	if (!dirs || !*dirs)
+		SKIP(return, "IPT_GT_DIRS is not set (no ground-truth traces)");
+	ASSERT_EQ(0, access(ptverify, X_OK)) TH_LOG("%s: %s", ptverify, strerror(errno));
+	list = strdup(dirs);
+	ASSERT_NE(NULL, list);
+	for (dir = strtok_r(list, " ", &save); dir; dir = strtok_r(NULL, " ", &save)) {
+		uint64_t mask[1] = { 0 }, size = 1 * MIB;
+		static uint8_t feed[64 * 1024];
+		struct ipt_trace_state ts;
+		struct ipt_config cfg;
+		char path[512], cmd[1024];
+		int in, out, i, st;
+		ssize_t n;
+		uint8_t *p;
+
+		snprintf(path, sizeof(path), "%s/feed.bin", dir);
+		in = open(path, O_RDONLY);
+		ASSERT_LE(0, in) TH_LOG("%s: %s", path, strerror(errno));
+		n = read(in, feed, sizeof(feed));
+		close(in);
+		ASSERT_LT(0, n);
+		ASSERT_GT((ssize_t)sizeof(feed), n) TH_LOG("%s: feed too big for one write", dir);
+
+		feed_off(0);
+		snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu0/feed");
+		out = open(path, O_WRONLY);
+		ASSERT_LE(0, out);
+		ASSERT_EQ(n, write(out, feed, n));
+		close(out);
+
+		ipt_cfg_cpu(&cfg, mask, 0, size);
+		cfg.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
+		ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+		ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+		for (i = 0; i < 3000 && !feed_consumed(0); i++)
+			msleep(10);
+		EXPECT_TRUE(feed_consumed(0)) TH_LOG("%s: the unit did not use the whole feed", dir);
+		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+		EXPECT_EQ(0, ts.status & (IPT_TS_FULL | IPT_TS_ERROR | IPT_TS_WRAPPED));
+		p = map_trace(self->fd, &ts);
+		ASSERT_NE(NULL, p);
+		out = open("/tmp/ipt-gt.pt", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		ASSERT_LE(0, out);
+		ASSERT_EQ((ssize_t)ts.bytes_captured, write(out, p, ts.bytes_captured));
+		close(out);
+		munmap(p, ts.buffer_size);
+		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+		feed_off(0);
+
+		snprintf(cmd, sizeof(cmd), "%s --trace /tmp/ipt-gt.pt %s >/tmp/ipt-gt.out 2>&1",
+			 ptverify, dir);
+		st = system(cmd);
+		ipt_print_file("# ptverify: ", "/tmp/ipt-gt.out");
+		ASSERT_TRUE(WIFEXITED(st));
+		EXPECT_EQ(0, WEXITSTATUS(st)) TH_LOG("%s: captured trace != ground truth", dir);
+		ndirs++;
+	}
+	free(list);
+	EXPECT_LT(0, ndirs);
+}
+
 TEST_HARNESS_MAIN
