@@ -26,6 +26,12 @@ struct ipttool {
 
 /* A command: returns the process exit status. */
 int cmd_caps(struct ipttool *t, int argc, char **argv);
+int cmd_record(struct ipttool *t, int argc, char **argv);
+int cmd_info(struct ipttool *t, int argc, char **argv);
+int cmd_start(struct ipttool *t, int argc, char **argv);
+int cmd_stop(struct ipttool *t, int argc, char **argv);
+int cmd_status(struct ipttool *t, int argc, char **argv);
+int cmd_dump(struct ipttool *t, int argc, char **argv);
 
 /* Print "ipttool: <message>" to stderr (printf-style, newline added). */
 void ipt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -39,5 +45,131 @@ struct json_object *caps_to_json(const struct ipt_caps *caps);
 void caps_print_text(FILE *f, const struct ipt_caps *caps);
 /* Write @mask as a list of set bit numbers with ranges: "0-12" or "0,3,6". */
 void mask_to_list(uint32_t mask, char *buf, size_t len);
+
+/* ---- record.c: option parsing, exposed for the unit tests ---------------- */
+
+/**
+ * struct record_opts - what 'ipttool record' was asked to do
+ * @cfg: the session; @cfg.cpu_mask points at @cpu_mask
+ * @cpu_mask: CPUs of -C
+ * @out_dir: -o (default "ipt.data")
+ * @duration: --duration in seconds (0: none)
+ * @prog_argv: the command after the options (NULL-terminated), or NULL
+ * @help: --help was given
+ */
+struct record_opts {
+	struct iptcap_config cfg;
+	uint64_t cpu_mask[IPT_MAX_CPU_MASK_WORDS];
+	const char *out_dir;
+	double duration;
+	char **prog_argv;
+	bool help;
+};
+
+/* Parse "4096", "64K", "4M", "1G" (binary units).  0 or -1 (invalid). */
+int parse_size(const char *s, uint64_t *out);
+/* Parse a CPU list "0-3,5" into @mask (@words words).  0 or -1. */
+int parse_cpu_list(const char *s, uint64_t *mask, unsigned int words);
+/*
+ * Parse record's arguments (argv[0] is "record").  Returns 0, or 2 with
+ * one sentence in @msg (a usage error).
+ */
+int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t len);
+
+/* ---- capture.c: the on-disk capture format (Documentation/capture-format.rst) */
+
+#define CAPTURE_FORMAT_NAME	"ipt-capture"
+#define CAPTURE_FORMAT_VERSION	1
+#define CAPTURE_META		"meta.json"
+
+/**
+ * struct capture_trace - one trace file of a capture
+ * @cpu: the CPU it was recorded on
+ * @ts: the driver's final state of the trace
+ * @written: bytes written to the file
+ * @write_errno: 0, or the errno that stopped writing the file
+ */
+struct capture_trace {
+	unsigned int cpu;
+	struct ipt_trace_state ts;
+	uint64_t written;
+	int write_errno;
+};
+
+/**
+ * struct capture - a capture being written
+ * @dir: its directory
+ * @caps: the PT unit's capabilities
+ * @config: the session as the driver got it
+ * @traces: one per CPU, @nr_traces of them
+ * @complete: every byte the driver had was written and the session ended
+ *        normally
+ * @reason: why not complete (one sentence), when !@complete
+ * @have_time_conv: @time_* are valid; else @time_conv_skipped says why
+ * @start_ns: CLOCK_REALTIME at start; @stop_ns: at stop
+ * @meta_reserve: pad meta.json to this many bytes, so that a later
+ *        rewrite fits in place when the disk is full
+ */
+struct capture {
+	const char *dir;
+	struct ipt_caps caps;
+	struct ipt_config config;
+	struct capture_trace *traces;
+	size_t nr_traces;
+	bool complete;
+	char reason[256];
+	bool have_time_conv;
+	uint16_t time_shift;
+	uint32_t time_mult;
+	uint64_t time_zero;
+	char time_conv_skipped[128];
+	uint64_t start_ns;
+	uint64_t stop_ns;
+	size_t meta_reserve;
+};
+
+/* Mark @c incomplete, keeping the first reason (printf-style). */
+void capture_incomplete(struct capture *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/*
+ * Write all of @buf to @fd (retrying short writes and EINTR); 0 or errno.
+ * *@done (if not NULL) receives the bytes written, also on failure.
+ */
+int write_full(int fd, const void *buf, size_t len, size_t *done);
+/* Read the TSC conversion parameters of a perf dummy event into @c. */
+void capture_time_conv(struct capture *c);
+/*
+ * Write the trace @segs of @buf (in order) to cpuN.pt in @c->dir and
+ * record the result in @tr; a failure marks @c incomplete.  0 or errno.
+ */
+int capture_write_trace(struct capture *c, struct capture_trace *tr,
+			const void *buf, const struct iptcap_seg *segs, int nr_segs);
+/* The metadata of @c as a JSON object (a new reference). */
+struct json_object *capture_meta_json(const struct capture *c);
+/*
+ * Write meta.json atomically (temporary file, fsync, rename); with no
+ * space for that, overwrite it in place if it is large enough (see
+ * @meta_reserve).  0 or errno.
+ */
+int capture_write_meta(const struct capture *c);
+/* Read DIR/meta.json; NULL with one sentence in @msg on failure. */
+struct json_object *capture_read_meta(const char *dir, char *msg, size_t len);
+
+/* ---- shared by record and the flight recorder (record.c) ---------------- */
+
+/* Create @dir, or empty an older capture there; -1 with @msg if not. */
+int capture_prepare_dir(const char *dir, char *msg, size_t len);
+/*
+ * With the session stopped: write every CPU's trace and meta.json of @c
+ * (whose caps, config and traces array, sized caps.nr_cpus, are set).
+ * Failures mark @c incomplete (it keeps an earlier mark).  Returns 0 when
+ * @c is complete, 1 otherwise (@c->reason says why).
+ */
+int capture_collect(struct iptcap *ipt, struct capture *c);
+/* Report a failed session call on stderr with what to do about it. */
+void err_session(const struct ipttool *t, enum iptcap_err err, const char *what,
+		 const char *detail);
+/* The outcome of a capture: a line per CPU on stderr, or JSON on stdout. */
+void print_summary(const struct ipttool *t, const struct capture *c);
 
 #endif /* IPTTOOL_H */

@@ -19,6 +19,12 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{ "caps", cmd_caps, "show what the PT unit can do" },
+	{ "record", cmd_record, "record per-CPU trace into a capture directory" },
+	{ "info", cmd_info, "show what a capture directory holds" },
+	{ "start", cmd_start, "start a per-CPU flight recorder (ring buffers)" },
+	{ "status", cmd_status, "show the running flight recorder" },
+	{ "dump", cmd_dump, "save the flight recorder's buffers: dump -o DIR" },
+	{ "stop", cmd_stop, "end the flight recorder (stop -o DIR saves first)" },
 };
 
 static void usage(FILE *f)

@@ -6,14 +6,25 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "iptcap.h"
 
+struct iptcap_map {
+	unsigned int cpu;
+	void *addr;
+	size_t len;
+};
+
 struct iptcap {
 	int fd;
 	int last_errno;
+	bool configured;
+	struct iptcap_map *maps;
+	size_t nr_maps;
 };
 
 static const char *const iptcap_err_str[IPTCAP_ERR__COUNT] = {
@@ -27,6 +38,13 @@ static const char *const iptcap_err_str[IPTCAP_ERR__COUNT] = {
 	[IPTCAP_ERR_UNSUPPORTED] = "request not supported by this ipt.ko",
 	[IPTCAP_ERR_ABI] = "ipt.ko speaks an incompatible ABI version",
 	[IPTCAP_ERR_IO] = "system error",
+	[IPTCAP_ERR_CAPABILITY] = "the PT unit lacks a capability the configuration needs",
+	[IPTCAP_ERR_STATE] = "not possible in the session's current state",
+	[IPTCAP_ERR_NO_SUCH_CPU] = "the CPU is not part of the session",
+	[IPTCAP_ERR_OVERWRITTEN] = "trace data overwritten: the ring wrapped",
+	[IPTCAP_ERR_TRUNCATED] = "trace truncated: the stop-on-full buffer filled up",
+	[IPTCAP_ERR_HW_ERROR] = "the PT unit reported an operational error",
+	[IPTCAP_ERR_NO_SPACE] = "no space left on the output device",
 };
 
 const char *iptcap_strerror(enum iptcap_err err)
@@ -60,6 +78,9 @@ enum iptcap_err iptcap_err_from_errno(int err)
 	case ENOTTY:
 	case EOPNOTSUPP:
 		return IPTCAP_ERR_UNSUPPORTED;
+	case ENOSPC:
+	case EDQUOT:
+		return IPTCAP_ERR_NO_SPACE;
 	default:
 		return IPTCAP_ERR_IO;
 	}
@@ -90,10 +111,22 @@ enum iptcap_err iptcap_open(const char *path, struct iptcap **out)
 	return IPTCAP_OK;
 }
 
+static void iptcap_unmap_all(struct iptcap *ipt)
+{
+	size_t i;
+
+	for (i = 0; i < ipt->nr_maps; i++)
+		munmap(ipt->maps[i].addr, ipt->maps[i].len);
+	free(ipt->maps);
+	ipt->maps = NULL;
+	ipt->nr_maps = 0;
+}
+
 void iptcap_close(struct iptcap *ipt)
 {
 	if (!ipt)
 		return;
+	iptcap_unmap_all(ipt);
 	close(ipt->fd);
 	free(ipt);
 }
@@ -176,4 +209,353 @@ const char *iptcap_feature_name(uint64_t bit)
 		if (iptcap_features[i].bit == bit)
 			return iptcap_features[i].name;
 	return NULL;
+}
+
+/* ---- per-CPU sessions --------------------------------------------------- */
+
+void iptcap_config_init(struct iptcap_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->all_cpus = true;
+	cfg->user = true;
+	cfg->kernel = true;
+	cfg->mtc_freq = -1;
+	cfg->cyc_thresh = -1;
+	cfg->psb_freq = -1;
+}
+
+#define MSG(...) do { if (msg && msg_len) snprintf(msg, msg_len, __VA_ARGS__); } while (0)
+
+/* Check one encoding against its caps mask; names the option on failure. */
+static enum iptcap_err check_encoding(const char *opt, int val, uint32_t mask,
+				      char *msg, size_t msg_len)
+{
+	if (val < 0 || val > 31) {
+		MSG("%s %d: the encoding must be 0..31", opt, val);
+		return IPTCAP_ERR_INVALID;
+	}
+	if (!(mask & (1u << val))) {
+		char list[128];
+		size_t used = 0;
+		int b;
+
+		list[0] = '\0';
+		for (b = 0; b < 32 && used < sizeof(list); b++)
+			if (mask & (1u << b)) {
+				int n = snprintf(list + used, sizeof(list) - used, "%s%d",
+						 used ? "," : "", b);
+				if (n > 0)
+					used += (size_t)n;
+			}
+		MSG("%s %d: this PT unit supports %s", opt, val, mask ? list : "none");
+		return IPTCAP_ERR_CAPABILITY;
+	}
+	return IPTCAP_OK;
+}
+
+static enum iptcap_err need_feature(const struct ipt_caps *caps, uint64_t feat,
+				    const char *opt, char *msg, size_t msg_len)
+{
+	if (caps->features & feat)
+		return IPTCAP_OK;
+	MSG("%s needs the PT capability '%s', which this PT unit lacks", opt,
+	    iptcap_feature_name(feat));
+	return IPTCAP_ERR_CAPABILITY;
+}
+
+enum iptcap_err iptcap_config_to_ipt(const struct iptcap_config *cfg,
+				     const struct ipt_caps *caps,
+				     struct ipt_config *out,
+				     char *msg, size_t msg_len)
+{
+	enum iptcap_err err;
+	uint64_t size;
+	unsigned int w;
+
+	memset(out, 0, sizeof(*out));
+	if (msg && msg_len)
+		msg[0] = '\0';
+	if (caps->backend == IPT_BACKEND_NONE || caps->unavailable != IPT_UNAVAIL_NONE ||
+	    !caps->max_trace_size) {
+		MSG("no usable Intel PT unit");
+		return IPTCAP_ERR_NO_PT;
+	}
+	out->size = sizeof(*out);
+	out->mode = IPT_MODE_CPU;
+	if (cfg->all_cpus) {
+		out->flags |= IPT_CONFIG_ALL_CPUS;
+	} else {
+		bool any = false;
+
+		if (!cfg->cpu_mask || !cfg->cpu_mask_words ||
+		    cfg->cpu_mask_words > IPT_MAX_CPU_MASK_WORDS) {
+			MSG("no CPU given");
+			return IPTCAP_ERR_INVALID;
+		}
+		for (w = 0; w < cfg->cpu_mask_words; w++) {
+			uint64_t m = cfg->cpu_mask[w];
+			int b;
+
+			for (b = 0; b < 64; b++) {
+				if (!(m & (1ull << b)))
+					continue;
+				any = true;
+				if ((uint64_t)w * 64 + (unsigned int)b >= caps->nr_cpus) {
+					MSG("CPU %u does not exist (this system has %u)",
+					    w * 64 + (unsigned int)b, caps->nr_cpus);
+					return IPTCAP_ERR_INVALID;
+				}
+			}
+		}
+		if (!any) {
+			MSG("no CPU given");
+			return IPTCAP_ERR_INVALID;
+		}
+		out->cpu_mask_words = cfg->cpu_mask_words;
+		out->cpu_mask_ptr = (uint64_t)(uintptr_t)cfg->cpu_mask;
+	}
+
+	size = cfg->buffer_size;
+	if (!size)
+		size = IPTCAP_DEFAULT_BUFFER_SIZE < caps->max_trace_size ?
+		       IPTCAP_DEFAULT_BUFFER_SIZE : caps->max_trace_size;
+	if (size % 4096) {
+		MSG("buffer size %llu is not a multiple of 4096", (unsigned long long)size);
+		return IPTCAP_ERR_INVALID;
+	}
+	if (size > caps->max_trace_size) {
+		MSG("buffer size %llu is larger than this PT unit allows (%llu)",
+		    (unsigned long long)size, (unsigned long long)caps->max_trace_size);
+		return IPTCAP_ERR_INVALID;
+	}
+	out->buffer_size = size;
+	if (cfg->stop_on_full)
+		out->buffer_flags |= IPT_BUFFER_STOP_ON_FULL;
+
+	if (!cfg->user && !cfg->kernel) {
+		MSG("neither user nor kernel code would be traced");
+		return IPTCAP_ERR_INVALID;
+	}
+	out->trace_flags = IPT_TRACE_BRANCH;
+	if (cfg->user)
+		out->trace_flags |= IPT_TRACE_USER;
+	if (cfg->kernel)
+		out->trace_flags |= IPT_TRACE_KERNEL;
+	if (cfg->tsc)
+		out->trace_flags |= IPT_TRACE_TSC;
+	if (cfg->no_retcomp)
+		out->trace_flags |= IPT_TRACE_NO_RETCOMP;
+	if (cfg->mtc_freq >= 0) {
+		err = need_feature(caps, IPT_FEAT_MTC, "--mtc", msg, msg_len);
+		if (!err)
+			err = check_encoding("--mtc", cfg->mtc_freq, caps->mtc_freq_mask,
+					     msg, msg_len);
+		if (err)
+			return err;
+		out->trace_flags |= IPT_TRACE_MTC;
+		out->mtc_freq = (uint32_t)cfg->mtc_freq;
+	}
+	if (cfg->cyc_thresh >= 0) {
+		err = need_feature(caps, IPT_FEAT_PSB_CYC, "--cyc", msg, msg_len);
+		if (!err)
+			err = check_encoding("--cyc", cfg->cyc_thresh, caps->cyc_thresh_mask,
+					     msg, msg_len);
+		if (err)
+			return err;
+		out->trace_flags |= IPT_TRACE_CYC;
+		out->cyc_thresh = (uint32_t)cfg->cyc_thresh;
+	}
+	if (cfg->psb_freq >= 0) {
+		err = need_feature(caps, IPT_FEAT_PSB_CYC, "--psb", msg, msg_len);
+		if (!err)
+			err = check_encoding("--psb", cfg->psb_freq, caps->psb_freq_mask,
+					     msg, msg_len);
+		if (err)
+			return err;
+		out->psb_freq = (uint32_t)cfg->psb_freq;
+	}
+	return IPTCAP_OK;
+}
+
+static enum iptcap_err iptcap_cmd(struct iptcap *ipt, unsigned long req)
+{
+	struct ipt_cmd cmd = { .size = sizeof(cmd) };
+
+	if (ioctl(ipt->fd, req, &cmd))
+		return iptcap_fail(ipt, errno);
+	ipt->last_errno = 0;
+	return IPTCAP_OK;
+}
+
+enum iptcap_err iptcap_configure(struct iptcap *ipt, const struct iptcap_config *cfg,
+				 char *msg, size_t msg_len)
+{
+	struct ipt_config ic;
+	struct ipt_caps caps;
+	enum iptcap_err err;
+
+	if (ipt->configured) {
+		if (msg && msg_len)
+			snprintf(msg, msg_len, "a session is already configured on this handle");
+		return IPTCAP_ERR_STATE;
+	}
+	err = iptcap_get_caps(ipt, &caps);
+	if (err) {
+		if (msg && msg_len)
+			snprintf(msg, msg_len, "%s", iptcap_strerror(err));
+		return err;
+	}
+	err = iptcap_config_to_ipt(cfg, &caps, &ic, msg, msg_len);
+	if (err)
+		return err;
+	if (ioctl(ipt->fd, IPT_IOC_CONFIGURE, &ic)) {
+		err = iptcap_fail(ipt, errno);
+		if (msg && msg_len)
+			snprintf(msg, msg_len, "%s (%s)", iptcap_strerror(err),
+				 strerror(ipt->last_errno));
+		return err;
+	}
+	ipt->configured = true;
+	ipt->last_errno = 0;
+	return IPTCAP_OK;
+}
+
+enum iptcap_err iptcap_start(struct iptcap *ipt)
+{
+	return iptcap_cmd(ipt, IPT_IOC_START);
+}
+
+enum iptcap_err iptcap_stop(struct iptcap *ipt)
+{
+	return iptcap_cmd(ipt, IPT_IOC_STOP);
+}
+
+enum iptcap_err iptcap_release(struct iptcap *ipt)
+{
+	enum iptcap_err err;
+
+	iptcap_unmap_all(ipt);
+	err = iptcap_cmd(ipt, IPT_IOC_RELEASE);
+	if (!err)
+		ipt->configured = false;
+	return err;
+}
+
+enum iptcap_err iptcap_trace_state(struct iptcap *ipt, unsigned int cpu,
+				   struct ipt_trace_state *ts)
+{
+	memset(ts, 0, sizeof(*ts));
+	ts->size = sizeof(*ts);
+	ts->cpu = cpu;
+	if (ioctl(ipt->fd, IPT_IOC_GET_TRACE, ts)) {
+		ipt->last_errno = errno;
+		return errno == ENOENT ? IPTCAP_ERR_NO_SUCH_CPU : iptcap_err_from_errno(errno);
+	}
+	ipt->last_errno = 0;
+	return IPTCAP_OK;
+}
+
+enum iptcap_err iptcap_trace_loss(const struct ipt_trace_state *ts)
+{
+	if (ts->status & IPT_TS_ERROR)
+		return IPTCAP_ERR_HW_ERROR;
+	if ((ts->status & IPT_TS_WRAPPED) || ts->bytes_lost)
+		return IPTCAP_ERR_OVERWRITTEN;
+	if (ts->status & IPT_TS_FULL)
+		return IPTCAP_ERR_TRUNCATED;
+	return IPTCAP_OK;
+}
+
+int iptcap_trace_segments(const struct ipt_trace_state *ts, struct iptcap_seg seg[2])
+{
+	uint64_t size = ts->buffer_size, valid = ts->bytes_valid;
+
+	if (valid > size || ts->oldest > size || ts->head > size)
+		return -1;
+	if (!valid)
+		return 0;
+	if (ts->status & IPT_TS_WRAPPED) {
+		/* A wrapped ring is full: [oldest, size) then [0, oldest). */
+		if (valid != size)
+			return -1;
+		seg[0].off = ts->oldest;
+		seg[0].len = size - ts->oldest;
+		if (!ts->oldest)
+			return 1;
+		seg[1].off = 0;
+		seg[1].len = ts->oldest;
+		return 2;
+	}
+	/* Not wrapped: the oldest byte is at 0 and the trace ends at head. */
+	if (ts->oldest != 0)
+		return -1;
+	seg[0].off = 0;
+	seg[0].len = valid;
+	return 1;
+}
+
+enum iptcap_err iptcap_map(struct iptcap *ipt, unsigned int cpu,
+			   const void **buf, size_t *len)
+{
+	struct ipt_trace_state ts;
+	struct iptcap_map *maps;
+	enum iptcap_err err;
+	void *p;
+	size_t i;
+
+	for (i = 0; i < ipt->nr_maps; i++)
+		if (ipt->maps[i].cpu == cpu) {
+			*buf = ipt->maps[i].addr;
+			*len = ipt->maps[i].len;
+			return IPTCAP_OK;
+		}
+	err = iptcap_trace_state(ipt, cpu, &ts);
+	if (err)
+		return err;
+	maps = realloc(ipt->maps, (ipt->nr_maps + 1) * sizeof(*maps));
+	if (!maps)
+		return IPTCAP_ERR_NOMEM;
+	ipt->maps = maps;
+	p = mmap(NULL, ts.buffer_size, PROT_READ, MAP_SHARED, ipt->fd, (off_t)ts.mmap_offset);
+	if (p == MAP_FAILED)
+		return iptcap_fail(ipt, errno);
+	maps[ipt->nr_maps].cpu = cpu;
+	maps[ipt->nr_maps].addr = p;
+	maps[ipt->nr_maps].len = ts.buffer_size;
+	ipt->nr_maps++;
+	*buf = p;
+	*len = ts.buffer_size;
+	return IPTCAP_OK;
+}
+
+enum iptcap_err iptcap_copy_trace(struct iptcap *ipt, unsigned int cpu,
+				  void *dst, size_t len, size_t *copied)
+{
+	struct ipt_trace_state ts;
+	struct iptcap_seg seg[2];
+	enum iptcap_err err;
+	const void *buf;
+	size_t blen, done = 0;
+	int n, i;
+
+	*copied = 0;
+	err = iptcap_trace_state(ipt, cpu, &ts);
+	if (err)
+		return err;
+	n = iptcap_trace_segments(&ts, seg);
+	if (n < 0)
+		return IPTCAP_ERR_ABI;
+	if (ts.bytes_valid > len)
+		return IPTCAP_ERR_INVALID;
+	if (!n)
+		return IPTCAP_OK;
+	err = iptcap_map(ipt, cpu, &buf, &blen);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		memcpy((char *)dst + done, (const char *)buf + seg[i].off, seg[i].len);
+		done += seg[i].len;
+	}
+	*copied = done;
+	return IPTCAP_OK;
 }

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipttool info DIR: what a capture holds, checked against its files.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ipttool.h"
+
+static int64_t get_i64(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : -1;
+}
+
+static const char *get_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !v)
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static bool get_bool(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
+}
+
+/* Compare each trace's "size" with its file; adds "file_ok" to each. */
+static bool check_files(const char *dir, struct json_object *traces)
+{
+	size_t i, n = json_object_array_length(traces);
+	bool ok = true;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *tr = json_object_array_get_idx(traces, i);
+		const char *file = get_str(tr, "file");
+		char path[4096];
+		struct stat st;
+		int serr = 0;
+		bool fok;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, file ? file : "");
+		if (file && !strchr(file, '/') && stat(path, &st))
+			serr = errno;
+		fok = file && !strchr(file, '/') && !serr &&
+		      (int64_t)st.st_size == get_i64(tr, "size");
+		/* A file that could not even be created has no bytes to check. */
+		if (file && serr == ENOENT && get_i64(tr, "size") == 0 && get_str(tr, "write_error"))
+			fok = true;
+		json_object_object_add(tr, "file_ok", json_object_new_boolean(fok));
+		ok = ok && fok;
+	}
+	return ok;
+}
+
+int cmd_info(struct ipttool *t, int argc, char **argv)
+{
+	struct json_object *o, *cpu, *cfg, *traces, *tc;
+	const char *dir;
+	char msg[512];
+	bool files_ok;
+	size_t i, n;
+
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("Usage: ipttool info DIR\n\nWhat the capture in DIR holds. See ipttool-info(8).\n");
+		return 0;
+	}
+	if (argc != 2 || argv[1][0] == '-') {
+		ipt_err("info: give exactly one capture directory: ipttool info DIR");
+		return 2;
+	}
+	dir = argv[1];
+	o = capture_read_meta(dir, msg, sizeof(msg));
+	if (!o) {
+		ipt_err("info: %s", msg);
+		return 1;
+	}
+	if (!json_object_object_get_ex(o, "traces", &traces) ||
+	    !json_object_is_type(traces, json_type_array) ||
+	    !json_object_object_get_ex(o, "cpu", &cpu) ||
+	    !json_object_object_get_ex(o, "config", &cfg)) {
+		ipt_err("info: %s/%s lacks \"traces\", \"cpu\" or \"config\"", dir, CAPTURE_META);
+		json_object_put(o);
+		return 1;
+	}
+	files_ok = check_files(dir, traces);
+	json_object_object_add(o, "files_ok", json_object_new_boolean(files_ok));
+	if (t->json)
+		return ipt_print_json(t, o);
+
+	printf("capture:     %s (format %s %" PRId64 ")\n", dir, CAPTURE_FORMAT_NAME,
+	       get_i64(o, "format_version"));
+	if (get_bool(o, "complete"))
+		printf("status:      complete\n");
+	else
+		printf("status:      INCOMPLETE: %s\n", get_str(o, "incomplete_reason") ?
+		       get_str(o, "incomplete_reason") : "(no reason given)");
+	if (!files_ok)
+		printf("files:       MISMATCH: a trace file is missing or its size differs\n");
+	printf("cpu:         %s %" PRId64 "/%" PRId64 "/%" PRId64 " (ptxed --cpu %" PRId64
+	       "/%" PRId64 "/%" PRId64 "), %s backend\n",
+	       get_str(cpu, "vendor") ? get_str(cpu, "vendor") : "?", get_i64(cpu, "family"),
+	       get_i64(cpu, "model"), get_i64(cpu, "stepping"), get_i64(cpu, "family"),
+	       get_i64(cpu, "model"), get_i64(cpu, "stepping"),
+	       get_str(o, "backend") ? get_str(o, "backend") : "?");
+	printf("mode:        per-CPU, %s buffer of %" PRId64 " bytes per CPU\n",
+	       get_str(cfg, "buffer") ? get_str(cfg, "buffer") : "?", get_i64(cfg, "buffer_size"));
+	printf("traces:      %s%s%s%s, psb %" PRId64, get_bool(cfg, "user") ? "user " : "",
+	       get_bool(cfg, "kernel") ? "kernel " : "", get_bool(cfg, "tsc") ? "tsc " : "",
+	       get_bool(cfg, "retcomp") ? "retcomp" : "no-retcomp", get_i64(cfg, "psb_freq"));
+	if (get_str(cfg, "mtc_freq"))
+		printf(", mtc %" PRId64, get_i64(cfg, "mtc_freq"));
+	if (get_str(cfg, "cyc_thresh"))
+		printf(", cyc %" PRId64, get_i64(cfg, "cyc_thresh"));
+	printf("\n");
+	if (json_object_object_get_ex(o, "time_conv", &tc) && tc)
+		printf("time conv:   time_shift %" PRId64 " time_mult %" PRId64 " time_zero %" PRId64 "\n",
+		       get_i64(tc, "time_shift"), get_i64(tc, "time_mult"), get_i64(tc, "time_zero"));
+	else
+		printf("time conv:   none (%s)\n", get_str(o, "time_conv_skipped") ?
+		       get_str(o, "time_conv_skipped") : "not recorded");
+	n = json_object_array_length(traces);
+	for (i = 0; i < n; i++) {
+		struct json_object *tr = json_object_array_get_idx(traces, i);
+
+		printf("%-12s %" PRId64 " bytes", get_str(tr, "file") ? get_str(tr, "file") : "?",
+		       get_i64(tr, "size"));
+		if (get_bool(tr, "wrapped"))
+			printf(", ring wrapped %" PRId64 " times, %" PRId64 " bytes overwritten",
+			       get_i64(tr, "wrap_count"), get_i64(tr, "bytes_lost"));
+		if (get_bool(tr, "stopped_full"))
+			printf(", buffer filled: stopped early");
+		if (get_bool(tr, "hw_error"))
+			printf(", PT unit error");
+		if (get_str(tr, "write_error"))
+			printf(", WRITE ERROR: %s", get_str(tr, "write_error"));
+		if (!get_bool(tr, "file_ok"))
+			printf(", FILE MISMATCH");
+		printf("\n");
+	}
+	json_object_put(o);
+	return 0;
+}

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests for per-CPU capture: record's option parsing, config
+ * validation against sample caps, ring unrolling, the capture metadata
+ * (written, then parsed back with json-c) and ENOSPC handling.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../ipttool/ipttool.h"
+#include "tap.h"
+
+static struct ipt_caps sample_caps(void)
+{
+	struct ipt_caps c;
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.abi_version = IPT_ABI_VERSION;
+	c.backend = IPT_BACKEND_SIM;
+	strcpy(c.vendor, "GenuineIntel");
+	c.family = 6;
+	c.model = 126;
+	c.stepping = 5;
+	c.features = IPT_FEAT_PSB_CYC | IPT_FEAT_MTC | IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI;
+	c.mtc_freq_mask = 0x249;	/* 0,3,6,9 */
+	c.cyc_thresh_mask = 0x3fff;
+	c.psb_freq_mask = 0x3f;
+	c.nr_cpus = 2;
+	c.max_topa_order = 22;
+	c.max_trace_size = 64ull << 20;
+	c.cpuid_15.eax = 2;
+	c.cpuid_15.ebx = 200;
+	c.nom_freq = 20;
+	return c;
+}
+
+static int parse(struct record_opts *o, char *msg, size_t len, ...)
+{
+	char *argv[32];
+	va_list ap;
+	int argc = 0;
+
+	argv[argc++] = "record";
+	va_start(ap, len);
+	while (argc < 31 && (argv[argc] = va_arg(ap, char *)))
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	return record_parse(argc, argv, o, msg, len);
+}
+
+#define P(...) parse(&o, msg, sizeof(msg), __VA_ARGS__, (char *)NULL)
+
+static void test_parse(void)
+{
+	struct record_opts o;
+	char msg[512];
+	uint64_t v, m[2];
+
+	CHECK(!parse_size("4096", &v) && v == 4096, "size 4096");
+	CHECK(!parse_size("64K", &v) && v == 65536, "size 64K");
+	CHECK(!parse_size("4M", &v) && v == 4ull << 20, "size 4M");
+	CHECK(!parse_size("1g", &v) && v == 1ull << 30, "size 1g");
+	CHECK(parse_size("4MB", &v) && parse_size("", &v) && parse_size("-1", &v) &&
+	      parse_size("x", &v) && parse_size("99999999999999999999", &v) &&
+	      parse_size("17179869184G", &v), "bad sizes are refused");
+	CHECK(!parse_cpu_list("0-3,5", m, 2) && m[0] == 0x2f && !m[1], "cpu list 0-3,5");
+	CHECK(!parse_cpu_list("64", m, 2) && !m[0] && m[1] == 1, "cpu list 64");
+	CHECK(parse_cpu_list("3-1", m, 2) && parse_cpu_list("1,", m, 2) &&
+	      parse_cpu_list("a", m, 2) && parse_cpu_list("128", m, 2) &&
+	      parse_cpu_list("", m, 2), "bad cpu lists are refused");
+
+	CHECK(P("-a") == 0 && o.cfg.all_cpus && o.cfg.user && o.cfg.kernel &&
+	      !o.cfg.stop_on_full && !o.prog_argv && !strcmp(o.out_dir, "ipt.data"),
+	      "-a: defaults");
+	CHECK(P("-C", "0,1", "--stop-on-full", "--size", "64K", "--user", "--tsc", "--mtc", "3",
+		"--cyc", "1", "--psb", "2", "--no-retcomp", "-o", "d", "--duration", "1.5") == 0 &&
+	      !o.cfg.all_cpus && o.cfg.cpu_mask_words == 1 && o.cpu_mask[0] == 3 &&
+	      o.cfg.stop_on_full && o.cfg.buffer_size == 65536 && o.cfg.user && !o.cfg.kernel &&
+	      o.cfg.tsc && o.cfg.mtc_freq == 3 && o.cfg.cyc_thresh == 1 && o.cfg.psb_freq == 2 &&
+	      o.cfg.no_retcomp && !strcmp(o.out_dir, "d") && o.duration == 1.5,
+	      "every option is parsed");
+	CHECK(P("-a", "--", "sleep", "1") == 0 && o.prog_argv && !strcmp(o.prog_argv[0], "sleep"),
+	      "-a -- prog");
+	CHECK(P("-p", "123") == 2 && strstr(msg, "per-thread mode is not available"),
+	      "-p is refused: %s", msg);
+	CHECK(P("--", "true") == 2 && strstr(msg, "per-thread mode is not available"),
+	      "per-thread -- prog is refused");
+	CHECK(P("-o", "x") == 2 && strstr(msg, "-a"), "no target: %s", msg);
+	CHECK(P("-a", "-C", "0") == 2, "-a with -C");
+	CHECK(P("-a", "--ring", "--stop-on-full") == 2, "--ring with --stop-on-full");
+	CHECK(P("-a", "--size", "1000") == 2 && strstr(msg, "4096"), "--size 1000: %s", msg);
+	CHECK(P("-a", "--mtc", "32") == 2, "--mtc 32");
+	CHECK(P("-a", "--cyc", "x") == 2, "--cyc x");
+	CHECK(P("-a", "--duration", "0") == 2 && P("-a", "--duration", "1s") == 2, "bad --duration");
+	CHECK(P("-a", "--bogus") == 2 && strstr(msg, "--bogus"), "unknown option: %s", msg);
+	CHECK(P("-a", "-C") == 2, "-C without argument");
+	CHECK(P("--help") == 0 && o.help, "--help");
+}
+
+static enum iptcap_err check_cfg(const struct iptcap_config *cfg, const struct ipt_caps *caps,
+				 struct ipt_config *ic, char *msg, size_t len)
+{
+	return iptcap_config_to_ipt(cfg, caps, ic, msg, len);
+}
+
+static void test_config(void)
+{
+	struct ipt_caps caps = sample_caps(), none = sample_caps();
+	struct iptcap_config cfg;
+	struct ipt_config ic;
+	uint64_t mask[2] = { 0, 0 };
+	char msg[256];
+
+	iptcap_config_init(&cfg);
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) && ic.mode == IPT_MODE_CPU &&
+	      ic.flags == IPT_CONFIG_ALL_CPUS && ic.buffer_size == IPTCAP_DEFAULT_BUFFER_SIZE &&
+	      ic.trace_flags == (IPT_TRACE_BRANCH | IPT_TRACE_USER | IPT_TRACE_KERNEL) &&
+	      !ic.buffer_flags && ic.size == sizeof(ic), "defaults translate");
+	caps.max_trace_size = 1 << 20;
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) && ic.buffer_size == 1 << 20,
+	      "default size is capped to max_trace_size");
+	cfg.buffer_size = 2 << 20;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
+	      strstr(msg, "larger"), "too large: %s", msg);
+	caps = sample_caps();
+	cfg.buffer_size = 4095;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID,
+	      "size not a multiple of 4096");
+	cfg.buffer_size = 0;
+	cfg.stop_on_full = true;
+	cfg.tsc = true;
+	cfg.no_retcomp = true;
+	cfg.mtc_freq = 3;
+	cfg.cyc_thresh = 2;
+	cfg.psb_freq = 1;
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) &&
+	      ic.buffer_flags == IPT_BUFFER_STOP_ON_FULL &&
+	      (ic.trace_flags & (IPT_TRACE_TSC | IPT_TRACE_MTC | IPT_TRACE_CYC |
+				 IPT_TRACE_NO_RETCOMP)) ==
+	      (IPT_TRACE_TSC | IPT_TRACE_MTC | IPT_TRACE_CYC | IPT_TRACE_NO_RETCOMP) &&
+	      ic.mtc_freq == 3 && ic.cyc_thresh == 2 && ic.psb_freq == 1, "timing options");
+	cfg.mtc_freq = 4;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_CAPABILITY &&
+	      strstr(msg, "--mtc 4") && strstr(msg, "0,3,6,9"), "unsupported MTC period: %s", msg);
+	cfg.mtc_freq = 3;
+	none.features = IPT_FEAT_TOPA;
+	CHECK(check_cfg(&cfg, &none, &ic, msg, sizeof(msg)) == IPTCAP_ERR_CAPABILITY &&
+	      strstr(msg, "'mtc'"), "MTC without the capability: %s", msg);
+	cfg.mtc_freq = -1;
+	CHECK(check_cfg(&cfg, &none, &ic, msg, sizeof(msg)) == IPTCAP_ERR_CAPABILITY &&
+	      strstr(msg, "--cyc") && strstr(msg, "'psb_cyc'"), "CYC without psb_cyc: %s", msg);
+	cfg.cyc_thresh = -1;
+	CHECK(check_cfg(&cfg, &none, &ic, msg, sizeof(msg)) == IPTCAP_ERR_CAPABILITY &&
+	      strstr(msg, "--psb"), "PSB period without psb_cyc: %s", msg);
+	cfg.psb_freq = -1;
+	CHECK(!check_cfg(&cfg, &none, &ic, msg, sizeof(msg)), "no timing needs no capability");
+	cfg.user = cfg.kernel = false;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID,
+	      "neither user nor kernel");
+	cfg.user = true;
+	cfg.all_cpus = false;
+	cfg.cpu_mask = mask;
+	cfg.cpu_mask_words = 1;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID,
+	      "empty CPU mask");
+	mask[0] = 2;
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) && !ic.flags &&
+	      ic.cpu_mask_words == 1 && ic.cpu_mask_ptr == (uint64_t)(uintptr_t)mask,
+	      "CPU mask passes through");
+	mask[0] = 4;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
+	      strstr(msg, "CPU 2 does not exist"), "CPU beyond nr_cpus: %s", msg);
+	none = sample_caps();
+	none.backend = IPT_BACKEND_NONE;
+	none.unavailable = IPT_UNAVAIL_NO_PT;
+	CHECK(check_cfg(&cfg, &none, &ic, msg, sizeof(msg)) == IPTCAP_ERR_NO_PT, "no PT");
+}
+
+static void test_segments(void)
+{
+	struct ipt_trace_state ts;
+	struct iptcap_seg s[2];
+
+	memset(&ts, 0, sizeof(ts));
+	ts.buffer_size = 8192;
+	CHECK(iptcap_trace_segments(&ts, s) == 0, "empty trace: no segment");
+	ts.head = ts.bytes_valid = ts.bytes_captured = 100;
+	CHECK(iptcap_trace_segments(&ts, s) == 1 && s[0].off == 0 && s[0].len == 100,
+	      "partial buffer: [0, head)");
+	CHECK(iptcap_trace_loss(&ts) == IPTCAP_OK, "no loss");
+	ts.status = IPT_TS_STOP_ON_FULL | IPT_TS_FULL;
+	ts.head = 0;
+	ts.bytes_valid = ts.bytes_captured = 8192;
+	CHECK(iptcap_trace_segments(&ts, s) == 1 && s[0].off == 0 && s[0].len == 8192,
+	      "stop-on-full: exactly the buffer");
+	CHECK(iptcap_trace_loss(&ts) == IPTCAP_ERR_TRUNCATED, "stop-on-full: truncated");
+	ts.status = IPT_TS_WRAPPED;
+	ts.head = ts.oldest = 3000;
+	ts.bytes_captured = 8192 * 3 + 3000;
+	ts.bytes_lost = ts.bytes_captured - 8192;
+	CHECK(iptcap_trace_segments(&ts, s) == 2 && s[0].off == 3000 && s[0].len == 5192 &&
+	      s[1].off == 0 && s[1].len == 3000, "wrapped ring: [oldest, size) then [0, oldest)");
+	CHECK(iptcap_trace_loss(&ts) == IPTCAP_ERR_OVERWRITTEN, "wrapped: overwritten");
+	ts.head = ts.oldest = 0;
+	CHECK(iptcap_trace_segments(&ts, s) == 1 && s[0].off == 0 && s[0].len == 8192,
+	      "ring wrapped exactly at the end: one piece");
+	ts.status |= IPT_TS_ERROR;
+	CHECK(iptcap_trace_loss(&ts) == IPTCAP_ERR_HW_ERROR, "error takes precedence");
+	ts.oldest = 9000;
+	CHECK(iptcap_trace_segments(&ts, s) == -1, "oldest beyond the buffer");
+	ts.oldest = 0;
+	ts.bytes_valid = 9000;
+	CHECK(iptcap_trace_segments(&ts, s) == -1, "valid beyond the buffer");
+	ts.status = 0;
+	ts.bytes_valid = 100;
+	ts.oldest = 5;
+	CHECK(iptcap_trace_segments(&ts, s) == -1, "unwrapped with oldest != 0");
+
+	/* Unrolling real bytes gives them oldest first. */
+	{
+		unsigned char buf[16], out[16];
+		size_t done = 0;
+		int i, n;
+
+		for (i = 0; i < 16; i++)
+			buf[i] = (unsigned char)((i + 16 - 6) % 16);	/* oldest at 6 */
+		memset(&ts, 0, sizeof(ts));
+		ts.buffer_size = ts.bytes_valid = 16;
+		ts.status = IPT_TS_WRAPPED;
+		ts.head = ts.oldest = 6;
+		n = iptcap_trace_segments(&ts, s);
+		for (i = 0; i < n; i++) {
+			memcpy(out + done, buf + s[i].off, s[i].len);
+			done += s[i].len;
+		}
+		for (i = 0; i < 16 && out[i] == i; i++)
+			;
+		CHECK(done == 16 && i == 16, "unrolled bytes are in order");
+	}
+}
+
+static struct json_object *jget(struct json_object *o, const char *path)
+{
+	char buf[128], *save = NULL, *k;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
+		if (!json_object_object_get_ex(o, k, &o))
+			return NULL;
+	return o;
+}
+
+static void test_meta(const char *dir)
+{
+	struct capture c;
+	struct capture_trace tr[2];
+	struct json_object *o, *t;
+	char msg[512], path[512];
+	unsigned char data[64];
+	struct iptcap_seg segs[2] = { { 32, 32 }, { 0, 32 } };
+	struct stat st;
+	size_t i;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	memset(tr, 0, sizeof(tr));
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (unsigned char)i;
+	c.dir = dir;
+	c.complete = true;
+	c.caps = sample_caps();
+	c.config.flags = IPT_CONFIG_ALL_CPUS;
+	c.config.buffer_size = 64;
+	c.config.trace_flags = IPT_TRACE_BRANCH | IPT_TRACE_USER | IPT_TRACE_MTC;
+	c.config.mtc_freq = 3;
+	c.have_time_conv = true;
+	c.time_shift = 31;
+	c.time_mult = 123456;
+	c.time_zero = 0x123456789ull;
+	c.traces = tr;
+	c.nr_traces = 2;
+	tr[0].cpu = 0;
+	tr[0].ts.buffer_size = tr[0].ts.bytes_valid = 64;
+	tr[0].ts.status = IPT_TS_WRAPPED;
+	tr[0].ts.wrap_count = 3;
+	tr[0].ts.bytes_lost = 150;
+	tr[1].cpu = 1;
+	tr[1].ts.status = IPT_TS_STOP_ON_FULL | IPT_TS_FULL;
+
+	rc = capture_write_trace(&c, &tr[0], data, segs, 2);
+	CHECK(rc == 0 && tr[0].written == 64, "cpu0.pt written");
+	snprintf(path, sizeof(path), "%s/cpu0.pt", dir);
+	{
+		unsigned char back[64];
+		int fd = open(path, O_RDONLY);
+		ssize_t got = fd >= 0 ? read(fd, back, 64) : -1;
+
+		CHECK(got == 64 && back[0] == 32 && back[31] == 63 &&
+		      back[32] == 0 && back[63] == 31, "cpu0.pt holds the pieces in order");
+		if (fd >= 0)
+			close(fd);
+	}
+	rc = capture_write_trace(&c, &tr[1], data, segs, 0);
+	snprintf(path, sizeof(path), "%s/cpu1.pt", dir);
+	CHECK(rc == 0 && tr[1].written == 0 && !stat(path, &st) && st.st_size == 0,
+	      "empty trace writes an empty file");
+	CHECK(c.complete, "still complete");
+	rc = capture_write_meta(&c);
+	CHECK(rc == 0, "meta.json written");
+	o = capture_read_meta(dir, msg, sizeof(msg));
+	CHECK(o != NULL, "meta.json parses back: %s", o ? "ok" : msg);
+	if (!o)
+		return;
+	CHECK(!strcmp(json_object_get_string(jget(o, "format")), "ipt-capture") &&
+	      json_object_get_int(jget(o, "format_version")) == CAPTURE_FORMAT_VERSION, "format, version");
+	CHECK(json_object_get_boolean(jget(o, "complete")), "complete");
+	CHECK(!strcmp(json_object_get_string(jget(o, "backend")), "sim"), "backend sim");
+	CHECK(json_object_get_int(jget(o, "cpu.family")) == 6 &&
+	      json_object_get_int(jget(o, "cpu.model")) == 126 &&
+	      json_object_get_int(jget(o, "cpu.stepping")) == 5 &&
+	      !strcmp(json_object_get_string(jget(o, "cpu.vendor")), "GenuineIntel"), "cpu f/m/s");
+	CHECK(json_object_get_int(jget(o, "cpu.cpuid_15.ebx")) == 200 &&
+	      json_object_get_int(jget(o, "cpu.nom_freq")) == 20, "cpuid 15, nominal ratio");
+	CHECK(json_object_get_int(jget(o, "config.mtc_freq")) == 3 &&
+	      jget(o, "config.cyc_thresh") == NULL &&
+	      !strcmp(json_object_get_string(jget(o, "config.buffer")), "ring") &&
+	      json_object_get_boolean(jget(o, "config.user")) &&
+	      !json_object_get_boolean(jget(o, "config.kernel")), "config");
+	CHECK(json_object_get_int(jget(o, "time_conv.time_shift")) == 31 &&
+	      json_object_get_int64(jget(o, "time_conv.time_zero")) == 0x123456789ll,
+	      "time conversion");
+	CHECK(jget(o, "kernel.release") != NULL, "kernel release");
+	t = json_object_array_get_idx(jget(o, "traces"), 0);
+	CHECK(t && json_object_get_boolean(jget(t, "wrapped")) &&
+	      json_object_get_int(jget(t, "wrap_count")) == 3 &&
+	      json_object_get_int(jget(t, "bytes_lost")) == 150 &&
+	      json_object_get_int(jget(t, "size")) == 64 &&
+	      !strcmp(json_object_get_string(jget(t, "loss")), "overwritten") &&
+	      !strcmp(json_object_get_string(jget(t, "file")), "cpu0.pt"), "trace 0 state");
+	t = json_object_array_get_idx(jget(o, "traces"), 1);
+	CHECK(t && json_object_get_boolean(jget(t, "stopped_full")) &&
+	      !strcmp(json_object_get_string(jget(t, "loss")), "truncated"), "trace 1 state");
+	json_object_put(o);
+
+	/* Without time conversion, the reason is recorded. */
+	c.have_time_conv = false;
+	snprintf(c.time_conv_skipped, sizeof(c.time_conv_skipped), "no perf");
+	rc = capture_write_meta(&c);
+	CHECK(rc == 0, "meta.json rewritten");
+	o = capture_read_meta(dir, msg, sizeof(msg));
+	CHECK(o && json_object_object_get_ex(o, "time_conv", &t) && !t &&
+	      !strcmp(json_object_get_string(jget(o, "time_conv_skipped")), "no perf"),
+	      "time_conv null with a reason");
+	json_object_put(o);
+
+	/* Padded to meta_reserve bytes, still valid JSON. */
+	c.meta_reserve = 8192;
+	rc = capture_write_meta(&c);
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	CHECK(rc == 0 && !stat(path, &st) && st.st_size == 8192, "meta.json padded to 8192 bytes");
+	o = capture_read_meta(dir, msg, sizeof(msg));
+	CHECK(o != NULL, "padded meta.json parses");
+	json_object_put(o);
+
+	{
+		int fd = open(path, O_WRONLY | O_TRUNC);
+		ssize_t w = fd >= 0 ? write(fd, "{\"format\":\"x\"}", 14) : -1;
+
+		CHECK(w == 14, "meta.json replaced");
+		close(fd);
+	}
+	o = capture_read_meta(dir, msg, sizeof(msg));
+	CHECK(!o && strstr(msg, "not an ipt capture"), "foreign JSON refused: %s", msg);
+	{
+		int fd = open(path, O_WRONLY | O_TRUNC);
+		ssize_t w = fd >= 0 ? write(fd, "{\"format\":\"ipt-capture\",\"format_version\":99}", 44) : -1;
+
+		CHECK(w == 44, "meta.json replaced");
+		close(fd);
+	}
+	o = capture_read_meta(dir, msg, sizeof(msg));
+	CHECK(!o && strstr(msg, "version 99"), "future version refused: %s", msg);
+}
+
+static void test_enospc(const char *dir)
+{
+	struct capture c;
+	struct capture_trace tr;
+	unsigned char data[8192];
+	struct iptcap_seg seg = { 0, sizeof(data) };
+	char path[512];
+	size_t done;
+	int fd, rc;
+
+	fd = open("/dev/full", O_WRONLY);
+	rc = fd >= 0 ? write_full(fd, "x", 1, &done) : -1;
+	CHECK(rc == ENOSPC && done == 0, "write_full reports ENOSPC");
+	if (fd >= 0)
+		close(fd);
+	CHECK(iptcap_err_from_errno(ENOSPC) == IPTCAP_ERR_NO_SPACE, "ENOSPC maps to NO_SPACE");
+
+	/* A trace file that is /dev/full: the capture becomes incomplete. */
+	memset(&c, 0, sizeof(c));
+	memset(&tr, 0, sizeof(tr));
+	memset(data, 0, sizeof(data));
+	c.dir = dir;
+	c.complete = true;
+	tr.cpu = 7;
+	snprintf(path, sizeof(path), "%s/cpu7.pt", dir);
+	unlink(path);
+	rc = symlink("/dev/full", path);
+	CHECK(rc == 0, "cpu7.pt -> /dev/full");
+	rc = capture_write_trace(&c, &tr, data, &seg, 1);
+	CHECK(rc == ENOSPC && tr.write_errno == ENOSPC && tr.written == 0, "ENOSPC is reported");
+	CHECK(!c.complete && strstr(c.reason, "cpu7.pt") && strstr(c.reason, "No space"),
+	      "capture marked incomplete: %s", c.reason);
+	capture_incomplete(&c, "second reason");
+	CHECK(!strstr(c.reason, "second"), "the first reason is kept");
+	unlink(path);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/ipt-test-capture.XXXXXX";
+	char cmd[128];
+
+	test_parse();
+	test_config();
+	test_segments();
+	if (!mkdtemp(dir)) {
+		CHECK(0, "mkdtemp");
+		return tap_done();
+	}
+	test_meta(dir);
+	test_enospc(dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		CHECK(0, "cleanup");
+	return tap_done();
+}
