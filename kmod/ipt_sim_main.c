@@ -368,7 +368,12 @@ static u8 *ipt_sim_feed_detach(struct ipt_sim_pcpu *pc)
 	raw_spin_lock_irqsave(&pc->lock, flags);
 	buf = pc->st.feed.buf;
 	memset(&pc->st.feed, 0, sizeof(pc->st.feed));
-	pc->st.feed_ctx_off = false;	/* the built-in loop is traced */
+	/*
+	 * The built-in loop runs again, from where it is between packets:
+	 * not at the fed program's last IP, which the loop never reaches.
+	 */
+	pc->st.ip = IPT_SIM_CODE_LOOP_END;
+	pc->st.feed_ctx_off = false;
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	return buf;
 }
