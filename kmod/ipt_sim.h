@@ -106,6 +106,9 @@ struct ipt_sim_model {
  * @psb: PSB packets written
  * @xsaves: XSAVES executed
  * @xrstors: XRSTORS executed
+ * @clobbered: TraceEn of a foreign owner (debugfs "foreign") cleared by
+ *        a write: what a driver must never do
+ * @switches: context switches that changed the running program
  */
 struct ipt_sim_stats {
 	u64 rdmsr;
@@ -120,6 +123,8 @@ struct ipt_sim_stats {
 	u64 psb;
 	u64 xsaves;
 	u64 xrstors;
+	u64 clobbered;
+	u64 switches;
 };
 
 /**
@@ -157,6 +162,11 @@ struct ipt_sim_feed {
  *        record flagged IPT_SIM_FEED_CTX_OFF, e.g. in a system call under
  *        user-only tracing): the unit's own IP packets (FUP in PSB+,
  *        after OVF, on disable) are left out, as ContextEn = 0 would
+ * @pge_pending: the running program changed (a context switch) and has
+ *        not run user code since: the unit is as in the kernel, PacketEn
+ *        off; ipt_sim_run() resumes it with TIP.PGE
+ * @foreign: TraceEn belongs to another tracer (debugfs "foreign"): no
+ *        output of ours, and every write but one clearing TraceEn is #GP
  * @pmi_pending: a PMI was raised and not yet delivered by the glue
  * @ovf_pending: bytes were dropped: the next write starts with OVF
  * @drop: number of bytes still to drop (fault injection)
@@ -183,6 +193,8 @@ struct ipt_sim_cpu {
 	u64 ip;
 	bool packet_en;
 	bool feed_ctx_off;
+	bool pge_pending;
+	bool foreign;
 	bool pmi_pending;
 	bool ovf_pending;
 	u64 drop;
@@ -213,6 +225,7 @@ unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m);
 void ipt_sim_trace_enable(struct ipt_sim_cpu *c);
 void ipt_sim_trace_disable(struct ipt_sim_cpu *c);
 void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget);
+void ipt_sim_switch_out(struct ipt_sim_cpu *c);
 void ipt_sim_force_error(struct ipt_sim_cpu *c);
 size_t ipt_sim_pkt_psb(u8 *p);
 size_t ipt_sim_pkt_psbend(u8 *p);

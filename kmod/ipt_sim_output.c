@@ -540,30 +540,15 @@ static void ipt_sim_feed_take_ip(struct ipt_sim_cpu *c)
 	}
 }
 
-/**
- * ipt_sim_trace_enable() - TraceEn went from 0 to 1
- * @c: the state, with @c->ctl already holding the new value
- *
- * Sets TriggerEn (unless Error or Stopped is set), ContextEn (the workload
- * runs at CPL 3 with CR3 IPT_SIM_CODE_CR3), FilterEn and PacketEn, and
- * writes the enable packets: a full PSB+ when PacketByteCnt is 0, else
- * TSC, TMA, CBR and MODE.Exec as enabled; then TIP.PGE when PacketEn.
- * The IP is the feed's starting IP when a feed begins with one.
+/*
+ * ContextEn, FilterEn and PacketEn for the program at its current IP, as
+ * it runs user code (CPL 3, CR3 IPT_SIM_CODE_CR3).
  */
-void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
+static void ipt_sim_update_en(struct ipt_sim_cpu *c)
 {
-	u8 buf[IPT_SIM_PKT_MAX];
-	size_t n = 0;
 	bool ctx;
 
-	c->status &= ~(IPT_SIM_ST_FILTEREN | IPT_SIM_ST_CONTEXTEN |
-		       IPT_SIM_ST_TRIGGEREN);
-	c->packet_en = false;
-	c->last_mtc_ctc = ipt_sim_ctc(c);
-	c->last_cyc_tsc = c->tsc;
-	if (c->status & (IPT_SIM_ST_ERROR | IPT_SIM_ST_STOPPED))
-		return;
-	c->status |= IPT_SIM_ST_TRIGGEREN;
+	c->status &= ~(IPT_SIM_ST_FILTEREN | IPT_SIM_ST_CONTEXTEN);
 	ipt_sim_feed_take_ip(c);
 	ctx = (c->ctl & IPT_SIM_CTL_USER) &&
 	      (!(c->ctl & IPT_SIM_CTL_CR3FILTER) ||
@@ -574,6 +559,38 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 		c->status |= IPT_SIM_ST_FILTEREN;
 	c->packet_en = ctx && (c->status & IPT_SIM_ST_FILTEREN) &&
 		       (c->ctl & IPT_SIM_CTL_BRANCHEN);
+}
+
+/**
+ * ipt_sim_trace_enable() - TraceEn went from 0 to 1
+ * @c: the state, with @c->ctl already holding the new value
+ *
+ * Sets TriggerEn (unless Error or Stopped is set), ContextEn (the workload
+ * runs at CPL 3 with CR3 IPT_SIM_CODE_CR3), FilterEn and PacketEn, and
+ * writes the enable packets: a full PSB+ when PacketByteCnt is 0, else
+ * TSC, TMA, CBR and MODE.Exec as enabled; then TIP.PGE when PacketEn.
+ * The IP is the feed's starting IP when a feed begins with one.  After a
+ * context switch to another program (@c->pge_pending) the CPU is in the
+ * kernel: PacketEn stays off and the TIP.PGE comes when the program runs
+ * (ipt_sim_run()).
+ */
+void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
+{
+	u8 buf[IPT_SIM_PKT_MAX];
+	size_t n = 0;
+
+	c->status &= ~(IPT_SIM_ST_FILTEREN | IPT_SIM_ST_CONTEXTEN |
+		       IPT_SIM_ST_TRIGGEREN);
+	c->packet_en = false;
+	c->last_mtc_ctc = ipt_sim_ctc(c);
+	c->last_cyc_tsc = c->tsc;
+	if (c->status & (IPT_SIM_ST_ERROR | IPT_SIM_ST_STOPPED))
+		return;
+	c->status |= IPT_SIM_ST_TRIGGEREN;
+	ipt_sim_update_en(c);
+	/* Enabled in the kernel on the way to a new program: no PGE yet. */
+	if (c->pge_pending)
+		c->packet_en = false;
 
 	if (!FIELD_GET(IPT_SIM_ST_BYTECNT, c->status)) {
 		n = ipt_sim_psb_plus(c, buf, false);
@@ -650,7 +667,8 @@ static u64 ipt_sim_psb_period(const struct ipt_sim_cpu *c)
  * @c: the state; @c->tsc is the time now
  * @budget: bytes to produce (written or dropped) at most, roughly
  *
- * While output is on: an MTC if a period of 2^MTCFreq CTC cycles passed,
+ * While output is on: first TIP.PGE if the program changed since the last
+ * run (ipt_sim_switch_out()), an MTC if a period of 2^MTCFreq CTC cycles passed,
  * then branch content (the feed's records or the built-in loop), each
  * unit preceded by CYC when enabled, with PSB+ whenever PacketByteCnt
  * reaches the PSBFreq period.
@@ -663,6 +681,15 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 
 	if (!ipt_sim_output_on(c))
 		return;
+	if (c->pge_pending) {
+		/* Back in user mode, in the program switched to. */
+		c->pge_pending = false;
+		ipt_sim_update_en(c);
+		if (ipt_sim_ip_valid(c)) {
+			n = ipt_sim_pkt_ip(buf, IPT_SIM_PKT_TIP_PGE, c->ip);
+			ipt_sim_put(c, buf, n);
+		}
+	}
 	if (c->ctl & IPT_SIM_CTL_MTCEN) {
 		unsigned int f = FIELD_GET(IPT_SIM_CTL_MTCFREQ, c->ctl);
 		u64 ctc = ipt_sim_ctc(c);
@@ -709,3 +736,28 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 	}
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_run);
+
+/**
+ * ipt_sim_switch_out() - the running program leaves the CPU
+ * @c: the state; the caller swaps the program (@c->feed, @c->ip,
+ *     @c->feed_ctx_off) afterwards
+ *
+ * The program enters the kernel (an interrupt or a system call) on its
+ * way out: with PacketEn, FUP at its IP and TIP.PGD, as user-only tracing
+ * shows it.  PacketEn is then off until the next program runs.
+ */
+void ipt_sim_switch_out(struct ipt_sim_cpu *c)
+{
+	u8 buf[IPT_SIM_PKT_MAX];
+	size_t n;
+
+	c->stats.switches++;
+	if (ipt_sim_output_on(c) && ipt_sim_ip_valid(c)) {
+		n = ipt_sim_pkt_ip(buf, IPT_SIM_PKT_FUP, c->ip);
+		n += ipt_sim_pkt_ip(buf + n, IPT_SIM_PKT_TIP_PGD, IPT_SIM_IP_NONE);
+		ipt_sim_put(c, buf, n);
+	}
+	c->packet_en = false;
+	c->pge_pending = true;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_switch_out);

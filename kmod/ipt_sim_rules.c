@@ -330,8 +330,12 @@ static void ipt_sim_wrmsr_apply(struct ipt_sim_cpu *c, u32 msr, u64 val)
 	case IPT_MSR_RTIT_CTL:
 		if (was_on && (val & IPT_SIM_CTL_TRACEEN))
 			return;		/* the identical value */
-		if (was_on)
+		if (was_on && c->foreign) {
+			c->stats.clobbered++;
+			c->foreign = false;
+		} else if (was_on) {
 			ipt_sim_trace_disable(c);
+		}
 		c->ctl = val;
 		if (val & IPT_SIM_CTL_TRACEEN)
 			ipt_sim_trace_enable(c);

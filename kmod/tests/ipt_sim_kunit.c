@@ -485,6 +485,29 @@ static void gp_addr(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v, 0x00007fffffffffffULL);
 }
 
+/*
+ * A unit another tracer enabled (debugfs "foreign"): every write but one
+ * clearing TraceEn faults, XRSTORS faults, and a write that clears
+ * TraceEn is counted as clobbering it.
+ */
+static void gp_foreign_owner(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u64 ctl = IPT_SIM_CTL_TRACEEN | IPT_SIM_CTL_TOPA | IPT_SIM_CTL_USER |
+		  IPT_SIM_CTL_BRANCHEN;
+
+	c->ctl = ctl;
+	c->foreign = true;
+	expect_gp(test, c, IPT_MSR_RTIT_OUTPUT_BASE, 0x1000);
+	expect_gp(test, c, IPT_MSR_RTIT_STATUS, 0);
+	expect_gp(test, c, IPT_MSR_RTIT_CTL, ctl | IPT_SIM_CTL_OS);
+	KUNIT_EXPECT_EQ(test, c->stats.clobbered, 0ULL);
+	expect_ok(test, c, IPT_MSR_RTIT_CTL, 0);
+	KUNIT_EXPECT_EQ(test, c->stats.clobbered, 1ULL);
+	KUNIT_EXPECT_FALSE(test, c->foreign);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 0ULL);
+}
+
 static void gp_other_msrs(struct kunit *test)
 {
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
@@ -519,6 +542,7 @@ static struct kunit_case sim_gp_cases[] = {
 	KUNIT_CASE(gp_cr3_match),
 	KUNIT_CASE(gp_addr),
 	KUNIT_CASE(gp_other_msrs),
+	KUNIT_CASE(gp_foreign_owner),
 	{}
 };
 
@@ -1205,6 +1229,51 @@ static void pkt_feed_ctx_off(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, out[32], 0x00);
 }
 
+/*
+ * A context switch to another program (ipt_sim_switch_out()): FUP and
+ * TIP.PGD for the program leaving, then nothing until the next program
+ * runs user code, which starts with TIP.PGE at its IP.  An enable in
+ * between (the driver's switch-in) writes no TIP.PGE of its own.
+ */
+static void pkt_switch_programs(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out;
+
+	out = pkt_start(test, c, CTL_RANGE);
+	ipt_sim_run(c, 1);
+	KUNIT_ASSERT_EQ(test, c->stats.bytes, 31ULL + 1);
+	ipt_sim_switch_out(c);
+	KUNIT_EXPECT_EQ(test, c->stats.switches, 1ULL);
+	KUNIT_EXPECT_FALSE(test, c->packet_en);
+	KUNIT_EXPECT_TRUE(test, c->pge_pending);
+	EXPECT_BYTES(test, out + 32, 0x7d, 0x09, 0x10, 0x40, 0x00, 0x00, 0x00, 0x01);
+	/* The driver's switch-out and switch-in, in the kernel. */
+	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE & ~IPT_SIM_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 1 + 8);
+	c->ip = 0x400500;
+	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE);
+	KUNIT_EXPECT_FALSE(test, c->packet_en);
+	/* CBR only (PacketByteCnt > 0, no TSC), no MODE.Exec, no TIP.PGE. */
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 1 + 8 + 4);
+	EXPECT_BYTES(test, out + 40, 0x02, 0x03, 0x14, 0x00);
+	/* The new program runs: TIP.PGE at its IP, then its packets. */
+	ipt_sim_run(c, 8);
+	KUNIT_EXPECT_FALSE(test, c->pge_pending);
+	KUNIT_EXPECT_TRUE(test, c->packet_en);
+	EXPECT_BYTES(test, out + 44, 0x71, 0x00, 0x05, 0x40, 0x00, 0x00, 0x00, LOOP_TNT);
+}
+
+/* Without output on (TraceEn = 0) a switch writes nothing. */
+static void pkt_switch_untraced(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+
+	ipt_sim_switch_out(c);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 0ULL);
+	KUNIT_EXPECT_TRUE(test, c->pge_pending);
+}
+
 static struct kunit_case sim_pkt_cases[] = {
 	KUNIT_CASE(pkt_encodings),
 	KUNIT_CASE(pkt_enable_psb),
@@ -1215,6 +1284,8 @@ static struct kunit_case sim_pkt_cases[] = {
 	KUNIT_CASE(pkt_mtc_cyc),
 	KUNIT_CASE(pkt_feed),
 	KUNIT_CASE(pkt_feed_ctx_off),
+	KUNIT_CASE(pkt_switch_programs),
+	KUNIT_CASE(pkt_switch_untraced),
 	{}
 };
 
