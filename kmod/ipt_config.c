@@ -84,8 +84,8 @@ static int ipt_check_ranges(const struct ipt_config *cfg,
  * Return: 0; -EINVAL for a malformed field (unknown flag, reserved bit,
  * encoding above 15, value without its enabling flag, bad range);
  * -EOPNOTSUPP for what the unit cannot do (missing feature, encoding
- * absent from its bitmap, range beyond its count, per-thread mode, no
- * multi-entry ToPA); -EPERM for kernel tracing without @privileged.
+ * absent from its bitmap, range beyond its count, no multi-entry
+ * ToPA); -EPERM for kernel tracing without @privileged.
  */
 int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 		     bool privileged, struct ipt_hwcfg *hwcfg)
@@ -97,9 +97,7 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 	memset(&hw, 0, sizeof(hw));
 	if (tf & ~IPT_TRACE_ALL)
 		return -EINVAL;
-	if (cfg->mode == IPT_MODE_THREAD)
-		return -EOPNOTSUPP;
-	if (cfg->mode != IPT_MODE_CPU)
+	if (cfg->mode != IPT_MODE_CPU && cfg->mode != IPT_MODE_THREAD)
 		return -EINVAL;
 	if (!(tf & (IPT_TRACE_USER | IPT_TRACE_KERNEL)))
 		return -EINVAL;

@@ -7,14 +7,13 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/uaccess.h>
 
-#include "ipt.h"
+#include "ipt_session.h"
 
 static struct ipt_device ipt_dev = {
 	.lock = __MUTEX_INITIALIZER(ipt_dev.lock),
@@ -59,9 +58,11 @@ static int ipt_open(struct inode *inode, struct file *file)
 	struct ipt_session *s;
 	int ret;
 
-	/* The trace shows everything a CPU executes: as perf requires. */
-	if (!perfmon_capable())
-		return -EPERM;
+	/*
+	 * The node's mode decides who opens it; what a trace may show is
+	 * checked per command (per-CPU mode, kernel tracing and other
+	 * processes' threads need CAP_PERFMON or CAP_SYS_ADMIN).
+	 */
 	ret = nonseekable_open(inode, file);
 	if (ret)
 		return ret;
@@ -116,13 +117,17 @@ static int __init ipt_init(void)
 	BUILD_BUG_ON(sizeof(struct ipt_cmd) != IPT_CMD_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_trace_state) != IPT_TRACE_STATE_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_addr_range) != 24);
+	BUILD_BUG_ON(sizeof(struct ipt_attach) != IPT_ATTACH_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_detach) != IPT_DETACH_SIZE_VER0);
 
+	ret = ipt_thread_init();
+	if (ret)
+		return ret;
 	ipt_select_backend(&ipt_dev);
 	ret = ipt_session_init(&ipt_dev);
 	if (ret) {
 		pr_err("cannot register for CPU hotplug: %d\n", ret);
-		ipt_hw_detach(&ipt_dev);
-		return ret;
+		goto err_thread;
 	}
 
 	ipt_dev.misc.minor = MISC_DYNAMIC_MINOR;
@@ -133,10 +138,14 @@ static int __init ipt_init(void)
 	if (ret) {
 		pr_err("cannot register /dev/ipt: %d\n", ret);
 		ipt_session_exit();
-		ipt_hw_detach(&ipt_dev);
-		return ret;
+		goto err_thread;
 	}
 	return 0;
+
+err_thread:
+	ipt_hw_detach(&ipt_dev);
+	ipt_thread_exit();
+	return ret;
 }
 
 static void __exit ipt_exit(void)
@@ -144,6 +153,7 @@ static void __exit ipt_exit(void)
 	misc_deregister(&ipt_dev.misc);
 	ipt_session_exit();
 	ipt_hw_detach(&ipt_dev);
+	ipt_thread_exit();
 }
 
 module_init(ipt_init);

@@ -28,78 +28,14 @@
 #include <linux/topology.h>
 #include <linux/uaccess.h>
 
-#include "ipt.h"
+#include "ipt_session.h"
 
 /* How long stop waits for a pending ToPA PMI to be handled: 100 ms. */
 #define IPT_PMI_DRAIN_TRIES	1000
 #define IPT_PMI_DRAIN_US	100
 
-/**
- * struct ipt_trace - one CPU's trace in a per-CPU session
- * @s: the session
- * @cpu: the CPU
- * @buf: its buffer
- * @mmap_offset: where @buf maps on the /dev/ipt file
- * @base: IA32_RTIT_OUTPUT_BASE, as read at the last stop (or initial)
- * @mask: IA32_RTIT_OUTPUT_MASK_PTRS, likewise
- * @status: IA32_RTIT_STATUS, likewise
- * @pmis_at_stop: @pmis as it was after the last stop's PMI drain
- * @running: TraceEn is set on @cpu for this trace
- * @pmi_late: a stop found a PMI still pending after the drain timeout
- * @err: result of the last cross-CPU call
- * @pmis: ToPA PMIs taken on @cpu (the INT is on the last region only, so
- *        each is one wrap of a ring, or a full stop-on-full buffer);
- *        incremented by the PMI handler in NMI context
- *
- * Locking: everything but @pmis under the device lock; the cross-CPU
- * calls write @base, @mask, @status, @running and @err while the caller
- * holds the device lock and waits for them.
- */
-struct ipt_trace {
-	struct ipt_session *s;
-	unsigned int cpu;
-	struct ipt_buffer *buf;
-	u64 mmap_offset;
-	u64 base;
-	u64 mask;
-	u64 status;
-	u64 pmis_at_stop;
-	bool running;
-	bool pmi_late;
-	int err;
-	atomic64_t pmis;
-};
-
-/**
- * struct ipt_session - the state of one open /dev/ipt file
- * @idev: the device
- * @state: enum ipt_state
- * @hw: the backend, pinned (module reference, @idev->users) while the
- *      session is not IDLE
- * @hwcfg: the MSR values the configuration programs
- * @nr_ranges: ADDRn pairs to program (the unit's number of ranges)
- * @has_cr3: the unit has CR3 filtering, so CR3_MATCH exists
- * @nr_traces: entries of @traces
- * @traces: one per chosen CPU, in CPU order
- * @map_size: bytes of all buffers together: the mmap space
- *
- * Locking: every field under @idev->lock.  A session that is not IDLE is
- * @idev->owner.
- */
-struct ipt_session {
-	struct ipt_device *idev;
-	enum ipt_state state;
-	const struct ipt_hw_ops *hw;
-	struct ipt_hwcfg hwcfg;
-	unsigned int nr_ranges;
-	bool has_cr3;
-	unsigned int nr_traces;
-	struct ipt_trace *traces;
-	u64 map_size;
-};
-
-/* The trace whose buffer this CPU's unit writes: read by the PMI handler. */
-static DEFINE_PER_CPU(struct ipt_trace *, ipt_pmi_trace);
+/* See ipt_session.h. */
+DEFINE_PER_CPU(atomic64_t *, ipt_pmi_count);
 
 static struct ipt_device *ipt_session_dev;
 static enum cpuhp_state ipt_cpuhp_state;
@@ -107,15 +43,16 @@ static enum cpuhp_state ipt_cpuhp_state;
 /*
  * The ToPA PMI.  Context: NMI (native) or hard interrupt (sim), on the CPU
  * whose unit raised it.  Only NMI-safe work: a per-CPU read and an atomic
- * increment.  The trace stays valid while the handler is installed: it is
- * freed only after hw->pmi_release(), which waits for running handlers.
+ * increment.  The counter stays valid while the handler is installed: its
+ * trace is freed only after hw->pmi_release(), which waits for running
+ * handlers.
  */
 static void ipt_pmi_handler(void)
 {
-	struct ipt_trace *t = this_cpu_read(ipt_pmi_trace);
+	atomic64_t *count = this_cpu_read(ipt_pmi_count);
 
-	if (t)
-		atomic64_inc(&t->pmis);
+	if (count)
+		atomic64_inc(count);
 }
 
 /* ---- cross-CPU calls: run on t->cpu with interrupts off ------------- */
@@ -324,7 +261,9 @@ static int ipt_cpu_online(unsigned int cpu)
 
 	mutex_lock(&idev->lock);
 	s = idev->owner;
-	if (s && s->state == IPT_STATE_TRACING) {
+	if (s && s->mode == IPT_MODE_THREAD) {
+		ipt_thread_cpu_online(s, cpu);
+	} else if (s && s->state == IPT_STATE_TRACING) {
 		t = ipt_session_trace(s, cpu);
 		/* A unit someone else took meanwhile stays theirs. */
 		if (t && !t->running)
@@ -342,7 +281,8 @@ static int ipt_cpu_offline(unsigned int cpu)
 
 	mutex_lock(&idev->lock);
 	s = idev->owner;
-	if (s) {
+	/* A thread on this CPU is switched out, and its state saved, first. */
+	if (s && s->mode == IPT_MODE_CPU) {
 		t = ipt_session_trace(s, cpu);
 		if (t)
 			ipt_trace_stop(t);
@@ -366,24 +306,42 @@ static void ipt_session_free_traces(struct ipt_session *s)
 }
 
 /*
- * Back to IDLE: release the PMI handler (waits for running calls), then
- * free what the handler could see, then let the unit go.
+ * Back to IDLE: let the threads go (per-thread), release the PMI handler
+ * (waits for running calls), then free what the handler could see, then
+ * let the unit go.  Returns whether the caller must drop the scheduler
+ * hooks (ipt_thread_probes_put(), once it has dropped the locks).
+ * Context: cpus read lock and device lock held.
  */
-static void ipt_session_teardown_locked(struct ipt_session *s)
+static bool ipt_session_teardown_locked(struct ipt_session *s)
 {
 	struct ipt_device *idev = s->idev;
+	bool thread = s->mode == IPT_MODE_THREAD;
 	unsigned int i;
 
 	lockdep_assert_held(&idev->lock);
+	if (thread)
+		ipt_thread_teardown(s);
 	s->hw->pmi_release();
-	for (i = 0; i < s->nr_traces; i++)
-		WRITE_ONCE(per_cpu(ipt_pmi_trace, s->traces[i].cpu), NULL);
+	for (i = 0; !thread && i < s->nr_traces; i++)
+		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu), NULL);
 	ipt_session_free_traces(s);
 	idev->owner = NULL;
 	idev->users--;
 	module_put(s->hw->owner);
 	s->hw = NULL;
 	s->state = IPT_STATE_IDLE;
+	return thread;
+}
+
+/* Stop whichever mode runs.  Context: cpus read lock, device lock held. */
+static void ipt_session_stop_any(struct ipt_session *s)
+{
+	if (s->mode == IPT_MODE_THREAD) {
+		ipt_thread_stop(s);
+		s->state = IPT_STATE_STOPPED;
+	} else {
+		ipt_session_stop_locked(s);
+	}
 }
 
 /**
@@ -412,15 +370,18 @@ struct ipt_session *ipt_session_new(struct ipt_device *idev)
 void ipt_session_close(struct ipt_session *s)
 {
 	struct ipt_device *idev = s->idev;
+	bool probes = false;
 
 	cpus_read_lock();
 	mutex_lock(&idev->lock);
 	if (s->state == IPT_STATE_TRACING)
-		ipt_session_stop_locked(s);
+		ipt_session_stop_any(s);
 	if (s->state != IPT_STATE_IDLE)
-		ipt_session_teardown_locked(s);
+		probes = ipt_session_teardown_locked(s);
 	mutex_unlock(&idev->lock);
 	cpus_read_unlock();
+	if (probes)
+		ipt_thread_probes_put();
 	kfree(s);
 }
 
@@ -467,7 +428,14 @@ static int ipt_config_args(const struct ipt_config *cfg)
 {
 	unsigned int i;
 
-	if (cfg->flags & ~IPT_CONFIG_ALL_CPUS)
+	if (cfg->flags & ~IPT_CONFIG_ALL_CPUS || cfg->reserved0)
+		return -EINVAL;
+	if (cfg->mode == IPT_MODE_CPU && cfg->max_threads)
+		return -EINVAL;
+	/* Threads run anywhere: no CPUs to choose. */
+	if (cfg->mode == IPT_MODE_THREAD &&
+	    (!cfg->max_threads || cfg->max_threads > IPT_MAX_THREADS ||
+	     cfg->flags || cfg->cpu_mask_words || cfg->cpu_mask_ptr))
 		return -EINVAL;
 	if (cfg->buffer_flags & ~IPT_BUFFER_FLAGS_ALL)
 		return -EINVAL;
@@ -485,28 +453,37 @@ static int ipt_config_args(const struct ipt_config *cfg)
 	return 0;
 }
 
+/*
+ * One trace per CPU of @cpus, or @nr for a per-thread session (@cpus NULL),
+ * each with its buffer.
+ */
 static int ipt_session_alloc_traces(struct ipt_session *s,
 				    const struct ipt_config *cfg,
-				    const struct cpumask *cpus)
+				    const struct cpumask *cpus, unsigned int nr)
 {
 	unsigned int shift = cfg->chunk_order ?: ipt_buffer_max_chunk_shift();
 	bool exact = cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS;
 	bool stop = cfg->buffer_flags & IPT_BUFFER_STOP_ON_FULL;
-	unsigned int cpu, i = 0;
+	unsigned int cpu = 0, i;
 
-	s->nr_traces = cpumask_weight(cpus);
+	s->nr_traces = cpus ? cpumask_weight(cpus) : nr;
 	s->traces = kcalloc(s->nr_traces, sizeof(*s->traces), GFP_KERNEL);
 	if (!s->traces) {
 		s->nr_traces = 0;
 		return -ENOMEM;
 	}
-	for_each_cpu(cpu, cpus) {
-		struct ipt_trace *t = &s->traces[i++];
+	for (i = 0; i < s->nr_traces; i++) {
+		struct ipt_trace *t = &s->traces[i];
+		int node = NUMA_NO_NODE;
 
+		if (cpus) {
+			cpu = i ? cpumask_next(cpu, cpus) : cpumask_first(cpus);
+			node = cpu_to_node(cpu);
+		}
 		t->s = s;
 		t->cpu = cpu;
 		t->buf = ipt_buffer_alloc(cfg->buffer_size, shift, exact, stop,
-					  cpu_to_node(cpu), NULL);
+					  node, NULL);
 		if (IS_ERR(t->buf)) {
 			int ret = PTR_ERR(t->buf);
 
@@ -530,22 +507,39 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 	struct ipt_config cfg;
 	struct ipt_hwcfg hwcfg;
 	cpumask_var_t cpus;
-	unsigned int i;
+	bool thread, privileged = perfmon_capable();
+	unsigned int i, nr;
 	u64 ram;
 	int ret;
 
 	ret = ipt_arg_in(&cfg, sizeof(cfg), IPT_CONFIG_SIZE_VER0, uarg);
 	if (ret)
 		return ret;
+	if (cfg.mode != IPT_MODE_CPU && cfg.mode != IPT_MODE_THREAD)
+		return -EINVAL;
+	thread = cfg.mode == IPT_MODE_THREAD;
 	ret = ipt_config_args(&cfg);
 	if (ret)
 		return ret;
+	/* A CPU's trace shows every process that runs on it. */
+	if (!thread && !privileged)
+		return -EPERM;
 	if (!zalloc_cpumask_var(&cpus, GFP_KERNEL))
 		return -ENOMEM;
-	ret = ipt_config_cpus(&cfg, cpus);
-	if (ret)
-		goto out_free_mask;
+	if (!thread) {
+		ret = ipt_config_cpus(&cfg, cpus);
+		if (ret)
+			goto out_free_mask;
+	}
+	nr = thread ? cfg.max_threads : cpumask_weight(cpus);
+	/* The hooks first: registering them takes the hotplug lock. */
+	if (thread) {
+		ret = ipt_thread_probes_get();
+		if (ret)
+			goto out_free_mask;
+	}
 
+	cpus_read_lock();
 	mutex_lock(&idev->lock);
 	hw = idev->hw;
 	if (s->state != IPT_STATE_IDLE || idev->owner) {
@@ -556,7 +550,7 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 		ret = -ENODEV;
 		goto out_unlock;
 	}
-	ret = ipt_config_check(&cfg, &idev->caps, perfmon_capable(), &hwcfg);
+	ret = ipt_config_check(&cfg, &idev->caps, privileged, &hwcfg);
 	if (ret)
 		goto out_unlock;
 	if (cfg.buffer_size > idev->caps.max_trace_size) {
@@ -565,7 +559,7 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 	}
 	/* All buffers of a session together: at most half of RAM. */
 	ram = (u64)totalram_pages() << PAGE_SHIFT;
-	if (cfg.buffer_size > ram / 2 / cpumask_weight(cpus)) {
+	if (cfg.buffer_size > ram / 2 / nr) {
 		ret = -ENOMEM;
 		goto out_unlock;
 	}
@@ -575,33 +569,46 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 	}
 	s->hw = hw;
 	s->hwcfg = hwcfg;
+	s->mode = cfg.mode;
+	s->privileged = privileged;
 	s->nr_ranges = idev->caps.num_addr_ranges;
 	s->has_cr3 = idev->caps.features & IPT_FEAT_CR3_FILTER;
-	ret = ipt_session_alloc_traces(s, &cfg, cpus);
+	ret = ipt_session_alloc_traces(s, &cfg, thread ? NULL : cpus, nr);
 	if (ret)
 		goto out_put;
-	for (i = 0; i < s->nr_traces; i++)
-		WRITE_ONCE(per_cpu(ipt_pmi_trace, s->traces[i].cpu),
-			   &s->traces[i]);
+	for (i = 0; !thread && i < s->nr_traces; i++)
+		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu),
+			   &s->traces[i].pmis);
 	ret = hw->pmi_request(ipt_pmi_handler);
 	if (ret)
 		goto out_clear_pmi;
+	if (thread) {
+		ret = ipt_thread_configure(s);
+		if (ret)
+			goto out_release_pmi;
+	}
 	idev->owner = s;
 	idev->users++;
 	s->state = IPT_STATE_CONFIGURED;
 	mutex_unlock(&idev->lock);
+	cpus_read_unlock();
 	free_cpumask_var(cpus);
 	return 0;
 
+out_release_pmi:
+	hw->pmi_release();
 out_clear_pmi:
-	for (i = 0; i < s->nr_traces; i++)
-		WRITE_ONCE(per_cpu(ipt_pmi_trace, s->traces[i].cpu), NULL);
+	for (i = 0; !thread && i < s->nr_traces; i++)
+		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu), NULL);
 	ipt_session_free_traces(s);
 out_put:
 	module_put(hw->owner);
 	s->hw = NULL;
 out_unlock:
 	mutex_unlock(&idev->lock);
+	cpus_read_unlock();
+	if (thread)
+		ipt_thread_probes_put();
 out_free_mask:
 	free_cpumask_var(cpus);
 	return ret;
@@ -628,12 +635,16 @@ static long ipt_ioctl_start(struct ipt_session *s, void __user *uarg)
 		return ret;
 	cpus_read_lock();
 	mutex_lock(&s->idev->lock);
-	if (s->state == IPT_STATE_TRACING)
+	if (s->state == IPT_STATE_TRACING) {
 		ret = -EBUSY;
-	else if (s->state == IPT_STATE_IDLE)
+	} else if (s->state == IPT_STATE_IDLE) {
 		ret = -EINVAL;
-	else
+	} else if (s->mode == IPT_MODE_THREAD) {
+		ipt_thread_start(s);
+		s->state = IPT_STATE_TRACING;
+	} else {
 		ret = ipt_session_start_locked(s);
+	}
 	mutex_unlock(&s->idev->lock);
 	cpus_read_unlock();
 	return ret;
@@ -650,7 +661,7 @@ static long ipt_ioctl_stop(struct ipt_session *s, void __user *uarg)
 	if (s->state != IPT_STATE_TRACING)
 		ret = -EINVAL;
 	else
-		ipt_session_stop_locked(s);
+		ipt_session_stop_any(s);
 	mutex_unlock(&s->idev->lock);
 	cpus_read_unlock();
 	return ret;
@@ -658,26 +669,34 @@ static long ipt_ioctl_stop(struct ipt_session *s, void __user *uarg)
 
 static long ipt_ioctl_release(struct ipt_session *s, void __user *uarg)
 {
+	bool probes = false;
 	int ret = ipt_cmd_in(uarg);
 
 	if (ret)
 		return ret;
+	cpus_read_lock();
 	mutex_lock(&s->idev->lock);
 	if (s->state == IPT_STATE_TRACING)
 		ret = -EBUSY;
 	else if (s->state == IPT_STATE_IDLE)
 		ret = -EINVAL;
 	else
-		ipt_session_teardown_locked(s);
+		probes = ipt_session_teardown_locked(s);
 	mutex_unlock(&s->idev->lock);
+	cpus_read_unlock();
+	if (probes)
+		ipt_thread_probes_put();
 	return ret;
 }
 
 /* ---- IPT_IOC_GET_TRACE ------------------------------------------------- */
 
 /**
- * ipt_trace_fill() - a trace's state as of its last stop
- * @t: the trace
+ * ipt_trace_fill_pos() - a trace's state from a snapshot of its position
+ * @s: the session
+ * @buf: the trace's buffer
+ * @mmap_offset: where it maps
+ * @pos: the snapshot
  * @ts: receives everything but size, flags, cpu and the chunk array
  *
  * Ring: each PMI is one wrap (INT is on the last region only), and the
@@ -688,29 +707,31 @@ static long ipt_ioctl_release(struct ipt_session *s, void __user *uarg)
  *
  * Context: device lock held.
  */
-static void ipt_trace_fill(const struct ipt_trace *t,
-			   struct ipt_trace_state *ts)
+void ipt_trace_fill_pos(const struct ipt_session *s,
+			const struct ipt_buffer *buf, u64 mmap_offset,
+			const struct ipt_trace_pos *pos,
+			struct ipt_trace_state *ts)
 {
-	const struct ipt_buffer *buf = t->buf;
-	u64 head = 0, wraps = t->pmis_at_stop;
+	u64 head = 0, wraps = pos->wraps;
 
-	lockdep_assert_held(&t->s->idev->lock);
-	if (ipt_topa_offset(buf, t->base, t->mask, &head))
+	lockdep_assert_held(&s->idev->lock);
+	if (ipt_topa_offset(buf, pos->base, pos->mask, &head))
 		head = 0;	/* not ours: the unit was reset under us */
-	ts->state = t->s->state;
+	ts->state = s->state;
 	ts->buffer_size = buf->size;
-	ts->mmap_offset = t->mmap_offset;
+	ts->mmap_offset = mmap_offset;
 	ts->nr_chunks = buf->nr_chunks;
 	ts->nr_tables = buf->nr_tables;
-	if (t->running)
+	ts->parent = IPT_TRACE_NONE;
+	if (pos->running)
 		ts->status |= IPT_TS_RUNNING;
-	if (t->status & IPT_RTIT_STATUS_ERROR)
+	if (pos->status & IPT_RTIT_STATUS_ERROR)
 		ts->status |= IPT_TS_ERROR;
-	if (t->pmi_late)
+	if (pos->pmi_late)
 		ts->status |= IPT_TS_PMI_LATE;
 	if (buf->stop_on_full) {
 		ts->status |= IPT_TS_STOP_ON_FULL;
-		if ((t->status & IPT_RTIT_STATUS_STOPPED) || wraps)
+		if ((pos->status & IPT_RTIT_STATUS_STOPPED) || wraps)
 			ts->status |= IPT_TS_FULL;
 		ts->head = head;
 		ts->bytes_captured = head;
@@ -732,6 +753,22 @@ static void ipt_trace_fill(const struct ipt_trace *t,
 	}
 }
 
+/* A per-CPU trace's state as of its last stop.  Device lock held. */
+static void ipt_trace_fill(const struct ipt_trace *t,
+			   struct ipt_trace_state *ts)
+{
+	struct ipt_trace_pos pos = {
+		.base = t->base,
+		.mask = t->mask,
+		.status = t->status,
+		.wraps = t->pmis_at_stop,
+		.running = t->running,
+		.pmi_late = t->pmi_late,
+	};
+
+	ipt_trace_fill_pos(t->s, t->buf, t->mmap_offset, &pos, ts);
+}
+
 static long ipt_ioctl_get_trace(struct ipt_session *s, void __user *uarg)
 {
 	struct ipt_trace_state ts;
@@ -743,8 +780,8 @@ static long ipt_ioctl_get_trace(struct ipt_session *s, void __user *uarg)
 	ret = ipt_arg_in(&ts, sizeof(ts), IPT_TRACE_STATE_SIZE_VER0, uarg);
 	if (ret)
 		return ret;
-	if (ts.flags || ts.reserved0 ||
-	    memchr_inv(ts.reserved, 0, sizeof(ts.reserved)) ||
+	if (ts.flags || ts.tid || ts.parent || ts.missed || ts.switches ||
+	    ts.busy || memchr_inv(ts.reserved, 0, sizeof(ts.reserved)) ||
 	    (!ts.chunks_ptr && ts.chunks_len))
 		return -EINVAL;
 	usize = ts.size;
@@ -761,12 +798,18 @@ static long ipt_ioctl_get_trace(struct ipt_session *s, void __user *uarg)
 		ret = -EINVAL;
 		goto out_unlock;
 	}
-	t = ipt_session_trace(s, cpu);
+	if (s->mode == IPT_MODE_THREAD)
+		t = ipt_thread_trace(s, cpu);
+	else
+		t = ipt_session_trace(s, cpu);
 	if (!t) {
 		ret = -ENOENT;
 		goto out_unlock;
 	}
-	ipt_trace_fill(t, &ts);
+	if (s->mode == IPT_MODE_THREAD)
+		ipt_thread_fill(t, &ts);
+	else
+		ipt_trace_fill(t, &ts);
 	if (chunks_ptr) {
 		/* Copied out after the lock: no user access under it. */
 		n = min_t(u32, len, t->buf->nr_chunks);
@@ -813,6 +856,10 @@ long ipt_session_ioctl(struct ipt_session *s, unsigned int key,
 		return ipt_ioctl_get_trace(s, uarg);
 	case IPT_IOC_KEY(IPT_IOC_RELEASE):
 		return ipt_ioctl_release(s, uarg);
+	case IPT_IOC_KEY(IPT_IOC_ATTACH):
+		return ipt_thread_attach(s, uarg);
+	case IPT_IOC_KEY(IPT_IOC_DETACH):
+		return ipt_thread_detach(s, uarg);
 	default:
 		return -ENOTTY;
 	}

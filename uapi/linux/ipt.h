@@ -151,8 +151,10 @@ struct ipt_caps {
 
 /**
  * enum ipt_mode - what a session traces (ipt_config.mode)
- * @IPT_MODE_CPU: every chosen CPU, whatever runs on it, into a buffer per CPU
- * @IPT_MODE_THREAD: reserved for per-thread tracing; -EOPNOTSUPP for now
+ * @IPT_MODE_CPU: every chosen CPU, whatever runs on it, into a buffer per
+ *        CPU (privileged: CAP_PERFMON or CAP_SYS_ADMIN)
+ * @IPT_MODE_THREAD: chosen threads, on whatever CPU they run, each into a
+ *        buffer of its own (IPT_IOC_ATTACH); up to ipt_config.max_threads
  */
 enum ipt_mode {
 	IPT_MODE_CPU = 1,
@@ -228,9 +230,14 @@ struct ipt_addr_range {
  * @cr3_match: IA32_RTIT_CR3_MATCH with IPT_TRACE_CR3_FILTER, else 0
  * @ranges: address ranges; entries at and beyond ipt_caps.num_addr_ranges
  *        must be IPT_RANGE_OFF
- * @buffer_size: bytes of trace buffer per CPU: a multiple of 4096, at most
- *        ipt_caps.max_trace_size
+ * @buffer_size: bytes of trace buffer per CPU (per thread in
+ *        IPT_MODE_THREAD): a multiple of 4096, at most ipt_caps.max_trace_size
  * @buffer_flags: IPT_BUFFER_*
+ * @max_threads: IPT_MODE_THREAD: traces (threads) the session can hold,
+ *        1..IPT_MAX_THREADS; their buffers are allocated here, so that a
+ *        thread created under IPT_ATTACH_INHERIT gets one without
+ *        allocating.  Must be 0 in IPT_MODE_CPU.
+ * @reserved0: must be 0
  * @reserved: must be 0
  */
 struct ipt_config {
@@ -248,8 +255,13 @@ struct ipt_config {
 	struct ipt_addr_range ranges[IPT_MAX_ADDR_RANGES];
 	__u64 buffer_size;
 	__u64 buffer_flags;
-	__u64 reserved[4];
+	__u32 max_threads;
+	__u32 reserved0;
+	__u64 reserved[3];
 };
+
+/* Most traces of an IPT_MODE_THREAD session. */
+#define IPT_MAX_THREADS		1024
 
 #define IPT_CONFIG_SIZE_VER0	200	/* sizeof first published ipt_config */
 
@@ -287,17 +299,28 @@ enum ipt_state {
 #define IPT_TS_STOP_ON_FULL	_BITULL(4)	/* the buffer is stop-on-full */
 /* A PMI was still pending after stop's wait: wrap_count may be low. */
 #define IPT_TS_PMI_LATE		_BITULL(5)
+/* IPT_MODE_THREAD traces: */
+#define IPT_TS_THREAD		_BITULL(6)	/* the trace of one thread */
+#define IPT_TS_EXITED		_BITULL(7)	/* the thread exited: final */
+#define IPT_TS_DETACHED		_BITULL(8)	/* IPT_IOC_DETACH: final */
+#define IPT_TS_INHERITED	_BITULL(9)	/* attached at its creation */
+#define IPT_TS_INHERIT		_BITULL(10)	/* its new threads are traced */
+
+/* ipt_trace_state.parent when the thread was attached by IPT_IOC_ATTACH. */
+#define IPT_TRACE_NONE		0xffffffffU
 
 /**
- * struct ipt_trace_state - one CPU's trace (IPT_IOC_GET_TRACE)
+ * struct ipt_trace_state - one trace (IPT_IOC_GET_TRACE)
  * @size: the caller's sizeof(struct ipt_trace_state)
  * @flags: in: must be 0
- * @cpu: in: the CPU whose trace is wanted
+ * @cpu: in: the CPU whose trace is wanted (IPT_MODE_CPU), or the index of
+ *        the trace, 0 .. max_threads - 1 (IPT_MODE_THREAD)
  * @state: enum ipt_state of the session
  * @status: IPT_TS_*
  * @buffer_size: bytes in the buffer
  * @mmap_offset: where the buffer maps on the /dev/ipt file (mmap offset)
- * @head: where the next byte goes, 0 .. @buffer_size (as of the last stop)
+ * @head: where the next byte goes, 0 .. @buffer_size (as of the last stop;
+ *        for a thread, as of the last time it left a CPU)
  * @bytes_captured: bytes the unit wrote since the session was configured
  * @bytes_valid: bytes of trace in the buffer: min(@bytes_captured, size)
  * @oldest: buffer offset of the oldest valid byte (@head when wrapped)
@@ -308,7 +331,16 @@ enum ipt_state {
  * @chunks_len: in: entries at @chunks_ptr
  * @nr_chunks: physically contiguous chunks of the buffer
  * @nr_tables: ToPA tables (4 KiB each) describing it
- * @reserved0: in: must be 0
+ * @tid: in: must be 0; out: IPT_MODE_THREAD: the thread's id, in the pid
+ *        namespace of the process that configured the session
+ * @parent: in: must be 0; out: the trace of the thread that created this
+ *        one (IPT_TS_INHERITED), else IPT_TRACE_NONE
+ * @missed: in: must be 0; out: threads this one created that could not be
+ *        traced because every trace of the session was in use
+ * @switches: in: must be 0; out: times the thread's PT state was loaded
+ *        onto a CPU (context switches in, and starts)
+ * @busy: in: must be 0; out: times it could not be, because the CPU's
+ *        unit was already enabled by someone else (its trace has a gap)
  * @reserved: in: must be 0
  */
 struct ipt_trace_state {
@@ -329,11 +361,53 @@ struct ipt_trace_state {
 	__u32 chunks_len;
 	__u32 nr_chunks;
 	__u32 nr_tables;
-	__u32 reserved0;
-	__u64 reserved[4];
+	__u32 tid;
+	__u32 parent;
+	__u32 missed;
+	__u64 switches;
+	__u64 busy;
+	__u64 reserved[1];
 };
 
 #define IPT_TRACE_STATE_SIZE_VER0	144
+
+/* ipt_attach.flags */
+#define IPT_ATTACH_INHERIT	_BITULL(0)	/* trace its new threads and children too */
+
+/**
+ * struct ipt_attach - trace a thread (IPT_IOC_ATTACH, IPT_MODE_THREAD)
+ * @size: the caller's sizeof(struct ipt_attach)
+ * @flags: IPT_ATTACH_*
+ * @tid: the thread, in the caller's pid namespace; 0 for the calling thread.
+ *        Threads of other processes need CAP_PERFMON or CAP_SYS_ADMIN.
+ * @trace: out: the index of its trace (IPT_IOC_GET_TRACE, mmap)
+ * @reserved: must be 0
+ */
+struct ipt_attach {
+	__u32 size;
+	__u32 flags;
+	__u32 tid;
+	__u32 trace;
+	__u64 reserved[2];
+};
+
+#define IPT_ATTACH_SIZE_VER0	32
+
+/**
+ * struct ipt_detach - stop tracing a thread (IPT_IOC_DETACH)
+ * @size: the caller's sizeof(struct ipt_detach)
+ * @flags: must be 0
+ * @trace: the index of its trace; the trace stays readable
+ * @reserved: must be 0
+ */
+struct ipt_detach {
+	__u32 size;
+	__u32 flags;
+	__u32 trace;
+	__u32 reserved;
+};
+
+#define IPT_DETACH_SIZE_VER0	16
 
 #define IPT_IOC_GET_CAPS	_IOWR(IPT_IOC_MAGIC, 0x00, struct ipt_caps)
 #define IPT_IOC_CONFIGURE	_IOW(IPT_IOC_MAGIC, 0x01, struct ipt_config)
@@ -341,5 +415,7 @@ struct ipt_trace_state {
 #define IPT_IOC_STOP		_IOW(IPT_IOC_MAGIC, 0x03, struct ipt_cmd)
 #define IPT_IOC_GET_TRACE	_IOWR(IPT_IOC_MAGIC, 0x04, struct ipt_trace_state)
 #define IPT_IOC_RELEASE		_IOW(IPT_IOC_MAGIC, 0x05, struct ipt_cmd)
+#define IPT_IOC_ATTACH		_IOWR(IPT_IOC_MAGIC, 0x06, struct ipt_attach)
+#define IPT_IOC_DETACH		_IOW(IPT_IOC_MAGIC, 0x07, struct ipt_detach)
 
 #endif /* _UAPI_LINUX_IPT_H */

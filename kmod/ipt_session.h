@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ipt: sessions and traces, shared by the per-CPU code (ipt_session.c)
+ * and the per-thread code (ipt_thread.c).  See Documentation/design.rst.
+ */
+#ifndef _IPT_SESSION_H
+#define _IPT_SESSION_H
+
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/percpu.h>
+#include <linux/seqlock.h>
+#include <linux/types.h>
+
+#include "ipt.h"
+
+struct pid_namespace;
+struct task_struct;
+
+/**
+ * struct ipt_thread - the per-thread part of a trace (IPT_MODE_THREAD)
+ * @node: in the task hash while the thread is traced (ipt_thread.c)
+ * @task: the thread; a reference is held until the session is torn down
+ * @tid: its id in the session's pid namespace
+ * @parent: the trace of the thread that created it, or IPT_TRACE_NONE
+ * @flags: IPT_TS_EXITED, _DETACHED, _INHERITED and _INHERIT
+ * @missed: threads it created that found no free trace
+ * @switches: times its state was loaded onto a CPU
+ * @busy: times a load found the unit enabled by someone else
+ * @seq: makes @base, @mask, @status, @pmis_at_stop and @running of the
+ *       trace readable as one snapshot by IPT_IOC_GET_TRACE
+ * @xsave: the XSAVES area (IPT_XSAVE_ALIGN aligned), on the XSAVES path
+ * @xsave_mem: the allocation @xsave is in
+ *
+ * Locking: @flags, @missed and @node under ipt_thread_lock (a raw
+ * spinlock, also taken by the scheduler hooks).  @switches, @busy, @xsave
+ * and the trace's saved registers are written only by the CPU the thread
+ * is loaded on or being loaded on, with interrupts off, inside @seq.
+ */
+struct ipt_thread {
+	struct hlist_node node;
+	struct task_struct *task;
+	u32 tid;
+	u32 parent;
+	u32 flags;
+	u32 missed;
+	u64 switches;
+	u64 busy;
+	seqcount_t seq;
+	void *xsave;
+	void *xsave_mem;
+};
+
+/**
+ * struct ipt_trace - one trace: a CPU's (IPT_MODE_CPU) or a thread's
+ * @s: the session
+ * @cpu: the CPU; for a thread, the CPU it is loaded on (when @running) or
+ *       was loaded on last
+ * @buf: its buffer
+ * @mmap_offset: where @buf maps on the /dev/ipt file
+ * @base: IA32_RTIT_OUTPUT_BASE, as read at the last stop (or initial)
+ * @mask: IA32_RTIT_OUTPUT_MASK_PTRS, likewise
+ * @status: IA32_RTIT_STATUS, likewise
+ * @pmis_at_stop: @pmis as it was after the last stop's PMI drain
+ * @running: TraceEn is set on @cpu for this trace
+ * @pmi_late: a stop found a PMI still pending after the drain timeout
+ * @err: result of the last cross-CPU call
+ * @pmis: ToPA PMIs taken for this buffer (the INT is on the last region
+ *        only, so each is one wrap of a ring, or a full stop-on-full
+ *        buffer); incremented by the PMI handler in NMI context
+ * @th: per-thread state; unused in IPT_MODE_CPU
+ *
+ * Locking: per-CPU traces: everything but @pmis under the device lock;
+ * the cross-CPU calls write @base, @mask, @status, @running and @err while
+ * the caller holds the device lock and waits for them.  Thread traces:
+ * see struct ipt_thread.
+ */
+struct ipt_trace {
+	struct ipt_session *s;
+	unsigned int cpu;
+	struct ipt_buffer *buf;
+	u64 mmap_offset;
+	u64 base;
+	u64 mask;
+	u64 status;
+	u64 pmis_at_stop;
+	bool running;
+	bool pmi_late;
+	int err;
+	atomic64_t pmis;
+	struct ipt_thread th;
+};
+
+/* An MSR and the value a thread's switch-in writes to it. */
+struct ipt_msr_val {
+	u32 msr;
+	u64 val;
+};
+
+/**
+ * struct ipt_session - the state of one open /dev/ipt file
+ * @idev: the device
+ * @state: enum ipt_state
+ * @mode: enum ipt_mode (valid when not IDLE)
+ * @hw: the backend, pinned (module reference, @idev->users) while the
+ *      session is not IDLE
+ * @hwcfg: the MSR values the configuration programs
+ * @nr_ranges: ADDRn pairs to program (the unit's number of ranges)
+ * @has_cr3: the unit has CR3 filtering, so CR3_MATCH exists
+ * @nr_traces: entries of @traces
+ * @traces: per-CPU: one per chosen CPU, in CPU order; per-thread: the
+ *          max_threads traces, used in order
+ * @map_size: bytes of all buffers together: the mmap space
+ * @xsaves: per-thread: threads are switched with XSAVES / XRSTORS
+ * @tracing: per-thread: threads are loaded at switch-in (READ_ONCE in
+ *           the scheduler hooks)
+ * @nr_used: per-thread: traces handed out (under ipt_thread_lock)
+ * @privileged: the configuring caller had CAP_PERFMON or CAP_SYS_ADMIN
+ * @pid_ns: per-thread: the pid namespace tids are reported in
+ * @nr_switch_msrs: entries of @switch_msrs
+ * @switch_msrs: filter MSRs each switch-in writes before enabling: on
+ *               the MSR path CR3_MATCH and the ADDRn pairs in use; on the
+ *               XSAVES path only the ADDRn pairs it does not hold
+ *
+ * Locking: every field under @idev->lock, except where noted.  A session
+ * that is not IDLE is @idev->owner.
+ */
+struct ipt_session {
+	struct ipt_device *idev;
+	enum ipt_state state;
+	enum ipt_mode mode;
+	const struct ipt_hw_ops *hw;
+	struct ipt_hwcfg hwcfg;
+	unsigned int nr_ranges;
+	bool has_cr3;
+	unsigned int nr_traces;
+	struct ipt_trace *traces;
+	u64 map_size;
+	bool xsaves;
+	bool tracing;
+	unsigned int nr_used;
+	bool privileged;
+	struct pid_namespace *pid_ns;
+	unsigned int nr_switch_msrs;
+	struct ipt_msr_val switch_msrs[1 + 2 * IPT_MAX_ADDR_RANGES];
+};
+
+/**
+ * struct ipt_trace_pos - a trace's position, as one snapshot
+ * @base: IA32_RTIT_OUTPUT_BASE
+ * @mask: IA32_RTIT_OUTPUT_MASK_PTRS
+ * @status: IA32_RTIT_STATUS
+ * @wraps: PMIs counted up to that moment
+ * @running: the unit was tracing into it at the time of the call
+ * @pmi_late: a PMI could not be waited for
+ */
+struct ipt_trace_pos {
+	u64 base;
+	u64 mask;
+	u64 status;
+	u64 wraps;
+	bool running;
+	bool pmi_late;
+};
+
+/*
+ * The counter the ToPA PMI handler increments on this CPU: the loaded
+ * trace's @pmis, or NULL.
+ */
+DECLARE_PER_CPU(atomic64_t *, ipt_pmi_count);
+
+/* ipt_session.c */
+void ipt_trace_fill_pos(const struct ipt_session *s,
+			const struct ipt_buffer *buf, u64 mmap_offset,
+			const struct ipt_trace_pos *pos,
+			struct ipt_trace_state *ts);
+
+/* ipt_thread.c */
+int ipt_thread_probes_get(void);
+void ipt_thread_probes_put(void);
+int ipt_thread_configure(struct ipt_session *s);
+void ipt_thread_start(struct ipt_session *s);
+void ipt_thread_stop(struct ipt_session *s);
+void ipt_thread_teardown(struct ipt_session *s);
+void ipt_thread_cpu_online(struct ipt_session *s, unsigned int cpu);
+long ipt_thread_attach(struct ipt_session *s, void __user *uarg);
+long ipt_thread_detach(struct ipt_session *s, void __user *uarg);
+void ipt_thread_fill(const struct ipt_trace *t, struct ipt_trace_state *ts);
+struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx);
+int ipt_thread_init(void);
+void ipt_thread_exit(void);
+#if IS_ENABLED(CONFIG_KUNIT)
+void ipt_thread_area_init(const struct ipt_session *s, struct ipt_trace *t);
+bool ipt_thread_load(struct ipt_trace *t);
+void ipt_thread_unload(struct ipt_trace *t);
+void ipt_thread_switch_msrs(struct ipt_session *s);
+#endif
+
+#endif /* _IPT_SESSION_H */

@@ -1,0 +1,1126 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt: per-thread mode - PT state that follows threads across context
+ * switches.
+ *
+ * A per-thread session owns max_threads traces, allocated at configure
+ * time.  Traced threads are found from their task_struct in a hash table;
+ * two scheduler tracepoints do the work:
+ *
+ *  - sched_switch (runs in __schedule() with the runqueue lock held and
+ *    interrupts off): the outgoing thread's PT state is saved and the unit
+ *    stopped; the incoming thread's state is restored and the unit enabled.
+ *    With XSAVES support for the PT component that is one XSAVES and one
+ *    XRSTORS (RFBM = bit 8, IA32_XSS bit 8 set for the session); otherwise
+ *    it is the SDM sequence of MSR accesses.  The hooks never sleep, never
+ *    allocate and never take a lock other than ipt_thread_lock (a raw
+ *    spinlock) when a traced thread dies.
+ *  - sched_process_fork (runs in the parent before the child first runs):
+ *    a thread traced with IPT_ATTACH_INHERIT hands one of the session's
+ *    free traces to the new thread, so it is traced from its first
+ *    instruction.
+ *  - sched_process_exec: a thread of an unprivileged session that execs a
+ *    program gaining privilege (setuid, file capabilities) is detached.
+ *
+ * Documentation/design.rst ("Per-thread mode") describes what runs where
+ * and under which lock; the per-switch cost is measured there.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/binfmts.h>
+#include <linux/capability.h>
+#include <linux/cpu.h>
+#include <linux/debugfs.h>
+#include <linux/hashtable.h>
+#include <linux/lockdep.h>
+#include <linux/math64.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/tracepoint.h>
+#include <linux/uaccess.h>
+#include <kunit/visibility.h>
+
+#include "ipt_session.h"
+
+static bool force_msr;
+module_param(force_msr, bool, 0644);
+MODULE_PARM_DESC(force_msr,
+		 "per-thread mode: switch PT state with MSR accesses even where XSAVES could (read when a session is configured)");
+
+/* The traced threads, by task_struct; writers hold ipt_thread_lock. */
+static DEFINE_HASHTABLE(ipt_thread_hash, 8);
+static DEFINE_RAW_SPINLOCK(ipt_thread_lock);
+
+/* The per-thread session, if one is configured (one at a time: owner). */
+static struct ipt_session __rcu *ipt_thread_session;
+
+/* The trace whose state is on this CPU's unit. */
+static DEFINE_PER_CPU(struct ipt_trace *, ipt_thread_loaded);
+
+/* IA32_XSS as found, on CPUs where a session set bit 8. */
+static DEFINE_PER_CPU(u64, ipt_xss_orig);
+static DEFINE_PER_CPU(bool, ipt_xss_changed);
+
+/* Takes the count of a PMI that arrives while a thread is being unloaded. */
+static DEFINE_PER_CPU(atomic64_t, ipt_pmi_orphans);
+
+/**
+ * struct ipt_switch_stats - what the switching path did on one CPU
+ * @loads: thread states loaded (switch-in, start, attach)
+ * @unloads: thread states saved (switch-out, stop, detach, exit)
+ * @busy: loads refused because the unit was enabled by someone else
+ * @rdmsr: RDMSRs executed by loads and unloads
+ * @wrmsr: WRMSRs executed by loads and unloads
+ * @xsaves: XSAVES executed
+ * @xrstors: XRSTORS executed
+ * @pmis: ToPA PMIs found pending at unload and counted there
+ */
+struct ipt_switch_stats {
+	u64 loads;
+	u64 unloads;
+	u64 busy;
+	u64 rdmsr;
+	u64 wrmsr;
+	u64 xsaves;
+	u64 xrstors;
+	u64 pmis;
+};
+
+static DEFINE_PER_CPU(struct ipt_switch_stats, ipt_switch_stats);
+
+/* ---- the save / restore sequences (interrupts off) ------------------- */
+
+static int ipt_th_rd(const struct ipt_hw_ops *hw, u32 msr, u64 *val)
+{
+	this_cpu_inc(ipt_switch_stats.rdmsr);
+	return hw->read_msr(msr, val);
+}
+
+static int ipt_th_wr(const struct ipt_hw_ops *hw, u32 msr, u64 val)
+{
+	this_cpu_inc(ipt_switch_stats.wrmsr);
+	return hw->write_msr(msr, val);
+}
+
+static u64 *ipt_xsave_fields(void *area)
+{
+	return area + IPT_XSAVE_PT_OFFSET;
+}
+
+/* STATUS bits a restore keeps: sticky Error / Stopped and the PSB rhythm. */
+#define IPT_STATUS_KEEP	(IPT_RTIT_STATUS_ERROR | IPT_RTIT_STATUS_STOPPED | \
+			 IPT_RTIT_STATUS_BYTECNT)
+
+/**
+ * ipt_thread_area_init() - the XSAVES area of a thread that never ran
+ * @s: the session (its configuration)
+ * @t: the trace; @t->th.xsave is zeroed, IPT_XSAVE_AREA_SIZE bytes
+ *
+ * Builds what XSAVES would have stored for the trace at its start: the
+ * compacted-format header with XSTATE_BV = XCOMP_BV = bit 8 (XCOMP_BV
+ * also bit 63), and the component: CTL with TraceEn, OUTPUT_BASE at the
+ * first ToPA table, OUTPUT_MASK_PTRS at its first entry, STATUS 0, the
+ * CR3 and ADDR0/1 filter values.
+ *
+ * Context: any; @t is not loaded anywhere.
+ */
+VISIBLE_IF_KUNIT void ipt_thread_area_init(const struct ipt_session *s,
+					   struct ipt_trace *t)
+{
+	u64 *hdr = t->th.xsave + IPT_XSAVE_HDR_OFFSET;
+	u64 *v = ipt_xsave_fields(t->th.xsave);
+
+	hdr[0] = BIT_ULL(IPT_CPUID_XSAVE_PT_COMPONENT);
+	hdr[1] = BIT_ULL(63) | BIT_ULL(IPT_CPUID_XSAVE_PT_COMPONENT);
+	v[IPT_XSAVE_CTL] = s->hwcfg.ctl | IPT_RTIT_CTL_TRACEEN;
+	v[IPT_XSAVE_OUTPUT_BASE] = t->base;
+	v[IPT_XSAVE_OUTPUT_MASK] = t->mask;
+	v[IPT_XSAVE_STATUS] = t->status & IPT_STATUS_KEEP;
+	v[IPT_XSAVE_CR3_MATCH] = s->has_cr3 ? s->hwcfg.cr3_match : 0;
+	if (s->nr_ranges > 0) {
+		v[IPT_XSAVE_ADDR0_A] = s->hwcfg.addr_a[0];
+		v[IPT_XSAVE_ADDR0_B] = s->hwcfg.addr_b[0];
+	}
+	if (s->nr_ranges > 1) {
+		v[IPT_XSAVE_ADDR1_A] = s->hwcfg.addr_a[1];
+		v[IPT_XSAVE_ADDR1_B] = s->hwcfg.addr_b[1];
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_thread_area_init);
+
+/**
+ * ipt_thread_load() - put a thread's PT state on this CPU's unit, enabled
+ * @t: the trace of the thread that runs (or is about to run) here
+ *
+ * XSAVES path: the ADDRn pairs the component lacks (ranges 2 and 3, when
+ * used), then XRSTORS.  MSR path, in the SDM order: OUTPUT_BASE,
+ * OUTPUT_MASK_PTRS, STATUS, CR3_MATCH and the ADDRn pairs in use, CTL with
+ * TraceEn last.  A unit that someone else enabled makes the first write
+ * fault (every one of them is #GP while TraceEn = 1), so nothing of theirs
+ * is changed: the load is counted in @t->th.busy and the thread runs
+ * untraced until its next switch-in.
+ *
+ * Context: interrupts off, on the CPU the thread runs on; nothing loaded.
+ * Return: true when the unit now traces into @t.
+ */
+VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
+{
+	const struct ipt_session *s = t->s;
+	const struct ipt_hw_ops *hw = s->hw;
+	unsigned int i;
+	int ret = 0;
+
+	lockdep_assert_irqs_disabled();
+	/* Counted from the first byte on: set before TraceEn. */
+	this_cpu_write(ipt_pmi_count, &t->pmis);
+	if (s->xsaves) {
+		for (i = 0; !ret && i < s->nr_switch_msrs; i++)
+			ret = ipt_th_wr(hw, s->switch_msrs[i].msr,
+					s->switch_msrs[i].val);
+		if (!ret) {
+			this_cpu_inc(ipt_switch_stats.xrstors);
+			ret = hw->xrstors(t->th.xsave);
+		}
+	} else {
+		ret = ipt_th_wr(hw, IPT_MSR_RTIT_OUTPUT_BASE, t->base);
+		if (!ret)
+			ret = ipt_th_wr(hw, IPT_MSR_RTIT_OUTPUT_MASK, t->mask);
+		if (!ret)
+			ret = ipt_th_wr(hw, IPT_MSR_RTIT_STATUS,
+					t->status & IPT_STATUS_KEEP);
+		for (i = 0; !ret && i < s->nr_switch_msrs; i++)
+			ret = ipt_th_wr(hw, s->switch_msrs[i].msr,
+					s->switch_msrs[i].val);
+		if (!ret)
+			ret = ipt_th_wr(hw, IPT_MSR_RTIT_CTL,
+					s->hwcfg.ctl | IPT_RTIT_CTL_TRACEEN);
+	}
+
+	write_seqcount_begin(&t->th.seq);
+	if (ret) {
+		t->th.busy++;
+	} else {
+		t->th.switches++;
+		t->cpu = smp_processor_id();
+		t->running = true;
+	}
+	write_seqcount_end(&t->th.seq);
+
+	if (ret) {
+		this_cpu_write(ipt_pmi_count, NULL);
+		this_cpu_inc(ipt_switch_stats.busy);
+		return false;
+	}
+	this_cpu_write(ipt_thread_loaded, t);
+	this_cpu_inc(ipt_switch_stats.loads);
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_thread_load);
+
+/**
+ * ipt_thread_unload() - save the state of the thread loaded on this CPU
+ * @t: this CPU's loaded trace
+ *
+ * XSAVES (which clears TraceEn) or, on the MSR path, CTL without TraceEn
+ * and then OUTPUT_BASE, OUTPUT_MASK_PTRS and STATUS.  Then the ToPA PMI:
+ * one raised by this thread's output but not yet handled (PMIs are NMIs
+ * on hardware and hard interrupts in the simulator, which cannot run
+ * here) is counted for @t and acknowledged, so that it is neither lost
+ * nor counted for the next thread.  While that is settled, a PMI that
+ * does arrive is counted into a per-CPU orphan counter instead, and one
+ * PMI is counted for @t if either saw it.
+ *
+ * Context: interrupts off, on the CPU @t is loaded on.
+ */
+VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
+{
+	const struct ipt_session *s = t->s;
+	const struct ipt_hw_ops *hw = s->hw;
+	atomic64_t *orphans = this_cpu_ptr(&ipt_pmi_orphans);
+	u64 base = t->base, mask = t->mask, status = t->status, gs = 0;
+	s64 orphaned;
+	bool pending;
+
+	lockdep_assert_irqs_disabled();
+	if (s->xsaves) {
+		u64 *v = ipt_xsave_fields(t->th.xsave);
+
+		this_cpu_inc(ipt_switch_stats.xsaves);
+		if (!hw->xsaves(t->th.xsave)) {
+			base = v[IPT_XSAVE_OUTPUT_BASE];
+			mask = v[IPT_XSAVE_OUTPUT_MASK];
+			status = v[IPT_XSAVE_STATUS];
+		}
+	} else if (!ipt_th_wr(hw, IPT_MSR_RTIT_CTL, s->hwcfg.ctl)) {
+		ipt_th_rd(hw, IPT_MSR_RTIT_OUTPUT_BASE, &base);
+		ipt_th_rd(hw, IPT_MSR_RTIT_OUTPUT_MASK, &mask);
+		ipt_th_rd(hw, IPT_MSR_RTIT_STATUS, &status);
+	}
+
+	orphaned = atomic64_read(orphans);
+	this_cpu_write(ipt_pmi_count, orphans);
+	pending = !ipt_th_rd(hw, IPT_MSR_PERF_GLOBAL_STATUS, &gs) &&
+		  (gs & IPT_GLOBAL_STATUS_TOPA_PMI);
+	if (pending)
+		ipt_th_wr(hw, IPT_MSR_PERF_GLOBAL_OVF_CTRL,
+			  IPT_GLOBAL_STATUS_TOPA_PMI);
+	this_cpu_write(ipt_pmi_count, NULL);
+	if (pending || atomic64_read(orphans) != orphaned) {
+		atomic64_inc(&t->pmis);
+		this_cpu_inc(ipt_switch_stats.pmis);
+	}
+
+	write_seqcount_begin(&t->th.seq);
+	t->base = base;
+	t->mask = mask;
+	t->status = status;
+	t->pmis_at_stop = atomic64_read(&t->pmis);
+	t->running = false;
+	write_seqcount_end(&t->th.seq);
+
+	this_cpu_write(ipt_thread_loaded, NULL);
+	this_cpu_inc(ipt_switch_stats.unloads);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_thread_unload);
+
+/* ---- the task hash ----------------------------------------------------- */
+
+/* Context: RCU read side (the hooks run with preemption off). */
+static struct ipt_trace *ipt_thread_find(struct task_struct *task)
+{
+	struct ipt_trace *t;
+
+	hash_for_each_possible_rcu(ipt_thread_hash, t, th.node,
+				   (unsigned long)task)
+		if (t->th.task == task)
+			return t;
+	return NULL;
+}
+
+static bool ipt_thread_live(const struct ipt_trace *t)
+{
+	return !(READ_ONCE(t->th.flags) & (IPT_TS_EXITED | IPT_TS_DETACHED));
+}
+
+/*
+ * Hand the next free trace to @task.  Context: ipt_thread_lock held;
+ * @s has a free trace.
+ */
+static struct ipt_trace *ipt_thread_bind(struct ipt_session *s,
+					 struct task_struct *task, u32 parent,
+					 u32 flags)
+{
+	struct ipt_trace *t = &s->traces[s->nr_used];
+
+	lockdep_assert_held(&ipt_thread_lock);
+	get_task_struct(task);
+	t->th.task = task;
+	t->th.tid = task_pid_nr_ns(task, s->pid_ns);
+	t->th.parent = parent;
+	t->th.flags = flags;
+	hash_add_rcu(ipt_thread_hash, &t->th.node, (unsigned long)task);
+	/* The trace's fields before the count that publishes it. */
+	smp_store_release(&s->nr_used, s->nr_used + 1);
+	return t;
+}
+
+/* Context: ipt_thread_lock held. */
+static void ipt_thread_unhash(struct ipt_trace *t, u32 why)
+{
+	lockdep_assert_held(&ipt_thread_lock);
+	t->th.flags |= why;
+	if (!hlist_unhashed(&t->th.node))
+		hash_del_rcu(&t->th.node);
+}
+
+/* ---- scheduler hooks --------------------------------------------------- */
+
+static void ipt_probe_switch(void *data, bool preempt,
+			     struct task_struct *prev,
+			     struct task_struct *next, unsigned int prev_state)
+{
+	struct ipt_trace *t = this_cpu_read(ipt_thread_loaded);
+	struct ipt_session *s;
+
+	/* Whatever is loaded belongs to @prev, which leaves the CPU. */
+	if (t)
+		ipt_thread_unload(t);
+	s = rcu_dereference_sched(ipt_thread_session);
+	if (!s)
+		return;
+	if (prev_state & TASK_DEAD) {
+		t = ipt_thread_find(prev);
+		if (t) {
+			raw_spin_lock(&ipt_thread_lock);
+			ipt_thread_unhash(t, IPT_TS_EXITED);
+			raw_spin_unlock(&ipt_thread_lock);
+		}
+	}
+	if (!READ_ONCE(s->tracing))
+		return;
+	t = ipt_thread_find(next);
+	if (t)
+		ipt_thread_load(t);
+}
+
+static void ipt_probe_fork(void *data, struct task_struct *parent,
+			   struct task_struct *child)
+{
+	struct ipt_trace *pt;
+	struct ipt_session *s;
+	unsigned long flags;
+
+	s = rcu_dereference_sched(ipt_thread_session);
+	if (!s)
+		return;
+	pt = ipt_thread_find(parent);
+	if (!pt || !(READ_ONCE(pt->th.flags) & IPT_TS_INHERIT))
+		return;
+	raw_spin_lock_irqsave(&ipt_thread_lock, flags);
+	if (!ipt_thread_live(pt))
+		goto out;
+	if (s->nr_used == s->nr_traces) {
+		pt->th.missed++;
+		goto out;
+	}
+	ipt_thread_bind(s, child, pt - s->traces,
+			IPT_TS_INHERITED | IPT_TS_INHERIT);
+out:
+	raw_spin_unlock_irqrestore(&ipt_thread_lock, flags);
+}
+
+/*
+ * An unprivileged session must not see a program that gains privilege
+ * (what ptrace forbids as well): such an exec detaches the thread.
+ */
+static void ipt_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
+			   struct linux_binprm *bprm)
+{
+	struct ipt_trace *t;
+	struct ipt_session *s;
+	unsigned long flags;
+
+	s = rcu_dereference_sched(ipt_thread_session);
+	if (!s || !bprm->secureexec || s->privileged)
+		return;
+	t = ipt_thread_find(p);
+	if (!t)
+		return;
+	local_irq_save(flags);
+	if (this_cpu_read(ipt_thread_loaded) == t)
+		ipt_thread_unload(t);
+	raw_spin_lock(&ipt_thread_lock);
+	ipt_thread_unhash(t, IPT_TS_DETACHED);
+	raw_spin_unlock(&ipt_thread_lock);
+	local_irq_restore(flags);
+}
+
+/**
+ * struct ipt_probe - a scheduler tracepoint ipt hooks
+ * @name: the tracepoint
+ * @probe: the hook
+ * @tp: the tracepoint, once found
+ */
+struct ipt_probe {
+	const char *name;
+	void *probe;
+	struct tracepoint *tp;
+};
+
+static struct ipt_probe ipt_probes[] = {
+	{ .name = "sched_switch", .probe = ipt_probe_switch },
+	{ .name = "sched_process_fork", .probe = ipt_probe_fork },
+	{ .name = "sched_process_exec", .probe = ipt_probe_exec },
+};
+
+static DEFINE_MUTEX(ipt_probes_lock);
+static unsigned int ipt_probes_users;	/* under ipt_probes_lock */
+
+static void ipt_probe_lookup(struct tracepoint *tp, void *priv)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ipt_probes); i++)
+		if (!strcmp(tp->name, ipt_probes[i].name))
+			ipt_probes[i].tp = tp;
+}
+
+/**
+ * ipt_thread_probes_get() - hook the scheduler for a per-thread session
+ *
+ * The hooks stay registered only while a per-thread session exists, so
+ * that context switches cost nothing otherwise.  Registration enables
+ * static keys, which takes the CPU hotplug lock: call it with neither that
+ * nor the device lock held.
+ *
+ * Context: process context, may sleep.
+ * Return: 0 or a negative errno.
+ */
+int ipt_thread_probes_get(void)
+{
+	unsigned int i;
+	int ret = 0;
+
+	mutex_lock(&ipt_probes_lock);
+	if (ipt_probes_users++)
+		goto out;
+	for (i = 0; i < ARRAY_SIZE(ipt_probes); i++) {
+		ret = tracepoint_probe_register(ipt_probes[i].tp,
+						ipt_probes[i].probe, NULL);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		while (i--)
+			tracepoint_probe_unregister(ipt_probes[i].tp,
+						    ipt_probes[i].probe, NULL);
+		tracepoint_synchronize_unregister();
+		ipt_probes_users--;
+	}
+out:
+	mutex_unlock(&ipt_probes_lock);
+	return ret;
+}
+
+/**
+ * ipt_thread_probes_put() - undo ipt_thread_probes_get()
+ *
+ * On return from the last put no hook is running.
+ *
+ * Context: process context, may sleep; no device or hotplug lock held.
+ */
+void ipt_thread_probes_put(void)
+{
+	unsigned int i;
+
+	mutex_lock(&ipt_probes_lock);
+	if (!WARN_ON_ONCE(!ipt_probes_users) && !--ipt_probes_users) {
+		for (i = 0; i < ARRAY_SIZE(ipt_probes); i++)
+			tracepoint_probe_unregister(ipt_probes[i].tp,
+						    ipt_probes[i].probe, NULL);
+		tracepoint_synchronize_unregister();
+	}
+	mutex_unlock(&ipt_probes_lock);
+}
+
+/* ---- IA32_XSS ------------------------------------------------------------ */
+
+/*
+ * Set IA32_XSS bit 8 on this CPU for the session, with every PT MSR at
+ * its initial value first (the only time changing XSS is safe).  A unit
+ * someone else has enabled is left alone: its XRSTORS will fault, which
+ * counts as busy.  Context: interrupts off, on the CPU.
+ */
+static void ipt_xss_set_on_cpu(void *arg)
+{
+	const struct ipt_session *s = arg;
+	const struct ipt_hw_ops *hw = s->hw;
+	unsigned int i;
+	u64 ctl, xss;
+
+	if (this_cpu_read(ipt_xss_changed) ||
+	    hw->read_msr(IPT_MSR_RTIT_CTL, &ctl) ||
+	    (ctl & IPT_RTIT_CTL_TRACEEN) || hw->read_msr(IPT_MSR_XSS, &xss))
+		return;
+	hw->write_msr(IPT_MSR_RTIT_CTL, 0);
+	hw->write_msr(IPT_MSR_RTIT_STATUS, 0);
+	hw->write_msr(IPT_MSR_RTIT_OUTPUT_BASE, 0);
+	hw->write_msr(IPT_MSR_RTIT_OUTPUT_MASK, IPT_RTIT_MASK_LOW);
+	if (s->has_cr3)
+		hw->write_msr(IPT_MSR_RTIT_CR3_MATCH, 0);
+	for (i = 0; i < s->nr_ranges; i++) {
+		hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), 0);
+		hw->write_msr(IPT_MSR_RTIT_ADDR_B(i), 0);
+	}
+	if (!hw->write_msr(IPT_MSR_XSS, xss | IPT_XSS_PT)) {
+		this_cpu_write(ipt_xss_orig, xss);
+		this_cpu_write(ipt_xss_changed, true);
+	}
+}
+
+/* Put IA32_XSS back, PT MSRs at their initial values first. */
+static void ipt_xss_restore_on_cpu(void *arg)
+{
+	const struct ipt_session *s = arg;
+	const struct ipt_hw_ops *hw = s->hw;
+	u64 ctl;
+
+	if (!this_cpu_read(ipt_xss_changed))
+		return;
+	if (!hw->read_msr(IPT_MSR_RTIT_CTL, &ctl) &&
+	    !(ctl & IPT_RTIT_CTL_TRACEEN)) {
+		hw->write_msr(IPT_MSR_RTIT_CTL, 0);
+		hw->write_msr(IPT_MSR_RTIT_STATUS, 0);
+		hw->write_msr(IPT_MSR_RTIT_OUTPUT_BASE, 0);
+		hw->write_msr(IPT_MSR_RTIT_OUTPUT_MASK, IPT_RTIT_MASK_LOW);
+	}
+	hw->write_msr(IPT_MSR_XSS, this_cpu_read(ipt_xss_orig));
+	this_cpu_write(ipt_xss_changed, false);
+}
+
+/* ---- session operations (device lock held) ------------------------------ */
+
+/**
+ * ipt_thread_switch_msrs() - the filter MSRs each switch-in writes
+ * @s: the session, its configuration and path chosen
+ *
+ * MSR path: CR3_MATCH when CR3 filtering is on, and each ADDRn pair whose
+ * ADDRn_CFG is not 0.  XSAVES path: only such pairs beyond the two the
+ * XSAVES component holds.  Stored in @s->switch_msrs.
+ */
+VISIBLE_IF_KUNIT void ipt_thread_switch_msrs(struct ipt_session *s)
+{
+	unsigned int i, n = 0;
+
+	if (!s->xsaves && (s->hwcfg.ctl & IPT_RTIT_CTL_CR3FILTER)) {
+		s->switch_msrs[n].msr = IPT_MSR_RTIT_CR3_MATCH;
+		s->switch_msrs[n++].val = s->hwcfg.cr3_match;
+	}
+	for (i = s->xsaves ? 2 : 0; i < s->nr_ranges; i++) {
+		if (!(s->hwcfg.ctl & (0xfULL << IPT_RTIT_CTL_ADDR_CFG_SHIFT(i))))
+			continue;
+		s->switch_msrs[n].msr = IPT_MSR_RTIT_ADDR_A(i);
+		s->switch_msrs[n++].val = s->hwcfg.addr_a[i];
+		s->switch_msrs[n].msr = IPT_MSR_RTIT_ADDR_B(i);
+		s->switch_msrs[n++].val = s->hwcfg.addr_b[i];
+	}
+	s->nr_switch_msrs = n;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_thread_switch_msrs);
+
+/**
+ * ipt_thread_configure() - make a configured session a per-thread one
+ * @s: the session, its traces allocated, not yet published
+ *
+ * Chooses the switching path, prepares each trace (and its XSAVES area),
+ * sets IA32_XSS bit 8 on the online CPUs for the XSAVES path, and
+ * publishes the session to the scheduler hooks (which must be registered:
+ * ipt_thread_probes_get()).
+ *
+ * Context: process context; cpus read lock and device lock held.
+ * Return: 0 or -ENOMEM (then nothing is left to undo).
+ */
+int ipt_thread_configure(struct ipt_session *s)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&s->idev->lock);
+
+	s->xsaves = !READ_ONCE(force_msr) &&
+		    (s->idev->caps.features & IPT_FEAT_XSAVES_PT);
+	for (i = 0; s->xsaves && i < s->nr_traces; i++) {
+		struct ipt_trace *t = &s->traces[i];
+
+		t->th.xsave_mem = kzalloc(IPT_XSAVE_AREA_SIZE + IPT_XSAVE_ALIGN,
+					  GFP_KERNEL);
+		if (!t->th.xsave_mem)
+			goto err_free;
+		t->th.xsave = PTR_ALIGN(t->th.xsave_mem, IPT_XSAVE_ALIGN);
+	}
+	ipt_thread_switch_msrs(s);
+	for (i = 0; i < s->nr_traces; i++) {
+		struct ipt_trace *t = &s->traces[i];
+
+		INIT_HLIST_NODE(&t->th.node);
+		seqcount_init(&t->th.seq);
+		t->th.parent = IPT_TRACE_NONE;
+		if (s->xsaves)
+			ipt_thread_area_init(s, t);
+	}
+	s->pid_ns = get_pid_ns(task_active_pid_ns(current));
+	s->nr_used = 0;
+	s->tracing = false;
+	if (s->xsaves)
+		on_each_cpu(ipt_xss_set_on_cpu, s, 1);
+	raw_spin_lock_irq(&ipt_thread_lock);
+	rcu_assign_pointer(ipt_thread_session, s);
+	raw_spin_unlock_irq(&ipt_thread_lock);
+	return 0;
+
+err_free:
+	while (i--) {
+		kfree(s->traces[i].th.xsave_mem);
+		s->traces[i].th.xsave_mem = NULL;
+		s->traces[i].th.xsave = NULL;
+	}
+	return -ENOMEM;
+}
+
+/* The number of traces handed out, and their fields, as of now. */
+static unsigned int ipt_thread_nr_used(struct ipt_session *s)
+{
+	/* Pairs with the release in ipt_thread_bind(). */
+	return smp_load_acquire(&s->nr_used);
+}
+
+/*
+ * Load the thread that runs on this CPU, if it is one of @arg's live
+ * threads and nothing is loaded.  Context: a cross-CPU call, or the
+ * thread itself with interrupts off.
+ */
+static void ipt_thread_kick_on_cpu(void *arg)
+{
+	struct ipt_session *s = arg;
+	struct ipt_trace *t;
+
+	if (this_cpu_read(ipt_thread_loaded) || !READ_ONCE(s->tracing))
+		return;
+	t = ipt_thread_find(current);
+	if (t && ipt_thread_live(t))
+		ipt_thread_load(t);
+}
+
+/*
+ * Load threads that are running right now; the hook loads the others at
+ * their next switch-in.  A call to every CPU closes the race with a
+ * switch-in in flight: on each CPU either the hook runs after the call
+ * and sees @s->tracing and the hash as they are now, or it ran before and
+ * the call finds the thread current.
+ */
+static void ipt_thread_kick(struct ipt_session *s)
+{
+	on_each_cpu(ipt_thread_kick_on_cpu, s, 1);
+}
+
+static void ipt_thread_unload_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+
+	if (this_cpu_read(ipt_thread_loaded) == t)
+		ipt_thread_unload(t);
+}
+
+/*
+ * Unload a trace that no hook can load any more (not tracing, or out of
+ * the hash, and a grace period since).
+ */
+static void ipt_thread_settle(struct ipt_trace *t)
+{
+	if (READ_ONCE(t->running))
+		smp_call_function_single(READ_ONCE(t->cpu),
+					 ipt_thread_unload_on_cpu, t, 1);
+}
+
+/**
+ * ipt_thread_start() - start tracing the session's threads
+ * @s: the session
+ *
+ * Context: process context; cpus read lock and device lock held.
+ */
+void ipt_thread_start(struct ipt_session *s)
+{
+	lockdep_assert_held(&s->idev->lock);
+	WRITE_ONCE(s->tracing, true);
+	ipt_thread_kick(s);
+}
+
+/**
+ * ipt_thread_stop() - stop tracing; every thread's state saved
+ * @s: the session
+ *
+ * Context: process context, sleeps (a grace period); cpus read lock and
+ * device lock held.
+ */
+void ipt_thread_stop(struct ipt_session *s)
+{
+	unsigned int i, n;
+
+	lockdep_assert_held(&s->idev->lock);
+	WRITE_ONCE(s->tracing, false);
+	/* Every hook that could still load a thread has returned. */
+	synchronize_rcu();
+	n = ipt_thread_nr_used(s);
+	for (i = 0; i < n; i++)
+		ipt_thread_settle(&s->traces[i]);
+}
+
+/**
+ * ipt_thread_teardown() - unpublish the session and let its threads go
+ * @s: the session, stopped
+ *
+ * Context: process context, sleeps; cpus read lock and device lock held.
+ * The caller unregisters the hooks afterwards (ipt_thread_probes_put()).
+ */
+void ipt_thread_teardown(struct ipt_session *s)
+{
+	unsigned int i, n;
+
+	lockdep_assert_held(&s->idev->lock);
+	raw_spin_lock_irq(&ipt_thread_lock);
+	RCU_INIT_POINTER(ipt_thread_session, NULL);
+	raw_spin_unlock_irq(&ipt_thread_lock);
+	synchronize_rcu();
+
+	n = ipt_thread_nr_used(s);
+	for (i = 0; i < n; i++) {
+		struct ipt_trace *t = &s->traces[i];
+
+		ipt_thread_settle(t);
+		raw_spin_lock_irq(&ipt_thread_lock);
+		if (!hlist_unhashed(&t->th.node))
+			hash_del_rcu(&t->th.node);
+		raw_spin_unlock_irq(&ipt_thread_lock);
+	}
+	/* No reader of the hash still sees them. */
+	synchronize_rcu();
+	for (i = 0; i < n; i++) {
+		put_task_struct(s->traces[i].th.task);
+		s->traces[i].th.task = NULL;
+	}
+	for (i = 0; i < s->nr_traces; i++) {
+		kfree(s->traces[i].th.xsave_mem);
+		s->traces[i].th.xsave_mem = NULL;
+	}
+	if (s->xsaves)
+		on_each_cpu(ipt_xss_restore_on_cpu, s, 1);
+	put_pid_ns(s->pid_ns);
+	s->pid_ns = NULL;
+	s->nr_used = 0;
+}
+
+/**
+ * ipt_thread_cpu_online() - a CPU came online during a per-thread session
+ * @s: the session
+ * @cpu: the CPU, which is the one running this
+ *
+ * Context: its CPU hotplug callback, device lock held.
+ */
+void ipt_thread_cpu_online(struct ipt_session *s, unsigned int cpu)
+{
+	lockdep_assert_held(&s->idev->lock);
+	if (!s->xsaves)
+		return;
+	local_irq_disable();
+	ipt_xss_set_on_cpu(s);
+	local_irq_enable();
+}
+
+/* ---- IPT_IOC_ATTACH / IPT_IOC_DETACH ------------------------------------- */
+
+static struct task_struct *ipt_thread_get_task(u32 tid)
+{
+	struct task_struct *task;
+
+	if (!tid)
+		return get_task_struct(current);
+	rcu_read_lock();
+	task = pid_task(find_vpid(tid), PIDTYPE_PID);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	return task;
+}
+
+/**
+ * ipt_thread_attach() - IPT_IOC_ATTACH
+ * @s: the session
+ * @uarg: struct ipt_attach
+ *
+ * Context: process context; takes the cpus read lock and the device lock.
+ * Return: 0 with the trace index stored; -EINVAL (bad argument, not a
+ * per-thread session, a kernel thread), -ESRCH (no such thread, or it is
+ * exiting), -EPERM (another process's thread without CAP_PERFMON), -EEXIST
+ * (already traced), -ENOSPC (every trace used), -EFAULT.
+ */
+long ipt_thread_attach(struct ipt_session *s, void __user *uarg)
+{
+	struct ipt_attach __user *ua = uarg;
+	struct ipt_device *idev = s->idev;
+	struct task_struct *task;
+	struct ipt_attach a;
+	struct ipt_trace *t = NULL;
+	u32 usize;
+	int ret;
+
+	ret = ipt_arg_in(&a, sizeof(a), IPT_ATTACH_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if ((a.flags & ~IPT_ATTACH_INHERIT) || a.trace ||
+	    memchr_inv(a.reserved, 0, sizeof(a.reserved)))
+		return -EINVAL;
+	/* The answer must be deliverable before anything changes. */
+	if (put_user(0U, &ua->trace))
+		return -EFAULT;
+	usize = a.size;
+
+	task = ipt_thread_get_task(a.tid);
+	if (!task)
+		return -ESRCH;
+	if (task->flags & PF_KTHREAD) {
+		ret = -EINVAL;
+		goto out_put;
+	}
+	if (!same_thread_group(task, current) && !perfmon_capable()) {
+		ret = -EPERM;
+		goto out_put;
+	}
+
+	cpus_read_lock();
+	mutex_lock(&idev->lock);
+	if (s->state == IPT_STATE_IDLE || s->mode != IPT_MODE_THREAD) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	raw_spin_lock_irq(&ipt_thread_lock);
+	if (task->flags & PF_EXITING)
+		ret = -ESRCH;
+	else if (ipt_thread_find(task))
+		ret = -EEXIST;
+	else if (s->nr_used == s->nr_traces)
+		ret = -ENOSPC;
+	else
+		t = ipt_thread_bind(s, task, IPT_TRACE_NONE,
+				    (a.flags & IPT_ATTACH_INHERIT) ?
+				    IPT_TS_INHERIT : 0);
+	raw_spin_unlock_irq(&ipt_thread_lock);
+	if (t && s->tracing)
+		ipt_thread_kick(s);
+out_unlock:
+	mutex_unlock(&idev->lock);
+	cpus_read_unlock();
+out_put:
+	put_task_struct(task);
+	if (ret)
+		return ret;
+	a.trace = t - s->traces;
+	return ipt_arg_out(uarg, usize, &a, sizeof(a));
+}
+
+/**
+ * ipt_thread_detach() - IPT_IOC_DETACH
+ * @s: the session
+ * @uarg: struct ipt_detach
+ *
+ * The thread's state is saved and its trace stays readable and mapped
+ * until the session is released.
+ *
+ * Context: process context, sleeps; takes the cpus read lock and the
+ * device lock.
+ * Return: 0; -EINVAL (bad argument, not a per-thread session); -ENOENT (no
+ * such trace); -ESRCH (its thread already exited or was detached).
+ */
+long ipt_thread_detach(struct ipt_session *s, void __user *uarg)
+{
+	struct ipt_device *idev = s->idev;
+	struct ipt_detach d;
+	struct ipt_trace *t;
+	int ret;
+
+	ret = ipt_arg_in(&d, sizeof(d), IPT_DETACH_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	if (d.flags || d.reserved)
+		return -EINVAL;
+
+	cpus_read_lock();
+	mutex_lock(&idev->lock);
+	if (s->state == IPT_STATE_IDLE || s->mode != IPT_MODE_THREAD) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	if (d.trace >= ipt_thread_nr_used(s)) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	t = &s->traces[d.trace];
+	raw_spin_lock_irq(&ipt_thread_lock);
+	if (!ipt_thread_live(t))
+		ret = -ESRCH;
+	else
+		ipt_thread_unhash(t, IPT_TS_DETACHED);
+	raw_spin_unlock_irq(&ipt_thread_lock);
+	if (!ret) {
+		synchronize_rcu();
+		ipt_thread_settle(t);
+	}
+out_unlock:
+	mutex_unlock(&idev->lock);
+	cpus_read_unlock();
+	return ret;
+}
+
+/**
+ * ipt_thread_fill() - a thread trace's state for IPT_IOC_GET_TRACE
+ * @t: the trace, handed out
+ * @ts: receives the state
+ *
+ * The position is the one saved when the thread last left a CPU (or the
+ * start), read as one snapshot with the wrap count of that moment.
+ *
+ * Context: device lock held.
+ */
+void ipt_thread_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
+{
+	struct ipt_trace_pos pos;
+	unsigned int seq;
+	u64 switches, busy;
+	u32 flags, missed;
+
+	lockdep_assert_held(&t->s->idev->lock);
+	/*
+	 * The flags first: a thread's last unload comes before EXITED is
+	 * set, so a trace that says EXITED also has its final position.
+	 */
+	raw_spin_lock_irq(&ipt_thread_lock);
+	flags = t->th.flags;
+	missed = t->th.missed;
+	raw_spin_unlock_irq(&ipt_thread_lock);
+	do {
+		seq = read_seqcount_begin(&t->th.seq);
+		pos.base = t->base;
+		pos.mask = t->mask;
+		pos.status = t->status;
+		pos.wraps = t->pmis_at_stop;
+		pos.running = t->running;
+		switches = t->th.switches;
+		busy = t->th.busy;
+	} while (read_seqcount_retry(&t->th.seq, seq));
+	pos.pmi_late = false;
+	ipt_trace_fill_pos(t->s, t->buf, t->mmap_offset, &pos, ts);
+
+	ts->status |= IPT_TS_THREAD | flags;
+	ts->missed = missed;
+	ts->tid = t->th.tid;
+	ts->parent = t->th.parent;
+	ts->switches = switches;
+	ts->busy = busy;
+}
+
+/**
+ * ipt_thread_trace() - the trace IPT_IOC_GET_TRACE names, if handed out
+ * @s: a per-thread session
+ * @idx: the index
+ *
+ * Context: device lock held.
+ * Return: the trace or NULL.
+ */
+struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx)
+{
+	lockdep_assert_held(&s->idev->lock);
+	return idx < ipt_thread_nr_used(s) ? &s->traces[idx] : NULL;
+}
+
+/* ---- debugfs: the cost of switching --------------------------------------- */
+
+static struct dentry *ipt_debugfs_dir;
+
+static int ipt_switch_stats_show(struct seq_file *m, void *v)
+{
+	struct ipt_switch_stats sum = {};
+	struct ipt_session *s;
+	const char *path = "none";
+	unsigned int cpu;
+	u64 switches, ops;
+
+	for_each_possible_cpu(cpu) {
+		const struct ipt_switch_stats *c = per_cpu_ptr(&ipt_switch_stats,
+							       cpu);
+
+		sum.loads += READ_ONCE(c->loads);
+		sum.unloads += READ_ONCE(c->unloads);
+		sum.busy += READ_ONCE(c->busy);
+		sum.rdmsr += READ_ONCE(c->rdmsr);
+		sum.wrmsr += READ_ONCE(c->wrmsr);
+		sum.xsaves += READ_ONCE(c->xsaves);
+		sum.xrstors += READ_ONCE(c->xrstors);
+		sum.pmis += READ_ONCE(c->pmis);
+	}
+	rcu_read_lock();
+	s = rcu_dereference(ipt_thread_session);
+	if (s)
+		path = s->xsaves ? "xsaves" : "msr";
+	rcu_read_unlock();
+
+	switches = sum.loads + sum.unloads;
+	ops = sum.rdmsr + sum.wrmsr + sum.xsaves + sum.xrstors;
+	seq_printf(m, "path %s\nloads %llu\nunloads %llu\nbusy %llu\n", path,
+		   sum.loads, sum.unloads, sum.busy);
+	seq_printf(m, "rdmsr %llu\nwrmsr %llu\nxsaves %llu\nxrstors %llu\npmis %llu\n",
+		   sum.rdmsr, sum.wrmsr, sum.xsaves, sum.xrstors, sum.pmis);
+	/* Hundredths of an operation per load or unload. */
+	seq_printf(m, "ops_per_switch_x100 %llu\n",
+		   switches ? div64_u64(ops * 100, switches) : 0);
+	return 0;
+}
+
+static int ipt_switch_stats_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, ipt_switch_stats_show, NULL);
+}
+
+/* Any write zeroes the counters. */
+static ssize_t ipt_switch_stats_write(struct file *file, const char __user *buf,
+				      size_t len, loff_t *ppos)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct ipt_switch_stats *c = per_cpu_ptr(&ipt_switch_stats, cpu);
+
+		/* Racy against running hooks by design: a rough reset. */
+		WRITE_ONCE(c->loads, 0);
+		WRITE_ONCE(c->unloads, 0);
+		WRITE_ONCE(c->busy, 0);
+		WRITE_ONCE(c->rdmsr, 0);
+		WRITE_ONCE(c->wrmsr, 0);
+		WRITE_ONCE(c->xsaves, 0);
+		WRITE_ONCE(c->xrstors, 0);
+		WRITE_ONCE(c->pmis, 0);
+	}
+	return len;
+}
+
+static const struct file_operations ipt_switch_stats_fops = {
+	.owner = THIS_MODULE,
+	.open = ipt_switch_stats_open,
+	.read = seq_read,
+	.write = ipt_switch_stats_write,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
+/**
+ * ipt_thread_init() - find the scheduler tracepoints; debugfs
+ *
+ * Context: module init.
+ * Return: 0, or -ENOENT when the kernel lacks one of the tracepoints.
+ */
+int ipt_thread_init(void)
+{
+	unsigned int i;
+
+	for_each_kernel_tracepoint(ipt_probe_lookup, NULL);
+	for (i = 0; i < ARRAY_SIZE(ipt_probes); i++) {
+		if (!ipt_probes[i].tp) {
+			pr_err("kernel has no tracepoint %s\n",
+			       ipt_probes[i].name);
+			return -ENOENT;
+		}
+	}
+	ipt_debugfs_dir = debugfs_create_dir("ipt", NULL);
+	debugfs_create_file("switch_stats", 0600, ipt_debugfs_dir, NULL,
+			    &ipt_switch_stats_fops);
+	return 0;
+}
+
+/**
+ * ipt_thread_exit() - undo ipt_thread_init()
+ *
+ * Context: module exit; no session exists, so no hook is registered.
+ */
+void ipt_thread_exit(void)
+{
+	debugfs_remove_recursive(ipt_debugfs_dir);
+}

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for ipt_thread.c: the exact instruction sequences that save
+ * and restore a thread's PT state at a context switch, on the MSR and the
+ * XSAVES paths, the XSAVES area a thread starts from, and which filter
+ * MSRs a switch-in writes.
+ *
+ * A recording backend stands in for the PT unit: each test checks the
+ * list of RDMSR / WRMSR / XSAVES / XRSTORS it received, in order.
+ */
+#include <kunit/test.h>
+#include <linux/irqflags.h>
+#include <linux/module.h>
+#include <linux/string.h>
+
+#include "../ipt_session.h"
+
+enum rec_op { REC_RD, REC_WR, REC_XSAVES, REC_XRSTORS };
+
+struct rec {
+	enum rec_op op;
+	u32 msr;
+	u64 val;
+};
+
+#define REC_MAX 32
+
+static struct rec recs[REC_MAX];
+static unsigned int nr_recs;
+static u32 fail_msr;		/* a write to this MSR faults (0: none) */
+static bool fail_xrstors;
+static u64 regs_base, regs_mask, regs_status, regs_gs;
+
+static void rec(enum rec_op op, u32 msr, u64 val)
+{
+	if (nr_recs < REC_MAX)
+		recs[nr_recs++] = (struct rec){ op, msr, val };
+}
+
+static int fake_rd(u32 msr, u64 *val)
+{
+	rec(REC_RD, msr, 0);
+	switch (msr) {
+	case IPT_MSR_RTIT_OUTPUT_BASE:
+		*val = regs_base;
+		return 0;
+	case IPT_MSR_RTIT_OUTPUT_MASK:
+		*val = regs_mask;
+		return 0;
+	case IPT_MSR_RTIT_STATUS:
+		*val = regs_status;
+		return 0;
+	case IPT_MSR_PERF_GLOBAL_STATUS:
+		*val = regs_gs;
+		return 0;
+	}
+	return -EIO;
+}
+
+static int fake_wr(u32 msr, u64 val)
+{
+	rec(REC_WR, msr, val);
+	if (msr == fail_msr)
+		return -EIO;
+	if (msr == IPT_MSR_PERF_GLOBAL_OVF_CTRL)
+		regs_gs &= ~val;
+	return 0;
+}
+
+static int fake_xsaves(void *area)
+{
+	u64 *f = area + IPT_XSAVE_PT_OFFSET;
+
+	rec(REC_XSAVES, 0, 0);
+	f[IPT_XSAVE_OUTPUT_BASE] = regs_base;
+	f[IPT_XSAVE_OUTPUT_MASK] = regs_mask;
+	f[IPT_XSAVE_STATUS] = regs_status;
+	return 0;
+}
+
+static int fake_xrstors(const void *area)
+{
+	rec(REC_XRSTORS, 0, 0);
+	return fail_xrstors ? -EIO : 0;
+}
+
+static const struct ipt_hw_ops fake_ops = {
+	.name = "kunit",
+	.read_msr = fake_rd,
+	.write_msr = fake_wr,
+	.xsaves = fake_xsaves,
+	.xrstors = fake_xrstors,
+};
+
+#define CTL	(IPT_RTIT_CTL_TOPA | IPT_RTIT_CTL_USER | IPT_RTIT_CTL_BRANCHEN)
+
+struct fixture {
+	struct ipt_device idev;
+	struct ipt_session s;
+	struct ipt_trace t;
+	u8 area[IPT_XSAVE_AREA_SIZE + IPT_XSAVE_ALIGN];
+};
+
+static int thread_test_init(struct kunit *test)
+{
+	struct fixture *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	f->s.idev = &f->idev;
+	f->s.hw = &fake_ops;
+	f->s.hwcfg.ctl = CTL;
+	f->s.nr_ranges = 2;
+	f->s.has_cr3 = true;
+	f->t.s = &f->s;
+	f->t.base = 0x1234000;
+	f->t.mask = IPT_RTIT_MASK_LOW | (3ULL << 7) | (0x80ULL << 32);
+	/* Error and Stopped are kept; FilterEn and the rest are not. */
+	f->t.status = IPT_RTIT_STATUS_STOPPED | 0x7 | (0x40ULL << 32);
+	f->t.th.xsave = PTR_ALIGN((void *)f->area, IPT_XSAVE_ALIGN);
+	seqcount_init(&f->t.th.seq);
+	atomic64_set(&f->t.pmis, 0);
+	nr_recs = 0;
+	fail_msr = 0;
+	fail_xrstors = false;
+	regs_base = 0x5678000;
+	regs_mask = IPT_RTIT_MASK_LOW | (5ULL << 7) | (0x10ULL << 32);
+	regs_status = 0x20ULL << 32;
+	regs_gs = 0;
+	test->priv = f;
+	return 0;
+}
+
+static void expect_rec(struct kunit *test, unsigned int i, enum rec_op op,
+		       u32 msr, u64 val)
+{
+	KUNIT_EXPECT_EQ_MSG(test, recs[i].op, op, "op %u", i);
+	KUNIT_EXPECT_EQ_MSG(test, recs[i].msr, msr, "op %u", i);
+	KUNIT_EXPECT_EQ_MSG(test, recs[i].val, val, "op %u", i);
+}
+
+#define EXPECT_REC(i, o, m, v) expect_rec(test, i, o, m, v)
+
+static bool load(struct ipt_trace *t)
+{
+	unsigned long flags;
+	bool ret;
+
+	local_irq_save(flags);
+	ret = ipt_thread_load(t);
+	local_irq_restore(flags);
+	return ret;
+}
+
+static void unload(struct ipt_trace *t)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	ipt_thread_unload(t);
+	local_irq_restore(flags);
+}
+
+/* MSR path, switch-in: the SDM order, CTL with TraceEn last. */
+static void msr_load_order(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	ipt_thread_switch_msrs(&f->s);
+	KUNIT_ASSERT_TRUE(test, load(&f->t));
+	KUNIT_ASSERT_EQ(test, nr_recs, 4u);
+	EXPECT_REC(0, REC_WR, IPT_MSR_RTIT_OUTPUT_BASE, 0x1234000);
+	EXPECT_REC(1, REC_WR, IPT_MSR_RTIT_OUTPUT_MASK, f->t.mask);
+	EXPECT_REC(2, REC_WR, IPT_MSR_RTIT_STATUS,
+		   IPT_RTIT_STATUS_STOPPED | (0x40ULL << 32));
+	EXPECT_REC(3, REC_WR, IPT_MSR_RTIT_CTL, CTL | IPT_RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_TRUE(test, f->t.running);
+	KUNIT_EXPECT_EQ(test, f->t.th.switches, 1ULL);
+	KUNIT_EXPECT_LT(test, f->t.cpu, nr_cpu_ids);
+	unload(&f->t);
+}
+
+/* MSR path, switch-out: TraceEn off, then the position, then the PMI. */
+static void msr_unload_order(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	ipt_thread_switch_msrs(&f->s);
+	KUNIT_ASSERT_TRUE(test, load(&f->t));
+	nr_recs = 0;
+	unload(&f->t);
+	KUNIT_ASSERT_EQ(test, nr_recs, 5u);
+	EXPECT_REC(0, REC_WR, IPT_MSR_RTIT_CTL, CTL);
+	EXPECT_REC(1, REC_RD, IPT_MSR_RTIT_OUTPUT_BASE, 0);
+	EXPECT_REC(2, REC_RD, IPT_MSR_RTIT_OUTPUT_MASK, 0);
+	EXPECT_REC(3, REC_RD, IPT_MSR_RTIT_STATUS, 0);
+	EXPECT_REC(4, REC_RD, IPT_MSR_PERF_GLOBAL_STATUS, 0);
+	KUNIT_EXPECT_EQ(test, f->t.base, regs_base);
+	KUNIT_EXPECT_EQ(test, f->t.mask, regs_mask);
+	KUNIT_EXPECT_EQ(test, f->t.status, regs_status);
+	KUNIT_EXPECT_FALSE(test, f->t.running);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 0LL);
+
+	/* The next switch-in restores exactly what was saved. */
+	nr_recs = 0;
+	KUNIT_ASSERT_TRUE(test, load(&f->t));
+	EXPECT_REC(0, REC_WR, IPT_MSR_RTIT_OUTPUT_BASE, regs_base);
+	EXPECT_REC(1, REC_WR, IPT_MSR_RTIT_OUTPUT_MASK, regs_mask);
+	EXPECT_REC(2, REC_WR, IPT_MSR_RTIT_STATUS, regs_status);
+	unload(&f->t);
+	KUNIT_EXPECT_EQ(test, f->t.th.switches, 2ULL);
+}
+
+/* A ToPA PMI still pending at switch-out is this thread's: counted, acked. */
+static void unload_settles_pending_pmi(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	KUNIT_ASSERT_TRUE(test, load(&f->t));
+	regs_gs = IPT_GLOBAL_STATUS_TOPA_PMI;
+	nr_recs = 0;
+	unload(&f->t);
+	KUNIT_ASSERT_EQ(test, nr_recs, 6u);
+	EXPECT_REC(4, REC_RD, IPT_MSR_PERF_GLOBAL_STATUS, 0);
+	EXPECT_REC(5, REC_WR, IPT_MSR_PERF_GLOBAL_OVF_CTRL,
+		   IPT_GLOBAL_STATUS_TOPA_PMI);
+	KUNIT_EXPECT_EQ(test, regs_gs, 0ULL);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
+	KUNIT_EXPECT_EQ(test, f->t.pmis_at_stop, 1ULL);
+
+	/* Settled: the next switch-out finds nothing more. */
+	KUNIT_ASSERT_TRUE(test, load(&f->t));
+	unload(&f->t);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
+}
+
+/* A unit someone else enabled: the first write faults, nothing else runs. */
+static void msr_load_busy(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	fail_msr = IPT_MSR_RTIT_OUTPUT_BASE;
+	KUNIT_EXPECT_FALSE(test, load(&f->t));
+	KUNIT_EXPECT_EQ(test, nr_recs, 1u);
+	KUNIT_EXPECT_EQ(test, f->t.th.busy, 1ULL);
+	KUNIT_EXPECT_EQ(test, f->t.th.switches, 0ULL);
+	KUNIT_EXPECT_FALSE(test, f->t.running);
+	/* Nothing is loaded: a second load is allowed and works. */
+	fail_msr = 0;
+	KUNIT_EXPECT_TRUE(test, load(&f->t));
+	unload(&f->t);
+}
+
+/* Filters: CR3_MATCH and the ADDRn pairs in use, between STATUS and CTL. */
+static void msr_load_filters(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	f->s.nr_ranges = 4;
+	f->s.hwcfg.ctl |= IPT_RTIT_CTL_CR3FILTER |
+			  (1ULL << IPT_RTIT_CTL_ADDR_CFG_SHIFT(0)) |
+			  (2ULL << IPT_RTIT_CTL_ADDR_CFG_SHIFT(3));
+	f->s.hwcfg.cr3_match = 0xabc000;
+	f->s.hwcfg.addr_a[0] = 0x400000;
+	f->s.hwcfg.addr_b[0] = 0x401000;
+	f->s.hwcfg.addr_a[3] = 0x500000;
+	f->s.hwcfg.addr_b[3] = 0x500fff;
+	ipt_thread_switch_msrs(&f->s);
+	KUNIT_ASSERT_EQ(test, f->s.nr_switch_msrs, 5u);
+	KUNIT_ASSERT_TRUE(test, load(&f->t));
+	KUNIT_ASSERT_EQ(test, nr_recs, 9u);
+	EXPECT_REC(2, REC_WR, IPT_MSR_RTIT_STATUS,
+		   IPT_RTIT_STATUS_STOPPED | (0x40ULL << 32));
+	EXPECT_REC(3, REC_WR, IPT_MSR_RTIT_CR3_MATCH, 0xabc000);
+	EXPECT_REC(4, REC_WR, IPT_MSR_RTIT_ADDR_A(0), 0x400000);
+	EXPECT_REC(5, REC_WR, IPT_MSR_RTIT_ADDR_B(0), 0x401000);
+	EXPECT_REC(6, REC_WR, IPT_MSR_RTIT_ADDR_A(3), 0x500000);
+	EXPECT_REC(7, REC_WR, IPT_MSR_RTIT_ADDR_B(3), 0x500fff);
+	EXPECT_REC(8, REC_WR, IPT_MSR_RTIT_CTL,
+		   f->s.hwcfg.ctl | IPT_RTIT_CTL_TRACEEN);
+	unload(&f->t);
+
+	/* XSAVES path: the component holds CR3 and ranges 0, 1. */
+	f->s.xsaves = true;
+	ipt_thread_switch_msrs(&f->s);
+	KUNIT_ASSERT_EQ(test, f->s.nr_switch_msrs, 2u);
+	KUNIT_EXPECT_EQ(test, f->s.switch_msrs[0].msr, IPT_MSR_RTIT_ADDR_A(3));
+	KUNIT_EXPECT_EQ(test, f->s.switch_msrs[1].msr, IPT_MSR_RTIT_ADDR_B(3));
+	ipt_thread_area_init(&f->s, &f->t);
+	nr_recs = 0;
+	KUNIT_ASSERT_TRUE(test, load(&f->t));
+	KUNIT_ASSERT_EQ(test, nr_recs, 3u);
+	EXPECT_REC(0, REC_WR, IPT_MSR_RTIT_ADDR_A(3), 0x500000);
+	EXPECT_REC(1, REC_WR, IPT_MSR_RTIT_ADDR_B(3), 0x500fff);
+	EXPECT_REC(2, REC_XRSTORS, 0, 0);
+	unload(&f->t);
+}
+
+/* XSAVES path: one XRSTORS in; one XSAVES and the PMI check out. */
+static void xsaves_load_unload(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	f->s.xsaves = true;
+	ipt_thread_switch_msrs(&f->s);
+	ipt_thread_area_init(&f->s, &f->t);
+	KUNIT_ASSERT_TRUE(test, load(&f->t));
+	KUNIT_ASSERT_EQ(test, nr_recs, 1u);
+	EXPECT_REC(0, REC_XRSTORS, 0, 0);
+	nr_recs = 0;
+	unload(&f->t);
+	KUNIT_ASSERT_EQ(test, nr_recs, 2u);
+	EXPECT_REC(0, REC_XSAVES, 0, 0);
+	EXPECT_REC(1, REC_RD, IPT_MSR_PERF_GLOBAL_STATUS, 0);
+	/* The position comes from the saved component. */
+	KUNIT_EXPECT_EQ(test, f->t.base, regs_base);
+	KUNIT_EXPECT_EQ(test, f->t.mask, regs_mask);
+	KUNIT_EXPECT_EQ(test, f->t.status, regs_status);
+
+	fail_xrstors = true;
+	nr_recs = 0;
+	KUNIT_EXPECT_FALSE(test, load(&f->t));
+	KUNIT_EXPECT_EQ(test, f->t.th.busy, 1ULL);
+	KUNIT_EXPECT_FALSE(test, f->t.running);
+}
+
+/* The area a thread starts from: what XSAVES would have stored. */
+static void xsave_area_layout(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	u8 *a = f->t.th.xsave;
+	u64 *hdr = (u64 *)(a + IPT_XSAVE_HDR_OFFSET);
+	u64 *v = (u64 *)(a + IPT_XSAVE_PT_OFFSET);
+
+	KUNIT_ASSERT_TRUE(test, IS_ALIGNED((unsigned long)a, 64));
+	f->s.hwcfg.cr3_match = 0xabc000;
+	f->s.hwcfg.addr_a[0] = 1;
+	f->s.hwcfg.addr_b[0] = 2;
+	f->s.hwcfg.addr_a[1] = 3;
+	f->s.hwcfg.addr_b[1] = 4;
+	ipt_thread_area_init(&f->s, &f->t);
+	KUNIT_EXPECT_EQ(test, IPT_XSAVE_HDR_OFFSET, 512);
+	KUNIT_EXPECT_EQ(test, IPT_XSAVE_PT_OFFSET, 576);
+	KUNIT_EXPECT_EQ(test, hdr[0], BIT_ULL(8));		/* XSTATE_BV */
+	KUNIT_EXPECT_EQ(test, hdr[1], BIT_ULL(63) | BIT_ULL(8));	/* XCOMP_BV */
+	KUNIT_EXPECT_EQ(test, v[0], CTL | IPT_RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, v[1], 0x1234000ULL);
+	KUNIT_EXPECT_EQ(test, v[2], f->t.mask);
+	KUNIT_EXPECT_EQ(test, v[3], IPT_RTIT_STATUS_STOPPED | (0x40ULL << 32));
+	KUNIT_EXPECT_EQ(test, v[4], 0xabc000ULL);
+	KUNIT_EXPECT_EQ(test, v[5], 1ULL);
+	KUNIT_EXPECT_EQ(test, v[6], 2ULL);
+	KUNIT_EXPECT_EQ(test, v[7], 3ULL);
+	KUNIT_EXPECT_EQ(test, v[8], 4ULL);
+	/* The legacy area and the rest of the header stay zero. */
+	KUNIT_EXPECT_NULL(test, memchr_inv(a, 0, IPT_XSAVE_HDR_OFFSET));
+	KUNIT_EXPECT_NULL(test, memchr_inv(&hdr[2], 0, 48));
+	KUNIT_EXPECT_NULL(test, memchr_inv(&v[9], 0, IPT_XSAVE_PT_SIZE - 72));
+
+	/* Without CR3 filtering or ranges the fields are zero. */
+	memset(a, 0, IPT_XSAVE_AREA_SIZE);
+	f->s.has_cr3 = false;
+	f->s.nr_ranges = 0;
+	ipt_thread_area_init(&f->s, &f->t);
+	KUNIT_EXPECT_NULL(test, memchr_inv(&v[4], 0, 5 * 8));
+}
+
+static struct kunit_case thread_cases[] = {
+	KUNIT_CASE(msr_load_order),
+	KUNIT_CASE(msr_unload_order),
+	KUNIT_CASE(unload_settles_pending_pmi),
+	KUNIT_CASE(msr_load_busy),
+	KUNIT_CASE(msr_load_filters),
+	KUNIT_CASE(xsaves_load_unload),
+	KUNIT_CASE(xsave_area_layout),
+	{}
+};
+
+static struct kunit_suite thread_suite = {
+	.name = "ipt_thread",
+	.init = thread_test_init,
+	.test_cases = thread_cases,
+};
+
+kunit_test_suites(&thread_suite);
