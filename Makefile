@@ -35,6 +35,7 @@ selftests:
 	$(MAKE) -C tools/testing/selftests/ipt O=$(O)/selftests KSELFTEST_DIR=$(KSELFTEST_DIR)
 	$(MAKE) -C tools/testing/ptcheck O=$(O)/selftests
 	$(MAKE) -C tools/testing/groundtruth O=$(O)/selftests
+	$(MAKE) -C tools/testing/switch-bench O=$(O)/selftests
 
 lint:
 	scripts/lint

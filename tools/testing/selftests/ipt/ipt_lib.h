@@ -134,6 +134,19 @@ static inline int ipt_write_file(const char *path, const char *val)
 	return ret;
 }
 
+/* Copy the file at @path to stdout, each line after @prefix. */
+static inline void ipt_print_file(const char *prefix, const char *path)
+{
+	char line[256];
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		printf("%s%s", prefix, line);
+	fclose(f);
+}
+
 static inline int ipt_sim_set_rate(uint64_t rate)
 {
 	char v[32];

@@ -186,18 +186,6 @@ TEST_F(sim, stop_on_full_holds_the_first_bytes)
 }
 
 /* Copy a small text file to stdout, each line behind @prefix. */
-static void ipt_print_file(const char *prefix, const char *path)
-{
-	char line[256];
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f))
-		printf("%s%s", prefix, line);
-	fclose(f);
-}
-
 /*
  * Let Intel's libipt judge a trace: write it out and run ptcheck
  * (tools/testing/ptcheck; IPT_PTCHECK overrides /opt/bin/ptcheck), which
