@@ -86,6 +86,12 @@ const char *iptcap_feature_name(uint64_t bit);
  * @cyc_thresh: CYC packets with CTL.CycThresh = @cyc_thresh; -1: no CYC
  * @psb_freq: CTL.PSBFreq; -1: the default (0)
  * @no_retcomp: disable return compression
+ * @ranges: @nr_ranges address ranges (IPT_RANGE_FILTER: trace only inside,
+ *        IPT_RANGE_STOP: stop tracing on entry), at most
+ *        ipt_caps.num_addr_ranges (needs IPT_FEAT_IP_FILTER)
+ * @nr_ranges: entries used in @ranges
+ * @cr3_filter: trace only while CR3 equals @cr3_match (IPT_FEAT_CR3_FILTER)
+ * @cr3_match: the raw CR3 value (bits 4:0 must be 0)
  *
  * Initialise with iptcap_config_init(); every field has a name, none is a
  * raw register value except the encodings the SDM defines (MTCFreq,
@@ -104,6 +110,10 @@ struct iptcap_config {
 	int cyc_thresh;
 	int psb_freq;
 	bool no_retcomp;
+	struct ipt_addr_range ranges[IPT_MAX_ADDR_RANGES];
+	unsigned int nr_ranges;
+	bool cr3_filter;
+	uint64_t cr3_match;
 };
 
 /* Defaults: all CPUs, user and kernel, ring, default size, no timing. */
@@ -176,6 +186,235 @@ int iptcap_trace_segments(const struct ipt_trace_state *ts, struct iptcap_seg se
  */
 enum iptcap_err iptcap_copy_trace(struct iptcap *ipt, unsigned int cpu,
 				  void *dst, size_t len, size_t *copied);
+
+/*
+ * Copy the trace described by @ts out of @buf (its buffer, e.g. the
+ * mapping of iptcap_map()) into @dst in order, oldest byte first (see
+ * iptcap_trace_segments()).  IPTCAP_ERR_INVALID if @len is smaller than
+ * the trace, IPTCAP_ERR_ABI if @ts is inconsistent.  Pure.
+ */
+enum iptcap_err iptcap_copy_segments(const void *buf, const struct ipt_trace_state *ts,
+				     void *dst, size_t len, size_t *copied);
+
+/* ---- time: TSC <-> perf time ------------------------------------------- */
+
+/**
+ * struct iptcap_time_conv - the kernel's TSC <-> perf clock conversion
+ * @time_shift: perf_event_mmap_page.time_shift
+ * @time_mult: perf_event_mmap_page.time_mult
+ * @time_zero: perf_event_mmap_page.time_zero (valid with cap_user_time_zero)
+ */
+struct iptcap_time_conv {
+	uint16_t time_shift;
+	uint32_t time_mult;
+	uint64_t time_zero;
+};
+
+/*
+ * Read the conversion from a perf software dummy event's mmap page.
+ * IPTCAP_ERR_UNSUPPORTED when the kernel offers none (cap_user_time_zero
+ * is 0, e.g. an unstable TSC); other errors from perf_event_open(2).
+ * @msg (if not NULL) receives one sentence on failure.
+ */
+enum iptcap_err iptcap_read_time_conv(struct iptcap_time_conv *tc, char *msg, size_t msg_len);
+/* perf time (ns of the perf clock) of TSC value @tsc, and back.  Pure. */
+uint64_t iptcap_tsc_to_time(const struct iptcap_time_conv *tc, uint64_t tsc);
+uint64_t iptcap_time_to_tsc(const struct iptcap_time_conv *tc, uint64_t time);
+
+/* ---- sideband: what ran where (perf dummy events, /proc) --------------- */
+
+/**
+ * enum iptcap_sb_type - kind of a sideband record
+ * @IPTCAP_SB_MMAP: an executable mapping (PERF_RECORD_MMAP2, or a
+ *        /proc/PID/maps line of the snapshot)
+ * @IPTCAP_SB_COMM: a thread's name; @exec when it comes from an exec
+ * @IPTCAP_SB_FORK: a process or thread was created
+ * @IPTCAP_SB_EXIT: a thread exited
+ * @IPTCAP_SB_SWITCH: a context switch on @cpu (PERF_RECORD_SWITCH_CPU_WIDE)
+ * @IPTCAP_SB_LOST: the kernel dropped @lost records: the ring was full
+ * @IPTCAP_SB_OTHER: a record of another type (@raw_type), not parsed
+ */
+enum iptcap_sb_type {
+	IPTCAP_SB_MMAP = 1,
+	IPTCAP_SB_COMM,
+	IPTCAP_SB_FORK,
+	IPTCAP_SB_EXIT,
+	IPTCAP_SB_SWITCH,
+	IPTCAP_SB_LOST,
+	IPTCAP_SB_OTHER,
+};
+
+/**
+ * struct iptcap_sb_rec - one sideband record, parsed
+ * @type: enum iptcap_sb_type
+ * @raw_type: the perf record type (PERF_RECORD_*), 0 for snapshot records
+ * @misc: the perf record header's misc bits
+ * @snapshot: from the /proc snapshot: @time and @cpu are not meaningful
+ * @cpu: the CPU the record was written on
+ * @time: perf time in ns (sample_id_all), see struct iptcap_time_conv
+ * @pid: process; for MMAP, COMM, FORK, EXIT the record's own pid, for
+ *       SWITCH and LOST the task current when it was written
+ * @tid: thread, likewise
+ * @ppid: FORK / EXIT: the parent process
+ * @ptid: FORK / EXIT: the parent thread
+ * @addr: MMAP: start address
+ * @len: MMAP: length in bytes
+ * @pgoff: MMAP: file offset in bytes
+ * @prot: MMAP: PROT_* bits
+ * @flags: MMAP: MAP_* bits (MAP_SHARED or MAP_PRIVATE from a snapshot)
+ * @has_dev: MMAP: @maj, @min, @ino, @ino_generation are valid
+ * @build_id_size: MMAP: bytes of @build_id (0: none)
+ * @build_id: MMAP: the ELF build-id (the kernel's with
+ *        PERF_RECORD_MISC_MMAP_BUILD_ID)
+ * @name: MMAP: the file ("[vdso]", "//anon", ...); COMM: the name.
+ *        Points into the record: valid during the callback only
+ * @exec: COMM: set by an exec (PERF_RECORD_MISC_COMM_EXEC)
+ * @switch_out: SWITCH: the task @pid/@tid leaves the CPU (else enters)
+ * @preempt: SWITCH: switched out while runnable (preempted)
+ * @next_prev_pid: SWITCH: the task entering (out) or leaving (in)
+ * @next_prev_tid: likewise
+ * @lost: LOST: records dropped
+ */
+struct iptcap_sb_rec {
+	enum iptcap_sb_type type;
+	uint32_t raw_type;
+	uint32_t misc;
+	bool snapshot;
+	uint32_t cpu;
+	uint64_t time;
+	uint32_t pid, tid, ppid, ptid;
+	uint64_t addr, len, pgoff;
+	uint32_t prot, flags;
+	bool has_dev;
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	uint8_t build_id_size;
+	uint8_t build_id[20];
+	const char *name;
+	bool exec;
+	bool switch_out;
+	bool preempt;
+	uint32_t next_prev_pid, next_prev_tid;
+	uint64_t lost;
+};
+
+/*
+ * Parse one perf record of a sideband event (attr.sample_id_all with
+ * sample_type PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU) at
+ * @rec, @len bytes (its header's size).  0, or -1 if it is malformed.
+ * @out->name points into @rec.  Pure.
+ */
+int iptcap_sb_parse(const void *rec, size_t len, struct iptcap_sb_rec *out);
+
+/**
+ * struct iptcap_sb_opts - what iptcap_sb_open() records
+ * @data_pages: ring pages per CPU, a power of two; 0: 256 (1 MiB), halved
+ *        down to 8 while perf_event_mlock_kb does not allow it
+ * @no_switch: no context-switch records
+ * @no_build_id: do not ask the kernel for build-ids in mmap records
+ */
+struct iptcap_sb_opts {
+	unsigned int data_pages;
+	bool no_switch;
+	bool no_build_id;
+};
+
+struct iptcap_sb;
+
+/*
+ * Open a software dummy perf event on every online CPU (disabled): mmap2
+ * of executable mappings with build-ids where the kernel gives them,
+ * comm and exec, fork and exit, CPU-wide context switches, each with
+ * time, pid/tid and CPU.  @opts may be NULL.  Needs CAP_PERFMON (or
+ * root), or perf_event_paranoid <= 0; IPTCAP_ERR_PERMISSION otherwise.
+ * @msg (if not NULL) receives one sentence on failure.
+ */
+enum iptcap_err iptcap_sb_open(const struct iptcap_sb_opts *opts, struct iptcap_sb **out,
+			       char *msg, size_t msg_len);
+enum iptcap_err iptcap_sb_enable(struct iptcap_sb *sb);
+enum iptcap_err iptcap_sb_disable(struct iptcap_sb *sb);
+void iptcap_sb_close(struct iptcap_sb *sb);
+/* Whether the kernel accepted attr.build_id (mmap records carry build-ids). */
+bool iptcap_sb_build_ids(const struct iptcap_sb *sb);
+
+/*
+ * Wait up to @timeout_ms for a ring to fill to a quarter of its size: 1 if
+ * one did, 0 on timeout (or a signal), -1 on error or when an event hung
+ * up (the caller should then sleep instead).  Drain with
+ * iptcap_sb_read() after it.  (Polls the first 64 CPUs' rings.)
+ */
+int iptcap_sb_wait(struct iptcap_sb *sb, int timeout_ms);
+
+/* Called for each record; a non-zero return stops the read and is passed back. */
+typedef int (*iptcap_sb_fn)(const struct iptcap_sb_rec *rec, void *arg);
+
+/*
+ * Drain every CPU's ring, calling @fn for each record in ring order (per
+ * CPU in time order, CPUs one after the other).  Returns @fn's first
+ * non-zero value (records after it stay in the ring), or 0.
+ */
+int iptcap_sb_read(struct iptcap_sb *sb, iptcap_sb_fn fn, void *arg);
+
+/**
+ * struct iptcap_sb_cpu_stats - one CPU's sideband so far
+ * @cpu: the CPU
+ * @records: records read (PERF_RECORD_LOST ones included)
+ * @lost: records the kernel dropped (sum of PERF_RECORD_LOST)
+ * @bytes: bytes read from the ring
+ */
+struct iptcap_sb_cpu_stats {
+	uint32_t cpu;
+	uint64_t records;
+	uint64_t lost;
+	uint64_t bytes;
+};
+
+/* CPUs with an event; the stats of the @i-th (0 .. that - 1). */
+unsigned int iptcap_sb_nr_cpus(const struct iptcap_sb *sb);
+void iptcap_sb_cpu_stats(const struct iptcap_sb *sb, unsigned int i,
+			 struct iptcap_sb_cpu_stats *st);
+
+/**
+ * struct iptcap_snapshot_stats - what iptcap_proc_snapshot() found
+ * @processes: processes whose maps were read
+ * @threads: threads whose comm was read
+ * @maps: executable mappings reported
+ * @vanished: processes that exited while being read, or whose /proc
+ *        files could not be read (permission)
+ */
+struct iptcap_snapshot_stats {
+	uint64_t processes;
+	uint64_t threads;
+	uint64_t maps;
+	uint64_t vanished;
+};
+
+/*
+ * The processes that exist now, from @proc (NULL: "/proc"): for each
+ * process, a COMM record per thread (/proc/PID/task/TID/comm) and an
+ * MMAP record per executable mapping of /proc/PID/maps (@has_dev set,
+ * @build_id from the file for regular files when readable), all with
+ * @snapshot set.  A process that vanishes meanwhile is counted and
+ * skipped.  Returns @fn's first non-zero value, or 0.
+ */
+int iptcap_proc_snapshot(const char *proc, iptcap_sb_fn fn, void *arg,
+			 struct iptcap_snapshot_stats *st);
+
+/*
+ * The address range of the function or object @name in the 64-bit ELF
+ * file at @path (its .symtab, else .dynsym): *@start = st_value, *@size =
+ * st_size, *@pie = the file is ET_DYN (position-independent: the address
+ * is relative to where it is loaded).  0, or -1 with one sentence in @msg.
+ */
+int iptcap_elf_symbol(const char *path, const char *name, uint64_t *start, uint64_t *size,
+		      bool *pie, char *msg, size_t msg_len);
+
+/*
+ * The GNU build-id (NT_GNU_BUILD_ID) of the ELF file at @path, read from
+ * its PT_NOTE segments: 0 and *@len bytes in @id, or -1 (not ELF, no
+ * build-id, unreadable).
+ */
+int iptcap_elf_build_id(const char *path, uint8_t id[20], uint8_t *len);
 
 #ifdef __cplusplus
 }

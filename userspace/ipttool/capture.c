@@ -2,18 +2,19 @@
 /*
  * ipttool: the on-disk capture format, version 1 (see
  * Documentation/capture-format.rst): a directory holding one raw cpuN.pt
- * file per traced CPU and meta.json, written with json-c.
+ * file per traced CPU, meta.json, and the sideband (sideband.jsonl and
+ * vdsoN.so), all JSON written with json-c.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/perf_event.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
+#include <sys/auxv.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ipttool.h"
@@ -60,45 +61,481 @@ int write_full(int fd, const void *buf, size_t len, size_t *done)
 
 void capture_time_conv(struct capture *c)
 {
-	struct perf_event_attr attr;
-	struct perf_event_mmap_page *pg;
-	long psz = sysconf(_SC_PAGESIZE);
-	int fd;
+	struct iptcap_time_conv tc;
 
-	memset(&attr, 0, sizeof(attr));
-	attr.size = sizeof(attr);
-	attr.type = PERF_TYPE_SOFTWARE;
-	attr.config = PERF_COUNT_SW_DUMMY;
-	attr.exclude_kernel = 1;
-	fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0) {
-		snprintf(c->time_conv_skipped, sizeof(c->time_conv_skipped),
-			 "perf_event_open of a dummy event failed: %s", strerror(errno));
+	if (iptcap_read_time_conv(&tc, c->time_conv_skipped, sizeof(c->time_conv_skipped)))
 		return;
-	}
-	pg = mmap(NULL, (size_t)psz, PROT_READ, MAP_SHARED, fd, 0);
-	if (pg == MAP_FAILED) {
-		snprintf(c->time_conv_skipped, sizeof(c->time_conv_skipped),
-			 "mmap of the perf event page failed: %s", strerror(errno));
+	c->time_shift = tc.time_shift;
+	c->time_mult = tc.time_mult;
+	c->time_zero = tc.time_zero;
+	c->have_time_conv = true;
+}
+
+/* ---- sideband ------------------------------------------------------------ */
+
+static const char *const sb_type_name[IPTCAP_SB_OTHER + 1] = {
+	[IPTCAP_SB_MMAP] = "mmap",
+	[IPTCAP_SB_COMM] = "comm",
+	[IPTCAP_SB_FORK] = "fork",
+	[IPTCAP_SB_EXIT] = "exit",
+	[IPTCAP_SB_SWITCH] = "switch",
+	[IPTCAP_SB_LOST] = "lost",
+	[IPTCAP_SB_OTHER] = "other",
+};
+
+/* Save a vDSO image as vdsoN.so unless an equal one is saved; its index or -1. */
+static int vdso_save(struct capture *c, const unsigned char *data, size_t size,
+		     const char *source)
+{
+	struct capture_sb *sb = &c->sb;
+	char path[4096];
+	unsigned int i;
+	int fd, err;
+
+	for (i = 0; i < sb->nr_vdso; i++)
+		if (sb->vdso[i].size == size && !memcmp(sb->vdso[i].data, data, size))
+			return (int)i;
+	if (sb->nr_vdso == CAPTURE_MAX_VDSO)
+		return -1;
+	sb->vdso[i].data = malloc(size);
+	if (!sb->vdso[i].data)
+		return -1;
+	memcpy(sb->vdso[i].data, data, size);
+	sb->vdso[i].size = size;
+	snprintf(sb->vdso[i].source, sizeof(sb->vdso[i].source), "%s", source);
+	snprintf(path, sizeof(path), "%s/vdso%u.so", c->dir, i);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	err = fd < 0 ? errno : write_full(fd, data, size, NULL);
+	if (fd >= 0) {
+		if (!err && fsync(fd) && errno != EINVAL)
+			err = errno;
 		close(fd);
-		return;
 	}
-	if (!pg->cap_user_time_zero) {
-		snprintf(c->time_conv_skipped, sizeof(c->time_conv_skipped),
-			 "the kernel offers no TSC conversion (cap_user_time_zero is 0)");
-	} else {
-		uint32_t seq;
+	if (err) {
+		free(sb->vdso[i].data);
+		sb->vdso[i].data = NULL;
+		if (!sb->write_errno)
+			sb->write_errno = err;
+		capture_incomplete(c, "writing vdso%u.so failed: %s", i, strerror(err));
+		return -1;
+	}
+	sb->nr_vdso++;
+	return (int)i;
+}
 
-		do {
-			seq = __atomic_load_n(&pg->lock, __ATOMIC_ACQUIRE);
-			c->time_shift = pg->time_shift;
-			c->time_mult = pg->time_mult;
-			c->time_zero = pg->time_zero;
-		} while (__atomic_load_n(&pg->lock, __ATOMIC_ACQUIRE) != seq || (seq & 1));
-		c->have_time_conv = true;
+/* The tool's own vDSO: the image of every 64-bit process on this kernel. */
+static void vdso_self(struct capture *c)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	unsigned long long a, b;
+	char line[512];
+	FILE *f;
+
+	if (!base)
+		return;
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", &a, &b) == 2 &&
+		    a == base && b > a && b - a <= (1 << 20)) {
+			vdso_save(c, (const unsigned char *)base, (size_t)(b - a), "ipttool");
+			break;
+		}
+	fclose(f);
+}
+
+/*
+ * The image behind a [vdso] mapping of @pid: read from /proc/PID/mem when
+ * the process still exists, else the only saved image of that size.
+ */
+static int vdso_lookup(struct capture *c, uint32_t pid, uint64_t addr, uint64_t len)
+{
+	char path[64], src[32];
+	unsigned char *buf;
+	unsigned int i;
+	int fd, idx = -1, match = -1, matches = 0;
+
+	if (!len || len > (1 << 20))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
+	buf = malloc((size_t)len);
+	fd = buf ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0 && pread(fd, buf, (size_t)len, (off_t)addr) == (ssize_t)len) {
+		snprintf(src, sizeof(src), "pid %u", pid);
+		idx = vdso_save(c, buf, (size_t)len, src);
 	}
-	munmap(pg, (size_t)psz);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	if (idx >= 0)
+		return idx;
+	for (i = 0; i < c->sb.nr_vdso; i++)
+		if (c->sb.vdso[i].size == len) {
+			match = (int)i;
+			matches++;
+		}
+	return matches == 1 ? match : -1;
+}
+
+static struct json_object *u64(uint64_t v)
+{
+	return json_object_new_int64((int64_t)v);
+}
+
+static struct json_object *addr(uint64_t v)
+{
+	return json_object_new_uint64(v);
+}
+
+/*
+ * Context switches are most of the sideband (tens of thousands a second
+ * per CPU under load): one object is kept and its values replaced, rather
+ * than building a new one for each.
+ */
+static struct json_object *switch_obj(const struct iptcap_sb_rec *r)
+{
+	static struct json_object *o, *v[8];
+	static const char *const keys[8] = { "time", "cpu", "pid", "tid", "out", "preempt",
+					     "next_prev_pid", "next_prev_tid" };
+	int i;
+
+	if (!o) {
+		o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("switch"));
+		for (i = 0; i < 8; i++) {
+			v[i] = i == 4 || i == 5 ? json_object_new_boolean(0) : json_object_new_int64(0);
+			json_object_object_add(o, keys[i], v[i]);
+		}
+	}
+	json_object_set_int64(v[0], (int64_t)r->time);
+	json_object_set_int64(v[1], r->cpu);
+	json_object_set_int64(v[2], r->pid);
+	json_object_set_int64(v[3], r->tid);
+	json_object_set_boolean(v[4], r->switch_out);
+	json_object_set_boolean(v[5], r->preempt);
+	json_object_set_int64(v[6], r->next_prev_pid);
+	json_object_set_int64(v[7], r->next_prev_tid);
+	return json_object_get(o);	/* the caller's reference */
+}
+
+int capture_sb_write_rec(struct capture *c, const struct iptcap_sb_rec *r)
+{
+	struct capture_sb *sb = &c->sb;
+	struct json_object *o;
+	const char *s;
+	int err = 0;
+
+	if (!sb->f || r->type < IPTCAP_SB_MMAP || r->type > IPTCAP_SB_OTHER)
+		return 0;
+	if (r->type == IPTCAP_SB_LOST)
+		sb->lost += r->lost;
+	if (!r->snapshot)
+		sb->counts[r->type]++;
+	if (r->type == IPTCAP_SB_OTHER)
+		return 0;
+	o = r->type == IPTCAP_SB_SWITCH && !r->snapshot ? switch_obj(r) : json_object_new_object();
+	if (json_object_object_length(o))
+		goto serialize;
+	json_object_object_add(o, "type", json_object_new_string(sb_type_name[r->type]));
+	json_object_object_add(o, "time", r->snapshot ? NULL : u64(r->time));
+	json_object_object_add(o, "cpu", r->snapshot ? NULL : u64(r->cpu));
+	json_object_object_add(o, "pid", u64(r->pid));
+	json_object_object_add(o, "tid", u64(r->tid));
+	switch (r->type) {
+	case IPTCAP_SB_MMAP: {
+		json_object_object_add(o, "start", addr(r->addr));
+		json_object_object_add(o, "len", addr(r->len));
+		json_object_object_add(o, "pgoff", addr(r->pgoff));
+		json_object_object_add(o, "prot", u64(r->prot));
+		json_object_object_add(o, "flags", u64(r->flags));
+		json_object_object_add(o, "file", json_object_new_string(r->name));
+		if (r->build_id_size) {
+			char hex[41];
+			unsigned int i;
+
+			for (i = 0; i < r->build_id_size; i++)
+				snprintf(hex + 2 * i, 3, "%02x", r->build_id[i]);
+			json_object_object_add(o, "build_id", json_object_new_string(hex));
+		} else {
+			json_object_object_add(o, "build_id", NULL);
+		}
+		if (r->has_dev) {
+			json_object_object_add(o, "maj", u64(r->maj));
+			json_object_object_add(o, "min", u64(r->min));
+			json_object_object_add(o, "ino", u64(r->ino));
+			if (!r->snapshot)
+				json_object_object_add(o, "ino_generation", u64(r->ino_generation));
+		}
+		if (!strcmp(r->name, "[vdso]")) {
+			int v = vdso_lookup(c, r->pid, r->addr, r->len);
+			char name[32];
+
+			snprintf(name, sizeof(name), "vdso%d.so", v);
+			json_object_object_add(o, "vdso", v >= 0 ? json_object_new_string(name) : NULL);
+		}
+		break;
+	}
+	case IPTCAP_SB_COMM:
+		json_object_object_add(o, "comm", json_object_new_string(r->name));
+		json_object_object_add(o, "exec", json_object_new_boolean(r->exec));
+		break;
+	case IPTCAP_SB_FORK:
+	case IPTCAP_SB_EXIT:
+		json_object_object_add(o, "ppid", u64(r->ppid));
+		json_object_object_add(o, "ptid", u64(r->ptid));
+		break;
+	case IPTCAP_SB_SWITCH:
+		json_object_object_add(o, "out", json_object_new_boolean(r->switch_out));
+		json_object_object_add(o, "preempt", json_object_new_boolean(r->preempt));
+		json_object_object_add(o, "next_prev_pid", u64(r->next_prev_pid));
+		json_object_object_add(o, "next_prev_tid", u64(r->next_prev_tid));
+		break;
+	case IPTCAP_SB_LOST:
+		json_object_object_add(o, "lost", u64(r->lost));
+		break;
+	default:
+		break;
+	}
+serialize:
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+					   JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (sb->spool && !r->snapshot) {
+		/* Perf records read during the snapshot wait until it is written. */
+		size_t n = strlen(s);
+
+		if (sb->spool_len + n + 1 > sb->spool_cap) {
+			size_t cap = (sb->spool_len + n + 1) * 2;
+			char *p = realloc(sb->spool, cap);
+
+			if (!p) {
+				json_object_put(o);
+				sb->write_errno = ENOMEM;
+				capture_incomplete(c, "writing %s failed: out of memory",
+						   CAPTURE_SIDEBAND);
+				return ENOMEM;
+			}
+			sb->spool = p;
+			sb->spool_cap = cap;
+		}
+		memcpy(sb->spool + sb->spool_len, s, n);
+		sb->spool[sb->spool_len + n] = '\n';
+		sb->spool_len += n + 1;
+	} else if (!sb->write_errno && (fputs(s, sb->f) == EOF || fputc('\n', sb->f) == EOF)) {
+		err = errno ? errno : EIO;
+	}
+	json_object_put(o);
+	if (err) {
+		sb->write_errno = err;
+		capture_incomplete(c, "writing %s failed: %s", CAPTURE_SIDEBAND, strerror(err));
+		return err;
+	}
+	sb->lines++;
+	return 0;
+}
+
+static int sb_rec_fn(const struct iptcap_sb_rec *r, void *arg)
+{
+	capture_sb_write_rec(arg, r);
+	return 0;	/* a write error is kept; drain the rings anyway */
+}
+
+/* A snapshot record; the perf rings are drained (into the spool) meanwhile. */
+static int snap_rec_fn(const struct iptcap_sb_rec *r, void *arg)
+{
+	struct capture *c = arg;
+
+	capture_sb_write_rec(c, r);
+	if (c->sb.sb && !(++c->sb.snap_recs % 256))
+		iptcap_sb_read(c->sb.sb, sb_rec_fn, c);
+	return 0;
+}
+
+int capture_sb_begin(struct capture *c, bool perf, char *msg, size_t len)
+{
+	struct capture_sb *sb = &c->sb;
+	struct json_object *h;
+	char path[4096];
+	enum iptcap_err err;
+	int e;
+
+	snprintf(path, sizeof(path), "%s/" CAPTURE_SIDEBAND, c->dir);
+	sb->f = fopen(path, "we");
+	if (!sb->f) {
+		e = errno;
+		snprintf(msg, len, "cannot create %s: %s", path, strerror(e));
+		return -1;
+	}
+	h = json_object_new_object();
+	json_object_object_add(h, "type", json_object_new_string("header"));
+	json_object_object_add(h, "format", json_object_new_string("ipt-sideband"));
+	json_object_object_add(h, "version", json_object_new_int(CAPTURE_SIDEBAND_VERSION));
+	if (fprintf(sb->f, "%s\n", json_object_to_json_string_ext(h, JSON_C_TO_STRING_PLAIN)) < 0)
+		sb->write_errno = errno ? errno : EIO;
+	json_object_put(h);
+	if (perf) {
+		err = iptcap_sb_open(NULL, &sb->sb, sb->perf_skipped, sizeof(sb->perf_skipped));
+		if (!err) {
+			sb->build_ids = iptcap_sb_build_ids(sb->sb);
+			err = iptcap_sb_enable(sb->sb);
+			if (err) {
+				snprintf(sb->perf_skipped, sizeof(sb->perf_skipped),
+					 "enabling the perf sideband events failed: %s",
+					 iptcap_strerror(err));
+				iptcap_sb_close(sb->sb);
+				sb->sb = NULL;
+			}
+		}
+	} else if (!sb->perf_skipped[0]) {
+		snprintf(sb->perf_skipped, sizeof(sb->perf_skipped), "not recorded");
+	}
+	vdso_self(c);
+	/*
+	 * After the events are enabled: nothing falls between the two.  The
+	 * rings are drained while the snapshot is read, so that they do not
+	 * overflow on a large system; those records are written after it.
+	 */
+	sb->spool = malloc(1);
+	sb->spool_cap = sb->spool ? 1 : 0;
+	iptcap_proc_snapshot(NULL, snap_rec_fn, c, &sb->snap);
+	sb->have_snap = true;
+	if (sb->spool) {
+		if (sb->spool_len && !sb->write_errno) {
+			if (fwrite(sb->spool, 1, sb->spool_len, sb->f) != sb->spool_len) {
+				sb->write_errno = errno ? errno : EIO;
+				capture_incomplete(c, "writing %s failed: %s", CAPTURE_SIDEBAND,
+						   strerror(sb->write_errno));
+			}
+		}
+		free(sb->spool);
+		sb->spool = NULL;
+		sb->spool_len = sb->spool_cap = 0;
+	}
+	if (sb->write_errno) {
+		snprintf(msg, len, "writing %s failed: %s", path, strerror(sb->write_errno));
+		return -1;
+	}
+	return 0;
+}
+
+void capture_sb_wait(struct capture *c, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+
+	if (!c->sb.sb || iptcap_sb_wait(c->sb.sb, timeout_ms) < 0)
+		nanosleep(&ts, NULL);
+}
+
+int capture_sb_drain(struct capture *c)
+{
+	if (c->sb.sb)
+		iptcap_sb_read(c->sb.sb, sb_rec_fn, c);
+	return c->sb.write_errno;
+}
+
+void capture_sb_end(struct capture *c)
+{
+	struct capture_sb *sb = &c->sb;
+	unsigned int i;
+	int err = 0;
+
+	if (sb->sb) {
+		iptcap_sb_disable(sb->sb);
+		capture_sb_drain(c);
+		sb->nr_cpus = iptcap_sb_nr_cpus(sb->sb);
+		sb->cpus = calloc(sb->nr_cpus ? sb->nr_cpus : 1, sizeof(*sb->cpus));
+		for (i = 0; sb->cpus && i < sb->nr_cpus; i++)
+			iptcap_sb_cpu_stats(sb->sb, i, &sb->cpus[i]);
+		iptcap_sb_close(sb->sb);
+		sb->sb = NULL;
+	}
+	if (!sb->f)
+		return;
+	if (fflush(sb->f))
+		err = errno;
+	if (!err && fsync(fileno(sb->f)) && errno != EINVAL)
+		err = errno;
+	if (fclose(sb->f) && !err)
+		err = errno;
+	sb->f = NULL;
+	if (err && !sb->write_errno) {
+		sb->write_errno = err;
+		capture_incomplete(c, "writing %s failed: %s", CAPTURE_SIDEBAND, strerror(err));
+	}
+}
+
+void capture_sb_free(struct capture *c)
+{
+	unsigned int i;
+
+	if (c->sb.f)
+		fclose(c->sb.f);
+	c->sb.f = NULL;
+	iptcap_sb_close(c->sb.sb);
+	c->sb.sb = NULL;
+	for (i = 0; i < c->sb.nr_vdso; i++)
+		free(c->sb.vdso[i].data);
+	c->sb.nr_vdso = 0;
+	free(c->sb.cpus);
+	c->sb.cpus = NULL;
+}
+
+static struct json_object *sideband_json(const struct capture *c)
+{
+	const struct capture_sb *sb = &c->sb;
+	struct json_object *o = json_object_new_object(), *r, *arr;
+	unsigned int i;
+	int t;
+
+	json_object_object_add(o, "file", sb->lines || sb->have_snap ?
+			       json_object_new_string(CAPTURE_SIDEBAND) : NULL);
+	json_object_object_add(o, "version", json_object_new_int(CAPTURE_SIDEBAND_VERSION));
+	json_object_object_add(o, "perf", json_object_new_boolean(sb->cpus || sb->sb));
+	json_object_object_add(o, "perf_skipped", sb->cpus || sb->sb ? NULL :
+			       json_object_new_string(sb->perf_skipped[0] ? sb->perf_skipped :
+						      "not recorded"));
+	json_object_object_add(o, "build_ids", json_object_new_boolean(sb->build_ids));
+	if (sb->have_snap) {
+		r = json_object_new_object();
+		json_object_object_add(r, "processes", u64(sb->snap.processes));
+		json_object_object_add(r, "threads", u64(sb->snap.threads));
+		json_object_object_add(r, "maps", u64(sb->snap.maps));
+		json_object_object_add(r, "vanished", u64(sb->snap.vanished));
+		json_object_object_add(o, "snapshot", r);
+	} else {
+		json_object_object_add(o, "snapshot", NULL);
+	}
+	r = json_object_new_object();
+	for (t = IPTCAP_SB_MMAP; t <= IPTCAP_SB_OTHER; t++)
+		json_object_object_add(r, sb_type_name[t], u64(sb->counts[t]));
+	json_object_object_add(o, "records", r);
+	json_object_object_add(o, "lines", u64(sb->lines));
+	json_object_object_add(o, "lost_records", u64(sb->lost));
+	arr = json_object_new_array();
+	for (i = 0; sb->cpus && i < sb->nr_cpus; i++) {
+		r = json_object_new_object();
+		json_object_object_add(r, "cpu", u64(sb->cpus[i].cpu));
+		json_object_object_add(r, "records", u64(sb->cpus[i].records));
+		json_object_object_add(r, "lost", u64(sb->cpus[i].lost));
+		json_object_object_add(r, "bytes", u64(sb->cpus[i].bytes));
+		json_object_array_add(arr, r);
+	}
+	json_object_object_add(o, "cpus", arr);
+	arr = json_object_new_array();
+	for (i = 0; i < sb->nr_vdso; i++) {
+		char name[32];
+
+		r = json_object_new_object();
+		snprintf(name, sizeof(name), "vdso%u.so", i);
+		json_object_object_add(r, "file", json_object_new_string(name));
+		json_object_object_add(r, "size", u64(sb->vdso[i].size));
+		json_object_object_add(r, "source", json_object_new_string(sb->vdso[i].source));
+		json_object_array_add(arr, r);
+	}
+	json_object_object_add(o, "vdso", arr);
+	json_object_object_add(o, "write_error", sb->write_errno ?
+			       json_object_new_string(strerror(sb->write_errno)) : NULL);
+	return o;
 }
 
 int capture_write_trace(struct capture *c, struct capture_trace *tr,
@@ -133,11 +570,6 @@ out:
 		capture_incomplete(c, "writing cpu%u.pt failed after %" PRIu64 " bytes: %s",
 				   tr->cpu, tr->written, strerror(err));
 	return err;
-}
-
-static struct json_object *u64(uint64_t v)
-{
-	return json_object_new_int64((int64_t)v);
 }
 
 static const char *loss_name(enum iptcap_err e)
@@ -217,6 +649,23 @@ struct json_object *capture_meta_json(const struct capture *c)
 	json_object_object_add(cfg, "retcomp",
 			       json_object_new_boolean(!(ic->trace_flags & IPT_TRACE_NO_RETCOMP)));
 	json_object_object_add(cfg, "trace_flags", u64(ic->trace_flags));
+	arr = json_object_new_array();
+	for (i = 0; i < IPT_MAX_ADDR_RANGES; i++) {
+		struct json_object *rg;
+
+		if (ic->ranges[i].kind == IPT_RANGE_OFF)
+			continue;
+		rg = json_object_new_object();
+		json_object_object_add(rg, "index", u64(i));
+		json_object_object_add(rg, "kind", json_object_new_string(
+			ic->ranges[i].kind == IPT_RANGE_STOP ? "stop" : "filter"));
+		json_object_object_add(rg, "start", addr(ic->ranges[i].start));
+		json_object_object_add(rg, "end", addr(ic->ranges[i].end));
+		json_object_array_add(arr, rg);
+	}
+	json_object_object_add(cfg, "ranges", arr);
+	json_object_object_add(cfg, "cr3_match", ic->trace_flags & IPT_TRACE_CR3_FILTER ?
+			       addr(ic->cr3_match) : NULL);
 	json_object_object_add(o, "config", cfg);
 
 	if (c->have_time_conv) {
@@ -264,6 +713,7 @@ struct json_object *capture_meta_json(const struct capture *c)
 		json_object_array_add(arr, t);
 	}
 	json_object_object_add(o, "traces", arr);
+	json_object_object_add(o, "sideband", sideband_json(c));
 	return o;
 }
 

@@ -109,7 +109,15 @@ static void do_dump(int cfd, struct iptcap *ipt, struct capture *c, char *dir, b
 	c->stop_ns = realtime_ns();
 	if (err)
 		capture_incomplete(c, "stopping the trace failed: %s", iptcap_strerror(err));
+	/* The processes as the trace ends: a /proc snapshot, no perf events. */
+	memset(&c->sb, 0, sizeof(c->sb));
+	snprintf(c->sb.perf_skipped, sizeof(c->sb.perf_skipped),
+		 "a flight-recorder dump has no perf events; its snapshot is of the dump's time");
+	if (capture_sb_begin(c, false, msg, sizeof(msg)))
+		capture_incomplete(c, "%s", msg);
+	capture_sb_end(c);
 	capture_collect(ipt, c);
+	capture_sb_free(c);
 	if (restart) {
 		err = iptcap_start(ipt);
 		if (err)
@@ -294,6 +302,10 @@ int cmd_start(struct ipttool *t, int argc, char **argv)
 			printf("flight recorder started (pid %d); 'ipttool dump -o DIR' saves "
 			       "the trace, 'ipttool stop' ends it\n", (int)pid);
 		}
+		/* The daemon's copy of the file keeps the session. */
+		close(lfd);
+		free(c.traces);
+		iptcap_close(ipt);
 		return 0;
 	}
 	setsid();

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ipttool.h"
 
@@ -61,9 +62,83 @@ static bool check_files(const char *dir, struct json_object *traces)
 	return ok;
 }
 
+/* Whether the sideband files named in @sb exist; adds "files_ok" to @sb. */
+static bool check_sideband(const char *dir, struct json_object *sb)
+{
+	struct json_object *arr;
+	const char *file = get_str(sb, "file");
+	char path[4096];
+	size_t i;
+	bool ok = true;
+
+	if (file) {
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		ok = !strchr(file, '/') && !access(path, R_OK);
+	}
+	if (json_object_object_get_ex(sb, "vdso", &arr) && json_object_is_type(arr, json_type_array))
+		for (i = 0; i < json_object_array_length(arr); i++) {
+			struct json_object *v = json_object_array_get_idx(arr, i);
+			const char *f = get_str(v, "file");
+			struct stat st;
+
+			snprintf(path, sizeof(path), "%s/%s", dir, f ? f : "");
+			if (!f || strchr(f, '/') || stat(path, &st) ||
+			    (int64_t)st.st_size != get_i64(v, "size"))
+				ok = false;
+		}
+	json_object_object_add(sb, "files_ok", json_object_new_boolean(ok));
+	return ok;
+}
+
+static void print_sideband(struct json_object *sb)
+{
+	struct json_object *rec = NULL, *snap = NULL, *arr = NULL;
+	size_t i, n;
+
+	if (!sb) {
+		printf("sideband:    none (recorded before ipttool had sideband)\n");
+		return;
+	}
+	json_object_object_get_ex(sb, "records", &rec);
+	json_object_object_get_ex(sb, "snapshot", &snap);
+	if (get_bool(sb, "perf"))
+		printf("sideband:    %s: perf records: mmap %" PRId64 ", comm %" PRId64
+		       ", fork %" PRId64 ", exit %" PRId64 ", switch %" PRId64 "; %" PRId64
+		       " lost%s\n", get_str(sb, "file") ? get_str(sb, "file") : "?",
+		       get_i64(rec, "mmap"), get_i64(rec, "comm"), get_i64(rec, "fork"),
+		       get_i64(rec, "exit"), get_i64(rec, "switch"), get_i64(sb, "lost_records"),
+		       get_bool(sb, "build_ids") ? ", build-ids from the kernel" : "");
+	else
+		printf("sideband:    %s: no perf records (%s)\n",
+		       get_str(sb, "file") ? get_str(sb, "file") : "none",
+		       get_str(sb, "perf_skipped") ? get_str(sb, "perf_skipped") : "?");
+	if (snap)
+		printf("snapshot:    %" PRId64 " processes, %" PRId64 " threads, %" PRId64
+		       " executable mappings (%" PRId64 " vanished or unreadable)\n",
+		       get_i64(snap, "processes"), get_i64(snap, "threads"), get_i64(snap, "maps"),
+		       get_i64(snap, "vanished"));
+	if (json_object_object_get_ex(sb, "vdso", &arr) && json_object_is_type(arr, json_type_array) &&
+	    (n = json_object_array_length(arr))) {
+		printf("vdso:       ");
+		for (i = 0; i < n; i++) {
+			struct json_object *v = json_object_array_get_idx(arr, i);
+
+			printf(" %s (%" PRId64 " bytes, from %s)", get_str(v, "file") ?
+			       get_str(v, "file") : "?", get_i64(v, "size"),
+			       get_str(v, "source") ? get_str(v, "source") : "?");
+		}
+		printf("\n");
+	}
+	if (get_str(sb, "write_error"))
+		printf("sideband:    WRITE ERROR: %s\n", get_str(sb, "write_error"));
+	if (!get_bool(sb, "files_ok"))
+		printf("sideband:    FILE MISSING: a sideband or vDSO file is missing or its size "
+		       "differs\n");
+}
+
 int cmd_info(struct ipttool *t, int argc, char **argv)
 {
-	struct json_object *o, *cpu, *cfg, *traces, *tc;
+	struct json_object *o, *cpu, *cfg, *traces, *tc, *sb, *rg;
 	const char *dir;
 	char msg[512];
 	bool files_ok;
@@ -92,6 +167,10 @@ int cmd_info(struct ipttool *t, int argc, char **argv)
 		return 1;
 	}
 	files_ok = check_files(dir, traces);
+	if (json_object_object_get_ex(o, "sideband", &sb) && sb)
+		files_ok = check_sideband(dir, sb) && files_ok;
+	else
+		sb = NULL;
 	json_object_object_add(o, "files_ok", json_object_new_boolean(files_ok));
 	if (t->json)
 		return ipt_print_json(t, o);
@@ -120,6 +199,19 @@ int cmd_info(struct ipttool *t, int argc, char **argv)
 		printf(", mtc %" PRId64, get_i64(cfg, "mtc_freq"));
 	if (get_str(cfg, "cyc_thresh"))
 		printf(", cyc %" PRId64, get_i64(cfg, "cyc_thresh"));
+	if (get_str(cfg, "cr3_match"))
+		printf(", cr3 0x%" PRIx64, (uint64_t)json_object_get_uint64(
+			json_object_object_get_ex(cfg, "cr3_match", &tc) ? tc : NULL));
+	if (json_object_object_get_ex(cfg, "ranges", &rg) && json_object_is_type(rg, json_type_array))
+		for (i = 0; i < json_object_array_length(rg); i++) {
+			struct json_object *r = json_object_array_get_idx(rg, i), *a = NULL, *b = NULL;
+
+			json_object_object_get_ex(r, "start", &a);
+			json_object_object_get_ex(r, "end", &b);
+			printf(", %s 0x%" PRIx64 "-0x%" PRIx64, get_str(r, "kind") ?
+			       get_str(r, "kind") : "?", (uint64_t)json_object_get_uint64(a),
+			       (uint64_t)json_object_get_uint64(b));
+		}
 	printf("\n");
 	if (json_object_object_get_ex(o, "time_conv", &tc) && tc)
 		printf("time conv:   time_shift %" PRId64 " time_mult %" PRId64 " time_zero %" PRId64 "\n",
@@ -127,6 +219,7 @@ int cmd_info(struct ipttool *t, int argc, char **argv)
 	else
 		printf("time conv:   none (%s)\n", get_str(o, "time_conv_skipped") ?
 		       get_str(o, "time_conv_skipped") : "not recorded");
+	print_sideband(sb);
 	n = json_object_array_length(traces);
 	for (i = 0; i < n; i++) {
 		struct json_object *tr = json_object_array_get_idx(traces, i);

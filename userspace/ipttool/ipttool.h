@@ -56,6 +56,8 @@ void mask_to_list(uint32_t mask, char *buf, size_t len);
  * @duration: --duration in seconds (0: none)
  * @prog_argv: the command after the options (NULL-terminated), or NULL
  * @help: --help was given
+ * @quiet: -q: no progress line
+ * @no_sideband: --no-sideband
  */
 struct record_opts {
 	struct iptcap_config cfg;
@@ -64,7 +66,18 @@ struct record_opts {
 	double duration;
 	char **prog_argv;
 	bool help;
+	bool quiet;
+	bool no_sideband;
 };
+
+/*
+ * Bytes a tracing unit has written into @buf (@len bytes, zeroed before
+ * tracing) so far, to a page: the end of the last page that is not all
+ * zero.  For the progress line only: exact positions come at a stop.
+ */
+uint64_t progress_estimate(const void *buf, size_t len);
+/* Parse "START-END" (hex with 0x, or decimal; END inclusive).  0 or -1. */
+int parse_range(const char *s, uint64_t *start, uint64_t *end);
 
 /* Parse "4096", "64K", "4M", "1G" (binary units).  0 or -1 (invalid). */
 int parse_size(const char *s, uint64_t *out);
@@ -94,6 +107,49 @@ struct capture_trace {
 	struct ipt_trace_state ts;
 	uint64_t written;
 	int write_errno;
+};
+
+#define CAPTURE_SIDEBAND		"sideband.jsonl"
+#define CAPTURE_SIDEBAND_VERSION	1
+#define CAPTURE_MAX_VDSO		8
+
+/**
+ * struct capture_sb - the sideband of a capture (capture.c)
+ * @f: CAPTURE_SIDEBAND being written, or NULL
+ * @sb: the perf events, or NULL (@perf_skipped says why)
+ * @write_errno: the first error writing @f
+ * @counts: perf records read, by enum iptcap_sb_type (snapshot ones: @snap)
+ * @lines: lines written
+ * @lost: records the kernel dropped
+ * @snap: what the /proc snapshot found; @have_snap: it was taken
+ * @build_ids: the kernel puts build-ids in mmap records
+ * @cpus: per-CPU statistics of @sb at its end, @nr_cpus of them
+ * @vdso: vDSO images saved as vdsoN.so, @nr_vdso of them
+ * @spool: perf records read while the snapshot is written (@spool_len
+ *        bytes of lines, @spool_cap allocated); @snap_recs counts its records
+ */
+struct capture_sb {
+	FILE *f;
+	struct iptcap_sb *sb;
+	char perf_skipped[256];
+	int write_errno;
+	uint64_t counts[IPTCAP_SB_OTHER + 1];
+	uint64_t lines;
+	uint64_t lost;
+	struct iptcap_snapshot_stats snap;
+	bool have_snap;
+	bool build_ids;
+	struct iptcap_sb_cpu_stats *cpus;
+	unsigned int nr_cpus;
+	struct {
+		unsigned char *data;
+		size_t size;
+		char source[32];
+	} vdso[CAPTURE_MAX_VDSO];
+	unsigned int nr_vdso;
+	char *spool;
+	size_t spool_len, spool_cap;
+	uint64_t snap_recs;
 };
 
 /**
@@ -126,6 +182,7 @@ struct capture {
 	uint64_t start_ns;
 	uint64_t stop_ns;
 	size_t meta_reserve;
+	struct capture_sb sb;
 };
 
 /* Mark @c incomplete, keeping the first reason (printf-style). */
@@ -144,6 +201,25 @@ void capture_time_conv(struct capture *c);
  */
 int capture_write_trace(struct capture *c, struct capture_trace *tr,
 			const void *buf, const struct iptcap_seg *segs, int nr_segs);
+/*
+ * Start the sideband of @c: CAPTURE_SIDEBAND, the vDSO images, the /proc
+ * snapshot, and with @perf the per-CPU perf events (enabled before the
+ * snapshot).  A refused perf_event_open leaves @c->sb.perf_skipped set and
+ * is no error.  0, or -1 with one sentence in @msg (the file could not be
+ * written).
+ */
+int capture_sb_begin(struct capture *c, bool perf, char *msg, size_t len);
+/* Sleep @timeout_ms, or less when a perf ring fills up (then drain it). */
+void capture_sb_wait(struct capture *c, int timeout_ms);
+/* Write what the perf rings hold now.  0 or the errno of a failed write. */
+int capture_sb_drain(struct capture *c);
+/* Stop the perf events, write the rest, close the file; failures mark @c incomplete. */
+void capture_sb_end(struct capture *c);
+/* Free what capture_sb_begin() allocated (after capture_sb_end()). */
+void capture_sb_free(struct capture *c);
+/* Write @r as one line of CAPTURE_SIDEBAND to @f; 0 or errno. */
+int capture_sb_write_rec(struct capture *c, const struct iptcap_sb_rec *r);
+
 /* The metadata of @c as a JSON object (a new reference). */
 struct json_object *capture_meta_json(const struct capture *c);
 /*

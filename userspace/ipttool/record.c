@@ -105,13 +105,76 @@ int parse_cpu_list(const char *s, uint64_t *mask, unsigned int words)
 	}
 }
 
+static int parse_u64(const char *s, const char **end, uint64_t *out)
+{
+	unsigned long long v;
+	char *e;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &e, 0);
+	if (errno || e == s)
+		return -1;
+	*out = v;
+	*end = e;
+	return 0;
+}
+
+int parse_range(const char *s, uint64_t *start, uint64_t *end)
+{
+	const char *p;
+
+	if (parse_u64(s, &p, start) || *p != '-' || parse_u64(p + 1, &p, end) || *p)
+		return -1;
+	return *start <= *end ? 0 : -1;
+}
+
+/*
+ * FILE:SYMBOL: the symbol's bytes in a file that is not position-
+ * independent (an ET_EXEC program, or a vmlinux), where the address in the
+ * file is the address at run time.  0, or -1 with @msg.
+ */
+static int range_of_symbol(const char *opt, const char *arg, uint64_t *start, uint64_t *end,
+			   char *msg, size_t len)
+{
+	char file[4096], err[512];
+	const char *colon = strrchr(arg, ':');
+	uint64_t value, size;
+	bool pie;
+
+	if (colon == arg || !colon[1] || (size_t)(colon - arg) >= sizeof(file)) {
+		snprintf(msg, len, "%s '%s': give FILE:SYMBOL, e.g. ./prog:main", opt, arg);
+		return -1;
+	}
+	memcpy(file, arg, (size_t)(colon - arg));
+	file[colon - arg] = '\0';
+	if (iptcap_elf_symbol(file, colon + 1, &value, &size, &pie, err, sizeof(err))) {
+		snprintf(msg, len, "%s '%s': %s", opt, arg, err);
+		return -1;
+	}
+	if (pie) {
+		snprintf(msg, len, "%s '%s': %s is position-independent (ET_DYN): where %s lies is "
+			 "known only once it is loaded; give its addresses as START-END", opt, arg,
+			 file, colon + 1);
+		return -1;
+	}
+	if (!size) {
+		snprintf(msg, len, "%s '%s': the symbol has no size; give START-END", opt, arg);
+		return -1;
+	}
+	*start = value;
+	*end = value + size - 1;
+	return 0;
+}
+
 #define PER_THREAD_MSG "per-thread mode is not available yet: record every CPU with -a " \
 		       "or some with -C CPUS (the command then runs while they are traced)"
 
 int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t len)
 {
 	enum { O_SIZE = 256, O_RING, O_SOF, O_USER, O_KERNEL, O_TSC, O_MTC, O_CYC, O_PSB,
-	       O_NORETC, O_DURATION };
+	       O_NORETC, O_DURATION, O_FILTER, O_STOP_RANGE, O_CR3, O_NO_SB };
 	static const struct option opts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "cpu", required_argument, NULL, 'C' },
@@ -129,6 +192,11 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 		{ "psb", required_argument, NULL, O_PSB },
 		{ "no-retcomp", no_argument, NULL, O_NORETC },
 		{ "duration", required_argument, NULL, O_DURATION },
+		{ "filter", required_argument, NULL, O_FILTER },
+		{ "stop-range", required_argument, NULL, O_STOP_RANGE },
+		{ "cr3", required_argument, NULL, O_CR3 },
+		{ "no-sideband", no_argument, NULL, O_NO_SB },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -142,7 +210,7 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 	o->out_dir = "ipt.data";
 	optind = 0;	/* glibc: a full reset, so that parsing can be repeated */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+aC:p:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+aC:p:o:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			all = true;
@@ -213,6 +281,52 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 				return 2;
 			}
 			break;
+		case O_FILTER:
+		case O_STOP_RANGE: {
+			struct ipt_addr_range *r = &o->cfg.ranges[o->cfg.nr_ranges];
+			const char *name = c == O_FILTER ? "--filter" : "--stop-range";
+
+			if (o->cfg.nr_ranges == IPT_MAX_ADDR_RANGES) {
+				snprintf(msg, len, "%s %s: at most %d address ranges "
+					 "(--filter and --stop-range together)", name, optarg,
+					 IPT_MAX_ADDR_RANGES);
+				return 2;
+			}
+			uint64_t a, b;
+			const char *colon = strrchr(optarg, ':');
+
+			if (colon) {
+				if (range_of_symbol(name, optarg, &a, &b, msg, len))
+					return 2;
+			} else if (parse_range(optarg, &a, &b)) {
+				snprintf(msg, len, "%s '%s': give START-END, addresses in hex "
+					 "(0x401000-0x401fff) or decimal, END inclusive, START <= END, "
+					 "or FILE:SYMBOL", name, optarg);
+				return 2;
+			}
+			r->start = a;
+			r->end = b;
+			r->kind = c == O_FILTER ? IPT_RANGE_FILTER : IPT_RANGE_STOP;
+			o->cfg.nr_ranges++;
+			break;
+		}
+		case O_CR3: {
+			const char *e;
+
+			if (parse_u64(optarg, &e, &o->cfg.cr3_match) || *e) {
+				snprintf(msg, len, "--cr3 '%s': give the raw CR3 value, e.g. 0x1a2b3000",
+					 optarg);
+				return 2;
+			}
+			o->cfg.cr3_filter = true;
+			break;
+		}
+		case O_NO_SB:
+			o->no_sideband = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
 		case 'h':
 			o->help = true;
 			return 0;
@@ -278,6 +392,12 @@ static void record_usage(FILE *f)
 		"  --psb N             PSB period encoding N\n"
 		"  --no-retcomp        disable return compression\n"
 		"  --duration SEC      stop after SEC seconds\n"
+		"  --filter START-END  trace only inside this address range (repeatable);\n"
+		"                      FILE:SYMBOL for a function of a non-PIE program\n"
+		"  --stop-range START-END  stop tracing when entering this range\n"
+		"  --cr3 VALUE         trace only while CR3 is VALUE (raw, e.g. 0x1a2b3000)\n"
+		"  --no-sideband       no perf sideband (the /proc snapshot is still taken)\n"
+		"  -q, --quiet         no progress line on a terminal\n"
 		"Records until PROG exits, --duration passes, or SIGINT (Ctrl-C).\n"
 		"-p TID and per-thread recording of PROG are not available yet.\n"
 		"See ipttool-record(8).\n");
@@ -322,7 +442,9 @@ int capture_prepare_dir(const char *dir, char *msg, size_t len)
 			continue;
 		if (!strcmp(e->d_name, CAPTURE_META))
 			capture = true;
-		else if (!strncmp(e->d_name, "cpu", 3) || !strcmp(e->d_name, CAPTURE_META ".tmp"))
+		else if (!strncmp(e->d_name, "cpu", 3) || !strcmp(e->d_name, CAPTURE_META ".tmp") ||
+			 !strcmp(e->d_name, CAPTURE_SIDEBAND) ||
+			 (!strncmp(e->d_name, "vdso", 4) && strstr(e->d_name, ".so")))
 			cpufiles = true;
 		else
 			other = true;
@@ -449,8 +571,149 @@ void print_summary(const struct ipttool *t, const struct capture *c)
 			fprintf(stderr, ", the PT unit reported an error");
 		fputc('\n', stderr);
 	}
+	if (c->sb.cpus) {
+		uint64_t recs = 0;
+		int k;
+
+		for (k = IPTCAP_SB_MMAP; k < IPTCAP_SB_OTHER; k++)
+			recs += c->sb.counts[k];
+		fprintf(stderr, "ipttool: sideband: %" PRIu64 " perf records, %" PRIu64
+			" lost; snapshot of %" PRIu64 " processes\n", recs, c->sb.lost,
+			c->sb.snap.processes);
+	}
+	else if (c->sb.have_snap)
+		fprintf(stderr, "ipttool: sideband: snapshot of %" PRIu64 " processes only (%s)\n",
+			c->sb.snap.processes, c->sb.perf_skipped);
 	fprintf(stderr, "ipttool: capture in %s%s%s\n", c->dir,
 		c->complete ? "" : " is INCOMPLETE: ", c->complete ? "" : c->reason);
+}
+
+/* ---- progress on a terminal ---------------------------------------------- */
+
+/**
+ * struct progress - the progress line of a recording
+ * @cpus: the session's CPUs, @nr of them
+ * @bufs: their mapped buffers (NULL if mapping failed), @lens their sizes
+ * @stop_on_full: the buffers stop when full (else rings)
+ */
+struct progress {
+	unsigned int *cpus;
+	const void **bufs;
+	size_t *lens;
+	unsigned int nr;
+	bool stop_on_full;
+};
+
+static bool page_used(const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i += 64)	/* any non-zero byte, a line at a time */
+		if (p[i] || memcmp(p + i, p + i + 1, 63))
+			return true;
+	return false;
+}
+
+/*
+ * Bytes written so far, to a page: the driver reports positions only at a
+ * stop, but the unit fills the zeroed buffer from its start, so the end of
+ * the written part is the last page that is not all zero (binary search).
+ */
+uint64_t progress_estimate(const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	size_t lo = 0, hi = len / 4096;	/* pages [0, lo) used, [hi, n) unused */
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (page_used(p + mid * 4096, 4096))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint64_t)lo * 4096;
+}
+
+static void human(char *buf, size_t len, uint64_t v)
+{
+	if (v >= 10ull << 30)
+		snprintf(buf, len, "%" PRIu64 "G", v >> 30);
+	else if (v >= 10ull << 20)
+		snprintf(buf, len, "%" PRIu64 "M", v >> 20);
+	else if (v >= 10ull << 10)
+		snprintf(buf, len, "%" PRIu64 "K", v >> 10);
+	else
+		snprintf(buf, len, "%" PRIu64, v);
+}
+
+static void progress_init(struct progress *pr, struct iptcap *ipt, const struct capture *c)
+{
+	unsigned int cpu;
+
+	memset(pr, 0, sizeof(*pr));
+	pr->stop_on_full = c->config.buffer_flags & IPT_BUFFER_STOP_ON_FULL;
+	pr->cpus = calloc(c->caps.nr_cpus ? c->caps.nr_cpus : 1, sizeof(*pr->cpus));
+	pr->bufs = calloc(c->caps.nr_cpus ? c->caps.nr_cpus : 1, sizeof(*pr->bufs));
+	pr->lens = calloc(c->caps.nr_cpus ? c->caps.nr_cpus : 1, sizeof(*pr->lens));
+	if (!pr->cpus || !pr->bufs || !pr->lens)
+		return;
+	for (cpu = 0; cpu < c->caps.nr_cpus; cpu++) {
+		struct ipt_trace_state ts;
+
+		if (iptcap_trace_state(ipt, cpu, &ts))
+			continue;
+		pr->cpus[pr->nr] = cpu;
+		if (iptcap_map(ipt, cpu, &pr->bufs[pr->nr], &pr->lens[pr->nr]))
+			pr->bufs[pr->nr] = NULL;
+		pr->nr++;
+	}
+}
+
+static void progress_free(struct progress *pr)
+{
+	free(pr->cpus);
+	free(pr->bufs);
+	free(pr->lens);
+}
+
+/* One line, rewritten in place: elapsed time, bytes per CPU, full, lost. */
+static void progress_show(const struct progress *pr, const struct capture *c, double secs)
+{
+	char line[1024], num[32];
+	size_t used;
+	uint64_t total = 0, lost = c->sb.lost;
+	unsigned int i, full = 0;
+
+	used = (size_t)snprintf(line, sizeof(line), "ipttool: %.1fs", secs);
+	for (i = 0; i < pr->nr; i++) {
+		uint64_t b = pr->bufs[i] ? progress_estimate(pr->bufs[i], pr->lens[i]) : 0;
+		bool is_full = pr->bufs[i] && b == pr->lens[i];
+
+		total += b;
+		full += is_full;
+		if (pr->nr <= 8 && used < sizeof(line)) {
+			human(num, sizeof(num), b);
+			used += (size_t)snprintf(line + used, sizeof(line) - used, "  cpu%u %s%s",
+						 pr->cpus[i], pr->bufs[i] ? num : "?",
+						 !is_full ? "" : pr->stop_on_full ? " FULL" : " ring full");
+		}
+	}
+	if (pr->nr > 8 && used < sizeof(line)) {
+		human(num, sizeof(num), total);
+		used += (size_t)snprintf(line + used, sizeof(line) - used, "  %u CPUs %s", pr->nr,
+					 num);
+		if (full)
+			used += (size_t)snprintf(line + used, sizeof(line) - used, ", %u %s", full,
+						 pr->stop_on_full ? "FULL (stopped)" : "ring full");
+	}
+	if (used < sizeof(line) && c->sb.sb)
+		used += (size_t)snprintf(line + used, sizeof(line) - used,
+					 "  sideband %" PRIu64 " records", c->sb.lines);
+	if (used < sizeof(line) && lost)
+		snprintf(line + used, sizeof(line) - used, ", %" PRIu64 " LOST", lost);
+	fprintf(stderr, "\r%s\033[K", line);
+	fflush(stderr);
 }
 
 int cmd_record(struct ipttool *t, int argc, char **argv)
@@ -464,9 +727,12 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	char msg[512];
 	pid_t child = -1;
 	int child_status = 0, ret = 1, pipefd[2] = { -1, -1 };
-	uint64_t t0;
+	uint64_t t0, last_progress = 0;
+	struct progress pr;
+	bool show_progress = false, progress_shown = false;
 	int rc;
 
+	memset(&pr, 0, sizeof(pr));
 	rc = record_parse(argc, argv, &o, msg, sizeof(msg));
 	if (rc) {
 		ipt_err("record: %s", msg);
@@ -527,6 +793,18 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	c.complete = true;
 	c.reason[0] = '\0';
 
+	/* Sideband first: it must see the command's fork and exec. */
+	if (capture_sb_begin(&c, !o.no_sideband, msg, sizeof(msg))) {
+		ipt_err("%s", msg);
+		capture_incomplete(&c, "%s", msg);
+	} else if (!o.no_sideband && !c.sb.sb) {
+		ipt_err("no perf sideband (%s); recording without it, see meta.json",
+			c.sb.perf_skipped);
+	}
+	if (o.no_sideband)
+		snprintf(c.sb.perf_skipped, sizeof(c.sb.perf_skipped),
+			 "disabled with --no-sideband");
+
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -568,6 +846,9 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		goto out;
 	}
 	t0 = now_ns(CLOCK_MONOTONIC);
+	show_progress = isatty(STDERR_FILENO) && !o.quiet;
+	if (show_progress)
+		progress_init(&pr, ipt, &c);
 	if (child > 0) {
 		if (write(pipefd[1], "g", 1) != 1)
 			ipt_err("cannot start %s", o.prog_argv[0]);
@@ -575,8 +856,6 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		pipefd[1] = -1;
 	}
 	while (!stop_signal) {
-		struct timespec ts = { 0, 20 * 1000 * 1000 };
-
 		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
 			child = -1;
 			break;
@@ -584,10 +863,21 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		if (o.duration > 0 &&
 		    (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9 >= o.duration)
 			break;
-		nanosleep(&ts, NULL);
+		capture_sb_wait(&c, 20);	/* 20 ms, or until a sideband ring fills */
+		capture_sb_drain(&c);
+		if (show_progress && now_ns(CLOCK_MONOTONIC) - last_progress >= 500000000ull) {
+			last_progress = now_ns(CLOCK_MONOTONIC);
+			progress_show(&pr, &c, (double)(last_progress - t0) / 1e9);
+			progress_shown = true;
+		}
 	}
 	err = iptcap_stop(ipt);
 	c.stop_ns = now_ns(CLOCK_REALTIME);
+	if (progress_shown) {
+		progress_show(&pr, &c, (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+		fputc('\n', stderr);
+	}
+	capture_sb_end(&c);
 	if (err) {
 		err_session(t, err, "stopping the trace", NULL);
 		capture_incomplete(&c, "stopping the trace failed: %s", iptcap_strerror(err));
@@ -607,6 +897,8 @@ out:
 		kill(child, stop_signal ? stop_signal : SIGTERM);
 		waitpid(child, &child_status, 0);
 	}
+	capture_sb_free(&c);
+	progress_free(&pr);
 	iptcap_close(ipt);
 	free(c.traces);
 	return ret;

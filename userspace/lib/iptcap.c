@@ -263,6 +263,63 @@ static enum iptcap_err need_feature(const struct ipt_caps *caps, uint64_t feat,
 	return IPTCAP_ERR_CAPABILITY;
 }
 
+static const char *range_opt(uint32_t kind)
+{
+	return kind == IPT_RANGE_STOP ? "--stop-range" : "--filter";
+}
+
+/* A canonical 48-bit linear address: bits 63:47 all equal. */
+static bool canonical(uint64_t a)
+{
+	uint64_t top = a >> 47;
+
+	return top == 0 || top == 0x1ffff;
+}
+
+static enum iptcap_err check_ranges(const struct iptcap_config *cfg, const struct ipt_caps *caps,
+				    struct ipt_config *out, char *msg, size_t msg_len)
+{
+	enum iptcap_err err;
+	unsigned int i;
+
+	if (!cfg->nr_ranges)
+		return IPTCAP_OK;
+	if (cfg->nr_ranges > IPT_MAX_ADDR_RANGES) {
+		MSG("%u address ranges given; at most %d exist", cfg->nr_ranges,
+		    IPT_MAX_ADDR_RANGES);
+		return IPTCAP_ERR_INVALID;
+	}
+	for (i = 0; i < cfg->nr_ranges; i++) {
+		const struct ipt_addr_range *r = &cfg->ranges[i];
+
+		if (r->kind != IPT_RANGE_FILTER && r->kind != IPT_RANGE_STOP) {
+			MSG("address range %u has no valid kind", i);
+			return IPTCAP_ERR_INVALID;
+		}
+		if (!canonical(r->start) || !canonical(r->end) || r->start > r->end) {
+			MSG("%s 0x%llx-0x%llx: give canonical addresses with START <= END",
+			    range_opt(r->kind), (unsigned long long)r->start,
+			    (unsigned long long)r->end);
+			return IPTCAP_ERR_INVALID;
+		}
+	}
+	err = need_feature(caps, IPT_FEAT_IP_FILTER, range_opt(cfg->ranges[0].kind), msg, msg_len);
+	if (err)
+		return err;
+	if (cfg->nr_ranges > caps->num_addr_ranges) {
+		MSG("%s: %u address ranges given (--filter and --stop-range together), "
+		    "this PT unit has %u (its 'num_addr_ranges')",
+		    range_opt(cfg->ranges[cfg->nr_ranges - 1].kind), cfg->nr_ranges,
+		    caps->num_addr_ranges);
+		return IPTCAP_ERR_CAPABILITY;
+	}
+	for (i = 0; i < cfg->nr_ranges; i++) {
+		out->ranges[i] = cfg->ranges[i];
+		out->ranges[i].reserved = 0;
+	}
+	return IPTCAP_OK;
+}
+
 enum iptcap_err iptcap_config_to_ipt(const struct iptcap_config *cfg,
 				     const struct ipt_caps *caps,
 				     struct ipt_config *out,
@@ -373,6 +430,21 @@ enum iptcap_err iptcap_config_to_ipt(const struct iptcap_config *cfg,
 		if (err)
 			return err;
 		out->psb_freq = (uint32_t)cfg->psb_freq;
+	}
+	err = check_ranges(cfg, caps, out, msg, msg_len);
+	if (err)
+		return err;
+	if (cfg->cr3_filter) {
+		err = need_feature(caps, IPT_FEAT_CR3_FILTER, "--cr3", msg, msg_len);
+		if (err)
+			return err;
+		if (cfg->cr3_match & 0x1f) {
+			MSG("--cr3 0x%llx: a CR3 value has bits 4:0 clear (page-table base)",
+			    (unsigned long long)cfg->cr3_match);
+			return IPTCAP_ERR_INVALID;
+		}
+		out->trace_flags |= IPT_TRACE_CR3_FILTER;
+		out->cr3_match = cfg->cr3_match;
 	}
 	return IPTCAP_OK;
 }
@@ -528,6 +600,27 @@ enum iptcap_err iptcap_map(struct iptcap *ipt, unsigned int cpu,
 	return IPTCAP_OK;
 }
 
+enum iptcap_err iptcap_copy_segments(const void *buf, const struct ipt_trace_state *ts,
+				     void *dst, size_t len, size_t *copied)
+{
+	struct iptcap_seg seg[2];
+	size_t done = 0;
+	int n, i;
+
+	*copied = 0;
+	n = iptcap_trace_segments(ts, seg);
+	if (n < 0)
+		return IPTCAP_ERR_ABI;
+	if (ts->bytes_valid > len)
+		return IPTCAP_ERR_INVALID;
+	for (i = 0; i < n; i++) {
+		memcpy((char *)dst + done, (const char *)buf + seg[i].off, seg[i].len);
+		done += seg[i].len;
+	}
+	*copied = done;
+	return IPTCAP_OK;
+}
+
 enum iptcap_err iptcap_copy_trace(struct iptcap *ipt, unsigned int cpu,
 				  void *dst, size_t len, size_t *copied)
 {
@@ -535,8 +628,8 @@ enum iptcap_err iptcap_copy_trace(struct iptcap *ipt, unsigned int cpu,
 	struct iptcap_seg seg[2];
 	enum iptcap_err err;
 	const void *buf;
-	size_t blen, done = 0;
-	int n, i;
+	size_t blen;
+	int n;
 
 	*copied = 0;
 	err = iptcap_trace_state(ipt, cpu, &ts);
@@ -552,10 +645,5 @@ enum iptcap_err iptcap_copy_trace(struct iptcap *ipt, unsigned int cpu,
 	err = iptcap_map(ipt, cpu, &buf, &blen);
 	if (err)
 		return err;
-	for (i = 0; i < n; i++) {
-		memcpy((char *)dst + done, (const char *)buf + seg[i].off, seg[i].len);
-		done += seg[i].len;
-	}
-	*copied = done;
-	return IPTCAP_OK;
+	return iptcap_copy_segments(buf, &ts, dst, len, copied);
 }

@@ -4,6 +4,7 @@
  * validation against sample caps, ring unrolling, the capture metadata
  * (written, then parsed back with json-c) and ENOSPC handling.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -42,7 +43,7 @@ static struct ipt_caps sample_caps(void)
 
 static int parse(struct record_opts *o, char *msg, size_t len, ...)
 {
-	char *argv[32];
+	static char *argv[32];	/* o->prog_argv points into it */
 	va_list ap;
 	int argc = 0;
 
@@ -102,12 +103,181 @@ static void test_parse(void)
 	CHECK(P("-a", "--bogus") == 2 && strstr(msg, "--bogus"), "unknown option: %s", msg);
 	CHECK(P("-a", "-C") == 2, "-C without argument");
 	CHECK(P("--help") == 0 && o.help, "--help");
+
+	/* address ranges, CR3, sideband and progress options */
+	CHECK(P("-a", "--filter", "0x401000-0x401fff", "--stop-range", "4198400-4198500",
+		"--cr3", "0x1a2b3000", "-q", "--no-sideband") == 0 &&
+	      o.cfg.nr_ranges == 2 && o.cfg.ranges[0].kind == IPT_RANGE_FILTER &&
+	      o.cfg.ranges[0].start == 0x401000 && o.cfg.ranges[0].end == 0x401fff &&
+	      o.cfg.ranges[1].kind == IPT_RANGE_STOP && o.cfg.ranges[1].start == 4198400 &&
+	      o.cfg.ranges[1].end == 4198500 && o.cfg.cr3_filter &&
+	      o.cfg.cr3_match == 0x1a2b3000 && o.quiet && o.no_sideband,
+	      "--filter, --stop-range, --cr3, -q, --no-sideband are parsed");
+	CHECK(P("-a") == 0 && !o.cfg.nr_ranges && !o.cfg.cr3_filter && !o.quiet &&
+	      !o.no_sideband, "no ranges, no CR3 filter by default");
+	CHECK(P("-a", "--filter", "0x2000-0x1000") == 2 && strstr(msg, "--filter") &&
+	      strstr(msg, "START <= END"), "--filter with START > END: %s", msg);
+	CHECK(P("-a", "--filter", "0x1000") == 2 && P("-a", "--filter", "x-y") == 2 &&
+	      P("-a", "--stop-range", "1-2-3") == 2 && P("-a", "--filter", "-1-2") == 2,
+	      "malformed ranges are refused");
+	CHECK(P("-a", "--filter", "1-2", "--filter", "3-4", "--stop-range", "5-6",
+		"--filter", "7-8", "--filter", "9-10") == 2 && strstr(msg, "at most 4"),
+	      "a fifth range is refused: %s", msg);
+	CHECK(P("-a", "--cr3", "pid") == 2 && strstr(msg, "--cr3"), "--cr3 needs a value: %s", msg);
+	{
+		uint64_t a, b;
+
+		CHECK(!parse_range("0x10-0x20", &a, &b) && a == 16 && b == 32 &&
+		      !parse_range("0xffffffff81000000-0xffffffff81ffffff", &a, &b) &&
+		      a == 0xffffffff81000000ull && b == 0xffffffff81ffffffull,
+		      "parse_range: hex, also above 2^63");
+	}
+}
+
+/* A minimal 64-bit ELF file of type @type with one symbol "func". */
+static int write_elf(const char *path, uint16_t type)
+{
+	unsigned char img[64 + 8 + 48 + 3 * 64];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Sym sym[2];
+	Elf64_Shdr sh[3];
+	int fd;
+	ssize_t n;
+
+	memset(img, 0, sizeof(img));
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = type;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_ehsize = sizeof(Elf64_Ehdr);
+	eh->e_shoff = 64 + 8 + 48;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = 3;
+	memcpy(img + 64, "\0func\0", 6);			/* .strtab */
+	memset(sym, 0, sizeof(sym));
+	sym[1].st_name = 1;
+	sym[1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+	sym[1].st_shndx = 1;
+	sym[1].st_value = 0x401000;
+	sym[1].st_size = 0x40;
+	memcpy(img + 72, sym, sizeof(sym));			/* .symtab */
+	memset(sh, 0, sizeof(sh));
+	sh[1].sh_type = SHT_SYMTAB;
+	sh[1].sh_offset = 72;
+	sh[1].sh_size = sizeof(sym);
+	sh[1].sh_entsize = sizeof(Elf64_Sym);
+	sh[1].sh_link = 2;
+	sh[2].sh_type = SHT_STRTAB;
+	sh[2].sh_offset = 64;
+	sh[2].sh_size = 6;
+	memcpy(img + 120, sh, sizeof(sh));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	n = fd >= 0 ? write(fd, img, sizeof(img)) : -1;
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)sizeof(img) ? 0 : -1;
+}
+
+/* --filter FILE:SYMBOL: a symbol of a non-PIE file gives its range. */
+static void test_symbols(const char *dir)
+{
+	struct record_opts o;
+	char msg[512], exe[256], dyn[256], arg[300], arg2[300];
+	uint64_t start = 0, size = 0;
+	bool pie = true;
+	int rc;
+
+	snprintf(exe, sizeof(exe), "%s/prog", dir);
+	snprintf(dyn, sizeof(dyn), "%s/prog-pie", dir);
+	rc = write_elf(exe, ET_EXEC) | write_elf(dyn, ET_DYN);
+	CHECK(rc == 0, "test ELF files written");
+	rc = iptcap_elf_symbol(exe, "func", &start, &size, &pie, msg, sizeof(msg));
+	CHECK(rc == 0 && start == 0x401000 && size == 0x40 && !pie, "iptcap_elf_symbol finds func");
+	rc = iptcap_elf_symbol(dyn, "func", &start, &size, &pie, msg, sizeof(msg));
+	CHECK(rc == 0 && pie, "an ET_DYN file is reported as position-independent");
+	rc = iptcap_elf_symbol(exe, "nothing", &start, &size, &pie, msg, sizeof(msg));
+	CHECK(rc == -1 && strstr(msg, "no symbol 'nothing'"), "a missing symbol: %s", msg);
+	snprintf(arg, sizeof(arg), "%s:func", exe);
+	rc = P("-a", "--filter", arg, "--stop-range", "0x500000-0x5000ff");
+	CHECK(rc == 0 && o.cfg.nr_ranges == 2 && o.cfg.ranges[0].kind == IPT_RANGE_FILTER &&
+	      o.cfg.ranges[0].start == 0x401000 && o.cfg.ranges[0].end == 0x40103f,
+	      "--filter FILE:SYMBOL gives the symbol's bytes");
+	rc = P("-a", "--stop-range", arg);
+	CHECK(rc == 0 && o.cfg.ranges[0].kind == IPT_RANGE_STOP && o.cfg.ranges[0].end == 0x40103f,
+	      "--stop-range FILE:SYMBOL");
+	snprintf(arg2, sizeof(arg2), "%s:func", dyn);
+	rc = P("-a", "--filter", arg2);
+	CHECK(rc == 2 && strstr(msg, "position-independent") && strstr(msg, "START-END"),
+	      "a PIE symbol is refused: %s", msg);
+	snprintf(arg2, sizeof(arg2), "%s:", exe);
+	rc = P("-a", "--filter", arg2);
+	CHECK(rc == 2 && strstr(msg, "FILE:SYMBOL"), "FILE: without a symbol: %s", msg);
 }
 
 static enum iptcap_err check_cfg(const struct iptcap_config *cfg, const struct ipt_caps *caps,
 				 struct ipt_config *ic, char *msg, size_t len)
 {
 	return iptcap_config_to_ipt(cfg, caps, ic, msg, len);
+}
+
+/* --filter, --stop-range, --cr3 against the caps: refused up front, by name. */
+static void test_config_ranges(void)
+{
+	struct ipt_caps caps = sample_caps();
+	struct iptcap_config cfg;
+	struct ipt_config ic;
+	char msg[256];
+
+	iptcap_config_init(&cfg);
+	cfg.nr_ranges = 1;
+	cfg.ranges[0].kind = IPT_RANGE_FILTER;
+	cfg.ranges[0].start = 0x401000;
+	cfg.ranges[0].end = 0x401fff;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_CAPABILITY &&
+	      strstr(msg, "--filter") && strstr(msg, "'ip_filter'"),
+	      "--filter without ip_filter: %s", msg);
+	caps.features |= IPT_FEAT_IP_FILTER;
+	caps.num_addr_ranges = 2;
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) &&
+	      ic.ranges[0].kind == IPT_RANGE_FILTER && ic.ranges[0].start == 0x401000 &&
+	      ic.ranges[0].end == 0x401fff && ic.ranges[1].kind == IPT_RANGE_OFF,
+	      "--filter maps to ranges[0]");
+	cfg.nr_ranges = 3;
+	cfg.ranges[1].kind = IPT_RANGE_STOP;
+	cfg.ranges[1].start = cfg.ranges[1].end = 0x402000;
+	cfg.ranges[2].kind = IPT_RANGE_STOP;
+	cfg.ranges[2].start = cfg.ranges[2].end = 0x403000;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_CAPABILITY &&
+	      strstr(msg, "3 address ranges") && strstr(msg, "has 2") &&
+	      strstr(msg, "num_addr_ranges"), "more ranges than the unit has: %s", msg);
+	cfg.nr_ranges = 2;
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) &&
+	      ic.ranges[1].kind == IPT_RANGE_STOP && ic.ranges[1].start == 0x402000,
+	      "--stop-range maps to the next range");
+	cfg.ranges[1].start = 0x0000800000000000ull;
+	cfg.ranges[1].end = 0x0000800000001000ull;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
+	      strstr(msg, "--stop-range") && strstr(msg, "canonical"),
+	      "a non-canonical range: %s", msg);
+	cfg.ranges[1].start = 0xffffffff81000000ull;
+	cfg.ranges[1].end = 0xffffffff81ffffffull;
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)), "a kernel range is canonical");
+	cfg.nr_ranges = 0;
+	cfg.cr3_filter = true;
+	cfg.cr3_match = 0x1a2b3000;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_CAPABILITY &&
+	      strstr(msg, "--cr3") && strstr(msg, "'cr3_filter'"), "--cr3 without cr3_filter: %s",
+	      msg);
+	caps.features |= IPT_FEAT_CR3_FILTER;
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) &&
+	      (ic.trace_flags & IPT_TRACE_CR3_FILTER) && ic.cr3_match == 0x1a2b3000,
+	      "--cr3 maps to cr3_match and IPT_TRACE_CR3_FILTER");
+	cfg.cr3_match = 0x1a2b3004;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
+	      strstr(msg, "bits 4:0"), "a CR3 value with low bits: %s", msg);
 }
 
 static void test_config(void)
@@ -177,6 +347,7 @@ static void test_config(void)
 	mask[0] = 4;
 	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
 	      strstr(msg, "CPU 2 does not exist"), "CPU beyond nr_cpus: %s", msg);
+	test_config_ranges();
 	none = sample_caps();
 	none.backend = IPT_BACKEND_NONE;
 	none.unavailable = IPT_UNAVAIL_NO_PT;
@@ -426,6 +597,143 @@ static void test_enospc(const char *dir)
 	unlink(path);
 }
 
+static void test_progress_copy(void)
+{
+	static unsigned char buf[64 * 4096];
+	unsigned char out[16];
+	struct ipt_trace_state ts;
+	size_t done;
+	int i;
+
+	memset(buf, 0, sizeof(buf));
+	CHECK(progress_estimate(buf, sizeof(buf)) == 0, "progress: an empty buffer is 0");
+	memset(buf, 0x42, 10 * 4096 + 5);
+	CHECK(progress_estimate(buf, sizeof(buf)) == 11 * 4096,
+	      "progress: written to the page (11 pages)");
+	buf[10 * 4096 + 4000] = 0;
+	memset(buf + 10 * 4096, 0, 4096);
+	buf[10 * 4096 + 4095] = 1;	/* a page whose only non-zero byte is its last */
+	CHECK(progress_estimate(buf, sizeof(buf)) == 11 * 4096, "progress: any non-zero byte counts");
+	memset(buf, 0x42, sizeof(buf));
+	CHECK(progress_estimate(buf, sizeof(buf)) == sizeof(buf), "progress: a full buffer");
+
+	for (i = 0; i < 16; i++)
+		buf[i] = (unsigned char)((i + 16 - 6) % 16);
+	memset(&ts, 0, sizeof(ts));
+	ts.buffer_size = ts.bytes_valid = 16;
+	ts.status = IPT_TS_WRAPPED;
+	ts.head = ts.oldest = 6;
+	CHECK(iptcap_copy_segments(buf, &ts, out, sizeof(out), &done) == IPTCAP_OK && done == 16 &&
+	      out[0] == 0 && out[9] == 9 && out[10] == 10 && out[15] == 15,
+	      "iptcap_copy_segments unrolls a ring");
+	CHECK(iptcap_copy_segments(buf, &ts, out, 15, &done) == IPTCAP_ERR_INVALID && done == 0,
+	      "iptcap_copy_segments: a short destination is refused");
+	ts.oldest = 17;
+	CHECK(iptcap_copy_segments(buf, &ts, out, sizeof(out), &done) == IPTCAP_ERR_ABI,
+	      "iptcap_copy_segments: an inconsistent state is refused");
+}
+
+/* A capture with ranges, CR3 and a snapshot-only sideband, read by 'info'. */
+static void test_info_sideband(const char *dir)
+{
+	struct capture c;
+	struct capture_trace tr;
+	struct ipttool t = { 0 };
+	struct json_object *o, *v;
+	char msg[512], path[512], out[8192], *argv[] = { "info", (char *)dir, NULL };
+	int fd, saved, rc;
+	ssize_t n;
+
+	memset(&c, 0, sizeof(c));
+	memset(&tr, 0, sizeof(tr));
+	c.dir = dir;
+	c.complete = true;
+	c.caps = sample_caps();
+	c.config.buffer_size = 4096;
+	c.config.trace_flags = IPT_TRACE_BRANCH | IPT_TRACE_USER | IPT_TRACE_CR3_FILTER;
+	c.config.cr3_match = 0x1a2b3000;
+	c.config.ranges[0].kind = IPT_RANGE_FILTER;
+	c.config.ranges[0].start = 0x401000;
+	c.config.ranges[0].end = 0x401fff;
+	c.config.ranges[1].kind = IPT_RANGE_STOP;
+	c.config.ranges[1].start = 0xffffffff81000000ull;
+	c.config.ranges[1].end = 0xffffffff81000fffull;
+	c.traces = &tr;
+	c.nr_traces = 1;
+	snprintf(c.sb.perf_skipped, sizeof(c.sb.perf_skipped), "disabled with --no-sideband");
+	rc = capture_sb_begin(&c, false, msg, sizeof(msg));	/* CHECK evaluates twice */
+	CHECK(rc == 0, "snapshot sideband written");
+	capture_sb_end(&c);
+	capture_write_trace(&c, &tr, NULL, NULL, 0);
+	rc = capture_write_meta(&c);
+	CHECK(rc == 0, "meta.json with sideband written");
+	o = capture_read_meta(dir, msg, sizeof(msg));
+	v = NULL;
+	CHECK(o && json_object_object_get_ex(jget(o, "config"), "ranges", &v) &&
+	      json_object_array_length(v) == 2 &&
+	      !strcmp(json_object_get_string(jget(json_object_array_get_idx(v, 0), "kind")), "filter") &&
+	      json_object_get_uint64(jget(json_object_array_get_idx(v, 1), "start")) ==
+	      0xffffffff81000000ull &&
+	      json_object_get_uint64(jget(o, "config.cr3_match")) == 0x1a2b3000,
+	      "meta.json: config.ranges and config.cr3_match");
+	CHECK(o && jget(o, "sideband.snapshot.processes") &&
+	      json_object_get_int(jget(o, "sideband.snapshot.processes")) > 0 &&
+	      !json_object_get_boolean(jget(o, "sideband.perf")) &&
+	      !strcmp(json_object_get_string(jget(o, "sideband.file")), "sideband.jsonl"),
+	      "meta.json: sideband with a snapshot, no perf");
+	json_object_put(o);
+
+	snprintf(path, sizeof(path), "%s/info.out", dir);
+	fflush(stdout);
+	saved = dup(1);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	dup2(fd, 1);
+	rc = cmd_info(&t, 2, argv);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	close(fd);
+	fd = open(path, O_RDONLY);
+	n = fd >= 0 ? read(fd, out, sizeof(out) - 1) : -1;
+	out[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	CHECK(rc == 0 && strstr(out, "status:      complete"), "info reads it");
+	CHECK(strstr(out, "sideband:    sideband.jsonl: no perf records (disabled with --no-sideband)") != NULL,
+	      "info shows the sideband and why it has no perf records");
+	CHECK(strstr(out, "snapshot:") && strstr(out, "processes") && strstr(out, "vdso0.so"),
+	      "info shows the snapshot counts and the vDSO");
+	CHECK(strstr(out, "cr3 0x1a2b3000") && strstr(out, "filter 0x401000-0x401fff") &&
+	      strstr(out, "stop 0xffffffff81000000-0xffffffff81000fff"), "info shows ranges and CR3");
+	CHECK(!strstr(out, "MISSING") && !strstr(out, "MISMATCH"), "info: files match");
+	snprintf(path, sizeof(path), "%s/vdso0.so", dir);
+	unlink(path);
+	fflush(stdout);
+	saved = dup(1);
+	fd = open("/dev/null", O_WRONLY);
+	dup2(fd, 1);
+	t.json = true;
+	rc = cmd_info(&t, 2, argv);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	close(fd);
+	CHECK(rc == 0, "info -j still reads a capture with a missing vDSO file");
+
+	/* The directory is recognised as a capture and can be reused. */
+	rc = capture_prepare_dir(dir, msg, sizeof(msg));
+	{
+		char sbp[600];
+		bool gone;
+
+		snprintf(sbp, sizeof(sbp), "%s/sideband.jsonl", dir);
+		gone = access(path, F_OK) && access(sbp, F_OK);
+		CHECK(rc == 0 && gone, "a capture with sideband files is reused (emptied)");
+	}
+	capture_sb_free(&c);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/ipt-test-capture.XXXXXX";
@@ -434,12 +742,15 @@ int main(void)
 	test_parse();
 	test_config();
 	test_segments();
+	test_progress_copy();
 	if (!mkdtemp(dir)) {
 		CHECK(0, "mkdtemp");
 		return tap_done();
 	}
 	test_meta(dir);
 	test_enospc(dir);
+	test_info_sideband(dir);
+	test_symbols(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))
 		CHECK(0, "cleanup");
