@@ -508,6 +508,27 @@ TEST_F(abi, unprivileged_callers)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
+/* Per-CPU and per-thread sessions exclude each other, either way round. */
+TEST_F(abi, one_mode_at_a_time)
+{
+	uint64_t mask[1] = { 0 };
+	struct ipt_config c, t;
+	int fd2 = open(IPT_DEVICE_PATH, O_RDWR);
+
+	ASSERT_LE(0, fd2);
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	cfg_thread(&t, 2, 64 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &t));
+	EXPECT_EQ(-EBUSY, ipt_ioctl(fd2, IPT_IOC_CONFIGURE, &c));
+	EXPECT_EQ(-EBUSY, ipt_ioctl(fd2, IPT_IOC_CONFIGURE, &t));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	ASSERT_EQ(0, ipt_ioctl(fd2, IPT_IOC_CONFIGURE, &c));
+	EXPECT_EQ(-EBUSY, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &t));
+	close(fd2);
+	/* Closing the owner's file lets the other configure. */
+	EXPECT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &t));
+}
+
 /* The session pins the simulator; releasing it lets go of everything. */
 TEST_F(abi, module_references)
 {
@@ -1055,6 +1076,33 @@ TEST_F_TIMEOUT(thr, foreign_unit_is_left_alone, 120)
 	ASSERT_EQ(0, ipt_write_file(path, "0"));
 	/* The refused XRSTORS / WRMSR faulted, by design: not a driver bug. */
 	self->gp = sim_sum("gp");
+}
+
+/*
+ * IA32_XSS bit 8 is set on every CPU for an XSAVES-path session and put
+ * back at release; the MSR path never touches IA32_XSS.
+ */
+TEST_F(thr, xss_set_and_restored)
+{
+	struct ipt_config c;
+	int cpu, xsaves;
+
+	for (cpu = 0; cpu < nr_cpus(); cpu++)
+		ASSERT_EQ(0ULL, ipt_sim_stat(cpu, "xss"));
+	cfg_thread(&c, 1, 64 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	xsaves = want_xsaves(self->fd, variant->force_msr);
+	for (cpu = 0; cpu < nr_cpus(); cpu++)
+		EXPECT_EQ(xsaves ? 0x100ULL : 0ULL, ipt_sim_stat(cpu, "xss"));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	for (cpu = 0; cpu < nr_cpus(); cpu++) {
+		EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "xss"));
+		if (!xsaves)
+			continue;
+		/* IA32_XSS changed only with the PT MSRs at their initial values. */
+		EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "ctl"));
+		EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "output_base"));
+	}
 }
 
 /* The switching path counts its instructions (debugfs switch_stats). */
