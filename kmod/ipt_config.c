@@ -78,14 +78,14 @@ static int ipt_check_ranges(const struct ipt_config *cfg,
  *
  * Checks @cfg's trace fields (mode, trace_flags, MTC / CYC / PSB
  * encodings, CR3 filter, address ranges; not the CPU mask or buffer
- * fields) and that the unit has multi-entry ToPA output, the one output
- * scheme sessions use.
+ * fields) and that the unit has ToPA output, the output scheme sessions
+ * use (with one output entry per table where the unit allows no more).
  *
  * Return: 0; -EINVAL for a malformed field (unknown flag, reserved bit,
  * encoding above 15, value without its enabling flag, bad range);
  * -EOPNOTSUPP for what the unit cannot do (missing feature, encoding
- * absent from its bitmap, range beyond its count, no multi-entry
- * ToPA); -EPERM for kernel tracing without @privileged.
+ * absent from its bitmap, range beyond its count, no ToPA output);
+ * -EPERM for kernel tracing without @privileged.
  */
 int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 		     bool privileged, struct ipt_hwcfg *hwcfg)
@@ -103,7 +103,7 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 		return -EINVAL;
 	if ((tf & IPT_TRACE_KERNEL) && !privileged)
 		return -EPERM;
-	if (!(feat & IPT_FEAT_TOPA) || !(feat & IPT_FEAT_TOPA_MULTI))
+	if (!(feat & IPT_FEAT_TOPA))
 		return -EOPNOTSUPP;
 
 	hw.ctl = IPT_RTIT_CTL_TOPA;

@@ -66,10 +66,17 @@ void ipt_hw_select_locked(struct ipt_device *idev)
 
 	why = ipt_caps_probe(ops, &idev->caps);
 	idev->hw = why == IPT_UNAVAIL_NONE ? ops : NULL;
-	/* Sessions need multi-entry ToPA (Documentation/design.rst). */
-	if (idev->hw && (idev->caps.features & IPT_FEAT_TOPA) &&
-	    (idev->caps.features & IPT_FEAT_TOPA_MULTI))
+	/*
+	 * Sessions need ToPA output (Documentation/design.rst).  Where a
+	 * table holds one output entry, a trace is one contiguous region.
+	 */
+	if (idev->hw && (idev->caps.features & IPT_FEAT_TOPA)) {
 		idev->caps.max_trace_size = ipt_config_max_trace_size();
+		if (!(idev->caps.features & IPT_FEAT_TOPA_MULTI))
+			idev->caps.max_trace_size =
+				min(idev->caps.max_trace_size,
+				    BIT_ULL(ipt_buffer_max_chunk_shift()));
+	}
 
 	if (why != IPT_UNAVAIL_NONE)
 		pr_info("no Intel PT on this CPU (%s %u/%u/%u): %s; /dev/ipt reports capabilities only\n",

@@ -36,6 +36,8 @@
 
 /* See ipt_session.h. */
 DEFINE_PER_CPU(atomic64_t *, ipt_pmi_count);
+DEFINE_PER_CPU(u64 *, ipt_pmi_sample);
+const struct ipt_hw_ops *ipt_pmi_hw;
 
 static struct ipt_device *ipt_session_dev;
 static enum cpuhp_state ipt_cpuhp_state;
@@ -50,9 +52,21 @@ static enum cpuhp_state ipt_cpuhp_state;
 static void ipt_pmi_handler(void)
 {
 	atomic64_t *count = this_cpu_read(ipt_pmi_count);
+	u64 *sample = this_cpu_read(ipt_pmi_sample);
+	u64 mask;
 
-	if (count)
-		atomic64_inc(count);
+	if (!count)
+		return;
+	/*
+	 * Single-entry ToPA: the PMI comes shortly before the one region is
+	 * full, so whether the wrap it announces has happened depends on
+	 * where the unit is now.  OutputOffset read while tracing may lag a
+	 * little; it only has to tell the two sides of the wrap apart.
+	 */
+	if (sample && !READ_ONCE(ipt_pmi_hw)->read_msr(IPT_MSR_RTIT_OUTPUT_MASK,
+						       &mask))
+		WRITE_ONCE(*sample, mask >> 32);
+	atomic64_inc(count);
 }
 
 /* ---- cross-CPU calls: run on t->cpu with interrupts off ------------- */
@@ -188,6 +202,7 @@ static void ipt_trace_stop(struct ipt_trace *t)
 		t->pmi_late = true;
 	t->err = 0;
 	t->pmis_at_stop = atomic64_read(&t->pmis);
+	t->sample_at_stop = READ_ONCE(t->sample);
 }
 
 static void ipt_session_stop_locked(struct ipt_session *s)
@@ -322,8 +337,11 @@ static bool ipt_session_teardown_locked(struct ipt_session *s)
 	if (thread)
 		ipt_thread_teardown(s);
 	s->hw->pmi_release();
-	for (i = 0; !thread && i < s->nr_traces; i++)
+	for (i = 0; !thread && i < s->nr_traces; i++) {
 		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu), NULL);
+		WRITE_ONCE(per_cpu(ipt_pmi_sample, s->traces[i].cpu), NULL);
+	}
+	WRITE_ONCE(ipt_pmi_hw, NULL);
 	ipt_session_free_traces(s);
 	idev->owner = NULL;
 	idev->users--;
@@ -463,6 +481,11 @@ static int ipt_session_alloc_traces(struct ipt_session *s,
 {
 	unsigned int shift = cfg->chunk_order ?: ipt_buffer_max_chunk_shift();
 	bool exact = cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS;
+	/* Single-entry ToPA: the buffer is one region. */
+	if (s->single) {
+		shift = ilog2(cfg->buffer_size);
+		exact = true;
+	}
 	bool stop = cfg->buffer_flags & IPT_BUFFER_STOP_ON_FULL;
 	unsigned int cpu = 0, i;
 
@@ -557,6 +580,14 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 		ret = -EFBIG;
 		goto out_unlock;
 	}
+	/* One region per buffer: 4 KiB << n, as the chunk order says. */
+	s->single = !(idev->caps.features & IPT_FEAT_TOPA_MULTI);
+	if (s->single && (!is_power_of_2(cfg.buffer_size) ||
+			  (cfg.chunk_order &&
+			   BIT_ULL(cfg.chunk_order) != cfg.buffer_size))) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
 	/* All buffers of a session together: at most half of RAM. */
 	ram = (u64)totalram_pages() << PAGE_SHIFT;
 	if (cfg.buffer_size > ram / 2 / nr) {
@@ -576,9 +607,14 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 	ret = ipt_session_alloc_traces(s, &cfg, thread ? NULL : cpus, nr);
 	if (ret)
 		goto out_put;
-	for (i = 0; !thread && i < s->nr_traces; i++)
-		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu),
-			   &s->traces[i].pmis);
+	WRITE_ONCE(ipt_pmi_hw, hw);
+	for (i = 0; !thread && i < s->nr_traces; i++) {
+		struct ipt_trace *t = &s->traces[i];
+
+		WRITE_ONCE(per_cpu(ipt_pmi_count, t->cpu), &t->pmis);
+		if (s->single && !t->buf->stop_on_full)
+			WRITE_ONCE(per_cpu(ipt_pmi_sample, t->cpu), &t->sample);
+	}
 	ret = hw->pmi_request(ipt_pmi_handler);
 	if (ret)
 		goto out_clear_pmi;
@@ -598,8 +634,11 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 out_release_pmi:
 	hw->pmi_release();
 out_clear_pmi:
-	for (i = 0; !thread && i < s->nr_traces; i++)
+	for (i = 0; !thread && i < s->nr_traces; i++) {
 		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu), NULL);
+		WRITE_ONCE(per_cpu(ipt_pmi_sample, s->traces[i].cpu), NULL);
+	}
+	WRITE_ONCE(ipt_pmi_hw, NULL);
 	ipt_session_free_traces(s);
 out_put:
 	module_put(hw->owner);
@@ -729,6 +768,14 @@ void ipt_trace_fill_pos(const struct ipt_session *s,
 		ts->status |= IPT_TS_ERROR;
 	if (pos->pmi_late)
 		ts->status |= IPT_TS_PMI_LATE;
+	/*
+	 * A single-entry ring's PMI comes before its wrap: if it was handled
+	 * before the wrap (the sample near the end) and the unit has not
+	 * passed that point since, that wrap has not happened yet.
+	 */
+	if (s->single && !buf->stop_on_full && wraps &&
+	    pos->sample >= buf->size / 2 && head >= pos->sample)
+		wraps--;
 	if (buf->stop_on_full) {
 		ts->status |= IPT_TS_STOP_ON_FULL;
 		if ((pos->status & IPT_RTIT_STATUS_STOPPED) || wraps)
@@ -764,6 +811,7 @@ static void ipt_trace_fill(const struct ipt_trace *t,
 		.wraps = t->pmis_at_stop,
 		.running = t->running,
 		.pmi_late = t->pmi_late,
+		.sample = t->sample_at_stop,
 	};
 
 	ipt_trace_fill_pos(t->s, t->buf, t->mmap_offset, &pos, ts);

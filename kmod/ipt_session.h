@@ -68,6 +68,9 @@ struct ipt_thread {
  * @pmis: ToPA PMIs taken for this buffer (the INT is on the last region
  *        only, so each is one wrap of a ring, or a full stop-on-full
  *        buffer); incremented by the PMI handler in NMI context
+ * @sample: single-entry ToPA rings: the buffer offset when the last PMI
+ *        was handled (written by the handler, or by a thread's unload)
+ * @sample_at_stop: @sample as it was with @pmis_at_stop
  * @th: per-thread state; unused in IPT_MODE_CPU
  *
  * Locking: per-CPU traces: everything but @pmis under the device lock;
@@ -88,6 +91,8 @@ struct ipt_trace {
 	bool pmi_late;
 	int err;
 	atomic64_t pmis;
+	u64 sample;
+	u64 sample_at_stop;
 	struct ipt_thread th;
 };
 
@@ -111,6 +116,8 @@ struct ipt_msr_val {
  * @traces: per-CPU: one per chosen CPU, in CPU order; per-thread: the
  *          max_threads traces, used in order
  * @map_size: bytes of all buffers together: the mmap space
+ * @single: the unit's ToPA tables hold one output entry: each buffer is
+ *          one region (Documentation/design.rst, "Single-entry ToPA")
  * @xsaves: per-thread: threads are switched with XSAVES / XRSTORS
  * @tracing: per-thread: threads are loaded at switch-in (READ_ONCE in
  *           the scheduler hooks)
@@ -136,6 +143,7 @@ struct ipt_session {
 	unsigned int nr_traces;
 	struct ipt_trace *traces;
 	u64 map_size;
+	bool single;
 	bool xsaves;
 	bool tracing;
 	unsigned int nr_used;
@@ -153,6 +161,8 @@ struct ipt_session {
  * @wraps: PMIs counted up to that moment
  * @running: the unit was tracing into it at the time of the call
  * @pmi_late: a PMI could not be waited for
+ * @sample: single-entry ring: the offset when the last counted PMI was
+ *          handled (struct ipt_trace)
  */
 struct ipt_trace_pos {
 	u64 base;
@@ -161,6 +171,7 @@ struct ipt_trace_pos {
 	u64 wraps;
 	bool running;
 	bool pmi_late;
+	u64 sample;
 };
 
 /*
@@ -168,6 +179,10 @@ struct ipt_trace_pos {
  * trace's @pmis, or NULL.
  */
 DECLARE_PER_CPU(atomic64_t *, ipt_pmi_count);
+/* Single-entry rings: where the handler stores the offset (or NULL). */
+DECLARE_PER_CPU(u64 *, ipt_pmi_sample);
+/* The backend the PMI handler reads the position with, for ipt_pmi_sample. */
+extern const struct ipt_hw_ops *ipt_pmi_hw;
 
 /* ipt_session.c */
 void ipt_trace_fill_pos(const struct ipt_session *s,

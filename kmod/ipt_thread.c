@@ -185,6 +185,8 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	lockdep_assert_irqs_disabled();
 	/* Counted from the first byte on: set before TraceEn. */
 	this_cpu_write(ipt_pmi_count, &t->pmis);
+	if (s->single && !t->buf->stop_on_full)
+		this_cpu_write(ipt_pmi_sample, &t->sample);
 	if (s->xsaves) {
 		for (i = 0; !ret && i < s->nr_switch_msrs; i++)
 			ret = ipt_th_wr(hw, s->switch_msrs[i].msr,
@@ -220,6 +222,7 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 
 	if (ret) {
 		this_cpu_write(ipt_pmi_count, NULL);
+		this_cpu_write(ipt_pmi_sample, NULL);
 		this_cpu_inc(ipt_switch_stats.busy);
 		return false;
 	}
@@ -270,6 +273,7 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 	}
 
 	orphaned = atomic64_read(orphans);
+	this_cpu_write(ipt_pmi_sample, NULL);
 	this_cpu_write(ipt_pmi_count, orphans);
 	pending = !ipt_th_rd(hw, IPT_MSR_PERF_GLOBAL_STATUS, &gs) &&
 		  (gs & IPT_GLOBAL_STATUS_TOPA_PMI);
@@ -280,6 +284,8 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 	if (pending || atomic64_read(orphans) != orphaned) {
 		atomic64_inc(&t->pmis);
 		this_cpu_inc(ipt_switch_stats.pmis);
+		/* Settled here: where the unit stopped is the PMI's sample. */
+		WRITE_ONCE(t->sample, mask >> 32);
 	}
 
 	write_seqcount_begin(&t->th.seq);
@@ -287,6 +293,7 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 	t->mask = mask;
 	t->status = status;
 	t->pmis_at_stop = atomic64_read(&t->pmis);
+	t->sample_at_stop = READ_ONCE(t->sample);
 	t->running = false;
 	write_seqcount_end(&t->th.seq);
 
@@ -983,6 +990,7 @@ void ipt_thread_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
 		pos.mask = t->mask;
 		pos.status = t->status;
 		pos.wraps = t->pmis_at_stop;
+		pos.sample = t->sample_at_stop;
 		pos.running = t->running;
 		switches = t->th.switches;
 		busy = t->th.busy;
