@@ -312,6 +312,37 @@ static void wait_ready(struct worker *w)
 		msleep(1);
 }
 
+/*
+ * Run @w: its thread attaches itself; once it is ready the session starts
+ * (*@bytes0, if given, gets the simulator's byte count just before), the
+ * thread runs to its end, and the session stops.  0, or the line of the
+ * worker or of this function that failed.
+ */
+static int run_worker(int fd, struct worker *w, uint64_t *bytes0)
+{
+	pthread_t th;
+	int ret = 0;
+
+	if (pthread_create(&th, NULL, worker_fn, w))
+		return __LINE__;
+	wait_ready(w);
+	if (!w->err) {
+		if (bytes0)
+			*bytes0 = sim_bytes_all();
+		if (ipt_cmd(fd, IPT_IOC_START)) {
+			ret = __LINE__;
+			atomic_store(&w->quit, 1);
+		}
+	}
+	atomic_store(&w->go, 1);
+	pthread_join(th, NULL);
+	if (!ret)
+		ret = w->err;
+	if (!ret && ipt_cmd(fd, IPT_IOC_STOP))
+		ret = __LINE__;
+	return ret;
+}
+
 /* ---- argument checks (no tracing) --------------------------------------- */
 
 FIXTURE(abi) {
@@ -624,8 +655,8 @@ TEST_F_TIMEOUT(thr, one_program_across_cpus, 300)
 	struct ipt_trace_state ts;
 	struct ipt_config c;
 	struct worker w;
-	pthread_t th;
 	uint64_t bytes0;
+	int err;
 
 	if (!gt_dir(0, dir, sizeof(dir)))
 		SKIP(return, "IPT_GT_DIRS is not set (no ground-truth traces)");
@@ -636,15 +667,8 @@ TEST_F_TIMEOUT(thr, one_program_across_cpus, 300)
 	ASSERT_EQ(0, ipt_sim_set_rate(128 * KIB));
 
 	worker_init(&w, self->fd, dir);
-	ASSERT_EQ(0, pthread_create(&th, NULL, worker_fn, &w));
-	wait_ready(&w);
-	ASSERT_EQ(0, w.err) TH_LOG("worker failed at line %d", w.err);
-	bytes0 = sim_bytes_all();
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	atomic_store(&w.go, 1);
-	pthread_join(th, NULL);
-	ASSERT_EQ(0, w.err) TH_LOG("worker failed at line %d", w.err);
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	err = run_worker(self->fd, &w, &bytes0);
+	ASSERT_EQ(0, err) TH_LOG("failed at line %d", err);
 
 	ASSERT_EQ(0, ipt_state(self->fd, w.trace, &ts));
 	TH_LOG("%d hops, %llu loads, %llu bytes", w.hops,
@@ -717,22 +741,16 @@ TEST_F_TIMEOUT(thr, ring_wraps_counted_across_switches, 120)
 	struct ipt_trace_state ts;
 	struct ipt_config c;
 	struct worker w;
-	pthread_t th;
 	uint64_t bytes0;
+	int err;
 
 	cfg_thread(&c, 1, 8 * KIB);
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	ASSERT_EQ(0, ipt_sim_set_rate(4 * MIB));
 	worker_init(&w, self->fd, NULL);
 	w.min_hops = 300;
-	ASSERT_EQ(0, pthread_create(&th, NULL, worker_fn, &w));
-	wait_ready(&w);
-	bytes0 = sim_bytes_all();
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	atomic_store(&w.go, 1);
-	pthread_join(th, NULL);
-	ASSERT_EQ(0, w.err) TH_LOG("worker failed at line %d", w.err);
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	err = run_worker(self->fd, &w, &bytes0);
+	ASSERT_EQ(0, err) TH_LOG("failed at line %d", err);
 	ASSERT_EQ(0, ipt_state(self->fd, w.trace, &ts));
 	TH_LOG("%llu bytes, %llu wraps, %llu loads",
 	       (unsigned long long)ts.bytes_captured,
@@ -752,10 +770,10 @@ TEST_F_TIMEOUT(thr, stop_on_full, 120)
 	struct ipt_trace_state ts;
 	struct ipt_config c;
 	struct worker w;
-	pthread_t th;
 	unsigned long psbs;
 	size_t gap;
 	uint8_t *p;
+	int err;
 
 	cfg_thread(&c, 1, 16 * KIB);
 	c.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
@@ -763,13 +781,8 @@ TEST_F_TIMEOUT(thr, stop_on_full, 120)
 	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
 	worker_init(&w, self->fd, NULL);
 	w.min_hops = 200;
-	ASSERT_EQ(0, pthread_create(&th, NULL, worker_fn, &w));
-	wait_ready(&w);
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	atomic_store(&w.go, 1);
-	pthread_join(th, NULL);
-	ASSERT_EQ(0, w.err);
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	err = run_worker(self->fd, &w, NULL);
+	ASSERT_EQ(0, err) TH_LOG("failed at line %d", err);
 	ASSERT_EQ(0, ipt_state(self->fd, w.trace, &ts));
 	EXPECT_TRUE(ts.status & IPT_TS_FULL);
 	EXPECT_TRUE(ts.status & IPT_TS_STOP_ON_FULL);
@@ -1111,8 +1124,7 @@ TEST_F_TIMEOUT(thr, switch_costs_are_counted, 120)
 	long long loads, unloads, ops, rd, wr, xs, xr;
 	struct ipt_config c;
 	struct worker w;
-	pthread_t th;
-	int xsaves;
+	int xsaves, err;
 
 	cfg_thread(&c, 1, 1 * MIB);
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
@@ -1121,12 +1133,8 @@ TEST_F_TIMEOUT(thr, switch_costs_are_counted, 120)
 	ASSERT_EQ(0, ipt_write_file(SWITCH_STATS, "0"));
 	worker_init(&w, self->fd, NULL);
 	w.min_hops = 100;
-	ASSERT_EQ(0, pthread_create(&th, NULL, worker_fn, &w));
-	wait_ready(&w);
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	atomic_store(&w.go, 1);
-	pthread_join(th, NULL);
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	err = run_worker(self->fd, &w, NULL);
+	ASSERT_EQ(0, err) TH_LOG("failed at line %d", err);
 	loads = switch_stat("loads");
 	unloads = switch_stat("unloads");
 	rd = switch_stat("rdmsr");
