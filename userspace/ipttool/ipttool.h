@@ -32,6 +32,8 @@ int cmd_start(struct ipttool *t, int argc, char **argv);
 int cmd_stop(struct ipttool *t, int argc, char **argv);
 int cmd_status(struct ipttool *t, int argc, char **argv);
 int cmd_dump(struct ipttool *t, int argc, char **argv);
+/* decode.c (the decoder itself is in userspace/decode/) */
+int cmd_decode(struct ipttool *t, int argc, char **argv);
 
 /* Print "ipttool: <message>" to stderr (printf-style, newline added). */
 void ipt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

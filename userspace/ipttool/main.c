@@ -25,6 +25,7 @@ static const struct {
 	{ "status", cmd_status, "show the running flight recorder" },
 	{ "dump", cmd_dump, "save the flight recorder's buffers: dump -o DIR" },
 	{ "stop", cmd_stop, "end the flight recorder (stop -o DIR saves first)" },
+	{ "decode", cmd_decode, "decode a capture or raw PT with libipt (decode --help)" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,1262 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libiptdecode: inputs, the image section cache, and the segmented
+ * (parallel) decode of PT traces into item lists.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <Zydis/Zydis.h>
+
+#include "decode.h"
+
+static char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p) {
+		fprintf(stderr, "ipttool: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p) {
+		fprintf(stderr, "ipttool: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+/* Parse a whole string as an unsigned number (0x... hex, else decimal). */
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!*s || *s == '-')
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	return errno || *end ? -1 : 0;
+}
+
+void dec_input_init(struct dec_input *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->cpu.vendor = pcv_unknown;
+}
+
+void dec_input_free(struct dec_input *in)
+{
+	size_t i;
+
+	for (i = 0; i < in->nr_traces; i++)
+		free(in->traces[i].file);
+	for (i = 0; i < in->nr_images; i++) {
+		free(in->images[i].file);
+		free(in->images[i].elf);
+		free(in->images[i].name);
+	}
+	free(in->traces);
+	free(in->images);
+	memset(in, 0, sizeof(*in));
+}
+
+int dec_input_add_trace(struct dec_input *in, const char *file, int cpu)
+{
+	in->traces = xrealloc(in->traces, (in->nr_traces + 1) * sizeof(*in->traces));
+	in->traces[in->nr_traces].file = xstrdup(file);
+	in->traces[in->nr_traces].cpu = cpu;
+	in->traces[in->nr_traces].data = NULL;
+	in->traces[in->nr_traces].size = 0;
+	in->traces[in->nr_traces].tid = -1;
+	in->traces[in->nr_traces].pid = 0;
+	in->nr_traces++;
+	return 0;
+}
+
+static struct dec_image *add_image(struct dec_input *in, const char *file, uint64_t off,
+				   uint64_t size, uint64_t vaddr)
+{
+	struct dec_image *im;
+
+	in->images = xrealloc(in->images, (in->nr_images + 1) * sizeof(*in->images));
+	im = &in->images[in->nr_images++];
+	memset(im, 0, sizeof(*im));
+	im->file = xstrdup(file);
+	im->offset = off;
+	im->size = size;
+	im->vaddr = vaddr;
+	im->name = xstrdup(base_name(file));
+	return im;
+}
+
+int dec_parse_cpu(const char *s, struct pt_cpu *cpu)
+{
+	unsigned int f, m, st = 0;
+	char extra;
+	int n = sscanf(s, "%u/%u/%u%c", &f, &m, &st, &extra);
+
+	if (n != 2 && n != 3)
+		return -1;
+	if (f > 0xffff || m > 0xff || st > 0xff)
+		return -1;
+	memset(cpu, 0, sizeof(*cpu));
+	cpu->vendor = pcv_intel;
+	cpu->family = (uint16_t)f;
+	cpu->model = (uint8_t)m;
+	cpu->stepping = (uint8_t)st;
+	return 0;
+}
+
+/* Split "FILE:NUM" at the last colon when NUM is a number. */
+static int split_num(const char *arg, char **file, uint64_t *num)
+{
+	const char *c = strrchr(arg, ':');
+
+	if (!c || parse_u64(c + 1, num))
+		return -1;
+	*file = strndup(arg, (size_t)(c - arg));
+	return *file ? 0 : -1;
+}
+
+int dec_input_add_elf(struct dec_input *in, const char *arg, char *msg, size_t len)
+{
+	uint64_t base = 0, minv = UINT64_MAX, bias = 0;
+	char *file = NULL;
+	bool have_base = !split_num(arg, &file, &base);
+	size_t i, n, added = 0;
+	GElf_Ehdr eh;
+	Elf *e;
+	int fd;
+
+	if (!have_base)
+		file = xstrdup(arg);
+	fd = open(file, O_RDONLY);
+	if (fd < 0) {
+		snprintf(msg, len, "--elf %s: %s", file, strerror(errno));
+		free(file);
+		return -1;
+	}
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) ||
+	    elf_getphdrnum(e, &n)) {
+		snprintf(msg, len, "--elf %s: not an ELF file (give raw code with --raw FILE:BASE)",
+			 file);
+		goto fail;
+	}
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < minv)
+			minv = ph.p_vaddr & ~(uint64_t)0xfff;
+	}
+	if (have_base)
+		bias = base - (minv == UINT64_MAX ? 0 : minv);
+	for (i = 0; i < n; i++) {
+		struct dec_image *im;
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !(ph.p_flags & PF_X) || !ph.p_filesz)
+			continue;
+		im = add_image(in, file, ph.p_offset, ph.p_filesz, ph.p_vaddr + bias);
+		im->elf = xstrdup(file);
+		im->elf_off = ph.p_offset;
+		added++;
+	}
+	if (!added) {
+		snprintf(msg, len, "--elf %s: no executable segment", file);
+		goto fail;
+	}
+	elf_end(e);
+	close(fd);
+	free(file);
+	return 0;
+fail:
+	if (e)
+		elf_end(e);
+	close(fd);
+	free(file);
+	return -1;
+}
+
+int dec_input_add_raw_at(struct dec_input *in, const char *file, uint64_t off, uint64_t size,
+			 uint64_t vaddr, char *msg, size_t len)
+{
+	struct stat st;
+
+	if (stat(file, &st) || !S_ISREG(st.st_mode) || off >= (uint64_t)st.st_size) {
+		snprintf(msg, len, "%s: %s", file, errno ? strerror(errno) : "no bytes at that offset");
+		return -1;
+	}
+	if (off + size > (uint64_t)st.st_size)
+		size = (uint64_t)st.st_size - off;	/* a mapping may extend past the file */
+	add_image(in, file, off, size, vaddr);
+	return 0;
+}
+
+int dec_input_add_raw(struct dec_input *in, const char *arg, char *msg, size_t len)
+{
+	uint64_t base, off = 0, size = 0;
+	char *file = NULL, *rest = NULL;
+	struct stat st;
+	struct dec_image *im;
+
+	if (split_num(arg, &rest, &base)) {
+		snprintf(msg, len, "--raw %s: want FILE:BASE or FILE:OFFSET:SIZE:BASE", arg);
+		return -1;
+	}
+	/* FILE:OFFSET:SIZE:BASE? */
+	{
+		char *f2 = NULL, *f3 = NULL;
+
+		if (!split_num(rest, &f2, &size) && !split_num(f2, &f3, &off)) {
+			file = f3;
+			free(f2);
+		} else {
+			free(f2);
+			free(f3);
+			file = xstrdup(rest);
+			off = size = 0;
+		}
+	}
+	free(rest);
+	if (stat(file, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(msg, len, "--raw %s: %s", file, errno ? strerror(errno) : "not a file");
+		free(file);
+		return -1;
+	}
+	if (!size)
+		size = (uint64_t)st.st_size > off ? (uint64_t)st.st_size - off : 0;
+	if (!size || off + size > (uint64_t)st.st_size) {
+		snprintf(msg, len, "--raw %s: offset/size beyond the file's %lld bytes", file,
+			 (long long)st.st_size);
+		free(file);
+		return -1;
+	}
+	im = add_image(in, file, off, size, base);
+	/* A raw dump that is itself an ELF image (the vDSO) has symbols. */
+	{
+		FILE *f = fopen(file, "rb");
+		char magic[4] = { 0 };
+
+		if (f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "\177ELF", 4) && !off) {
+			im->elf = xstrdup(file);
+			im->elf_off = 0;
+		}
+		if (f)
+			fclose(f);
+	}
+	free(file);
+	return 0;
+}
+
+/* ptgen: images.txt + maps.txt + cpu + trace.pt. */
+static int load_ptgen(struct dec_input *in, const char *dir, char *msg, size_t len)
+{
+	char path[PATH_MAX], line[PATH_MAX + 256];
+	unsigned long long s, e;
+	char name[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cpu", dir);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = 0;
+			if (!dec_parse_cpu(line, &in->cpu))
+				in->have_cpu = true;
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/images.txt", dir);
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(msg, len, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char ipath[PATH_MAX + 300];
+		struct stat st;
+
+		if (sscanf(line, "%llx %llx %255s", &s, &e, name) != 3 || e <= s)
+			continue;
+		snprintf(ipath, sizeof(ipath), "%s/%s", dir, name);
+		if (stat(ipath, &st)) {
+			snprintf(msg, len, "%s: %s (listed in images.txt)", ipath, strerror(errno));
+			fclose(f);
+			return -1;
+		}
+		add_image(in, ipath, 0, e - s, s);
+	}
+	fclose(f);
+	/* Which file each dump came from, for symbols. */
+	snprintf(path, sizeof(path), "%s/maps.txt", dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long off;
+		char perms[8], mpath[PATH_MAX];
+		size_t i;
+
+		mpath[0] = 0;
+		if (line[0] == '#' ||
+		    sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &s, &e, perms, &off, mpath) < 4)
+			continue;
+		for (i = 0; i < in->nr_images; i++) {
+			struct dec_image *im = &in->images[i];
+
+			if (im->vaddr != s || im->elf)
+				continue;
+			if (mpath[0] == '/') {
+				im->elf = xstrdup(mpath);
+				im->elf_off = off;
+				free(im->name);
+				im->name = xstrdup(base_name(mpath));
+			} else if (mpath[0] == '[') {
+				im->elf = xstrdup(im->file);	/* the vDSO dump is an ELF image */
+				im->elf_off = 0;
+				free(im->name);
+				im->name = xstrdup(mpath);
+			}
+		}
+	}
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "%s/trace.pt", dir);
+	dec_input_add_trace(in, path, -1);
+	snprintf(in->kind, sizeof(in->kind), "ptgen");
+	return 0;
+}
+
+static int64_t jget_int(struct json_object *o, const char *k, int64_t dflt)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, k, &v) || !v)
+		return dflt;
+	return json_object_get_int64(v);
+}
+
+static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t len)
+{
+	char path[PATH_MAX];
+	struct json_object *o, *cpu = NULL, *cfg = NULL, *traces = NULL, *c15 = NULL, *v;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	o = json_object_from_file(path);
+	if (!o) {
+		snprintf(msg, len, "%s: not valid JSON: %s", path, json_util_get_last_err());
+		return -1;
+	}
+	if (!json_object_object_get_ex(o, "format", &v) ||
+	    strcmp(json_object_get_string(v), "ipt-capture")) {
+		snprintf(msg, len, "%s: not an ipt capture (no \"format\": \"ipt-capture\")", path);
+		goto fail;
+	}
+	if (jget_int(o, "format_version", -1) != 1) {
+		snprintf(msg, len, "%s: capture format version %d; this decoder reads version 1",
+			 path, (int)jget_int(o, "format_version", -1));
+		goto fail;
+	}
+	json_object_object_get_ex(o, "cpu", &cpu);
+	json_object_object_get_ex(o, "config", &cfg);
+	if (cpu) {
+		struct json_object *vendor = NULL;
+
+		json_object_object_get_ex(cpu, "vendor", &vendor);
+		memset(&in->cpu, 0, sizeof(in->cpu));
+		in->cpu.vendor = pcv_intel;
+		in->cpu.family = (uint16_t)jget_int(cpu, "family", 0);
+		in->cpu.model = (uint8_t)jget_int(cpu, "model", 0);
+		in->cpu.stepping = (uint8_t)jget_int(cpu, "stepping", 0);
+		in->have_cpu = in->cpu.family != 0;
+		in->nom_freq = (uint8_t)jget_int(cpu, "nom_freq", 0);
+		if (json_object_object_get_ex(cpu, "cpuid_15", &c15) && c15) {
+			in->cpuid_0x15_eax = (uint32_t)jget_int(c15, "eax", 0);
+			in->cpuid_0x15_ebx = (uint32_t)jget_int(c15, "ebx", 0);
+		}
+	}
+	if (cfg)
+		in->mtc_freq = (uint8_t)jget_int(cfg, "mtc_freq", 0);
+	if (!json_object_object_get_ex(o, "traces", &traces) ||
+	    !json_object_is_type(traces, json_type_array)) {
+		snprintf(msg, len, "%s: no \"traces\" array", path);
+		goto fail;
+	}
+	for (i = 0; i < json_object_array_length(traces); i++) {
+		struct json_object *t = json_object_array_get_idx(traces, i), *fv;
+		char tp[PATH_MAX + 64];
+
+		if (!json_object_object_get_ex(t, "file", &fv) || strchr(json_object_get_string(fv), '/'))
+			continue;
+		snprintf(tp, sizeof(tp), "%s/%s", dir, json_object_get_string(fv));
+		dec_input_add_trace(in, tp, (int)jget_int(t, "cpu", -1));
+		in->traces[in->nr_traces - 1].tid = (long)jget_int(t, "tid", -1);
+	}
+	{
+		struct json_object *mode = NULL, *prog = NULL;
+
+		in->per_thread = json_object_object_get_ex(o, "mode", &mode) && mode &&
+				 !strcmp(json_object_get_string(mode), "thread");
+		if (json_object_object_get_ex(o, "program", &prog) && prog)
+			in->program_pid = (long)jget_int(prog, "pid", 0);
+	}
+	snprintf(in->kind, sizeof(in->kind), "capture");
+	{
+		struct json_object *sb = NULL, *file = NULL;
+		char sbmsg[256];
+
+		if (json_object_object_get_ex(o, "sideband", &sb) && sb &&
+		    json_object_object_get_ex(sb, "file", &file) && file) {
+			if (dec_input_sideband(in, dir, in->pid, sbmsg, sizeof(sbmsg))) {
+				if (in->pid) {
+					snprintf(msg, len, "%s", sbmsg);
+					goto fail;
+				}
+				snprintf(in->note, sizeof(in->note),
+					 "sideband not used (%.180s): code comes only from --elf/--raw",
+					 sbmsg);
+			}
+		} else {
+			snprintf(in->note, sizeof(in->note),
+				 "the capture has no sideband: code comes only from --elf/--raw");
+		}
+	}
+	json_object_put(o);
+	return 0;
+fail:
+	json_object_put(o);
+	return -1;
+}
+
+int dec_input_load_dir(struct dec_input *in, const char *dir, char *msg, size_t len)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (stat(dir, &st)) {
+		snprintf(msg, len, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(msg, len, "%s: not a directory (give a raw trace file with --pt FILE)", dir);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	if (!access(path, F_OK))
+		return load_capture(in, dir, msg, len);
+	snprintf(path, sizeof(path), "%s/images.txt", dir);
+	if (!access(path, F_OK))
+		return load_ptgen(in, dir, msg, len);
+	snprintf(msg, len, "%s: neither an ipt capture (meta.json) nor a ptgen directory "
+		 "(images.txt)", dir);
+	return -1;
+}
+
+/* ---- decoding ---------------------------------------------------------------- */
+
+const char *dec_gap_name(enum dec_gap g)
+{
+	static const char *const n[GAP_NR] = {
+		[GAP_NONE] = "none", [GAP_OVERFLOW] = "overflow", [GAP_DECODE] = "decode error",
+		[GAP_NOMAP] = "no image", [GAP_PRE_PSB] = "before first PSB",
+		[GAP_LOOP] = "endless code",
+	};
+
+	return g < GAP_NR ? n[g] : "?";
+}
+
+static ZydisDecoder zdec;
+static pthread_once_t zonce = PTHREAD_ONCE_INIT;
+
+static void zinit(void)
+{
+	ZydisDecoderInit(&zdec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	ZydisDecoderEnableMode(&zdec, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
+}
+
+const uint8_t *dec_code_at(const struct dec_ctx *c, int isid, uint64_t ip, size_t *avail)
+{
+	const struct dec_code *k;
+
+	if (isid <= 0 || isid >= c->nr_code)
+		return NULL;
+	k = &c->code[isid];
+	if (!k->bytes || ip < k->vaddr || ip >= k->vaddr + k->size)
+		return NULL;
+	*avail = k->vaddr + k->size - ip;
+	return k->bytes + (ip - k->vaddr);
+}
+
+unsigned int dec_insn_size(struct dec_ctx *c, int isid, uint64_t ip, uint8_t *bytes)
+{
+	ZydisDecodedInstruction zi;
+	const uint8_t *p;
+	size_t n;
+
+	pthread_once(&zonce, zinit);
+	p = dec_code_at(c, isid, ip, &n);
+	if (!p)
+		return 0;
+	if (n > 15)
+		n = 15;
+	if (bytes)
+		memcpy(bytes, p, n);
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zdec, NULL, p, n, &zi)))
+		return 0;
+	return zi.length;
+}
+
+size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn fn, void *arg)
+{
+	uint64_t ip = b->ip;
+	size_t i;
+
+	pthread_once(&zonce, zinit);
+	for (i = 0; i < b->ninsn; i++) {
+		ZydisDecodedInstruction zi;
+		bool last = i + 1 == b->ninsn;
+		unsigned int size = 0;
+
+		if (last && b->last_size) {
+			size = b->last_size;
+		} else {
+			size_t n;
+			const uint8_t *p = dec_code_at(c, b->isid, ip, &n);
+
+			if (!p)
+				return i;
+			if (ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zdec, NULL, p, n > 15 ? 15 : n, &zi)))
+				size = zi.length;
+		}
+		if (!size)
+			return i;
+		fn(arg, ip, size, last, b);
+		ip += size;
+	}
+	return i;
+}
+
+size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl,
+		     uint64_t **offs, uint64_t **fups)
+{
+	struct pt_packet_decoder *pd;
+	struct pt_config cfg = *tmpl;
+	size_t n = 0, cap = 0;
+	uint64_t off;
+
+	*offs = NULL;
+	if (fups)
+		*fups = NULL;
+	if (!len)
+		return 0;
+	cfg.begin = (uint8_t *)buf;
+	cfg.end = (uint8_t *)buf + len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return 0;
+	while (pt_pkt_sync_forward(pd) >= 0) {
+		struct pt_packet p;
+		uint64_t fup = 0;
+
+		if (pt_pkt_get_sync_offset(pd, &off) < 0)
+			break;
+		/* the PSB+: a FUP in it is where execution was (full IP after a PSB) */
+		while (pt_pkt_next(pd, &p, sizeof(p)) >= 0 && p.type != ppt_psbend) {
+			if (p.type == ppt_fup && (p.payload.ip.ipc == pt_ipc_sext_48 ||
+						  p.payload.ip.ipc == pt_ipc_full)) {
+				fup = p.payload.ip.ip;
+				if (p.payload.ip.ipc == pt_ipc_sext_48 && (fup >> 47 & 1))
+					fup |= 0xffff000000000000ULL;
+			}
+			if (p.type == ppt_ovf)
+				break;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*offs = xrealloc(*offs, cap * sizeof(**offs));
+			if (fups)
+				*fups = xrealloc(*fups, cap * sizeof(**fups));
+		}
+		if (fups)
+			(*fups)[n] = fup;
+		(*offs)[n++] = off;
+	}
+	pt_pkt_free_decoder(pd);
+	return n;
+}
+
+static struct dec_item *push(struct dec_segment *s, enum dec_item_kind k)
+{
+	struct dec_item *it;
+
+	if (s->nr == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 256;
+		s->items = xrealloc(s->items, s->cap * sizeof(*s->items));
+	}
+	it = &s->items[s->nr++];
+	memset(it, 0, sizeof(*it));
+	it->kind = (uint8_t)k;
+	return it;
+}
+
+/* A decoder of either kind behind one interface. */
+struct anydec {
+	bool insn;
+	struct pt_block_decoder *blk;
+	struct pt_insn_decoder *ins;
+};
+
+static int ad_sync_set(struct anydec *d, uint64_t off)
+{
+	return d->insn ? pt_insn_sync_set(d->ins, off) : pt_blk_sync_set(d->blk, off);
+}
+
+static int ad_sync_forward(struct anydec *d)
+{
+	return d->insn ? pt_insn_sync_forward(d->ins) : pt_blk_sync_forward(d->blk);
+}
+
+static uint64_t ad_offset(struct anydec *d)
+{
+	uint64_t off = 0;
+
+	if (d->insn)
+		pt_insn_get_offset(d->ins, &off);
+	else
+		pt_blk_get_offset(d->blk, &off);
+	return off;
+}
+
+static uint64_t ad_sync_offset(struct anydec *d)
+{
+	uint64_t off = 0;
+
+	if (d->insn)
+		pt_insn_get_sync_offset(d->ins, &off);
+	else
+		pt_blk_get_sync_offset(d->blk, &off);
+	return off;
+}
+
+static uint64_t ad_time(struct anydec *d)
+{
+	uint64_t tsc = 0;
+	uint32_t lm, lc;
+
+	if ((d->insn ? pt_insn_time(d->ins, &tsc, &lm, &lc) : pt_blk_time(d->blk, &tsc, &lm, &lc)) < 0)
+		return 0;
+	return tsc;
+}
+
+static int ad_event(struct anydec *d, struct pt_event *ev)
+{
+	return d->insn ? pt_insn_event(d->ins, ev, sizeof(*ev)) : pt_blk_event(d->blk, ev, sizeof(*ev));
+}
+
+static struct pt_image *ad_image(struct anydec *d)
+{
+	return d->insn ? pt_insn_get_image(d->ins) : pt_blk_get_image(d->blk);
+}
+
+static void gap(struct dec_trace_result *r, struct dec_segment *s, enum dec_gap g, int code,
+		uint64_t off, uint64_t ip, uint64_t tsc, uint64_t skipped)
+{
+	struct dec_item *it = push(s, DI_GAP);
+
+	it->gap = (uint8_t)g;
+	it->code = code;
+	it->off = off;
+	it->ip = ip;
+	it->tsc = tsc;
+	it->skipped = skipped;
+	(void)r;
+}
+
+/* Find instruction @ip inside block @b: its index, or -1; *@prev_size: the size before it. */
+struct find_ctx {
+	uint64_t want;
+	long idx, n;
+	unsigned int prev_size, cur_size;
+};
+
+static void find_cb(void *arg, uint64_t ip, unsigned int size, bool last, const struct dec_item *b)
+{
+	struct find_ctx *f = arg;
+
+	(void)last;
+	(void)b;
+	if (f->idx < 0 && ip == f->want)
+		f->idx = f->n;
+	if (f->idx < 0)
+		f->prev_size = size;
+	f->n++;
+	f->cur_size = size;
+}
+
+/*
+ * The segment was decoded up to the end of its bytes, which lets the
+ * decoder run on through straight-line code past the point where the next
+ * PSB was written: execution was at @s->cut_ip then, and the next segment
+ * starts there.  Drop what follows the last occurrence of @s->cut_ip.
+ */
+static void trim_segment(struct dec_ctx *c, struct dec_segment *s)
+{
+	size_t i;
+
+	if (!s->cut_ip)
+		return;
+	for (i = s->nr; i-- > 0;) {
+		struct dec_item *it = &s->items[i];
+		struct find_ctx f = { .want = s->cut_ip, .idx = -1 };
+
+		/*
+		 * The overrun is straight-line code after the last packet: no
+		 * event or error in it.  One here means the decoder stopped
+		 * before reaching the cut (an overflow, an error): keep all.
+		 */
+		if (it->kind != DI_BLOCK)
+			return;
+		if (s->cut_ip < it->ip || s->cut_ip > it->end_ip)
+			continue;
+		if (s->cut_ip == it->ip) {
+			s->nr = i;
+			return;
+		}
+		dec_walk_block(c, it, find_cb, &f);
+		if (f.idx <= 0)
+			continue;
+		it->ninsn = (uint32_t)f.idx;
+		it->end_ip = s->cut_ip - f.prev_size;
+		it->last_size = (uint8_t)f.prev_size;
+		it->iclass = ptic_other;
+		s->nr = i + 1;
+		return;
+	}
+}
+
+/*
+ * Decode one segment [s->begin, s->end): libipt sees only these bytes, so
+ * it stops (end of stream) where the next segment's PSB is; then the
+ * overlap is trimmed (trim_segment).  Errors are recorded as DI_GAP items
+ * and decoding resumes at the next PSB inside the segment.
+ */
+static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct dec_segment *s)
+{
+	struct pt_config cfg = c->cfg;
+	struct anydec d = { .insn = c->opt.insn_decoder };
+	struct pt_image *image;
+	uint64_t erroff, last_off = UINT64_MAX, stuck = 0, last_fail = UINT64_MAX;
+	size_t i, pending = SIZE_MAX;
+	int st, st0;
+
+	cfg.begin = r->buf;
+	cfg.end = r->buf + s->end;
+	if (d.insn)
+		d.ins = pt_insn_alloc_decoder(&cfg);
+	else
+		d.blk = pt_blk_alloc_decoder(&cfg);
+	if (!d.ins && !d.blk) {
+		gap(r, s, GAP_DECODE, -pte_nomem, s->begin, 0, 0, s->end - s->begin);
+		return;
+	}
+	image = ad_image(&d);
+	for (i = 0; i < c->in->nr_images; i++)
+		if (c->isids[i] > 0 && (!c->in->images[i].pid || !r->trace->pid ||
+					c->in->images[i].pid == r->trace->pid))
+			pt_image_add_cached(image, c->iscache, c->isids[i], NULL);
+
+	st = ad_sync_set(&d, s->begin);
+	for (;;) {
+		if (st < 0) {
+			uint64_t next;
+
+			if (st == -pte_eos)
+				break;
+			st0 = st;
+			erroff = pending < s->nr ? s->items[pending].off : ad_offset(&d);
+			if (erroff < s->begin)
+				erroff = s->begin;
+			st = ad_sync_forward(&d);
+			if (st < 0 && st != -pte_eos) {
+				/* a broken PSB+: no progress guaranteed; count it, stop here */
+				if (ad_offset(&d) == last_fail)
+					st = -pte_eos;
+				last_fail = ad_offset(&d);
+			}
+			next = st == -pte_eos ? s->end : st < 0 ? ad_offset(&d) : ad_sync_offset(&d);
+			if (pending < s->nr) {
+				/* the error reported below: now we know what it cost */
+				s->items[pending].skipped = next > erroff ? next - erroff : 0;
+			} else {
+				/* the sync itself failed */
+				gap(r, s, GAP_DECODE, st0, erroff, 0, 0, next > erroff ? next - erroff : 0);
+			}
+			pending = SIZE_MAX;
+			continue;
+		}
+		while (st & pts_event_pending) {
+			struct pt_event ev;
+			struct dec_item *it;
+
+			st = ad_event(&d, &ev);
+			if (st < 0)
+				break;
+			switch (ev.type) {
+			case ptev_enabled:
+				it = push(s, DI_ENABLED);
+				it->ip = ev.variant.enabled.ip;
+				it->tsc = ev.has_tsc ? ev.tsc : 0;
+				it->off = ad_offset(&d);
+				break;
+			case ptev_disabled:
+			case ptev_async_disabled:
+				it = push(s, DI_DISABLED);
+				it->ip = ev.ip_suppressed ? 0 : (ev.type == ptev_disabled ?
+					 ev.variant.disabled.ip : ev.variant.async_disabled.at);
+				it->tsc = ev.has_tsc ? ev.tsc : 0;
+				it->off = ad_offset(&d);
+				break;
+			case ptev_async_branch:
+				it = push(s, DI_ASYNC);
+				it->ip = ev.variant.async_branch.from;
+				it->end_ip = ev.variant.async_branch.to;
+				it->off = ad_offset(&d);
+				break;
+			case ptev_overflow:
+				gap(r, s, GAP_OVERFLOW, 0, ad_offset(&d),
+				    ev.ip_suppressed ? 0 : ev.variant.overflow.ip,
+				    ev.has_tsc ? ev.tsc : 0, 0);
+				break;
+			default:
+				break;
+			}
+		}
+		if (st < 0)
+			continue;
+		if (d.insn) {
+			struct pt_insn insn;
+
+			memset(&insn, 0, sizeof(insn));
+			st = pt_insn_next(d.ins, &insn, sizeof(insn));
+			if (st >= 0 || (insn.iclass != ptic_error && insn.size)) {
+				struct dec_item *it = push(s, DI_BLOCK);
+
+				it->ip = it->end_ip = insn.ip;
+				it->ninsn = 1;
+				it->iclass = (uint8_t)insn.iclass;
+				it->last_size = insn.size;
+				it->isid = insn.isid;
+				it->tsc = ad_time(&d);
+			}
+			if (st < 0 && st != -pte_eos) {
+				pending = s->nr;
+				gap(r, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(&d),
+				    insn.ip, ad_time(&d), 0);
+			}
+		} else {
+			struct pt_block blk;
+
+			memset(&blk, 0, sizeof(blk));
+			st = pt_blk_next(d.blk, &blk, sizeof(blk));
+			if (blk.ninsn) {
+				struct dec_item *it = push(s, DI_BLOCK);
+
+				it->ip = blk.ip;
+				it->end_ip = blk.end_ip;
+				it->ninsn = blk.ninsn;
+				it->iclass = (uint8_t)blk.iclass;
+				it->isid = blk.isid;
+				it->last_size = blk.truncated ? blk.size : 0;
+				it->tsc = ad_time(&d);
+			}
+			if (st < 0 && st != -pte_eos) {
+				pending = s->nr;
+				gap(r, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(&d),
+				    blk.ninsn ? blk.end_ip : blk.ip, ad_time(&d), 0);
+			}
+		}
+		if (st >= 0 && s->nr && s->items[s->nr - 1].kind == DI_BLOCK) {
+			uint64_t off = ad_offset(&d);
+
+			if (off != last_off) {
+				last_off = off;
+				stuck = 0;
+			} else if ((stuck += s->items[s->nr - 1].ninsn) > DEC_MAX_STUCK) {
+				/* endless code without trace: give up until the next PSB */
+				pending = s->nr;
+				gap(r, s, GAP_LOOP, 0, off, s->items[s->nr - 1].end_ip, ad_time(&d), 0);
+				stuck = 0;
+				st = -pte_internal;
+			}
+		}
+	}
+	if (d.insn)
+		pt_insn_free_decoder(d.ins);
+	else
+		pt_blk_free_decoder(d.blk);
+	trim_segment(c, s);
+	s->insns = 0;
+	s->nr_gaps = 0;
+	for (i = 0; i < s->nr; i++) {
+		if (s->items[i].kind == DI_BLOCK)
+			s->insns += s->items[i].ninsn;
+		else if (s->items[i].kind == DI_GAP)
+			s->nr_gaps++;
+	}
+}
+
+/*
+ * Workers claim segments in trace order and decode them; the renderer (the
+ * calling thread) takes them in the same order as they complete, renders
+ * and frees them.  Workers stay at most @window segments ahead of it, so
+ * memory is bounded by the window, not by the trace.
+ */
+struct work {
+	struct dec_ctx *c;
+	size_t total, next, rendered, window;
+	size_t *map_trace, *map_seg;
+	bool *done;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void *worker(void *arg)
+{
+	struct work *w = arg;
+	size_t k;
+
+	for (;;) {
+		struct dec_trace_result *r;
+
+		pthread_mutex_lock(&w->lock);
+		while (w->next < w->total && w->next >= w->rendered + w->window)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (w->next >= w->total) {
+			pthread_mutex_unlock(&w->lock);
+			return NULL;
+		}
+		k = w->next++;
+		pthread_mutex_unlock(&w->lock);
+		r = &w->c->res[w->map_trace[k]];
+		decode_segment(w->c, r, &r->segs[w->map_seg[k]]);
+		pthread_mutex_lock(&w->lock);
+		w->done[k] = true;
+		pthread_cond_broadcast(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+/* A rendered segment: count it, keep its errors, free its items. */
+static void retire_segment(struct dec_trace_result *r, struct dec_segment *s)
+{
+	size_t m;
+
+	r->insns += s->insns;
+	for (m = 0; s->nr_gaps && m < s->nr; m++) {
+		const struct dec_item *it = &s->items[m];
+
+		if (it->kind != DI_GAP)
+			continue;
+		r->gaps[it->gap]++;
+		r->gap_bytes[it->gap] += it->skipped;
+		r->gap_items = xrealloc(r->gap_items, (r->nr_gap_items + 1) * sizeof(*r->gap_items));
+		r->gap_items[r->nr_gap_items++] = *it;
+	}
+	free(s->items);
+	s->items = NULL;
+	s->nr = s->cap = 0;
+}
+
+int dec_open(struct dec_ctx *c, const struct dec_input *in, const struct dec_options *opt,
+	     char *msg, size_t len)
+{
+	size_t i;
+	int e;
+
+	memset(c, 0, sizeof(*c));
+	c->in = in;
+	c->opt = *opt;
+	pt_config_init(&c->cfg);
+	if (in->have_cpu) {
+		c->cfg.cpu = in->cpu;
+		e = pt_cpu_errata(&c->cfg.errata, &c->cfg.cpu);
+		if (e < 0)
+			snprintf(c->errata_note, sizeof(c->errata_note),
+				 "no errata for CPU %u/%u/%u: %s", in->cpu.family, in->cpu.model,
+				 in->cpu.stepping, pt_errstr(pt_errcode(e)));
+	} else {
+		snprintf(c->errata_note, sizeof(c->errata_note),
+			 "no CPU given (--cpu F/M/S): errata workarounds are off");
+	}
+	c->cfg.mtc_freq = in->mtc_freq;
+	c->cfg.nom_freq = in->nom_freq;
+	c->cfg.cpuid_0x15_eax = in->cpuid_0x15_eax;
+	c->cfg.cpuid_0x15_ebx = in->cpuid_0x15_ebx;
+	c->cfg.flags.variant.block.end_on_call = 1;
+	c->cfg.flags.variant.block.end_on_jump = 1;
+	if (opt->insn_decoder)
+		memset(&c->cfg.flags, 0, sizeof(c->cfg.flags));
+	c->iscache = pt_iscache_alloc("ipttool-decode");
+	if (!c->iscache) {
+		snprintf(msg, len, "cannot allocate libipt's image section cache");
+		return -1;
+	}
+	c->isids = calloc(in->nr_images + 1, sizeof(int));
+	for (i = 0; i < in->nr_images; i++) {
+		const struct dec_image *im = &in->images[i];
+
+		c->isids[i] = pt_iscache_add_file(c->iscache, im->file, im->offset, im->size, im->vaddr);
+		if (c->isids[i] < 0) {
+			snprintf(msg, len, "%s: libipt cannot use it as code at %#" PRIx64 ": %s",
+				 im->file, im->vaddr, pt_errstr(pt_errcode(c->isids[i])));
+			return -1;
+		}
+	}
+	/* map the bytes for lock-free instruction walks; isids are small and dense */
+	c->nr_code = 1;
+	for (i = 0; i < in->nr_images; i++)
+		if (c->isids[i] >= c->nr_code)
+			c->nr_code = c->isids[i] + 1;
+	c->code = calloc((size_t)c->nr_code, sizeof(*c->code));
+	for (i = 0; c->code && i < in->nr_images; i++) {
+		const struct dec_image *im = &in->images[i];
+		struct dec_code *k = &c->code[c->isids[i]];
+		int fd = open(im->file, O_RDONLY);
+		struct stat st;
+
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st) && im->offset + im->size <= (uint64_t)st.st_size && st.st_size) {
+			k->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+			if (k->map == MAP_FAILED) {
+				k->map = NULL;
+			} else {
+				k->maplen = (size_t)st.st_size;
+				k->bytes = (const uint8_t *)k->map + im->offset;
+				k->vaddr = im->vaddr;
+				k->size = im->size;
+			}
+		}
+		close(fd);
+	}
+	c->syms = dec_syms_load(in);
+	return 0;
+}
+
+static uint8_t *slurp(const char *path, size_t *len, char *msg, size_t mlen)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *p = NULL;
+	long n;
+
+	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		snprintf(msg, mlen, "%s: %s", path, strerror(errno));
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	p = xrealloc(NULL, (size_t)n + 1);
+	if (fread(p, 1, (size_t)n, f) != (size_t)n) {
+		snprintf(msg, mlen, "%s: read error", path);
+		free(p);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return p;
+}
+
+/*
+ * Cut @r's trace into segments at PSBs: at most 64, each at least 1/64 of
+ * it, so that the cut depends on the trace only (never on -J).
+ */
+static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
+{
+	uint64_t *psb, *fup, min;
+	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, &psb, &fup), i;
+
+	if (!n) {
+		snprintf(r->error, sizeof(r->error),
+			 "%s: no PSB in %zu bytes: not Intel PT, or cut before its first PSB",
+			 r->trace->file, r->len);
+		if (r->len) {
+			r->gaps[GAP_PRE_PSB]++;
+			r->gap_bytes[GAP_PRE_PSB] += r->len;
+		}
+		return;
+	}
+	if (psb[0]) {
+		r->gaps[GAP_PRE_PSB]++;
+		r->gap_bytes[GAP_PRE_PSB] += psb[0];
+	}
+	min = c->opt.no_split ? UINT64_MAX : (r->len - psb[0]) / 64;
+	r->segs = xrealloc(NULL, n * sizeof(*r->segs));
+	for (i = 0; i < n; i++) {
+		struct dec_segment *s;
+
+		if (r->nr_segs && psb[i] - r->segs[r->nr_segs - 1].begin < min)
+			continue;
+		s = &r->segs[r->nr_segs++];
+		memset(s, 0, sizeof(*s));
+		s->begin = psb[i];
+		s->cut_ip = fup[i];	/* moved to the segment before, below */
+	}
+	for (i = 0; i < r->nr_segs; i++) {
+		r->segs[i].end = i + 1 < r->nr_segs ? r->segs[i + 1].begin : r->len;
+		r->segs[i].cut_ip = i + 1 < r->nr_segs ? r->segs[i + 1].cut_ip : 0;
+	}
+	free(psb);
+	free(fup);
+}
+
+int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t len)
+{
+	struct work w = { .c = c };
+	struct dec_render *rd = NULL;
+	unsigned int jobs = c->opt.jobs, j = 0;
+	pthread_t *th = NULL;
+	size_t i, k, ok = 0;
+
+	c->nr_res = c->in->nr_traces;
+	c->res = calloc(c->nr_res ? c->nr_res : 1, sizeof(*c->res));
+	for (i = 0; i < c->nr_res; i++) {
+		struct dec_trace_result *r = &c->res[i];
+
+		r->trace = &c->in->traces[i];
+		if (r->trace->data) {
+			r->buf = xrealloc(NULL, r->trace->size + 1);
+			memcpy(r->buf, r->trace->data, r->trace->size);
+			r->len = r->trace->size;
+		} else {
+			r->buf = slurp(r->trace->file, &r->len, r->error, sizeof(r->error));
+		}
+		if (!r->buf)
+			continue;
+		if (!r->len) {
+			snprintf(r->error, sizeof(r->error), "%s: empty (no trace was recorded)",
+				 r->trace->file);
+			continue;
+		}
+		make_segments(c, r);
+		w.total += r->nr_segs;
+		if (r->nr_segs)
+			ok++;
+	}
+	w.map_trace = calloc(w.total + 1, sizeof(size_t));
+	w.map_seg = calloc(w.total + 1, sizeof(size_t));
+	w.done = calloc(w.total + 1, sizeof(bool));
+	if (!w.map_trace || !w.map_seg || !w.done) {
+		fprintf(stderr, "ipttool: out of memory\n");
+		exit(2);
+	}
+	for (i = 0, k = 0; i < c->nr_res; i++)
+		for (size_t s = 0; s < c->res[i].nr_segs; s++, k++) {
+			w.map_trace[k] = i;
+			w.map_seg[k] = s;
+		}
+	if (!jobs) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		jobs = n > 0 ? (unsigned int)n : 1;
+	}
+	if (jobs > w.total)
+		jobs = w.total ? (unsigned int)w.total : 1;
+	w.window = 4 * (size_t)jobs;
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	if (jobs > 1) {
+		th = calloc(jobs, sizeof(*th));
+		for (j = 0; th && j < jobs; j++)
+			if (pthread_create(&th[j], NULL, worker, &w))
+				break;
+	}
+	if (o)
+		rd = dec_render_begin(c, o);
+	for (i = 0, k = 0; i < c->nr_res; i++) {
+		struct dec_trace_result *r = &c->res[i];
+
+		dec_render_trace_begin(rd, r, i);
+		for (size_t s = 0; s < r->nr_segs; s++, k++) {
+			if (j == 0) {
+				decode_segment(c, r, &r->segs[s]);	/* serial */
+			} else {
+				pthread_mutex_lock(&w.lock);
+				while (!w.done[k])
+					pthread_cond_wait(&w.cond, &w.lock);
+				pthread_mutex_unlock(&w.lock);
+			}
+			dec_render_segment(rd, &r->segs[s]);
+			retire_segment(r, &r->segs[s]);
+			if (j) {
+				pthread_mutex_lock(&w.lock);
+				w.rendered = k + 1;
+				pthread_cond_broadcast(&w.cond);
+				pthread_mutex_unlock(&w.lock);
+			}
+		}
+		dec_render_trace_end(rd);
+	}
+	dec_render_end(rd);
+	while (j--)
+		pthread_join(th[j], NULL);
+	free(th);
+	pthread_mutex_destroy(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	free(w.map_trace);
+	free(w.map_seg);
+	free(w.done);
+	if (!ok) {
+		snprintf(msg, len, "%s", c->nr_res ? c->res[0].error :
+			 "no trace to decode (give --pt FILE or a directory)");
+		return -1;
+	}
+	return 0;
+}
+
+void dec_close(struct dec_ctx *c)
+{
+	size_t i, k;
+
+	for (i = 0; i < c->nr_res; i++) {
+		for (k = 0; k < c->res[i].nr_segs; k++)
+			free(c->res[i].segs[k].items);
+		free(c->res[i].segs);
+		free(c->res[i].buf);
+		free(c->res[i].gap_items);
+	}
+	free(c->res);
+	free(c->isids);
+	for (int q = 0; c->code && q < c->nr_code; q++)
+		if (c->code[q].map)
+			munmap(c->code[q].map, c->code[q].maplen);
+	free(c->code);
+	if (c->iscache)
+		pt_iscache_free(c->iscache);
+	if (c->syms)
+		dec_syms_free(c->syms);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * libiptdecode: decode Intel PT traces with libipt into a stream of
+ * blocks, events and errors, in parallel, and render that stream in the
+ * formats of Documentation/decode.rst.
+ *
+ * The decode of a trace is split at its PSBs into segments; each segment
+ * is decoded on its own (on any thread) into an item list, and the lists
+ * are consumed in trace order.  A serial decode (-J 1) runs exactly the
+ * same per-segment code on one thread, so serial and parallel results are
+ * identical by construction.
+ */
+#ifndef IPT_DECODE_H
+#define IPT_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <intel-pt.h>
+#include <json-c/json.h>
+
+/* qsort() that accepts an empty (possibly NULL) array. */
+static inline void dec_sort(void *base, size_t n, size_t size,
+			    int (*cmp)(const void *, const void *))
+{
+	if (n)
+		qsort(base, n, size, cmp);
+}
+
+struct dec_outputs;
+
+/* ---- inputs --------------------------------------------------------------- */
+
+/* One piece of code in the traced address space. */
+struct dec_image {
+	char *file;		/* file holding the bytes */
+	uint64_t offset;	/* of the bytes in @file */
+	uint64_t size;		/* bytes (0: to the end of the file / ELF segment) */
+	uint64_t vaddr;		/* where they were mapped */
+	char *elf;		/* ELF file with symbols for this range, or NULL */
+	uint64_t elf_off;	/* file offset in @elf that is mapped at @vaddr */
+	char *name;		/* DSO name to show (basename) */
+	long pid;		/* the process whose code this is (0: every trace's) */
+};
+
+/* One trace file to decode. */
+struct dec_trace {
+	char *file;
+	int cpu;		/* CPU of a capture's trace; -1 otherwise */
+	const uint8_t *data;	/* if not NULL: the trace in memory (@file names it) */
+	size_t size;
+	long tid;		/* per-thread capture: the thread; -1 otherwise */
+	long pid;		/* its process, whose images it uses (0: unknown, all images) */
+};
+
+/**
+ * struct dec_input - what to decode, from ptxed-style options, a ptgen
+ * directory or an ipt capture directory
+ */
+struct dec_input {
+	struct dec_trace *traces;
+	size_t nr_traces;
+	struct dec_image *images;
+	size_t nr_images;
+	struct pt_cpu cpu;
+	bool have_cpu;
+	uint8_t mtc_freq;
+	uint8_t nom_freq;
+	uint32_t cpuid_0x15_eax, cpuid_0x15_ebx;
+	long pid;		/* capture: whose images to take from the sideband (0: auto) */
+	bool per_thread;	/* a per-thread capture ("mode": "thread") */
+	long program_pid;	/* its "program.pid", or 0 */
+	char kind[16];		/* "pt", "ptgen" or "capture" */
+	char note[320];		/* a remark for the summary ("no sideband: ...") */
+};
+
+void dec_input_init(struct dec_input *in);
+void dec_input_free(struct dec_input *in);
+/* Add --elf FILE[:BASE] (BASE: load address of an ET_DYN file). 0 or -1 + @msg. */
+int dec_input_add_elf(struct dec_input *in, const char *arg, char *msg, size_t len);
+/* Add --raw FILE:BASE or FILE:OFFSET:SIZE:BASE.  0 or -1 + @msg. */
+int dec_input_add_raw(struct dec_input *in, const char *arg, char *msg, size_t len);
+/* Add SIZE bytes at OFF of FILE, mapped at VADDR.  0 or -1 + @msg. */
+int dec_input_add_raw_at(struct dec_input *in, const char *file, uint64_t off, uint64_t size,
+			 uint64_t vaddr, char *msg, size_t len);
+/*
+ * Add the code of process @pid (0: the one process that exec'd during the
+ * recording) from @dir's sideband.jsonl.  0, or -1 with @msg.
+ */
+int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *msg, size_t len);
+/* Parse --cpu F/M[/S]; 0 or -1. */
+int dec_parse_cpu(const char *s, struct pt_cpu *cpu);
+/* Load a ptgen output directory or an ipt capture directory. 0 or -1 + @msg. */
+int dec_input_load_dir(struct dec_input *in, const char *dir, char *msg, size_t len);
+int dec_input_add_trace(struct dec_input *in, const char *file, int cpu);
+
+/* ---- decoding ------------------------------------------------------------- */
+
+enum dec_item_kind {
+	DI_BLOCK,	/* @ip..@end_ip, @ninsn instructions, last of class @iclass */
+	DI_ENABLED,	/* tracing (re)starts at @ip */
+	DI_DISABLED,	/* tracing stops (@ip: where, if known, else 0) */
+	DI_GAP,		/* trace lost: @code says why; decoding resumed at next PSB */
+	DI_ASYNC,	/* asynchronous branch from @ip (interrupt, signal) */
+};
+
+/* Why trace was skipped. */
+enum dec_gap {
+	GAP_NONE,
+	GAP_OVERFLOW,		/* the unit reported an internal buffer overflow */
+	GAP_DECODE,		/* libipt reported a decode error */
+	GAP_NOMAP,		/* code at an address in no image */
+	GAP_PRE_PSB,		/* bytes before the first PSB */
+	GAP_LOOP,		/* endless code: no trace read for DEC_MAX_STUCK instructions */
+	GAP_NR,
+};
+
+/*
+ * A trace always has a packet within this many instructions (an endless
+ * loop of direct jumps is the only code that needs none); more means the
+ * trace or the image is wrong, and decoding moves on to the next PSB.
+ */
+#define DEC_MAX_STUCK 1000000
+
+struct dec_item {
+	uint64_t ip;
+	uint64_t end_ip;
+	uint64_t off;		/* trace offset */
+	uint64_t tsc;		/* 0: unknown */
+	uint64_t skipped;	/* DI_GAP: trace bytes skipped */
+	int32_t isid;
+	int32_t code;		/* DI_GAP: libipt error code (negative) */
+	uint32_t ninsn;
+	uint8_t kind, iclass, gap, last_size; /* last_size: 0 unknown */
+};
+
+struct dec_segment {
+	uint64_t begin, end;	/* trace offsets */
+	uint64_t cut_ip;	/* the next segment starts at this IP (0: when tracing is off) */
+	struct dec_item *items;
+	size_t nr, cap;
+	uint64_t insns;
+	size_t nr_gaps;		/* DI_GAP items among @items */
+};
+
+/**
+ * struct dec_options - how to decode
+ */
+struct dec_options {
+	bool insn_decoder;	/* libipt's instruction decoder instead of blocks */
+	bool no_split;		/* one segment per trace (for testing) */
+	unsigned int jobs;	/* threads; 0: online CPUs */
+};
+
+struct dec_trace_result {
+	const struct dec_trace *trace;
+	uint8_t *buf;
+	size_t len;
+	struct dec_segment *segs;
+	size_t nr_segs;
+	uint64_t insns;
+	uint64_t gaps[GAP_NR];		/* count per reason */
+	uint64_t gap_bytes[GAP_NR];	/* bytes skipped per reason */
+	char error[256];		/* the trace could not be decoded at all */
+	struct dec_item *gap_items;	/* every DI_GAP, in trace order */
+	size_t nr_gap_items;
+};
+
+struct dec_ctx {
+	const struct dec_input *in;
+	struct dec_options opt;
+	struct pt_config cfg;		/* template (no buffer) */
+	struct pt_image_section_cache *iscache;
+	int *isids;			/* per input image */
+	struct dec_trace_result *res;
+	size_t nr_res;
+	struct dec_syms *syms;
+	char errata_note[128];
+	/* the images' bytes, mapped, indexed by isid (lock-free reads) */
+	struct dec_code {
+		uint64_t vaddr, size;
+		const uint8_t *bytes;
+		void *map;
+		size_t maplen;
+	} *code;
+	int nr_code;
+};
+
+/* The bytes of image section @isid at @ip, *@avail of them; NULL if none. */
+const uint8_t *dec_code_at(const struct dec_ctx *c, int isid, uint64_t ip, size_t *avail);
+
+/* Set up (image cache, errata, symbols).  0, or -1 with @msg. */
+int dec_open(struct dec_ctx *c, const struct dec_input *in, const struct dec_options *opt,
+	     char *msg, size_t len);
+/*
+ * Decode every trace into c->res, rendering the outputs of @o (may be NULL)
+ * on the way; segments are freed once rendered, their errors kept in
+ * c->res[].gap_items.  0, or -1 with @msg (no trace readable).
+ */
+int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t len);
+void dec_close(struct dec_ctx *c);
+const char *dec_gap_name(enum dec_gap g);
+
+/*
+ * Offsets of every PSB in @buf[0..@len), ascending, and (if @fups) the IP
+ * of the FUP in each PSB+ (0: none, tracing was off); returns the count.
+ */
+size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl,
+		     uint64_t **offs, uint64_t **fups);
+
+/*
+ * Walk the instructions of block @b: calls @fn(@arg, ip, size, last, @b)
+ * for each; returns the number walked (fewer when memory is unreadable).
+ */
+typedef void (*dec_insn_fn)(void *arg, uint64_t ip, unsigned int size, bool last,
+			    const struct dec_item *blk);
+size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn fn, void *arg);
+/* Size of the instruction at @ip (in section @isid); 0 if unreadable. */
+unsigned int dec_insn_size(struct dec_ctx *c, int isid, uint64_t ip, uint8_t *bytes);
+
+/* ---- symbols (syms.c) ----------------------------------------------------- */
+
+struct dec_sym {
+	uint64_t start, end;	/* runtime addresses */
+	const char *name;
+};
+
+struct dec_module {
+	uint64_t start, end;	/* runtime range */
+	uint64_t bias;		/* runtime - ELF vaddr */
+	uint64_t load_base;	/* runtime address of the ELF's lowest segment (or @start) */
+	char *name, *path;
+	struct dec_sym *syms;
+	size_t nr_syms;
+	char *elf;		/* the ELF file for DWARF, or NULL */
+	long pid;		/* the process (0: any), as its image's */
+	void *dwarf;		/* its Dwarf handle once opened (libdw) */
+	int dwarf_fd;		/* -1: not opened yet; -2: no DWARF */
+};
+
+struct dec_syms {
+	struct dec_module *mods;
+	size_t nr_mods;
+	long cur_pid;		/* look up modules of this process (and pid 0) only; 0: any */
+	char **strs;
+	size_t nr_strs;
+};
+
+struct dec_syms *dec_syms_load(const struct dec_input *in);
+void dec_syms_free(struct dec_syms *s);
+/* The module and symbol of @ip (either may be NULL). */
+const struct dec_module *dec_syms_module(const struct dec_syms *s, uint64_t ip);
+const struct dec_sym *dec_syms_find(const struct dec_module *m, uint64_t ip);
+/* "file:line" of @ip from the module's DWARF (libdw) into @buf, or NULL. */
+const char *dec_syms_line(struct dec_syms *s, uint64_t ip, char *buf, size_t len);
+/* "sym+0xoff", "dso+0xoff" or "0xaddr" into @buf. */
+const char *dec_syms_fmt(const struct dec_syms *s, uint64_t ip, char *buf, size_t len);
+
+/* ---- outputs (output.c) --------------------------------------------------- */
+
+enum dec_out_kind {
+	OUT_INSN, OUT_CALLS, OUT_PROFILE, OUT_FOLDED, OUT_PERFETTO, OUT_DRCOV,
+	OUT_BLOCKS, OUT_NR
+};
+
+struct dec_outputs {
+	FILE *f[OUT_NR];	/* NULL: not wanted */
+	bool disasm;		/* --insn with Zydis disassembly */
+	bool lines;		/* --insn with file:line from DWARF */
+};
+
+/*
+ * The renderer: dec_run() feeds it every segment in trace order, as soon as
+ * the segment and all before it are decoded, then frees the segment.
+ * dec_render_begin() returns NULL when no output is wanted (the other
+ * calls accept NULL).
+ */
+struct dec_render;
+struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs *o);
+void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result *res, size_t i);
+void dec_render_segment(struct dec_render *r, const struct dec_segment *seg);
+void dec_render_trace_end(struct dec_render *r);
+/* Write the whole-run outputs (profile, folded, blocks, drcov) and free @r. */
+void dec_render_end(struct dec_render *r);
+/* ptdump-like packet dump of @buf to @f; returns packets dumped or -1. */
+long dec_dump_packets(const struct dec_ctx *c, const uint8_t *buf, size_t len, FILE *f);
+
+/* The summary of @c as JSON (new reference) / as text. */
+struct json_object *dec_summary_json(const struct dec_ctx *c);
+void dec_summary_text(const struct dec_ctx *c, FILE *f);
+
+#endif /* IPT_DECODE_H */

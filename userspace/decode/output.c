@@ -1,0 +1,1066 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libiptdecode: the output formats of Documentation/decode.rst, rendered
+ * from the decoded item lists in trace order.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <Zydis/Zydis.h>
+
+#include "decode.h"
+
+/* ---- a small open-addressing map: (u64, u64) -> u64 ------------------------ */
+
+struct kv {
+	uint64_t a, b, v;
+	bool used;
+};
+
+struct map {
+	struct kv *t;
+	size_t cap, n;
+};
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL) * 0xbf58476d1ce4e5b9ULL;
+
+	return h ^ (h >> 31);
+}
+
+static struct kv *map_get(struct map *m, uint64_t a, uint64_t b)
+{
+	size_t i;
+
+	if ((m->n + 1) * 2 > m->cap) {
+		struct map nm = { .cap = m->cap ? m->cap * 2 : 1024 };
+
+		nm.t = calloc(nm.cap, sizeof(*nm.t));
+		if (!nm.t) {
+			fprintf(stderr, "ipttool: out of memory\n");
+			exit(2);
+		}
+		for (i = 0; i < m->cap; i++)
+			if (m->t[i].used) {
+				struct kv *d = map_get(&nm, m->t[i].a, m->t[i].b);
+
+				d->v = m->t[i].v;
+			}
+		free(m->t);
+		*m = nm;
+	}
+	for (i = mix(a, b) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		struct kv *e = &m->t[i];
+
+		if (!e->used) {
+			e->used = true;
+			e->a = a;
+			e->b = b;
+			m->n++;
+			return e;
+		}
+		if (e->a == a && e->b == b)
+			return e;
+	}
+}
+
+/* The used entries, compacted to the front of the table; returns the count. */
+static size_t map_entries(struct map *m)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < m->cap; i++)
+		if (m->t[i].used)
+			m->t[n++] = m->t[i];
+	m->n = n;
+	return n;
+}
+
+static int cmp_count_desc(const void *x, const void *y)
+{
+	const struct kv *a = x, *b = y;
+
+	if (a->v != b->v)
+		return a->v > b->v ? -1 : 1;
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	return a->b < b->b ? -1 : a->b > b->b;
+}
+
+static int cmp_addr(const void *x, const void *y)
+{
+	const struct kv *a = x, *b = y;
+
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	return a->b < b->b ? -1 : a->b > b->b;
+}
+
+/* ---- string map for folded stacks --------------------------------------------- */
+
+struct skv {
+	char *s;
+	uint64_t v;
+};
+
+struct smap {
+	struct skv *t;
+	size_t cap, n;
+};
+
+static uint64_t shash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ULL;
+	return h;
+}
+
+static void smap_add(struct smap *m, const char *s, uint64_t v)
+{
+	size_t i;
+
+	if ((m->n + 1) * 2 > m->cap) {
+		struct smap nm = { .cap = m->cap ? m->cap * 2 : 1024 };
+
+		nm.t = calloc(nm.cap, sizeof(*nm.t));
+		if (!nm.t)
+			exit(2);
+		for (i = 0; i < m->cap; i++)
+			if (m->t[i].s) {
+				size_t j = shash(m->t[i].s) & (nm.cap - 1);
+
+				while (nm.t[j].s)
+					j = (j + 1) & (nm.cap - 1);
+				nm.t[j] = m->t[i];
+				nm.n++;
+			}
+		free(m->t);
+		*m = nm;
+	}
+	for (i = shash(s) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		if (!m->t[i].s) {
+			m->t[i].s = strdup(s);
+			if (!m->t[i].s)
+				exit(2);
+			m->t[i].v = v;
+			m->n++;
+			return;
+		}
+		if (!strcmp(m->t[i].s, s)) {
+			m->t[i].v += v;
+			return;
+		}
+	}
+}
+
+static int cmp_skv(const void *x, const void *y)
+{
+	const struct skv *a = x, *b = y;
+
+	return strcmp(a->s, b->s);
+}
+
+/* ---- the renderer ------------------------------------------------------------------ */
+
+#define MAX_STACK 4096
+
+struct dec_render {
+	struct dec_ctx *c;
+	const struct dec_outputs *o;
+	unsigned int tid;
+	uint64_t idx;			/* instructions so far in this trace */
+	/* calls / perfetto / folded: the call stack */
+	int pending;			/* 1 call, 2 return from the block before */
+	unsigned int depth;		/* --calls indentation */
+	const char *stack[MAX_STACK];	/* folded: frame names */
+	unsigned int sdepth;		/* folded / perfetto depth (may exceed MAX_STACK) */
+	/* profile */
+	struct map fun, dso;
+	uint64_t unknown;
+	/* symbol cache of the last instruction */
+	uint64_t cs_start, cs_end;
+	const struct dec_module *cmod;
+	const struct dec_sym *csym;
+	/* blocks / edges / drcov */
+	struct map blocks, edges;
+	bool have_lb;			/* a logical block is open: lb_start..lb_end */
+	uint64_t lb_start, lb_end;
+	bool have_prev;
+	uint64_t prev_last, prev_next;	/* last insn of the block before, its fall-through */
+	/* folded */
+	struct smap folded;
+	char *fstack;			/* "a;b;c" for the current stack */
+	size_t fstack_len, fstack_cap;
+	const char *run_leaf;
+	uint64_t run_count;
+	bool perfetto_first;
+	ZydisDecoder zd;
+	ZydisFormatter zf;
+};
+
+static void lookup(struct dec_render *r, uint64_t ip)
+{
+	if (ip >= r->cs_start && ip < r->cs_end)
+		return;
+	r->cmod = dec_syms_module(r->c->syms, ip);
+	r->csym = dec_syms_find(r->cmod, ip);
+	if (r->csym) {
+		/* valid up to the symbol's end, the next symbol, the module's end */
+		const struct dec_sym *next = r->csym + 1;
+
+		r->cs_start = r->csym->start;
+		r->cs_end = r->csym->end;
+		if (next < r->cmod->syms + r->cmod->nr_syms && next->start < r->cs_end)
+			r->cs_end = next->start;
+		if (r->cmod->end < r->cs_end)
+			r->cs_end = r->cmod->end;
+	} else {
+		/* no cache for unknown code */
+		r->cs_start = 1;
+		r->cs_end = 0;
+	}
+}
+
+/* Name of a frame for folded stacks and spans: the function, else [dso], else [unknown]. */
+static const char *frame_name(struct dec_render *r, uint64_t ip)
+{
+	lookup(r, ip);
+	if (r->csym)
+		return r->csym->name;
+	if (r->cmod)
+		return r->cmod->name;
+	return "[unknown]";
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void perfetto_ev(struct dec_render *r, char ph, const char *name, uint64_t ts)
+{
+	FILE *f = r->o->f[OUT_PERFETTO];
+
+	fprintf(f, "%s{\"ph\":\"%c\",\"pid\":1,\"tid\":%u,\"ts\":%" PRIu64, r->perfetto_first ? "" : ",\n",
+		ph, r->tid, ts);
+	r->perfetto_first = false;
+	if (name) {
+		fprintf(f, ",\"name\":");
+		json_str(f, name);
+	}
+	fprintf(f, "}");
+}
+
+static void folded_flush(struct dec_render *r)
+{
+	if (!r->run_count)
+		return;
+	{
+		size_t ll = strlen(r->run_leaf);
+		char *k = malloc(r->fstack_len + ll + 2);
+
+		if (!k)
+			exit(2);
+		memcpy(k, r->fstack, r->fstack_len);
+		if (r->fstack_len)
+			k[r->fstack_len] = ';';
+		memcpy(k + r->fstack_len + (r->fstack_len ? 1 : 0), r->run_leaf, ll + 1);
+		smap_add(&r->folded, k, r->run_count);
+		free(k);
+	}
+	r->run_count = 0;
+}
+
+static void fstack_rebuild(struct dec_render *r)
+{
+	unsigned int i, n = r->sdepth < MAX_STACK ? r->sdepth : MAX_STACK;
+	size_t need = 1;
+
+	for (i = 0; i < n; i++)
+		need += strlen(r->stack[i]) + 1;
+	if (need > r->fstack_cap) {
+		r->fstack_cap = need * 2;
+		r->fstack = realloc(r->fstack, r->fstack_cap);
+		if (!r->fstack)
+			exit(2);
+	}
+	r->fstack_len = 0;
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(r->stack[i]);
+
+		if (i)
+			r->fstack[r->fstack_len++] = ';';
+		memcpy(r->fstack + r->fstack_len, r->stack[i], l);
+		r->fstack_len += l;
+	}
+	r->fstack[r->fstack_len] = 0;
+}
+
+/* One instruction, in order. */
+static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const struct dec_item *b)
+{
+	struct dec_render *r = arg;
+	const struct dec_outputs *o = r->o;
+	char sbuf[512];
+
+	(void)size;
+	if (o->f[OUT_INSN]) {
+		FILE *f = o->f[OUT_INSN];
+
+		fprintf(f, "%016" PRIx64 "  %-40s", ip, dec_syms_fmt(r->c->syms, ip, sbuf, sizeof(sbuf)));
+		if (o->lines) {
+			char lbuf[256];
+			const char *l = dec_syms_line(r->c->syms, ip, lbuf, sizeof(lbuf));
+
+			fprintf(f, o->disasm ? "  %-24s" : "  %s", l ? l : "-");
+		}
+		if (o->disasm) {
+			ZydisDecodedInstruction zi;
+			ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+			char text[256];
+			size_t n = 0;
+			const uint8_t *bytes = dec_code_at(r->c, b->isid, ip, &n);
+
+			if (bytes && n >= size &&
+			    ZYAN_SUCCESS(ZydisDecoderDecodeFull(&r->zd, bytes, size, &zi, ops)) &&
+			    ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&r->zf, &zi, ops,
+									  zi.operand_count_visible,
+									  text, sizeof(text), ip, NULL)))
+				fprintf(f, "  %s", text);
+			else
+				fprintf(f, "  (bytes unavailable)");
+		}
+		fputc('\n', f);
+	}
+	if (o->f[OUT_PROFILE]) {
+		lookup(r, ip);
+		if (r->csym)
+			map_get(&r->fun, r->csym->start, 0)->v++;
+		else if (r->cmod)
+			map_get(&r->fun, r->cmod->start, 1)->v++;
+		if (r->cmod)
+			map_get(&r->dso, r->cmod->start, 0)->v++;
+		else
+			r->unknown++;
+	}
+	if (o->f[OUT_FOLDED]) {
+		const char *leaf = frame_name(r, ip);
+
+		if (leaf != r->run_leaf) {
+			folded_flush(r);
+			r->run_leaf = leaf;
+		}
+		r->run_count++;
+		if (last && b->iclass == ptic_call) {
+			folded_flush(r);
+			if (r->sdepth < MAX_STACK)
+				r->stack[r->sdepth] = leaf;
+			r->sdepth++;
+			fstack_rebuild(r);
+		} else if (last && b->iclass == ptic_return && r->sdepth) {
+			folded_flush(r);
+			r->sdepth--;
+			fstack_rebuild(r);
+		}
+	}
+	r->idx++;
+}
+
+/* Does block @b lie in one symbol (so that its instructions need no walk)? */
+static bool in_one_symbol(struct dec_render *r, const struct dec_item *b)
+{
+	lookup(r, b->ip);
+	if (r->csym)
+		return b->end_ip < r->cs_end;
+	/* a module without symbols: all of it is one "[no symbol]" */
+	return r->cmod && !r->cmod->nr_syms && b->end_ip < r->cmod->end;
+}
+
+/* on_insn() for all of block @b at once, when in_one_symbol(). */
+static void on_insns(struct dec_render *r, const struct dec_item *b)
+{
+	const struct dec_outputs *o = r->o;
+
+	if (o->f[OUT_PROFILE]) {
+		if (r->csym)
+			map_get(&r->fun, r->csym->start, 0)->v += b->ninsn;
+		else
+			map_get(&r->fun, r->cmod->start, 1)->v += b->ninsn;
+		map_get(&r->dso, r->cmod->start, 0)->v += b->ninsn;
+	}
+	if (o->f[OUT_FOLDED]) {
+		const char *leaf = r->csym ? r->csym->name : r->cmod->name;
+
+		if (leaf != r->run_leaf) {
+			folded_flush(r);
+			r->run_leaf = leaf;
+		}
+		r->run_count += b->ninsn;
+		if (b->iclass == ptic_call) {
+			folded_flush(r);
+			if (r->sdepth < MAX_STACK)
+				r->stack[r->sdepth] = leaf;
+			r->sdepth++;
+			fstack_rebuild(r);
+		} else if (b->iclass == ptic_return && r->sdepth) {
+			folded_flush(r);
+			r->sdepth--;
+			fstack_rebuild(r);
+		}
+	}
+	r->idx += b->ninsn;
+}
+
+/* The call stack for --calls and --perfetto, at the start of a block. */
+static void on_block_start(struct dec_render *r, const struct dec_item *b)
+{
+	const struct dec_outputs *o = r->o;
+	char sbuf[512];
+
+	if (r->pending == 1) {
+		if (o->f[OUT_CALLS]) {
+			fprintf(o->f[OUT_CALLS], "%10" PRIu64 " %*s> %s %#" PRIx64 "\n", r->idx,
+				(int)(2 * r->depth), "", dec_syms_fmt(r->c->syms, b->ip, sbuf, sizeof(sbuf)),
+				b->ip);
+		}
+		r->depth++;
+		if (o->f[OUT_PERFETTO])
+			perfetto_ev(r, 'B', frame_name(r, b->ip), r->idx);
+	} else if (r->pending == 2) {
+		if (r->depth) {
+			r->depth--;
+			if (o->f[OUT_PERFETTO])
+				perfetto_ev(r, 'E', NULL, r->idx);
+		}
+		if (o->f[OUT_CALLS]) {
+			fprintf(o->f[OUT_CALLS], "%10" PRIu64 " %*s< %s %#" PRIx64 "\n", r->idx,
+				(int)(2 * r->depth), "", dec_syms_fmt(r->c->syms, b->ip, sbuf, sizeof(sbuf)),
+				b->ip);
+		}
+	}
+	r->pending = 0;
+}
+
+/*
+ * Blocks for --blocks and --drcov: libipt's blocks, joined where one
+ * continues straight into the next without a branch between them, so that
+ * a block is the same however libipt (or a segment boundary) split it: a
+ * maximal straight-line run ending in a taken branch, a call or a jump,
+ * a far transfer, or a gap in the trace.
+ */
+static void lblock_end(struct dec_render *r)
+{
+	if (r->have_lb)
+		map_get(&r->blocks, r->lb_start, r->lb_end)->v++;
+	r->have_lb = false;
+}
+
+static void lblock(struct dec_render *r, const struct dec_item *it, uint64_t end)
+{
+	if (!r->have_lb || it->ip != r->lb_end) {
+		lblock_end(r);
+		r->have_lb = true;
+		r->lb_start = it->ip;
+	}
+	r->lb_end = end;
+	if (it->iclass != ptic_other && it->iclass != ptic_cond_jump)
+		lblock_end(r);
+}
+
+void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
+{
+	const struct dec_outputs *o;
+	size_t i;
+
+	if (!r)
+		return;
+	o = r->o;
+	{
+		for (i = 0; i < seg->nr; i++) {
+			const struct dec_item *it = &seg->items[i];
+			uint64_t fall = 0;
+			bool have_fall = false;
+
+			switch (it->kind) {
+			case DI_BLOCK:
+				on_block_start(r, it);
+				if (r->have_prev && it->ip != r->prev_next &&
+				    (o->f[OUT_BLOCKS] || o->f[OUT_DRCOV]))
+					map_get(&r->edges, r->prev_last, it->ip)->v++;
+				{
+					/* walk the instructions; learn the last one's size */
+					unsigned int last_size;
+					size_t n;
+
+					if (!o->f[OUT_INSN] && (o->f[OUT_PROFILE] || o->f[OUT_FOLDED]) &&
+					    in_one_symbol(r, it)) {
+						/* the whole block is in one function: no walk */
+						on_insns(r, it);
+					} else if (o->f[OUT_INSN] || o->f[OUT_PROFILE] || o->f[OUT_FOLDED]) {
+						uint64_t before = r->idx;
+
+						n = dec_walk_block(r->c, it, on_insn, r);
+						if (n < it->ninsn) {
+							r->idx = before + it->ninsn;
+							if (o->f[OUT_INSN])
+								fprintf(o->f[OUT_INSN],
+									"[%" PRIu32 " instructions from %#" PRIx64
+									" not shown: their code is unreadable]\n",
+									it->ninsn - (uint32_t)n, it->ip);
+						}
+					} else {
+						r->idx += it->ninsn;
+					}
+					last_size = it->last_size;
+					if (!last_size && (o->f[OUT_BLOCKS] || o->f[OUT_DRCOV]))
+						last_size = dec_insn_size(r->c, it->isid, it->end_ip, NULL);
+					if (last_size) {
+						fall = it->end_ip + last_size;
+						have_fall = true;
+					}
+					if (o->f[OUT_BLOCKS] || o->f[OUT_DRCOV])
+						lblock(r, it, have_fall ? fall : it->end_ip + 1);
+				}
+				r->have_prev = have_fall;
+				r->prev_last = it->end_ip;
+				r->prev_next = fall;
+				if (it->iclass == ptic_call)
+					r->pending = 1;
+				else if (it->iclass == ptic_return)
+					r->pending = 2;
+				break;
+			case DI_GAP:
+				lblock_end(r);
+				r->have_prev = false;
+				r->pending = 0;
+				if (o->f[OUT_INSN])
+					fprintf(o->f[OUT_INSN],
+						"[lost trace: %s at offset %#" PRIx64 "%s%s, %" PRIu64
+						" bytes skipped to the next PSB]\n",
+						dec_gap_name((enum dec_gap)it->gap), it->off,
+						it->code < 0 ? ": " : "",
+						it->code < 0 ? pt_errstr(pt_errcode(it->code)) : "",
+						it->skipped);
+				if (o->f[OUT_CALLS])
+					fprintf(o->f[OUT_CALLS], "%10" PRIu64 " [lost trace: %s at offset %#" PRIx64
+						"]\n", r->idx, dec_gap_name((enum dec_gap)it->gap), it->off);
+				break;
+			case DI_ENABLED:
+				lblock_end(r);
+				if (o->f[OUT_INSN])
+					fprintf(o->f[OUT_INSN], "[enabled at %#" PRIx64 "]\n", it->ip);
+				break;
+			case DI_DISABLED:
+				if (o->f[OUT_INSN])
+					fprintf(o->f[OUT_INSN], "[disabled]\n");
+				break;
+			case DI_ASYNC:
+				if (o->f[OUT_INSN])
+					fprintf(o->f[OUT_INSN], "[interrupt at %#" PRIx64 "]\n", it->ip);
+				break;
+			}
+		}
+	}
+}
+
+void dec_render_trace_end(struct dec_render *r)
+{
+	const struct dec_outputs *o;
+
+	if (!r)
+		return;
+	o = r->o;
+	lblock_end(r);
+	if (o->f[OUT_FOLDED])
+		folded_flush(r);
+	if (o->f[OUT_PERFETTO])
+		while (r->depth) {
+			r->depth--;
+			perfetto_ev(r, 'E', NULL, r->idx);
+		}
+}
+
+static const char *mod_name_at(const struct dec_syms *s, uint64_t start)
+{
+	const struct dec_module *m = dec_syms_module(s, start);
+
+	return m ? m->name : "[unknown]";
+}
+
+static void print_profile(struct dec_render *r, uint64_t total)
+{
+	FILE *f = r->o->f[OUT_PROFILE];
+	size_t n, i;
+	double t = total ? (double)total : 1.0;
+
+	fprintf(f, "# flat profile: %" PRIu64 " instructions\n", total);
+	fprintf(f, "# %10s %7s  %-20s %-32s %s\n", "insns", "share", "dso", "function", "address");
+	n = map_entries(&r->fun);
+	dec_sort(r->fun.t, n, sizeof(*r->fun.t), cmp_count_desc);
+	for (i = 0; i < n; i++) {
+		const struct kv *e = &r->fun.t[i];
+		const struct dec_module *m = dec_syms_module(r->c->syms, e->a);
+		const struct dec_sym *y = e->b ? NULL : dec_syms_find(m, e->a);
+
+		fprintf(f, "%12" PRIu64 " %6.2f%%  %-20s %-32s %#" PRIx64 "\n", e->v,
+			100.0 * (double)e->v / t, m ? m->name : "[unknown]",
+			y ? y->name : "[no symbol]", e->a);
+	}
+	if (r->unknown)
+		fprintf(f, "%12" PRIu64 " %6.2f%%  %-20s %-32s -\n", r->unknown,
+			100.0 * (double)r->unknown / t, "[unknown]", "[no image]");
+	fprintf(f, "# per DSO\n");
+	n = map_entries(&r->dso);
+	dec_sort(r->dso.t, n, sizeof(*r->dso.t), cmp_count_desc);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%12" PRIu64 " %6.2f%%  %s\n", r->dso.t[i].v,
+			100.0 * (double)r->dso.t[i].v / t, mod_name_at(r->c->syms, r->dso.t[i].a));
+	if (r->unknown)
+		fprintf(f, "%12" PRIu64 " %6.2f%%  [unknown]\n", r->unknown,
+			100.0 * (double)r->unknown / t);
+}
+
+static void print_blocks(struct dec_render *r)
+{
+	FILE *f = r->o->f[OUT_BLOCKS];
+	size_t n, i;
+
+	n = map_entries(&r->blocks);
+	dec_sort(r->blocks.t, n, sizeof(*r->blocks.t), cmp_addr);
+	for (i = 0; i < n; i++)
+		fprintf(f, "block %#" PRIx64 " %#" PRIx64 " %" PRIu64 "\n", r->blocks.t[i].a,
+			r->blocks.t[i].b, r->blocks.t[i].v);
+	n = map_entries(&r->edges);
+	dec_sort(r->edges.t, n, sizeof(*r->edges.t), cmp_addr);
+	for (i = 0; i < n; i++)
+		fprintf(f, "edge %#" PRIx64 " %#" PRIx64 " %" PRIu64 "\n", r->edges.t[i].a,
+			r->edges.t[i].b, r->edges.t[i].v);
+}
+
+static void put16(FILE *f, uint16_t v)
+{
+	fputc(v & 0xff, f);
+	fputc(v >> 8, f);
+}
+
+static void put32(FILE *f, uint32_t v)
+{
+	put16(f, (uint16_t)(v & 0xffff));
+	put16(f, (uint16_t)(v >> 16));
+}
+
+/* drcov version 2: a text header, the module table, then binary bb entries. */
+static void print_drcov(struct dec_render *r)
+{
+	FILE *f = r->o->f[OUT_DRCOV];
+	const struct dec_syms *s = r->c->syms;
+	size_t n, i, nbb = 0, m;
+
+	n = map_entries(&r->blocks);
+	dec_sort(r->blocks.t, n, sizeof(*r->blocks.t), cmp_addr);
+	/* count entries: blocks in a module, split in pieces of <= 0xffff bytes */
+	for (i = 0; i < n; i++) {
+		const struct dec_module *mod = dec_syms_module(s, r->blocks.t[i].a);
+
+		if (mod)
+			nbb += (size_t)((r->blocks.t[i].b - r->blocks.t[i].a + 0xfffe) / 0xffff);
+	}
+	fprintf(f, "DRCOV VERSION: 2\nDRCOV FLAVOR: ipttool\n");
+	fprintf(f, "Module Table: version 2, count %zu\n", s ? s->nr_mods : 0);
+	fprintf(f, "Columns: id, base, end, entry, checksum, timestamp, path\n");
+	for (m = 0; s && m < s->nr_mods; m++)
+		fprintf(f, "%3zu, %#018" PRIx64 ", %#018" PRIx64 ", 0x0000000000000000, 0x00000000, "
+			"0x00000000, %s\n", m, s->mods[m].load_base, s->mods[m].end, s->mods[m].path);
+	fprintf(f, "BB Table: %zu bbs\n", nbb);
+	for (i = 0; i < n; i++) {
+		const struct dec_module *mod = dec_syms_module(s, r->blocks.t[i].a);
+		uint64_t a = r->blocks.t[i].a, e = r->blocks.t[i].b;
+
+		if (!mod)
+			continue;
+		while (a < e) {
+			uint64_t len = e - a > 0xffff ? 0xffff : e - a;
+
+			put32(f, (uint32_t)(a - mod->load_base));
+			put16(f, (uint16_t)len);
+			put16(f, (uint16_t)(mod - s->mods));
+			a += len;
+		}
+	}
+}
+
+struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs *o)
+{
+	struct dec_render *r;
+	size_t i;
+
+	for (i = 0; i < OUT_NR && !o->f[i]; i++)
+		;
+	if (i == OUT_NR)	/* nothing wanted: the summary needs no rendering */
+		return NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		fprintf(stderr, "ipttool: out of memory\n");
+		exit(2);
+	}
+	r->c = c;
+	r->o = o;
+	ZydisDecoderInit(&r->zd, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	ZydisFormatterInit(&r->zf, ZYDIS_FORMATTER_STYLE_INTEL);
+	r->cs_start = 1;
+	r->perfetto_first = true;
+	if (o->f[OUT_PERFETTO])
+		fprintf(o->f[OUT_PERFETTO], "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+	return r;
+}
+
+void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result *res, size_t i)
+{
+	const struct dec_outputs *o;
+
+	if (!r)
+		return;
+	o = r->o;
+	r->tid = res->trace->tid > 0 ? (unsigned int)res->trace->tid :
+		 res->trace->cpu >= 0 ? (unsigned int)res->trace->cpu : (unsigned int)i;
+	if (r->c->syms)
+		r->c->syms->cur_pid = res->trace->pid;
+	r->cs_start = 1;	/* another process: forget the symbol cache */
+	r->cs_end = 0;
+	r->idx = 0;
+	r->depth = r->sdepth = 0;
+	r->pending = 0;
+	r->have_prev = false;
+	r->run_leaf = NULL;
+	r->run_count = 0;
+	fstack_rebuild(r);
+	if (o->f[OUT_PERFETTO]) {
+		char name[64];
+
+		if (res->trace->tid > 0)
+			snprintf(name, sizeof(name), "thread %ld", res->trace->tid);
+		else
+			snprintf(name, sizeof(name), res->trace->cpu >= 0 ? "cpu%d" : "trace%d",
+				 res->trace->cpu >= 0 ? res->trace->cpu : (int)i);
+		fprintf(o->f[OUT_PERFETTO], "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,"
+			"\"tid\":%u,\"args\":{\"name\":\"%s\"}}", r->perfetto_first ? "" : ",\n",
+			r->tid, name);
+		r->perfetto_first = false;
+	}
+	if (o->f[OUT_INSN] && r->c->nr_res > 1)
+		fprintf(o->f[OUT_INSN], "[trace %s]\n", res->trace->file);
+	if (o->f[OUT_CALLS] && r->c->nr_res > 1)
+		fprintf(o->f[OUT_CALLS], "[trace %s]\n", res->trace->file);
+}
+
+void dec_render_end(struct dec_render *r)
+{
+	const struct dec_outputs *o;
+	uint64_t total = 0;
+	size_t i, n;
+
+	if (!r)
+		return;
+	o = r->o;
+	if (r->c->syms)
+		r->c->syms->cur_pid = 0;	/* the summaries span every process */
+	for (i = 0; i < r->c->nr_res; i++)
+		total += r->c->res[i].insns;
+	if (o->f[OUT_PERFETTO])
+		fprintf(o->f[OUT_PERFETTO], "\n]}\n");
+	if (o->f[OUT_PROFILE])
+		print_profile(r, total);
+	if (o->f[OUT_FOLDED]) {
+		n = 0;
+		for (i = 0; i < r->folded.cap; i++)
+			if (r->folded.t[i].s)
+				r->folded.t[n++] = r->folded.t[i];
+		dec_sort(r->folded.t, n, sizeof(*r->folded.t), cmp_skv);
+		for (i = 0; i < n; i++) {
+			fprintf(o->f[OUT_FOLDED], "%s %" PRIu64 "\n", r->folded.t[i].s, r->folded.t[i].v);
+			free(r->folded.t[i].s);
+		}
+	}
+	if (o->f[OUT_BLOCKS])
+		print_blocks(r);
+	if (o->f[OUT_DRCOV])
+		print_drcov(r);
+	free(r->fun.t);
+	free(r->dso.t);
+	free(r->blocks.t);
+	free(r->edges.t);
+	free(r->folded.t);
+	free(r->fstack);
+	free(r);
+}
+
+/* ---- packets and the summary ------------------------------------------------------------ */
+
+static const char *pkt_name(enum pt_packet_type t)
+{
+	switch (t) {
+	case ppt_pad: return "pad";
+	case ppt_psb: return "psb";
+	case ppt_psbend: return "psbend";
+	case ppt_fup: return "fup";
+	case ppt_tip: return "tip";
+	case ppt_tip_pge: return "tip.pge";
+	case ppt_tip_pgd: return "tip.pgd";
+	case ppt_tnt_8: return "tnt.8";
+	case ppt_tnt_64: return "tnt.64";
+	case ppt_mode: return "mode";
+	case ppt_pip: return "pip";
+	case ppt_vmcs: return "vmcs";
+	case ppt_cbr: return "cbr";
+	case ppt_tsc: return "tsc";
+	case ppt_tma: return "tma";
+	case ppt_mtc: return "mtc";
+	case ppt_cyc: return "cyc";
+	case ppt_stop: return "stop";
+	case ppt_ovf: return "ovf";
+	case ppt_mnt: return "mnt";
+	case ppt_exstop: return "exstop";
+	case ppt_mwait: return "mwait";
+	case ppt_pwre: return "pwre";
+	case ppt_pwrx: return "pwrx";
+	case ppt_ptw: return "ptw";
+	default: return "unknown";
+	}
+}
+
+long dec_dump_packets(const struct dec_ctx *c, const uint8_t *buf, size_t len, FILE *f)
+{
+	struct pt_config cfg = c->cfg;
+	struct pt_packet_decoder *pd;
+	long n = 0;
+	int st;
+
+	if (!len)
+		return 0;
+	cfg.begin = (uint8_t *)buf;
+	cfg.end = (uint8_t *)buf + len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return -1;
+	st = pt_pkt_sync_forward(pd);
+	for (;;) {
+		struct pt_packet p;
+		uint64_t off = 0;
+
+		if (st < 0) {
+			if (st == -pte_eos)
+				break;
+			pt_pkt_get_offset(pd, &off);
+			fprintf(f, "%016" PRIx64 "  [error: %s; skipping to the next PSB]\n", off,
+				pt_errstr(pt_errcode(st)));
+			st = pt_pkt_sync_forward(pd);
+			continue;
+		}
+		pt_pkt_get_offset(pd, &off);
+		st = pt_pkt_next(pd, &p, sizeof(p));
+		if (st < 0)
+			continue;
+		n++;
+		fprintf(f, "%016" PRIx64 "  %-8s", off, pkt_name(p.type));
+		switch (p.type) {
+		case ppt_fup:
+		case ppt_tip:
+		case ppt_tip_pge:
+		case ppt_tip_pgd:
+			if (p.payload.ip.ipc == pt_ipc_suppressed)
+				fprintf(f, " (suppressed)");
+			else
+				fprintf(f, " %d: %#" PRIx64, (int)p.payload.ip.ipc, p.payload.ip.ip);
+			break;
+		case ppt_tnt_8:
+		case ppt_tnt_64: {
+			int b;
+
+			fputc(' ', f);
+			for (b = p.payload.tnt.bit_size - 1; b >= 0; b--)
+				fputc(p.payload.tnt.payload >> b & 1 ? '!' : '.', f);
+			break;
+		}
+		case ppt_mode:
+			if (p.payload.mode.leaf == pt_mol_exec)
+				fprintf(f, " exec cs.l=%u cs.d=%u", p.payload.mode.bits.exec.csl,
+					p.payload.mode.bits.exec.csd);
+			else
+				fprintf(f, " tsx intx=%u abrt=%u", p.payload.mode.bits.tsx.intx,
+					p.payload.mode.bits.tsx.abrt);
+			break;
+		case ppt_tsc:
+			fprintf(f, " %#" PRIx64, p.payload.tsc.tsc);
+			break;
+		case ppt_cbr:
+			fprintf(f, " %u", p.payload.cbr.ratio);
+			break;
+		case ppt_mtc:
+			fprintf(f, " %#x", p.payload.mtc.ctc);
+			break;
+		case ppt_cyc:
+			fprintf(f, " %#" PRIx64, p.payload.cyc.value);
+			break;
+		case ppt_pip:
+			fprintf(f, " cr3=%#" PRIx64, p.payload.pip.cr3);
+			break;
+		case ppt_tma:
+			fprintf(f, " ctc=%#x fc=%#x", p.payload.tma.ctc, p.payload.tma.fc);
+			break;
+		default:
+			break;
+		}
+		fputc('\n', f);
+	}
+	pt_pkt_free_decoder(pd);
+	return n;
+}
+
+static const char *const gap_key[GAP_NR] = {
+	[GAP_NONE] = "none", [GAP_OVERFLOW] = "overflow", [GAP_DECODE] = "decode_error",
+	[GAP_NOMAP] = "no_image", [GAP_PRE_PSB] = "before_first_psb",
+	[GAP_LOOP] = "endless_code",
+};
+
+struct json_object *dec_summary_json(const struct dec_ctx *c)
+{
+	struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+	uint64_t insns = 0, skipped = 0, errors = 0;
+	size_t i;
+	int g;
+
+	json_object_object_add(o, "input", json_object_new_string(c->in->kind));
+	json_object_object_add(o, "decoder", json_object_new_string(c->opt.insn_decoder ? "insn" :
+								    "block"));
+	if (c->in->have_cpu) {
+		char cpu[32];
+
+		snprintf(cpu, sizeof(cpu), "%u/%u/%u", c->in->cpu.family, c->in->cpu.model,
+			 c->in->cpu.stepping);
+		json_object_object_add(o, "cpu", json_object_new_string(cpu));
+	} else {
+		json_object_object_add(o, "cpu", NULL);
+	}
+	json_object_object_add(o, "note", c->in->note[0] ? json_object_new_string(c->in->note) : NULL);
+	json_object_object_add(o, "errata_note",
+			       c->errata_note[0] ? json_object_new_string(c->errata_note) : NULL);
+	for (i = 0; i < c->nr_res; i++) {
+		const struct dec_trace_result *r = &c->res[i];
+		struct json_object *t = json_object_new_object(), *sk = json_object_new_object();
+		struct json_object *errs = json_object_new_array();
+		uint64_t ts = 0;
+
+		json_object_object_add(t, "file", json_object_new_string(r->trace->file));
+		if (r->trace->cpu >= 0)
+			json_object_object_add(t, "cpu", json_object_new_int(r->trace->cpu));
+		if (r->trace->tid > 0)
+			json_object_object_add(t, "tid", json_object_new_int64(r->trace->tid));
+		if (r->trace->pid > 0)
+			json_object_object_add(t, "pid", json_object_new_int64(r->trace->pid));
+		json_object_object_add(t, "bytes", json_object_new_int64((int64_t)r->len));
+		json_object_object_add(t, "segments", json_object_new_int64((int64_t)r->nr_segs));
+		json_object_object_add(t, "instructions", json_object_new_int64((int64_t)r->insns));
+		for (g = GAP_OVERFLOW; g < GAP_NR; g++) {
+			struct json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "count", json_object_new_int64((int64_t)r->gaps[g]));
+			json_object_object_add(e, "bytes", json_object_new_int64((int64_t)r->gap_bytes[g]));
+			json_object_object_add(sk, gap_key[g], e);
+			ts += r->gap_bytes[g];
+			if (g != GAP_PRE_PSB)
+				errors += r->gaps[g];
+		}
+		json_object_object_add(t, "skipped", sk);
+		json_object_object_add(t, "bytes_skipped", json_object_new_int64((int64_t)ts));
+		for (size_t k = 0; k < r->nr_gap_items; k++) {
+			const struct dec_item *it = &r->gap_items[k];
+			struct json_object *e;
+
+			if (json_object_array_length(errs) >= 100)
+				break;
+			e = json_object_new_object();
+			json_object_object_add(e, "reason", json_object_new_string(gap_key[it->gap]));
+			json_object_object_add(e, "offset", json_object_new_int64((int64_t)it->off));
+			if (it->code < 0)
+				json_object_object_add(e, "error", json_object_new_string(
+					pt_errstr(pt_errcode(it->code))));
+			if (it->ip)
+				json_object_object_add(e, "ip", json_object_new_int64((int64_t)it->ip));
+			if (it->tsc)
+				json_object_object_add(e, "tsc", json_object_new_int64((int64_t)it->tsc));
+			json_object_object_add(e, "bytes_skipped",
+					       json_object_new_int64((int64_t)it->skipped));
+			json_object_array_add(errs, e);
+		}
+		json_object_object_add(t, "errors", errs);
+		json_object_object_add(t, "fatal", r->error[0] ? json_object_new_string(r->error) : NULL);
+		json_object_array_add(arr, t);
+		insns += r->insns;
+		skipped += ts;
+	}
+	json_object_object_add(o, "instructions", json_object_new_int64((int64_t)insns));
+	json_object_object_add(o, "bytes_skipped", json_object_new_int64((int64_t)skipped));
+	json_object_object_add(o, "errors", json_object_new_int64((int64_t)errors));
+	json_object_object_add(o, "traces", arr);
+	return o;
+}
+
+void dec_summary_text(const struct dec_ctx *c, FILE *f)
+{
+	uint64_t insns = 0;
+	size_t i;
+	int g;
+
+	if (c->in->note[0])
+		fprintf(f, "note: %s\n", c->in->note);
+	if (c->errata_note[0])
+		fprintf(f, "note: %s\n", c->errata_note);
+	for (i = 0; i < c->nr_res; i++) {
+		const struct dec_trace_result *r = &c->res[i];
+		size_t shown = 0;
+
+		if (r->error[0])
+			fprintf(f, "%s: %s\n", r->trace->file, r->error);
+		for (size_t k = 0; k < r->nr_gap_items; k++) {
+			const struct dec_item *it = &r->gap_items[k];
+
+			if (shown++ >= 20)
+				continue;
+			fprintf(f, "%s: offset %#" PRIx64, r->trace->file, it->off);
+			if (it->tsc)
+				fprintf(f, " (tsc %#" PRIx64 ")", it->tsc);
+			fprintf(f, ": %s", dec_gap_name((enum dec_gap)it->gap));
+			if (it->code < 0)
+				fprintf(f, " (%s)", pt_errstr(pt_errcode(it->code)));
+			if (it->gap == GAP_NOMAP && it->ip)
+				fprintf(f, " for code at %#" PRIx64 " (add the binary with --elf/--raw)",
+					it->ip);
+			fprintf(f, "; %" PRIu64 " bytes skipped to the next PSB\n", it->skipped);
+		}
+		if (shown > 20)
+			fprintf(f, "%s: ... %zu more errors (-j lists the first 100)\n", r->trace->file,
+				shown - 20);
+		fprintf(f, "%s: %" PRIu64 " instructions from %zu bytes in %zu segments", r->trace->file,
+			r->insns, r->len, r->nr_segs);
+		for (g = GAP_OVERFLOW; g < GAP_NR; g++)
+			if (r->gaps[g])
+				fprintf(f, "; %" PRIu64 " bytes skipped (%s, %" PRIu64 "x)", r->gap_bytes[g],
+					dec_gap_name((enum dec_gap)g), r->gaps[g]);
+		fputc('\n', f);
+		insns += r->insns;
+	}
+	fprintf(f, "decoded %" PRIu64 " instructions from %zu trace%s\n", insns, c->nr_res,
+		c->nr_res == 1 ? "" : "s");
+}

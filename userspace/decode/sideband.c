@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libiptdecode: code images of one process from a capture's sideband
+ * (sideband.jsonl, Documentation/capture-format.rst "Sideband").
+ *
+ * What is done: the process's executable mappings as they stand at the
+ * end of the recording (snapshot, then the timed records in time order:
+ * fork copies the parent's mappings, mmap replaces what it
+ * overlaps; an exec keeps the old mappings the new program does not
+ * replace, for the instructions before the execve), the dumped vDSO for
+ * [vdso].  What is not (yet): switching images at context switches or at
+ * the exec, and mappings later replaced by an mmap over them; see
+ * Documentation/decode.rst.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "decode.h"
+
+struct sb_map {
+	long pid;
+	uint64_t start, len, pgoff;
+	char *file;
+	char *vdso;
+	char *build_id;
+};
+
+struct sb_rec {
+	struct json_object *o;
+	uint64_t time;
+	size_t seq;
+};
+
+struct sb_state {
+	struct sb_map *maps;
+	size_t n, cap;
+};
+
+static const char *jstr(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ?
+	       json_object_get_string(v) : NULL;
+}
+
+static int64_t jint(struct json_object *o, const char *k, int64_t d)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_int64(v) : d;
+}
+
+static uint64_t juint(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_uint64(v) : 0;
+}
+
+static bool jbool(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v && json_object_get_boolean(v);
+}
+
+static void drop(struct sb_state *s, size_t i)
+{
+	free(s->maps[i].file);
+	free(s->maps[i].vdso);
+	free(s->maps[i].build_id);
+	s->maps[i] = s->maps[--s->n];
+}
+
+static void add_map(struct sb_state *s, long pid, uint64_t start, uint64_t len, uint64_t pgoff,
+		    const char *file, const char *vdso, const char *build_id)
+{
+	size_t i;
+
+	/* replaces whatever of the process it overlaps */
+	for (i = 0; i < s->n;) {
+		struct sb_map *m = &s->maps[i];
+
+		if (m->pid == pid && m->start < start + len && start < m->start + m->len)
+			drop(s, i);
+		else
+			i++;
+	}
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 64;
+		s->maps = realloc(s->maps, s->cap * sizeof(*s->maps));
+		if (!s->maps)
+			exit(2);
+	}
+	s->maps[s->n].pid = pid;
+	s->maps[s->n].start = start;
+	s->maps[s->n].len = len;
+	s->maps[s->n].pgoff = pgoff;
+	s->maps[s->n].file = strdup(file);
+	s->maps[s->n].vdso = vdso ? strdup(vdso) : NULL;
+	s->maps[s->n].build_id = build_id ? strdup(build_id) : NULL;
+	s->n++;
+}
+
+static void apply(struct sb_state *s, struct json_object *o)
+{
+	const char *type = jstr(o, "type");
+	long pid = (long)jint(o, "pid", -1);
+	size_t i, n;
+
+	if (!type)
+		return;
+	if (!strcmp(type, "mmap")) {
+		const char *file = jstr(o, "file");
+
+		if (file)
+			add_map(s, pid, juint(o, "start"), juint(o, "len"), juint(o, "pgoff"), file,
+				jstr(o, "vdso"), jstr(o, "build_id"));
+	} else if (!strcmp(type, "comm") && jbool(o, "exec")) {
+		/*
+		 * An exec replaces the process's mappings, but the trace of a
+		 * command starts before the execve (in ipttool's child), and
+		 * one image serves the whole trace: keep the old mappings
+		 * where the new program's do not replace them (mmap does).
+		 */
+	} else if (!strcmp(type, "fork")) {
+		long ppid = (long)jint(o, "ppid", -1);
+
+		if (ppid == pid)
+			return;
+		n = s->n;
+		for (i = 0; i < n; i++)
+			if (s->maps[i].pid == ppid)
+				add_map(s, pid, s->maps[i].start, s->maps[i].len, s->maps[i].pgoff,
+					s->maps[i].file, s->maps[i].vdso, s->maps[i].build_id);
+	}
+}
+
+/* The GNU build-id of ELF @path as lower-case hex into @buf; 0, or -1 if none. */
+static int file_build_id(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY), ret = -1;
+	Elf_Scn *scn = NULL;
+	Elf *e;
+
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (e && ret && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t off = 0, noff, doff;
+		GElf_Nhdr nh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(d = elf_getdata(scn, NULL)))
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)d->d_buf + noff, "GNU", 4) && nh.n_descsz * 2 < len) {
+				for (size_t k = 0; k < nh.n_descsz; k++)
+					snprintf(buf + 2 * k, 3, "%02x",
+						 ((unsigned char *)d->d_buf)[doff + k]);
+				ret = 0;
+				break;
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ret;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct sb_rec *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *msg, size_t len)
+{
+	char path[PATH_MAX], *line = NULL;
+	size_t cap = 0, nrec = 0, rcap = 0, i, nexec = 0, added = 0, missing = 0, anon = 0;
+	size_t wrong_id = 0;
+	struct sb_rec *recs = NULL;
+	struct sb_state st = { 0 };
+	long exec_pid = 0;
+	bool header = false;
+	ssize_t l;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/sideband.jsonl", dir);
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(msg, len, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while ((l = getline(&line, &cap, f)) > 0) {
+		struct json_object *o = json_tokener_parse(line);
+		const char *type;
+
+		if (!o)
+			continue;	/* a torn last line */
+		type = jstr(o, "type");
+		if (!header) {
+			if (!type || strcmp(type, "header") || jint(o, "version", 0) != 1) {
+				snprintf(msg, len, "%s: not an ipt sideband file of version 1", path);
+				json_object_put(o);
+				goto fail;
+			}
+			header = true;
+			json_object_put(o);
+			continue;
+		}
+		if (type && !strcmp(type, "comm") && jbool(o, "exec") &&
+		    json_object_object_get_ex(o, "time", NULL) && jint(o, "time", -1) >= 0) {
+			if (!nexec || exec_pid != (long)jint(o, "pid", -1))
+				nexec++;
+			exec_pid = (long)jint(o, "pid", -1);
+		}
+		if (nrec == rcap) {
+			rcap = rcap ? 2 * rcap : 1024;
+			recs = realloc(recs, rcap * sizeof(*recs));
+			if (!recs)
+				exit(2);
+		}
+		recs[nrec].o = o;
+		recs[nrec].seq = nrec;
+		/* snapshot records (time null) first, in file order */
+		recs[nrec].time = jint(o, "time", -1) < 0 ? 0 : (uint64_t)jint(o, "time", 0) + 1;
+		nrec++;
+	}
+	if (!header) {
+		snprintf(msg, len, "%s: empty (no header line)", path);
+		goto fail;
+	}
+	if (!pid && in->per_thread) {
+		pid = -1;	/* every trace's own process, below */
+	} else if (!pid && in->program_pid) {
+		pid = in->program_pid;
+	} else if (!pid) {
+		if (nexec != 1) {
+			snprintf(msg, len, "%s: %zu processes exec'd during the recording; say whose code "
+				 "to use with --pid PID", path, nexec);
+			goto fail;
+		}
+		pid = exec_pid;
+	}
+	dec_sort(recs, nrec, sizeof(*recs), cmp_rec);
+	for (i = 0; i < nrec; i++) {
+		apply(&st, recs[i].o);
+		/* a per-thread trace's process: the pid of its thread's records */
+		for (size_t t = 0; pid == -1 && t < in->nr_traces; t++)
+			if (in->traces[t].tid > 0 && jint(recs[i].o, "tid", -1) == in->traces[t].tid &&
+			    jint(recs[i].o, "pid", -1) > 0)
+				in->traces[t].pid = (long)jint(recs[i].o, "pid", -1);
+	}
+	for (i = 0; i < st.n; i++) {
+		struct sb_map *m = &st.maps[i];
+		struct dec_image *im;
+		char file[PATH_MAX + 64];
+
+		if (pid == -1) {
+			/* per-thread: the processes of the traces */
+			size_t t;
+
+			for (t = 0; t < in->nr_traces && in->traces[t].pid != m->pid; t++)
+				;
+			if (t == in->nr_traces)
+				continue;
+		} else if (m->pid != pid) {
+			continue;
+		}
+		if (!strcmp(m->file, "[vdso]")) {
+			if (!m->vdso) {
+				missing++;
+				continue;
+			}
+			snprintf(file, sizeof(file), "%s/%s", dir, m->vdso);
+		} else if (m->file[0] != '/') {
+			anon++;		/* //anon (JIT), [vsyscall]: no bytes to decode */
+			continue;
+		} else {
+			snprintf(file, sizeof(file), "%s", m->file);
+		}
+		if (access(file, R_OK)) {
+			missing++;
+			continue;
+		}
+		if (m->build_id && strcmp(m->file, "[vdso]")) {
+			char id[256];
+
+			/* the file on this machine must be the one that was mapped */
+			if (file_build_id(file, id, sizeof(id)) || strcmp(id, m->build_id)) {
+				wrong_id++;
+				continue;
+			}
+		}
+		if (dec_input_add_raw_at(in, file, m->pgoff, m->len, m->start, msg, len)) {
+			missing++;
+			continue;
+		}
+		im = &in->images[in->nr_images - 1];
+		free(im->name);
+		im->name = strdup(strcmp(m->file, "[vdso]") ? strrchr(m->file, '/') + 1 : "[vdso]");
+		free(im->elf);
+		im->elf = strdup(file);
+		im->elf_off = m->pgoff;
+		im->pid = pid == -1 ? m->pid : 0;
+		added++;
+	}
+	if (pid == -1) {
+		size_t unknown = 0;
+
+		for (i = 0; i < in->nr_traces; i++)
+			unknown += !in->traces[i].pid;
+		snprintf(in->note, sizeof(in->note),
+			 "per-thread capture: each trace with its process's images from the sideband: "
+			 "%zu mappings (%zu missing files, %zu with another build-id here, %zu without "
+			 "bytes, e.g. JIT); %zu traces of threads the sideband does not name", added,
+			 missing, wrong_id, anon, unknown);
+	} else {
+		snprintf(in->note, sizeof(in->note),
+			 "images of pid %ld from the sideband: %zu mappings (%zu missing files, %zu with "
+			 "another build-id here, %zu without bytes, e.g. JIT); one image for the whole "
+			 "trace (no context switches yet)", pid, added, missing, wrong_id, anon);
+	}
+	for (i = 0; i < nrec; i++)
+		json_object_put(recs[i].o);
+	while (st.n)
+		drop(&st, 0);
+	free(st.maps);
+	free(recs);
+	free(line);
+	fclose(f);
+	return 0;
+fail:
+	for (i = 0; i < nrec; i++)
+		json_object_put(recs[i].o);
+	free(recs);
+	free(line);
+	fclose(f);
+	return -1;
+}

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipttool decode: decode PT traces (an ipt capture, a ptgen directory or
+ * ptxed-style inputs) with libipt into instruction traces, call traces,
+ * profiles, folded stacks, Perfetto timelines, coverage and packet dumps.
+ * The work is done by userspace/decode/; this is the command line.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ipttool.h"
+#include "../decode/decode.h"
+
+static void decode_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: ipttool [-j] decode [DIR] [INPUTS] [OUTPUTS] [OPTIONS]\n\n"
+		"DIR is an ipt capture (meta.json, cpuN.pt) or a ptgen output directory.\n"
+		"Inputs (ptxed-style, for raw PT from anywhere):\n"
+		"  --pt FILE                 a raw PT trace (repeatable)\n"
+		"  --elf FILE[:BASE]         an ELF's executable segments (ET_DYN loaded at BASE)\n"
+		"  --raw FILE:BASE           raw code bytes loaded at BASE\n"
+		"  --raw FILE:OFF:SIZE:BASE  SIZE bytes at file offset OFF loaded at BASE\n"
+		"  --cpu F/M[/S]             the CPU (for errata); captures carry it\n"
+		"  --pid PID                 capture: take PID's code from the sideband\n"
+		"  --mtc-freq N, --nom-freq N, --cpuid-0x15 EAX/EBX   timing parameters\n"
+		"Outputs (to stdout, or to FILE with =FILE; at most one on stdout):\n"
+		"  --insn[=FILE]             instruction trace: address, symbol+offset\n"
+		"  --disasm                  add Zydis disassembly to --insn\n"
+		"  --lines                   add file:line (DWARF) to --insn\n"
+		"  --calls[=FILE]            call/return trace with indentation\n"
+		"  --profile[=FILE]          flat per-function and per-DSO instruction counts\n"
+		"  --folded[=FILE]           folded stacks (instructions) for flame graphs\n"
+		"  --blocks[=FILE]           executed blocks and taken edges with counts\n"
+		"  --packets[=FILE]          packet dump\n"
+		"  --perfetto FILE           Chrome trace-event JSON (Perfetto, chrome://tracing)\n"
+		"  --drcov FILE              drcov version 2 coverage (Lighthouse, ...)\n"
+		"Options:\n"
+		"  --insn-decoder            libipt's instruction decoder instead of the block decoder\n"
+		"  -J, --jobs N              decode on N threads (default: online CPUs)\n"
+		"  --no-split                decode each trace as one segment (no parallelism)\n"
+		"  -j                        the summary as JSON on stdout (else text on stderr)\n"
+		"\nSee ipttool-decode(8) and Documentation/decode.rst.\n");
+}
+
+enum {
+	O_PT = 256, O_ELF, O_RAW, O_CPU, O_MTC, O_NOM, O_C15, O_INSN, O_DISASM, O_CALLS,
+	O_PROFILE, O_FOLDED, O_BLOCKS, O_PACKETS, O_PERFETTO, O_DRCOV, O_INSNDEC, O_NOSPLIT,
+	O_PID, O_LINES,
+};
+
+/* Where an output goes: NULL (stdout) or a file name. */
+struct outspec {
+	bool on;
+	const char *file;
+};
+
+static int parse_u8(const char *s, uint8_t *v)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(s, &end, 0);
+	if (errno || *end || !*s || n > 255)
+		return -1;
+	*v = (uint8_t)n;
+	return 0;
+}
+
+static FILE *open_out(const char *file, const char *what)
+{
+	FILE *f;
+
+	if (!file || !strcmp(file, "-"))
+		return stdout;
+	f = fopen(file, "w");
+	if (!f)
+		ipt_err("%s %s: %s (check the directory exists and is writable)", what, file,
+			strerror(errno));
+	return f;
+}
+
+int cmd_decode(struct ipttool *t, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pt", required_argument, NULL, O_PT },
+		{ "elf", required_argument, NULL, O_ELF },
+		{ "raw", required_argument, NULL, O_RAW },
+		{ "cpu", required_argument, NULL, O_CPU },
+		{ "mtc-freq", required_argument, NULL, O_MTC },
+		{ "nom-freq", required_argument, NULL, O_NOM },
+		{ "cpuid-0x15", required_argument, NULL, O_C15 },
+		{ "insn", optional_argument, NULL, O_INSN },
+		{ "disasm", no_argument, NULL, O_DISASM },
+		{ "lines", no_argument, NULL, O_LINES },
+		{ "calls", optional_argument, NULL, O_CALLS },
+		{ "profile", optional_argument, NULL, O_PROFILE },
+		{ "folded", optional_argument, NULL, O_FOLDED },
+		{ "blocks", optional_argument, NULL, O_BLOCKS },
+		{ "packets", optional_argument, NULL, O_PACKETS },
+		{ "perfetto", required_argument, NULL, O_PERFETTO },
+		{ "drcov", required_argument, NULL, O_DRCOV },
+		{ "insn-decoder", no_argument, NULL, O_INSNDEC },
+		{ "jobs", required_argument, NULL, 'J' },
+		{ "no-split", no_argument, NULL, O_NOSPLIT },
+		{ "pid", required_argument, NULL, O_PID },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct outspec spec[OUT_NR] = { 0 }, packets = { 0 };
+	struct dec_options dopt = { 0 };
+	struct dec_outputs outs = { 0 };
+	struct dec_input in;
+	struct dec_ctx ctx;
+	const char *dir = NULL;
+	char msg[512];
+	int c, i, ret = 2, on_stdout = 0;
+	bool have_cpu_opt = false;
+	struct pt_cpu cpu_opt;
+	uint8_t mtc = 0, nom = 0;
+	bool have_mtc = false, have_nom = false, have_c15 = false;
+	uint32_t c15a = 0, c15b = 0;
+	char **pts = calloc((size_t)argc + 1, sizeof(char *));
+	char **elfs = calloc((size_t)argc + 1, sizeof(char *));
+	char **raws = calloc((size_t)argc + 1, sizeof(char *));
+	int npt = 0, nelf = 0, nraw = 0;
+
+	dec_input_init(&in);
+	optind = 0;	/* glibc: reinitialise, so options may follow DIR */
+	while ((c = getopt_long(argc, argv, "J:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case O_PT: pts[npt++] = optarg; break;
+		case O_ELF: elfs[nelf++] = optarg; break;
+		case O_RAW: raws[nraw++] = optarg; break;
+		case O_CPU:
+			if (dec_parse_cpu(optarg, &cpu_opt)) {
+				ipt_err("--cpu %s: want FAMILY/MODEL[/STEPPING] in decimal, e.g. 6/126/5 "
+					"('ipttool info' prints it)", optarg);
+				goto out;
+			}
+			have_cpu_opt = true;
+			break;
+		case O_MTC:
+			if (parse_u8(optarg, &mtc)) {
+				ipt_err("--mtc-freq %s: want the MTC frequency encoding 0..15", optarg);
+				goto out;
+			}
+			have_mtc = true;
+			break;
+		case O_NOM:
+			if (parse_u8(optarg, &nom)) {
+				ipt_err("--nom-freq %s: want the nominal frequency ratio 0..255", optarg);
+				goto out;
+			}
+			have_nom = true;
+			break;
+		case O_C15: {
+			char extra;
+
+			if (sscanf(optarg, "%i/%i%c", (int *)&c15a, (int *)&c15b, &extra) != 2) {
+				ipt_err("--cpuid-0x15 %s: want EAX/EBX of CPUID leaf 0x15", optarg);
+				goto out;
+			}
+			have_c15 = true;
+			break;
+		}
+		case O_INSN: spec[OUT_INSN] = (struct outspec){ true, optarg }; break;
+		case O_DISASM: outs.disasm = true; if (!spec[OUT_INSN].on) spec[OUT_INSN].on = true; break;
+		case O_LINES: outs.lines = true; if (!spec[OUT_INSN].on) spec[OUT_INSN].on = true; break;
+		case O_CALLS: spec[OUT_CALLS] = (struct outspec){ true, optarg }; break;
+		case O_PROFILE: spec[OUT_PROFILE] = (struct outspec){ true, optarg }; break;
+		case O_FOLDED: spec[OUT_FOLDED] = (struct outspec){ true, optarg }; break;
+		case O_BLOCKS: spec[OUT_BLOCKS] = (struct outspec){ true, optarg }; break;
+		case O_PERFETTO: spec[OUT_PERFETTO] = (struct outspec){ true, optarg }; break;
+		case O_DRCOV: spec[OUT_DRCOV] = (struct outspec){ true, optarg }; break;
+		case O_PACKETS: packets = (struct outspec){ true, optarg }; break;
+		case O_INSNDEC: dopt.insn_decoder = true; break;
+		case O_NOSPLIT: dopt.no_split = true; break;
+		case O_PID: {
+			char *end;
+
+			in.pid = strtol(optarg, &end, 10);
+			if (*end || in.pid <= 0) {
+				ipt_err("--pid %s: want a process id from the capture's sideband", optarg);
+				goto out;
+			}
+			break;
+		}
+		case 'J': {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+
+			if (*end || n < 1 || n > 1024) {
+				ipt_err("-J %s: want a number of threads, 1..1024", optarg);
+				goto out;
+			}
+			dopt.jobs = (unsigned int)n;
+			break;
+		}
+		case 'j': t->json = true; break;
+		case 'h': decode_usage(stdout); ret = 0; goto out;
+		default: decode_usage(stderr); goto out;
+		}
+	}
+	if (optind < argc)
+		dir = argv[optind++];
+	if (optind < argc) {
+		ipt_err("decode: unexpected argument '%s' (one directory at most; raw traces go "
+			"with --pt FILE)", argv[optind]);
+		goto out;
+	}
+	if (!dir && !npt) {
+		ipt_err("decode: nothing to decode: give a capture or ptgen directory, or --pt FILE");
+		decode_usage(stderr);
+		goto out;
+	}
+	if (dir && dec_input_load_dir(&in, dir, msg, sizeof(msg))) {
+		ipt_err("decode: %s", msg);
+		goto out;
+	}
+	if (!dir)
+		snprintf(in.kind, sizeof(in.kind), "pt");
+	for (i = 0; i < npt; i++) {
+		if (access(pts[i], R_OK)) {
+			ipt_err("decode: --pt %s: %s", pts[i], strerror(errno));
+			goto out;
+		}
+		dec_input_add_trace(&in, pts[i], -1);
+	}
+	for (i = 0; i < nelf; i++)
+		if (dec_input_add_elf(&in, elfs[i], msg, sizeof(msg))) {
+			ipt_err("decode: %s", msg);
+			goto out;
+		}
+	for (i = 0; i < nraw; i++)
+		if (dec_input_add_raw(&in, raws[i], msg, sizeof(msg))) {
+			ipt_err("decode: %s", msg);
+			goto out;
+		}
+	if (have_cpu_opt) {
+		in.cpu = cpu_opt;
+		in.have_cpu = true;
+	}
+	if (have_mtc)
+		in.mtc_freq = mtc;
+	if (have_nom)
+		in.nom_freq = nom;
+	if (have_c15) {
+		in.cpuid_0x15_eax = c15a;
+		in.cpuid_0x15_ebx = c15b;
+	}
+	if (!in.nr_images && !packets.on)
+		fprintf(stderr, "ipttool: decode: warning: no code images (give --elf FILE or --raw "
+			"FILE:BASE): every instruction fetch will fail\n");
+
+	for (i = 0; i < OUT_NR; i++) {
+		if (!spec[i].on)
+			continue;
+		if (!spec[i].file || !strcmp(spec[i].file, "-"))
+			on_stdout++;
+	}
+	if (packets.on && (!packets.file || !strcmp(packets.file, "-")))
+		on_stdout++;
+	if (on_stdout > 1 || (on_stdout && t->json)) {
+		ipt_err("decode: %s share stdout; send the others to files (--calls=FILE ...)",
+			t->json ? "an output and the JSON summary" : "several outputs");
+		goto out;
+	}
+	for (i = 0; i < OUT_NR; i++)
+		if (spec[i].on && !(outs.f[i] = open_out(spec[i].file, "decode: output")))
+			goto out;
+
+	if (dec_open(&ctx, &in, &dopt, msg, sizeof(msg))) {
+		ipt_err("decode: %s", msg);
+		goto out;
+	}
+	if (packets.on) {
+		FILE *pf = open_out(packets.file, "decode: --packets");
+
+		if (!pf) {
+			dec_close(&ctx);
+			goto out;
+		}
+		for (size_t k = 0; k < in.nr_traces; k++) {
+			size_t len = 0;
+			FILE *tf = fopen(in.traces[k].file, "rb");
+			uint8_t *buf = NULL;
+			long n;
+
+			if (tf && !fseek(tf, 0, SEEK_END) && (n = ftell(tf)) >= 0 && !fseek(tf, 0, SEEK_SET)) {
+				buf = malloc((size_t)n + 1);
+				len = buf ? fread(buf, 1, (size_t)n, tf) : 0;
+			}
+			if (tf)
+				fclose(tf);
+			if (in.nr_traces > 1)
+				fprintf(pf, "[trace %s]\n", in.traces[k].file);
+			dec_dump_packets(&ctx, buf, len, pf);
+			free(buf);
+		}
+		if (pf != stdout)
+			fclose(pf);
+	}
+	ret = 0;
+	if (dec_run(&ctx, &outs, msg, sizeof(msg))) {
+		ipt_err("decode: %s", msg);
+		ret = 1;
+	}
+	for (i = 0; i < OUT_NR; i++)
+		if (outs.f[i]) {
+			fflush(outs.f[i]);
+			if (outs.f[i] != stdout && fclose(outs.f[i])) {
+				ipt_err("decode: writing %s: %s", spec[i].file, strerror(errno));
+				ret = 1;
+			}
+			outs.f[i] = NULL;
+		}
+	if (t->json) {
+		struct json_object *j = dec_summary_json(&ctx);
+
+		if (json_object_get_int64(json_object_object_get(j, "errors")))
+			ret = 1;
+		ipt_print_json(t, j);
+	} else {
+		struct json_object *j = dec_summary_json(&ctx);
+
+		if (json_object_get_int64(json_object_object_get(j, "errors")))
+			ret = 1;
+		json_object_put(j);
+		dec_summary_text(&ctx, stderr);
+	}
+	for (size_t k = 0; k < ctx.nr_res; k++)
+		if (ctx.res[k].error[0])
+			ret = 1;
+	dec_close(&ctx);
+out:
+	for (i = 0; i < OUT_NR; i++)
+		if (outs.f[i] && outs.f[i] != stdout)
+			fclose(outs.f[i]);
+	dec_input_free(&in);
+	free(pts);
+	free(elfs);
+	free(raws);
+	return ret;
+}

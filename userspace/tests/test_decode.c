@@ -1,0 +1,1792 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests of 'ipttool decode' on ground-truth traces made by ptgen at test
+ * time.  Every expectation is computed here, independently of the decoder,
+ * from ptgen's instruction list (insns.bin), the code it dumped (classified
+ * with Zydis) and the program's ELF symbol table (read with libelf):
+ * instruction traces, call/return traces, profiles, folded stacks, Perfetto
+ * spans, coverage, edges, packets; parallel against serial; captures and
+ * ptxed-style inputs; and corrupted input run through the decoder built
+ * with ASan/UBSan (ipttool-san).  TAP on stdout.
+ *
+ *   test_decode [BUILD_DIR]     BUILD_DIR: the top build/ (default: ../ of
+ *                               this program's directory)
+ *
+ * Needs 'make selftests' (ptgen, the test programs) and 'make userspace'.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <json-c/json.h>
+#include <Zydis/Zydis.h>
+
+#include "../ipttool/ipttool.h"
+#include "tap.h"
+
+static char build[1024], work[1100], tool[1200];
+
+/* ---- small helpers ------------------------------------------------------------ */
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *p;
+	long n;
+
+	*len = 0;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		return NULL;
+	}
+	p = malloc((size_t)n + 1);
+	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	if (p) {
+		p[n] = 0;
+		*len = (size_t)n;
+	}
+	return p;
+}
+
+static int spew(const char *path, const void *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fwrite(buf, 1, len, f) == len;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[16384];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	if (st == -1)
+		return -1;
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+/* Run the decoder: stdout to OUT, stderr to ERR.  Exit status. */
+static int decode(const char *out, const char *err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int decode(const char *out, const char *err, const char *fmt, ...)
+{
+	char args[12288];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	return sh("%s %s >%s 2>%s", tool, args, out, err);
+}
+
+/* The sanitizers said nothing. */
+static bool clean_stderr(const char *err)
+{
+	size_t n;
+	char *s = slurp(err, &n);
+	bool ok = s && !strstr(s, "AddressSanitizer") && !strstr(s, "runtime error") &&
+		  !strstr(s, "LeakSanitizer");
+
+	free(s);
+	return ok;
+}
+
+static bool file_contains(const char *path, const char *needle)
+{
+	size_t n;
+	char *s = slurp(path, &n);
+	bool ok = s && strstr(s, needle);
+
+	free(s);
+	return ok;
+}
+
+/* ---- a ground-truth run ---------------------------------------------------- */
+
+struct image {
+	uint64_t start, end;
+	uint8_t *bytes;
+};
+
+struct gsym {
+	uint64_t start, end;
+	int rank;
+	char *name;
+};
+
+struct run {
+	char name[64], dir[1300];
+	uint64_t *ips;
+	size_t n;
+	struct image img[64];
+	size_t nimg;
+	uint8_t *len;		/* per instruction: its length */
+	uint8_t *kind;		/* 1 call, 2 ret, 0 other */
+	struct gsym *syms;	/* from the program's ELF (static programs) */
+	size_t nsyms;
+	bool static_prog;
+	char elf[PATH_MAX];
+};
+
+static ZydisDecoder zd;
+
+static const struct image *find_img(const struct run *r, uint64_t ip)
+{
+	size_t i;
+
+	/* later dumps win */
+	for (i = r->nimg; i-- > 0;)
+		if (ip >= r->img[i].start && ip < r->img[i].end)
+			return &r->img[i];
+	return NULL;
+}
+
+static int cmp_gsym(const void *a, const void *b)
+{
+	const struct gsym *x = a, *y = b;
+	size_t lx, ly;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	lx = strlen(x->name);
+	ly = strlen(y->name);
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * The documented rule (Documentation/decode.rst, "Symbols"): function
+ * symbols; at one address the global, then weak, then local one, then the
+ * shortest name, then the first alphabetically; the symbol of an address
+ * is the one with the greatest start <= it, if the address is below its
+ * end (the largest size among the aliases, else the next symbol).
+ */
+static void load_syms(struct run *r)
+{
+	int fd = open(r->elf, O_RDONLY);
+	Elf_Scn *scn = NULL;
+	struct gsym *raw = NULL;
+	size_t nraw = 0, i;
+	Elf *e;
+
+	if (fd < 0)
+		return;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t k = 0; d && k < sh.sh_size / sh.sh_entsize; k++) {
+			GElf_Sym s;
+			const char *nm;
+
+			if (!gelf_getsym(d, (int)k, &s) || !s.st_value || s.st_shndx == SHN_UNDEF ||
+			    (GELF_ST_TYPE(s.st_info) != STT_FUNC &&
+			     GELF_ST_TYPE(s.st_info) != STT_GNU_IFUNC))
+				continue;
+			nm = elf_strptr(e, sh.sh_link, s.st_name);
+			if (!nm || !*nm)
+				continue;
+			raw = realloc(raw, (nraw + 1) * sizeof(*raw));
+			raw[nraw].start = s.st_value;
+			raw[nraw].end = s.st_size ? s.st_value + s.st_size : 0;
+			raw[nraw].rank = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0 :
+					 GELF_ST_BIND(s.st_info) == STB_WEAK ? 1 : 2;
+			raw[nraw].name = strdup(nm);
+			nraw++;
+		}
+	}
+	qsort(raw, nraw, sizeof(*raw), cmp_gsym);
+	r->syms = calloc(nraw + 1, sizeof(*r->syms));
+	for (i = 0; i < nraw; i++) {
+		if (r->nsyms && r->syms[r->nsyms - 1].start == raw[i].start) {
+			if (raw[i].end > r->syms[r->nsyms - 1].end)
+				r->syms[r->nsyms - 1].end = raw[i].end;
+			free(raw[i].name);
+			continue;
+		}
+		r->syms[r->nsyms++] = raw[i];
+	}
+	for (i = 0; i < r->nsyms; i++)
+		if (!r->syms[i].end)
+			r->syms[i].end = i + 1 < r->nsyms ? r->syms[i + 1].start : UINT64_MAX;
+	free(raw);
+	if (e)
+		elf_end(e);
+	close(fd);
+}
+
+static const struct gsym *sym_of(const struct run *r, uint64_t ip)
+{
+	const struct gsym *best = NULL;
+	size_t i;
+
+	for (i = 0; i < r->nsyms && r->syms[i].start <= ip; i++)
+		best = &r->syms[i];
+	/* (linear on purpose: independent of the decoder's binary search) */
+	return best && ip < best->end ? best : NULL;
+}
+
+/* A symbol cache for the long loops below. */
+static const struct gsym *sym_of_cached(const struct run *r, uint64_t ip)
+{
+	static const struct run *cr;
+	static const struct gsym *cs;
+
+	if (cr == r && cs && ip >= cs->start && ip < cs->end) {
+		/* still valid only if no later symbol starts at or before ip */
+		if (cs + 1 >= r->syms + r->nsyms || cs[1].start > ip)
+			return cs;
+	}
+	cr = r;
+	cs = sym_of(r, ip);
+	return cs;
+}
+
+static bool load_run(struct run *r)
+{
+	char path[PATH_MAX + 64], line[PATH_MAX + 128];
+	size_t len, i;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/insns.bin", r->dir);
+	r->ips = (uint64_t *)(void *)slurp(path, &len);
+	r->n = len / 8;
+	if (!r->ips || !r->n)
+		return false;
+	snprintf(path, sizeof(path), "%s/images.txt", r->dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f) && r->nimg < 64) {
+		unsigned long long s, e;
+		char name[256], ipath[PATH_MAX + 300];
+		size_t ilen;
+
+		if (sscanf(line, "%llx %llx %255s", &s, &e, name) != 3)
+			continue;
+		snprintf(ipath, sizeof(ipath), "%s/%s", r->dir, name);
+		r->img[r->nimg].start = s;
+		r->img[r->nimg].end = e;
+		r->img[r->nimg].bytes = (uint8_t *)slurp(ipath, &ilen);
+		if (r->img[r->nimg].bytes && ilen >= e - s)
+			r->nimg++;
+	}
+	if (f)
+		fclose(f);
+	r->len = calloc(r->n, 1);
+	r->kind = calloc(r->n, 1);
+	for (i = 0; i < r->n; i++) {
+		const struct image *im = find_img(r, r->ips[i]);
+		ZydisDecodedInstruction zi;
+
+		if (!im || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zd, NULL,
+				im->bytes + (r->ips[i] - im->start), im->end - r->ips[i], &zi)))
+			return false;
+		r->len[i] = zi.length;
+		if (zi.mnemonic == ZYDIS_MNEMONIC_CALL &&
+		    zi.meta.branch_type != ZYDIS_BRANCH_TYPE_FAR)
+			r->kind[i] = 1;
+		else if (zi.mnemonic == ZYDIS_MNEMONIC_RET)
+			r->kind[i] = 2;
+	}
+	/* the program's ELF: the first mapping in maps.txt */
+	snprintf(path, sizeof(path), "%s/maps.txt", r->dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char p[PATH_MAX];
+
+		if (line[0] != '#' && sscanf(line, "%*s %*s %*s %*s %*s %4095s", p) == 1 && p[0] == '/') {
+			snprintf(r->elf, sizeof(r->elf), "%s", p);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (r->static_prog)
+		load_syms(r);
+	return true;
+}
+
+/* Decoded addresses of an --insn output (lines that start with a hex address). */
+static uint64_t *insn_addrs(const char *path, size_t *n)
+{
+	size_t len, cap = 1024;
+	char *s = slurp(path, &len), *p, *save = NULL;
+	uint64_t *a = malloc(cap * 8);
+
+	*n = 0;
+	if (!s)
+		return a;
+	for (p = strtok_r(s, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+		if (p[0] == '[')
+			continue;
+		if (*n == cap)
+			a = realloc(a, (cap *= 2) * 8);
+		a[(*n)++] = strtoull(p, NULL, 16);
+	}
+	free(s);
+	return a;
+}
+
+static bool same_files(const char *a, const char *b)
+{
+	size_t la, lb;
+	char *x = slurp(a, &la), *y = slurp(b, &lb);
+	bool ok = x && y && la == lb && !memcmp(x, y, la);
+
+	free(x);
+	free(y);
+	return ok;
+}
+
+static int64_t json_int(const char *path, const char *key)
+{
+	struct json_object *o = json_object_from_file(path), *v;
+	int64_t r = -1;
+
+	if (o && json_object_object_get_ex(o, key, &v))
+		r = json_object_get_int64(v);
+	json_object_put(o);
+	return r;
+}
+
+/* ---- expectations from the ground truth ------------------------------------------------ */
+
+/* --calls lines: "IDX <indent>[><] SYM ADDR" */
+static void test_calls(struct run *r, const char *out)
+{
+	size_t len, i, nexp = 0, ngot = 0, bad = SIZE_MAX;
+	char *s = slurp(out, &len), *p, *save = NULL;
+	unsigned int depth = 0;
+	struct { uint64_t idx, addr; unsigned int indent; char k; } *exp, *got;
+
+	exp = calloc(r->n + 1, sizeof(*exp));
+	got = calloc(r->n + 1, sizeof(*got));
+	for (i = 0; i + 1 < r->n; i++) {
+		if (r->kind[i] == 1) {
+			exp[nexp].idx = i + 1;
+			exp[nexp].indent = 2 * depth;
+			exp[nexp].k = '>';
+			exp[nexp++].addr = r->ips[i + 1];
+			depth++;
+		} else if (r->kind[i] == 2) {
+			if (depth)
+				depth--;
+			exp[nexp].idx = i + 1;
+			exp[nexp].indent = 2 * depth;
+			exp[nexp].k = '<';
+			exp[nexp++].addr = r->ips[i + 1];
+		}
+	}
+	for (p = s ? strtok_r(s, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save)) {
+		char *q, *last;
+
+		if (ngot > r->n)
+			break;
+		got[ngot].idx = strtoull(p, &q, 10);
+		q++;	/* the separating space */
+		got[ngot].indent = (unsigned int)strspn(q, " ");
+		got[ngot].k = q[got[ngot].indent];
+		last = strrchr(p, ' ');
+		got[ngot++].addr = last ? strtoull(last + 1, NULL, 16) : 0;
+	}
+	for (i = 0; i < nexp && i < ngot; i++)
+		if (exp[i].idx != got[i].idx || exp[i].addr != got[i].addr ||
+		    exp[i].indent != got[i].indent || exp[i].k != got[i].k) {
+			bad = i;
+			break;
+		}
+	CHECK(nexp == ngot && bad == SIZE_MAX && nexp > 0,
+	      "%s: --calls has the %zu calls/returns the ground truth implies, with indices, "
+	      "depths and targets (got %zu lines, first difference at %zd)", r->name, nexp, ngot,
+	      bad == SIZE_MAX ? (ssize_t)-1 : (ssize_t)bad);
+	free(s);
+	free(exp);
+	free(got);
+}
+
+struct cnt {
+	uint64_t key;
+	uint64_t n;
+	const char *name;
+};
+
+static int cmp_cnt(const void *a, const void *b)
+{
+	const struct cnt *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static void test_profile(struct run *r, const char *out)
+{
+	struct cnt *exp = calloc(r->nsyms + 1, sizeof(*exp)), *got = calloc(r->nsyms + 64, sizeof(*got));
+	size_t nexp = 0, ngot = 0, i, len;
+	uint64_t nosym = 0, got_nosym = 0, total = 0;
+	char *s = slurp(out, &len), *p, *save = NULL;
+	bool ok = true;
+
+	/* counts per symbol index, then compacted */
+	uint64_t *per = calloc(r->nsyms + 1, 8);
+
+	for (i = 0; i < r->n; i++) {
+		const struct gsym *g = sym_of_cached(r, r->ips[i]);
+
+		if (g)
+			per[g - r->syms]++;
+		else
+			nosym++;
+	}
+	for (i = 0; i < r->nsyms; i++)
+		if (per[i]) {
+			exp[nexp].key = r->syms[i].start;
+			exp[nexp++].n = per[i];
+		}
+	for (p = s ? strtok_r(s, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save)) {
+		unsigned long long c;
+		char dso[256], fn[512], addr[64];
+
+		if (p[0] == '#') {
+			if (!strncmp(p, "# per DSO", 9))
+				break;
+			if (sscanf(p, "# flat profile: %llu", &c) == 1)
+				total = c;
+			continue;
+		}
+		if (sscanf(p, "%llu %*s %255s %511s %63s", &c, dso, fn, addr) != 4)
+			continue;
+		if (!strcmp(fn, "[no") ) {
+			got_nosym += c;
+			continue;
+		}
+		if (ngot < r->nsyms + 64) {
+			got[ngot].key = strtoull(addr, NULL, 16);
+			got[ngot++].n = c;
+		}
+	}
+	qsort(got, ngot, sizeof(*got), cmp_cnt);
+	if (ngot != nexp)
+		ok = false;
+	for (i = 0; ok && i < nexp; i++)
+		if (got[i].key != exp[i].key || got[i].n != exp[i].n)
+			ok = false;
+	CHECK(ok && total == r->n && got_nosym == nosym,
+	      "%s: --profile counts per function equal the ground truth's (%zu functions, "
+	      "%" PRIu64 " instructions; decoder listed %zu, total %" PRIu64 ")", r->name, nexp, r->n,
+	      ngot, total);
+	free(per);
+	free(exp);
+	free(got);
+	free(s);
+}
+
+static const char *frame(struct run *r, uint64_t ip)
+{
+	const struct gsym *g = sym_of_cached(r, ip);
+	const char *slash;
+
+	if (g)
+		return g->name;
+	slash = strrchr(r->elf, '/');
+	return slash ? slash + 1 : r->elf;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Folded: the frames are the functions of the call sites, then the current function. */
+static void test_folded(struct run *r, const char *out)
+{
+	size_t cap = 1 << 16, nl = 0, i, len, ngot = 0;
+	char **lines = malloc(cap * sizeof(char *));
+	const char *stack[4096];
+	unsigned int depth = 0;
+	char cur[1 << 16];
+	char *s, *p, *save = NULL, **gotl;
+	uint64_t run = 0;
+	char key[1 << 16] = "";
+	bool ok = true;
+
+	/* (stack;leaf, count) pairs, in runs, then merged after sorting */
+	for (i = 0; i < r->n; i++) {
+		size_t l = 0;
+		unsigned int k;
+
+		for (k = 0; k < depth && k < 4096; k++)
+			l += (size_t)snprintf(cur + l, sizeof(cur) - l, "%s;", stack[k]);
+		snprintf(cur + l, sizeof(cur) - l, "%s", frame(r, r->ips[i]));
+		if (strcmp(cur, key)) {
+			if (run) {
+				if (nl == cap)
+					lines = realloc(lines, (cap *= 2) * sizeof(char *));
+				if (asprintf(&lines[nl++], "%s %" PRIu64, key, run) < 0)
+					exit(2);
+			}
+			snprintf(key, sizeof(key), "%s", cur);
+			run = 0;
+		}
+		run++;
+		if (r->kind[i] == 1) {
+			if (depth < 4096)
+				stack[depth] = frame(r, r->ips[i]);
+			depth++;
+		} else if (r->kind[i] == 2 && depth) {
+			depth--;
+		}
+	}
+	if (run) {
+		if (nl == cap)
+			lines = realloc(lines, (cap *= 2) * sizeof(char *));
+		if (asprintf(&lines[nl++], "%s %" PRIu64, key, run) < 0)
+			exit(2);
+	}
+	/* merge equal stacks: sort by stack, sum */
+	qsort(lines, nl, sizeof(char *), cmp_str);
+	{
+		size_t w = 0;
+
+		for (i = 0; i < nl; i++) {
+			char *sp = strrchr(lines[i], ' ');
+			uint64_t c = strtoull(sp + 1, NULL, 10);
+
+			*sp = 0;
+			if (w && !strcmp(lines[w - 1], lines[i])) {
+				char *prev = lines[w - 1];
+				uint64_t pc = strtoull(prev + strlen(prev) + 1, NULL, 10);
+				char *merged;
+
+				if (asprintf(&merged, "%s%c%" PRIu64, prev, 0, pc + c) < 0)
+					exit(2);
+				free(prev);
+				free(lines[i]);
+				lines[w - 1] = merged;
+			} else {
+				char *cp;
+
+				if (asprintf(&cp, "%s%c%" PRIu64, lines[i], 0, c) < 0)
+					exit(2);
+				free(lines[i]);
+				lines[w++] = cp;
+			}
+		}
+		nl = w;
+	}
+	s = slurp(out, &len);
+	gotl = calloc(nl + 1, sizeof(char *));
+	for (p = s ? strtok_r(s, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save)) {
+		if (ngot >= nl) {
+			ngot++;
+			break;
+		}
+		gotl[ngot++] = p;
+	}
+	if (ngot != nl)
+		ok = false;
+	for (i = 0; ok && i < nl; i++) {
+		char exp[1 << 16];
+		const char *cnt = lines[i] + strlen(lines[i]) + 1;
+
+		snprintf(exp, sizeof(exp), "%s %s", lines[i], cnt);
+		/* both sorted by stack; the decoder sorts "stack count" strings */
+		if (strcmp(exp, gotl[i])) {
+			ok = false;
+			printf("# folded line %zu: expected '%.200s', got '%.200s'\n", i, exp, gotl[i]);
+		}
+	}
+	CHECK(ok, "%s: --folded equals the %zu stacks the ground truth implies (got %zu)", r->name,
+	      nl, ngot);
+	for (i = 0; i < nl; i++)
+		free(lines[i]);
+	free(lines);
+	free(gotl);
+	free(s);
+}
+
+static void test_perfetto(struct run *r, const char *path)
+{
+	struct json_object *o = json_object_from_file(path), *evs = NULL;
+	size_t i, n, calls = 0, begins = 0;
+	int64_t last_ts = -1;
+	unsigned int open = 0;
+	bool nested = true, order = true, named = true;
+
+	for (i = 0; i < r->n; i++)
+		calls += r->kind[i] == 1 && i + 1 < r->n;
+	CHECK(o && json_object_object_get_ex(o, "traceEvents", &evs) &&
+	      json_object_is_type(evs, json_type_array),
+	      "%s: --perfetto writes JSON that json-c parses, with a traceEvents array", r->name);
+	if (!evs) {
+		json_object_put(o);
+		return;
+	}
+	n = json_object_array_length(evs);
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i), *ph, *ts, *nm;
+		const char *k;
+
+		if (!json_object_object_get_ex(e, "ph", &ph))
+			continue;
+		k = json_object_get_string(ph);
+		if (!strcmp(k, "M"))
+			continue;
+		json_object_object_get_ex(e, "ts", &ts);
+		if (json_object_get_int64(ts) < last_ts)
+			order = false;
+		last_ts = json_object_get_int64(ts);
+		if (!strcmp(k, "B")) {
+			open++;
+			begins++;
+			if (!json_object_object_get_ex(e, "name", &nm) || !*json_object_get_string(nm))
+				named = false;
+		} else if (!strcmp(k, "E")) {
+			if (!open)
+				nested = false;
+			else
+				open--;
+		}
+	}
+	CHECK(nested && open == 0 && order && named && begins == calls,
+	      "%s: Perfetto spans nest (every E closes an open B, all closed, time ordered, named), "
+	      "one per call (%zu B events, %zu calls)", r->name, begins, calls);
+	json_object_put(o);
+}
+
+struct ival {
+	uint64_t a, b;
+};
+
+static int cmp_ival(const void *x, const void *y)
+{
+	const struct ival *p = x, *q = y;
+
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
+static size_t merge(struct ival *v, size_t n)
+{
+	size_t w = 0, i;
+
+	qsort(v, n, sizeof(*v), cmp_ival);
+	for (i = 0; i < n; i++) {
+		if (w && v[i].a <= v[w - 1].b) {
+			if (v[i].b > v[w - 1].b)
+				v[w - 1].b = v[i].b;
+		} else {
+			v[w++] = v[i];
+		}
+	}
+	return w;
+}
+
+static struct ival *expected_cover(struct run *r, size_t *n)
+{
+	struct ival *v = malloc(r->n * sizeof(*v));
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		v[i].a = r->ips[i];
+		v[i].b = r->ips[i] + r->len[i];
+	}
+	*n = merge(v, r->n);
+	return v;
+}
+
+static void test_drcov(struct run *r, const char *path)
+{
+	size_t len, nexp, n = 0, i, nmods = 0, nbb = 0;
+	char *s = slurp(path, &len), *p;
+	uint64_t bases[256] = { 0 };
+	struct ival *exp = expected_cover(r, &nexp), *got = NULL;
+	bool hdr, ok = true;
+
+	hdr = s && !strncmp(s, "DRCOV VERSION: 2\n", 17);
+	p = s ? strstr(s, "Module Table: version 2, count ") : NULL;
+	if (p) {
+		nmods = strtoul(p + 31, NULL, 10);
+		p = strstr(p, "\n") + 1;
+		p = strstr(p, "\n") + 1;	/* Columns: */
+		for (i = 0; i < nmods && i < 256; i++) {
+			unsigned long long b;
+
+			if (sscanf(p, "%*u, %llx,", &b) != 1)
+				hdr = false;
+			bases[i] = b;
+			p = strstr(p, "\n") + 1;
+		}
+		if (sscanf(p, "BB Table: %zu bbs\n", &nbb) != 1)
+			hdr = false;
+		p = strstr(p, "\n") + 1;
+	} else {
+		hdr = false;
+	}
+	CHECK(hdr && p && (size_t)(s + len - p) == nbb * 8,
+	      "%s: --drcov has a version 2 header, %zu modules and %zu 8-byte bb entries", r->name,
+	      nmods, nbb);
+	if (hdr && p && (size_t)(s + len - p) == nbb * 8) {
+		got = malloc((nbb + 1) * sizeof(*got));
+		for (i = 0; i < nbb; i++) {
+			const uint8_t *e = (const uint8_t *)p + 8 * i;
+			uint32_t start = (uint32_t)e[0] | (uint32_t)e[1] << 8 | (uint32_t)e[2] << 16 |
+					 (uint32_t)e[3] << 24;
+			uint16_t size = (uint16_t)(e[4] | e[5] << 8), mod = (uint16_t)(e[6] | e[7] << 8);
+
+			if (mod >= nmods || mod >= 256) {
+				ok = false;
+				continue;
+			}
+			got[n].a = bases[mod] + start;
+			got[n++].b = bases[mod] + start + size;
+		}
+		n = merge(got, n);
+		if (n != nexp)
+			ok = false;
+		for (i = 0; ok && i < n; i++)
+			if (got[i].a != exp[i].a || got[i].b != exp[i].b)
+				ok = false;
+	} else {
+		ok = false;
+	}
+	CHECK(ok, "%s: drcov blocks cover exactly the bytes of the executed instructions "
+	      "(%zu ranges expected, %zu found)", r->name, nexp, n);
+	free(got);
+	free(exp);
+	free(s);
+}
+
+static int cmp_edge(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y;
+
+	for (int i = 0; i < 3; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
+
+static void test_blocks(struct run *r, const char *path)
+{
+	uint64_t (*exp)[3] = calloc(r->n + 1, sizeof(*exp)), (*got)[3] = calloc(r->n + 1, sizeof(*got));
+	size_t ne = 0, ng = 0, i, len, nb = 0, nexp_cov, bad_start = 0;
+	struct ival *blocks = calloc(r->n + 1, sizeof(*blocks)), *cov = expected_cover(r, &nexp_cov);
+	char *s = slurp(path, &len), *p, *save = NULL;
+	bool ok = true;
+
+	for (i = 0; i + 1 < r->n; i++)
+		if (r->ips[i + 1] != r->ips[i] + r->len[i]) {
+			exp[ne][0] = r->ips[i];
+			exp[ne][1] = r->ips[i + 1];
+			exp[ne++][2] = 1;
+		}
+	qsort(exp, ne, sizeof(*exp), cmp_edge);
+	{	/* count duplicates */
+		size_t w = 0;
+
+		for (i = 0; i < ne; i++) {
+			if (w && exp[w - 1][0] == exp[i][0] && exp[w - 1][1] == exp[i][1])
+				exp[w - 1][2]++;
+			else
+				memcpy(exp[w++], exp[i], sizeof(exp[i]));
+		}
+		ne = w;
+	}
+	for (p = s ? strtok_r(s, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save)) {
+		unsigned long long a, b, c;
+
+		if (sscanf(p, "edge %llx %llx %llu", &a, &b, &c) == 3 && ng < r->n) {
+			got[ng][0] = a;
+			got[ng][1] = b;
+			got[ng++][2] = c;
+		} else if (sscanf(p, "block %llx %llx %llu", &a, &b, &c) == 3 && nb < r->n) {
+			blocks[nb].a = a;
+			blocks[nb++].b = b;
+		}
+	}
+	qsort(got, ng, sizeof(*got), cmp_edge);
+	ok = ng == ne;
+	for (i = 0; ok && i < ne; i++)
+		if (cmp_edge(exp[i], got[i]))
+			ok = false;
+	CHECK(ok, "%s: --blocks lists exactly the %zu taken edges of the ground truth, with counts "
+	      "(got %zu)", r->name, ne, ng);
+	/* every block starts at an executed instruction; together they cover the same bytes */
+	for (i = 0; i < nb; i++) {
+		size_t k;
+		bool found = false;
+
+		for (k = 0; k < nexp_cov && !found; k++)
+			found = blocks[i].a >= cov[k].a && blocks[i].a < cov[k].b;
+		if (!found)
+			bad_start++;
+	}
+	nb = merge(blocks, nb);
+	ok = nb == nexp_cov && !bad_start;
+	for (i = 0; ok && i < nb; i++)
+		if (blocks[i].a != cov[i].a || blocks[i].b != cov[i].b)
+			ok = false;
+	CHECK(ok, "%s: --blocks covers exactly the executed bytes (%zu ranges)", r->name, nexp_cov);
+	free(exp);
+	free(got);
+	free(blocks);
+	free(cov);
+	free(s);
+}
+
+static uint64_t info_val(struct run *r, const char *key)
+{
+	char path[PATH_MAX + 32], k[64];
+	unsigned long long v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/info.txt", r->dir);
+	f = fopen(path, "r");
+	while (f && fscanf(f, "%63s %llu%*[^\n]", k, &v) == 2)
+		if (!strcmp(k, key)) {
+			fclose(f);
+			return v;
+		}
+	if (f)
+		fclose(f);
+	return UINT64_MAX;
+}
+
+static void test_packets(struct run *r, const char *path)
+{
+	size_t len;
+	char *s = slurp(path, &len), *p, *save = NULL;
+	uint64_t psb = 0, bits = 0;
+
+	for (p = s ? strtok_r(s, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save)) {
+		char name[32], payload[128] = "";
+
+		if (sscanf(p, "%*x %31s %127s", name, payload) < 1)
+			continue;
+		if (!strcmp(name, "psb"))
+			psb++;
+		else if (!strncmp(name, "tnt", 3))
+			bits += strlen(payload);
+	}
+	CHECK(psb == info_val(r, "psb") && bits == info_val(r, "tnt_bits"),
+	      "%s: --packets shows ptgen's %" PRIu64 " PSBs and %" PRIu64 " TNT bits (got %" PRIu64
+	      ", %" PRIu64 ")", r->name, info_val(r, "psb"), info_val(r, "tnt_bits"), psb, bits);
+	free(s);
+}
+
+static char *F(const struct run *r, const char *what);
+
+/*
+ * --lines against binutils' addr2line (an independent DWARF reader): the
+ * file:line of every distinct executed address in the program's own
+ * functions (main and what it calls; libc has no DWARF here).
+ */
+static void test_lines(struct run *r)
+{
+	char cmd[8192], line[4096], *out = F(r, "lines"), *a2l = F(r, "a2l"), *addrs = F(r, "addrs");
+	uint64_t *seen = calloc(r->n + 1, 8);
+	size_t nseen = 0, i, k, bad = 0, compared = 0, len;
+	char *dec, *p, *save = NULL;
+	FILE *f;
+	int st;
+
+	/* addresses of the program's own code: in a function named in its source */
+	f = fopen(addrs, "w");
+	for (i = 0; f && i < r->n; i++) {
+		const struct gsym *g = sym_of_cached(r, r->ips[i]);
+		bool dup = false;
+
+		if (!g || (strcmp(g->name, "main") && strcmp(g->name, "fib") && strcmp(g->name, "depth") &&
+			   strcmp(g->name, "handler")))
+			continue;
+		for (k = 0; k < nseen && !dup; k++)
+			dup = seen[k] == r->ips[i];
+		if (dup || nseen >= 2000)
+			continue;
+		seen[nseen++] = r->ips[i];
+		fprintf(f, "%#" PRIx64 "\n", r->ips[i]);
+	}
+	if (f)
+		fclose(f);
+	snprintf(cmd, sizeof(cmd), "addr2line -e %s <%s >%s", r->elf, addrs, a2l);
+	st = sh("%s", cmd) || decode(out, F(r, "elines"), "decode %s --lines", r->dir);
+	dec = slurp(out, &len);
+	f = fopen(a2l, "r");
+	for (k = 0; !st && f && dec && k < nseen && fgets(line, sizeof(line), f); k++) {
+		char want[512], got[512] = "", *base, *sp;
+		char key[32];
+
+		line[strcspn(line, "\n")] = 0;
+		if ((sp = strstr(line, " (discriminator")))
+			*sp = 0;
+		base = strrchr(line, '/');
+		snprintf(want, sizeof(want), "%.500s", base ? base + 1 : line);
+		if (strstr(want, "?"))
+			continue;	/* addr2line knows no line either */
+		snprintf(key, sizeof(key), "\n%016" PRIx64 " ", seen[k]);
+		p = strstr(dec, key);
+		if (p && sscanf(p + 1, "%*s %*s %511s", got) == 1 && strcmp(got, want)) {
+			if (bad++ < 3)
+				printf("# %#" PRIx64 ": addr2line says %s, decode --lines says %s\n", seen[k],
+				       want, got);
+		}
+		compared += p != NULL;
+	}
+	if (f)
+		fclose(f);
+	(void)save;
+	CHECK(!st && compared > 10 && !bad,
+	      "%s: --lines gives addr2line's file:line for %zu executed addresses of the program "
+	      "(%zu differ)", r->name, compared, bad);
+	free(dec);
+	free(seen);
+}
+
+/* ---- the tests per run ---------------------------------------------------------------- */
+
+static char *F(const struct run *r, const char *what)
+{
+	static char bufs[32][1300];
+	static int k;
+	char *b = bufs[k++ & 31];
+
+	snprintf(b, sizeof(bufs[0]), "%s/%s.%s", work, r->name, what);
+	return b;
+}
+
+static bool insn_equal(struct run *r, const char *path, size_t *n, size_t *first)
+{
+	uint64_t *a = insn_addrs(path, n);
+	size_t i;
+
+	*first = SIZE_MAX;
+	for (i = 0; i < *n && i < r->n; i++)
+		if (a[i] != r->ips[i]) {
+			*first = i;
+			break;
+		}
+	free(a);
+	return *n == r->n && *first == SIZE_MAX;
+}
+
+static void test_run(struct run *r, bool full)
+{
+	size_t n, first;
+	int st;
+
+	st = decode(F(r, "insn"), F(r, "err"), "-j decode %s --insn=%s -J 1", r->dir, F(r, "insn1"));
+	CHECK(st == 0 && clean_stderr(F(r, "err")), "%s: decode -J 1 exits 0, sanitizers quiet", r->name);
+	CHECK(insn_equal(r, F(r, "insn1"), &n, &first),
+	      "%s: --insn addresses equal the ground truth (%zu of %zu, first difference %zd)",
+	      r->name, n, r->n, first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first);
+	CHECK(json_int(F(r, "insn"), "instructions") == (int64_t)r->n &&
+	      json_int(F(r, "insn"), "errors") == 0,
+	      "%s: -j summary: %zu instructions, 0 errors", r->name, r->n);
+	st = decode(F(r, "o2"), F(r, "err2"), "decode %s --insn-decoder --insn=%s -J 2", r->dir,
+		    F(r, "insnid"));
+	CHECK(st == 0 && insn_equal(r, F(r, "insnid"), &n, &first),
+	      "%s: --insn-decoder: addresses equal the ground truth (%zu)", r->name, n);
+	if (!full)
+		return;
+	/* the oracle must be able to fail: the same output against a ground truth with one IP changed */
+	r->ips[r->n / 2] ^= 1;
+	CHECK(!insn_equal(r, F(r, "insn1"), &n, &first) && first == r->n / 2,
+	      "%s: the comparison rejects a ground truth with one IP changed (at %zd)", r->name,
+	      first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first);
+	r->ips[r->n / 2] ^= 1;
+	/* every output, serially, in parallel, and unsplit */
+	st = decode(F(r, "o"), F(r, "e1"),
+		    "-j decode %s -J 1 --insn=%s --calls=%s --profile=%s --folded=%s --blocks=%s "
+		    "--perfetto %s --drcov %s", r->dir, F(r, "s.insn"), F(r, "s.calls"),
+		    F(r, "s.profile"), F(r, "s.folded"), F(r, "s.blocks"), F(r, "s.json"),
+		    F(r, "s.drcov"));
+	CHECK(st == 0 && clean_stderr(F(r, "e1")), "%s: all outputs at once, -J 1", r->name);
+	CHECK(json_int(F(r, "o"), "instructions") == (int64_t)r->n,
+	      "%s: summary agrees (%zu instructions)", r->name, r->n);
+	st = decode(F(r, "o4"), F(r, "e4"),
+		    "-j decode %s -J 4 --insn=%s --calls=%s --profile=%s --folded=%s --blocks=%s "
+		    "--perfetto %s --drcov %s", r->dir, F(r, "p.insn"), F(r, "p.calls"),
+		    F(r, "p.profile"), F(r, "p.folded"), F(r, "p.blocks"), F(r, "p.json"),
+		    F(r, "p.drcov"));
+	CHECK(st == 0 && same_files(F(r, "s.insn"), F(r, "p.insn")) &&
+	      same_files(F(r, "s.calls"), F(r, "p.calls")) &&
+	      same_files(F(r, "s.profile"), F(r, "p.profile")) &&
+	      same_files(F(r, "s.folded"), F(r, "p.folded")) &&
+	      same_files(F(r, "s.blocks"), F(r, "p.blocks")) &&
+	      same_files(F(r, "s.json"), F(r, "p.json")) &&
+	      same_files(F(r, "s.drcov"), F(r, "p.drcov")),
+	      "%s: -J 4 gives byte-identical outputs to -J 1", r->name);
+	st = decode(F(r, "o5"), F(r, "e5"),
+		    "-j decode %s --no-split --insn=%s --calls=%s --profile=%s --folded=%s --blocks=%s",
+		    r->dir, F(r, "n.insn"), F(r, "n.calls"), F(r, "n.profile"), F(r, "n.folded"),
+		    F(r, "n.blocks"));
+	CHECK(st == 0 && same_files(F(r, "s.insn"), F(r, "n.insn")) &&
+	      same_files(F(r, "s.calls"), F(r, "n.calls")) &&
+	      same_files(F(r, "s.profile"), F(r, "n.profile")) &&
+	      same_files(F(r, "s.folded"), F(r, "n.folded")) &&
+	      same_files(F(r, "s.blocks"), F(r, "n.blocks")),
+	      "%s: one unsplit segment gives the same outputs as the split decode", r->name);
+	st = decode(F(r, "o6"), F(r, "e6"), "decode %s --profile=%s --folded=%s", r->dir,
+		    F(r, "f.profile"), F(r, "f.folded"));
+	CHECK(st == 0 && same_files(F(r, "s.profile"), F(r, "f.profile")) &&
+	      same_files(F(r, "s.folded"), F(r, "f.folded")),
+	      "%s: --profile and --folded alone (block-at-a-time) equal the per-instruction walk",
+	      r->name);
+	test_calls(r, F(r, "s.calls"));
+	if (r->static_prog)
+		test_lines(r);
+	if (r->static_prog) {
+		test_profile(r, F(r, "s.profile"));
+		test_folded(r, F(r, "s.folded"));
+	}
+	test_perfetto(r, F(r, "s.json"));
+	test_drcov(r, F(r, "s.drcov"));
+	test_blocks(r, F(r, "s.blocks"));
+	st = decode(F(r, "pk"), F(r, "epk"), "decode %s --packets", r->dir);
+	CHECK(st == 0, "%s: --packets exits 0", r->name);
+	test_packets(r, F(r, "pk"));
+}
+
+/* ---- inputs other than a ptgen directory -------------------------------------------------- */
+
+/* ptxed-style "--raw FILE:BASE ..." for @r's images. */
+static void raw_args(struct run *r, char *buf, size_t len, int skip)
+{
+	char path[PATH_MAX + 32], line[PATH_MAX + 64];
+	size_t o = 0;
+	int k = 0;
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "%s/images.txt", r->dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long s, e;
+		char name[256];
+
+		if (sscanf(line, "%llx %llx %255s", &s, &e, name) != 3)
+			continue;
+		if (k++ == skip)
+			continue;
+		o += (size_t)snprintf(buf + o, len - o, " --raw %s/%s:%#llx", r->dir, name, s);
+	}
+	if (f)
+		fclose(f);
+}
+
+static void make_capture(struct run *r, const char *dir, const void *trace, size_t tlen)
+{
+	struct json_object *o = json_object_new_object(), *cpu = json_object_new_object();
+	struct json_object *tr = json_object_new_array(), *t = json_object_new_object();
+	char path[PATH_MAX + 32];
+
+	(void)r;
+	sh("rm -rf %s && mkdir -p %s", dir, dir);
+	snprintf(path, sizeof(path), "%s/cpu0.pt", dir);
+	spew(path, trace, tlen);
+	json_object_object_add(o, "format", json_object_new_string("ipt-capture"));
+	json_object_object_add(o, "format_version", json_object_new_int(1));
+	json_object_object_add(o, "complete", json_object_new_boolean(1));
+	json_object_object_add(o, "mode", json_object_new_string("cpu"));
+	json_object_object_add(cpu, "vendor", json_object_new_string("GenuineIntel"));
+	json_object_object_add(cpu, "family", json_object_new_int(6));
+	json_object_object_add(cpu, "model", json_object_new_int(126));
+	json_object_object_add(cpu, "stepping", json_object_new_int(5));
+	json_object_object_add(cpu, "nom_freq", json_object_new_int(20));
+	json_object_object_add(o, "cpu", cpu);
+	json_object_object_add(t, "cpu", json_object_new_int(0));
+	json_object_object_add(t, "file", json_object_new_string("cpu0.pt"));
+	json_object_object_add(t, "size", json_object_new_int64((int64_t)tlen));
+	json_object_array_add(tr, t);
+	json_object_object_add(o, "traces", tr);
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	json_object_to_file(path, o);
+	json_object_put(o);
+}
+
+/* The build-id of @path by binutils' readelf, or "" */
+static void readelf_build_id(const char *path, char *id, size_t len)
+{
+	char cmd[PATH_MAX + 64], line[512];
+	FILE *p;
+
+	id[0] = 0;
+	snprintf(cmd, sizeof(cmd), "readelf -n %s 2>/dev/null", path);
+	p = popen(cmd, "r");
+	while (p && fgets(line, sizeof(line), p))
+		if (strstr(line, "Build ID:") && sscanf(strstr(line, "Build ID:") + 9, "%127s", id) == 1)
+			break;
+	if (p)
+		pclose(p);
+	(void)len;
+}
+
+static void write_sideband(struct run *r, const char *cap, const char *bad_id_for)
+{
+	char path[PATH_MAX + 64], line[PATH_MAX + 128], id[128];
+	uint64_t t = 1000;
+	FILE *in, *out;
+
+	snprintf(path, sizeof(path), "%s/sideband.jsonl", cap);
+	out = fopen(path, "w");
+	snprintf(path, sizeof(path), "%s/maps.txt", r->dir);
+	in = fopen(path, "r");
+	if (!out || !in) {
+		if (out)
+			fclose(out);
+		if (in)
+			fclose(in);
+		return;
+	}
+	fprintf(out, "{\"type\":\"header\",\"format\":\"ipt-sideband\",\"version\":1}\n");
+	fprintf(out, "{\"type\":\"comm\",\"time\":null,\"cpu\":null,\"pid\":999,\"tid\":999,"
+		"\"comm\":\"decoy\",\"exec\":false}\n");
+	fprintf(out, "{\"type\":\"mmap\",\"time\":null,\"cpu\":null,\"pid\":999,\"tid\":999,"
+		"\"start\":%" PRIu64 ",\"len\":65536,\"pgoff\":0,\"prot\":5,\"flags\":2,"
+		"\"file\":\"/bin/true\",\"build_id\":null}\n", r->ips[0] & ~(uint64_t)0xfff);
+	fprintf(out, "{\"type\":\"comm\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":4242,"
+		"\"tid\":4242,\"comm\":\"calls\",\"exec\":true}\n", t++);
+	while (fgets(line, sizeof(line), in)) {
+		unsigned long long s, e, off;
+		char perms[8], file[PATH_MAX], bid[160] = "null";
+
+		if (line[0] == '#' ||
+		    sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &s, &e, perms, &off, file) != 5 ||
+		    perms[2] != 'x' || file[0] != '/')
+			continue;
+		if (bad_id_for && strstr(file, bad_id_for)) {
+			snprintf(bid, sizeof(bid), "\"0123456789abcdef\"");
+		} else if (!strcmp(file, r->elf)) {
+			readelf_build_id(file, id, sizeof(id));
+			if (id[0])
+				snprintf(bid, sizeof(bid), "\"%s\"", id);
+		}
+		fprintf(out, "{\"type\":\"mmap\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":4242,"
+			"\"tid\":4242,\"start\":%llu,\"len\":%llu,\"pgoff\":%llu,\"prot\":5,"
+			"\"flags\":2,\"file\":\"%s\",\"build_id\":%s}\n", t++, s, e - s, off, file, bid);
+	}
+	fclose(in);
+	fclose(out);
+}
+
+/*
+ * A capture whose code comes from its sideband: the program's executable
+ * mappings (from ptgen's maps.txt) as perf mmap records after an exec of
+ * pid 4242 (the program's own with its real build-id), and a decoy process
+ * 999 from the snapshot mapping other code at the same addresses.
+ */
+static void test_sideband(struct run *r)
+{
+	char cap[PATH_MAX], path[PATH_MAX + 64];
+	size_t tlen, n = 0, first, nmaps = 0;
+	char *trace;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	trace = slurp(path, &tlen);
+	snprintf(cap, sizeof(cap), "%s/%s.sbcapture", work, r->name);
+	make_capture(r, cap, trace, tlen);
+	free(trace);
+	/* meta.json: add "sideband" */
+	{
+		struct json_object *o, *sb = json_object_new_object();
+
+		snprintf(path, sizeof(path), "%s/meta.json", cap);
+		o = json_object_from_file(path);
+		json_object_object_add(sb, "file", json_object_new_string("sideband.jsonl"));
+		json_object_object_add(sb, "version", json_object_new_int(1));
+		json_object_object_add(o, "sideband", sb);
+		json_object_to_file(path, o);
+		json_object_put(o);
+	}
+	write_sideband(r, cap, NULL);
+	snprintf(path, sizeof(path), "%s/sideband.jsonl", cap);
+	{
+		size_t l;
+		char *sbt = slurp(path, &l), *q = sbt;
+
+		while (q && (q = strstr(q, "\"mmap\""))) {
+			nmaps++;
+			q++;
+		}
+		if (nmaps)
+			nmaps--;	/* the decoy's */
+		free(sbt);
+	}
+	st = decode(F(r, "sb"), F(r, "esb"), "-j decode %s --insn=%s --profile=%s", cap,
+		    F(r, "sbi"), F(r, "sbp"));
+	CHECK(st == 0 && clean_stderr(F(r, "esb")) && insn_equal(r, F(r, "sbi"), &n, &first) &&
+	      file_contains(F(r, "sb"), "pid 4242 from the sideband"),
+	      "%s: a capture with sideband.jsonl (%zu mmap records, a decoy process) decodes to the "
+	      "ground truth with no --elf/--raw, code from the files the records name (%zu)", r->name,
+	      nmaps, n);
+	CHECK(file_contains(F(r, "sbp"), "libc.so.6") && file_contains(F(r, "sbp"), " main "),
+	      "%s: sideband images have their files' symbols (libc.so.6, main)", r->name);
+	st = decode(F(r, "sb2"), F(r, "esb2"), "-j decode %s --pid 999", cap);
+	CHECK(st == 1 && clean_stderr(F(r, "esb2")) && json_int(F(r, "sb2"), "errors") >= 1,
+	      "%s: --pid of a process whose code is not what ran: errors, exit 1, no crash", r->name);
+	st = decode(F(r, "sb3"), F(r, "esb3"), "decode %s --pid 31337", cap);
+	CHECK(st == 1 && clean_stderr(F(r, "esb3")) && file_contains(F(r, "esb3"), "pid 31337"),
+	      "%s: --pid of an unknown process: no images, says so", r->name);
+	write_sideband(r, cap, "libc.so");
+	st = decode(F(r, "sb4"), F(r, "esb4"), "-j decode %s", cap);
+	CHECK(st == 1 && clean_stderr(F(r, "esb4")) &&
+	      file_contains(F(r, "sb4"), "1 with another build-id here") &&
+	      json_int(F(r, "sb4"), "errors") >= 1,
+	      "%s: a mapping whose file here has another build-id is not used, and the summary "
+	      "says so (the program's own, with its real build-id, is)", r->name);
+}
+
+/*
+ * A capture written by ipttool's own capture writer (capture.c:
+ * capture_write_trace(), capture_write_meta()), as 'ipttool record' writes
+ * it, for a simulated unit reporting CPU 6/126/5 with MTC on.
+ */
+static bool make_real_capture(const char *dir, const void *trace, size_t tlen)
+{
+	struct capture c;
+	struct capture_trace tr;
+	struct iptcap_seg seg = { 0, tlen };
+
+	sh("rm -rf %s && mkdir -p %s", dir, dir);
+	memset(&c, 0, sizeof(c));
+	memset(&tr, 0, sizeof(tr));
+	c.dir = dir;
+	c.complete = true;
+	c.caps.size = sizeof(c.caps);
+	c.caps.abi_version = IPT_ABI_VERSION;
+	c.caps.backend = IPT_BACKEND_SIM;
+	strcpy(c.caps.vendor, "GenuineIntel");
+	c.caps.family = 6;
+	c.caps.model = 126;
+	c.caps.stepping = 5;
+	c.caps.nr_cpus = 1;
+	c.caps.cpuid_15.eax = 2;
+	c.caps.cpuid_15.ebx = 200;
+	c.caps.nom_freq = 20;
+	c.config.buffer_size = 1 << 20;
+	c.config.trace_flags = IPT_TRACE_BRANCH | IPT_TRACE_USER | IPT_TRACE_MTC;
+	c.config.mtc_freq = 3;
+	c.traces = &tr;
+	c.nr_traces = 1;
+	tr.cpu = 0;
+	tr.ts.buffer_size = tr.ts.bytes_valid = tlen;
+	return !capture_write_trace(&c, &tr, trace, &seg, 1) && !capture_write_meta(&c);
+}
+
+static void test_inputs(struct run *r)
+{
+	char raws[16384], cap[PATH_MAX + 32], path[PATH_MAX + 32];
+	size_t n = 0, first, tlen;
+	char *trace;
+	int st;
+
+	raw_args(r, raws, sizeof(raws), -1);
+	st = decode(F(r, "x"), F(r, "ex"), "decode --pt %s/trace.pt --cpu 6/126/5%s --insn",
+		    r->dir, raws);
+	CHECK(st == 0 && insn_equal(r, F(r, "x"), &n, &first),
+	      "%s: ptxed-style --pt/--raw/--cpu decodes to the ground truth (%zu)", r->name, n);
+	/* raw images have no symbols: whole DSOs are one "[no symbol]" each */
+	st = decode(F(r, "xp1"), F(r, "exp1"), "decode --pt %s/trace.pt%s --profile=%s --folded=%s",
+		    r->dir, raws, F(r, "xp1.p"), F(r, "xp1.f"));
+	st |= decode(F(r, "xp2"), F(r, "exp2"), "decode --pt %s/trace.pt%s --profile=%s --folded=%s "
+		     "--insn=/dev/null", r->dir, raws, F(r, "xp2.p"), F(r, "xp2.f"));
+	CHECK(st == 0 && same_files(F(r, "xp1.p"), F(r, "xp2.p")) &&
+	      same_files(F(r, "xp1.f"), F(r, "xp2.f")) && file_contains(F(r, "xp1.p"), "[no symbol]"),
+	      "%s: --raw images without symbols: block-at-a-time profile and folded equal the walk",
+	      r->name);
+	if (r->static_prog) {
+		st = decode(F(r, "xe"), F(r, "exe"), "decode --pt %s/trace.pt --elf %s --insn",
+			    r->dir, r->elf);
+		CHECK(st == 0 && insn_equal(r, F(r, "xe"), &n, &first),
+		      "%s: --elf PROGRAM (static) decodes to the ground truth (%zu)", r->name, n);
+	}
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	trace = slurp(path, &tlen);
+	snprintf(cap, sizeof(cap), "%s/%s.capture", work, r->name);
+	make_capture(r, cap, trace, tlen);
+	st = decode(F(r, "c"), F(r, "ec"), "-j decode %s%s --insn=%s", cap, raws, F(r, "ci"));
+	CHECK(st == 0 && insn_equal(r, F(r, "ci"), &n, &first),
+	      "%s: a capture directory (cpu0.pt, meta.json) with --raw decodes to the ground truth",
+	      r->name);
+	CHECK(file_contains(F(r, "c"), "no sideband") && file_contains(F(r, "c"), "\"cpu\":\"6\\/126\\/5\""),
+	      "%s: the capture's summary names its CPU from meta.json and says images came from "
+	      "--elf/--raw", r->name);
+	snprintf(cap, sizeof(cap), "%s/%s.real-capture", work, r->name);
+	if (make_real_capture(cap, trace, tlen)) {
+		st = decode(F(r, "rc"), F(r, "erc"), "-j decode %s%s --insn=%s", cap, raws, F(r, "rci"));
+		CHECK(st == 0 && insn_equal(r, F(r, "rci"), &n, &first) &&
+		      file_contains(F(r, "rc"), "\"cpu\":\"6\\/126\\/5\""),
+		      "%s: a capture written by ipttool's capture writer (capture.c) decodes to the "
+		      "ground truth, CPU from its meta.json", r->name);
+	} else {
+		CHECK(0, "%s: ipttool's capture writer failed in %s", r->name, cap);
+	}
+	free(trace);
+}
+
+/* ---- corrupted input, under ASan/UBSan ----------------------------------------------------- */
+
+static void test_corrupt(struct run *r)
+{
+	char raws[16384], path[2 * PATH_MAX], cap[PATH_MAX];
+	size_t tlen, n, first;
+	char *trace;
+	uint64_t *a;
+	int st;
+	int64_t got;
+
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	trace = slurp(path, &tlen);
+	raw_args(r, raws, sizeof(raws), -1);
+
+	/* truncated: the first half */
+	snprintf(path, sizeof(path), "%s/trunc.pt", work);
+	spew(path, trace, tlen / 2);
+	st = decode(F(r, "t"), F(r, "et"), "decode --pt %s --cpu 6/126/5%s --insn", path, raws);
+	a = insn_addrs(F(r, "t"), &n);
+	first = 0;
+	while (first < n && first < r->n && a[first] == r->ips[first])
+		first++;
+	CHECK(st <= 1 && clean_stderr(F(r, "et")) && n > 0 && n < r->n && first == n,
+	      "truncated trace: exit %d, a correct partial result (%zu of %zu instructions, all "
+	      "equal to the ground truth's start)", st, n, r->n);
+	free(a);
+
+	/* garbage inside: 48 bytes of 0xff... after the second PSB */
+	{
+		char *g = malloc(tlen);
+		size_t at = tlen / 3;
+
+		memcpy(g, trace, tlen);
+		for (size_t i = 0; i < 48 && at + i < tlen; i++)
+			g[at + i] = (char)(0xd3 ^ (int)(i * 37));
+		snprintf(path, sizeof(path), "%s/garbage.pt", work);
+		spew(path, g, tlen);
+		free(g);
+		st = decode(F(r, "g"), F(r, "eg"), "-j decode --pt %s --cpu 6/126/5%s", path, raws);
+		got = json_int(F(r, "g"), "instructions");
+		CHECK(st == 1 && clean_stderr(F(r, "eg")) && json_int(F(r, "g"), "errors") >= 1 &&
+		      got > (int64_t)r->n / 2 && got < (int64_t)r->n,
+		      "garbage inside the trace: exit 1, errors counted with offsets, decoding resumes "
+		      "at the next PSB (%" PRId64 " of %zu instructions)", got, r->n);
+		st = decode(F(r, "g2"), F(r, "eg2"), "decode --pt %s --cpu 6/126/5%s --insn", path, raws);
+		CHECK(clean_stderr(F(r, "eg2")) && file_contains(F(r, "eg2"), "offset 0x") &&
+		      file_contains(F(r, "eg2"), "bytes skipped") && file_contains(F(r, "g2"), "[lost trace:"),
+		      "garbage: the text summary and --insn say where trace was lost and how much was "
+		      "skipped");
+	}
+
+	/* an overflow: an OVF packet just before the second PSB */
+	{
+		static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
+						 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+		char *g = malloc(tlen + 2), *second = NULL;
+		size_t at;
+
+		second = memmem(trace + 1, tlen - 1, psb, sizeof(psb));
+		at = second ? (size_t)(second - trace) : tlen;
+		memcpy(g, trace, at);
+		g[at] = 0x02;
+		g[at + 1] = (char)0xf3;		/* OVF */
+		memcpy(g + at + 2, trace + at, tlen - at);
+		snprintf(path, sizeof(path), "%s/ovf.pt", work);
+		spew(path, g, tlen + 2);
+		free(g);
+		st = decode(F(r, "o1"), F(r, "eo1"), "-j decode --pt %s --cpu 6/126/5%s --insn=%s/ovf.insn1",
+			    path, raws, work);
+		got = json_int(F(r, "o1"), "instructions");
+		CHECK(second && st == 1 && clean_stderr(F(r, "eo1")) &&
+		      file_contains(F(r, "o1"), "\"overflow\":{\"count\":1") &&
+		      got > (int64_t)r->n * 9 / 10 && got <= (int64_t)r->n,
+		      "an overflow (OVF packet): counted as an overflow, decoding resumes where tracing "
+		      "did (%" PRId64 " of %zu instructions)", got, r->n);
+		{
+			char a1[PATH_MAX + 32];
+
+			/* no packet was really lost: the instructions are all there */
+			snprintf(a1, sizeof(a1), "%s/ovf.insn1", work);
+			CHECK(insn_equal(r, a1, &n, &first),
+			      "an OVF just before a PSB: every instruction still equals the ground "
+			      "truth (%zu)", n);
+		}
+		st = decode(F(r, "o2"), F(r, "eo2"), "decode --pt %s --cpu 6/126/5%s --insn=/dev/null "
+			    "--no-split", path, raws);
+		CHECK(st == 1 && clean_stderr(F(r, "eo2")) && file_contains(F(r, "eo2"), "overflow"),
+		      "the same unsplit: the overflow is reported, no crash");
+	}
+
+	/* a missing binary: the image with most instructions left out */
+	{
+		char less[16384];
+
+		raw_args(r, less, sizeof(less), 1);
+		st = decode(F(r, "m"), F(r, "em"), "decode --pt %s/trace.pt --cpu 6/126/5%s --calls "
+			    "--no-split", r->dir, less);
+		CHECK(st == 1 && clean_stderr(F(r, "em")) && file_contains(F(r, "em"), "no image") &&
+		      file_contains(F(r, "em"), "--elf/--raw"),
+		      "missing binary: exit 1, 'no image' with what to add");
+		st = decode(F(r, "m2"), F(r, "em2"), "-j decode --pt %s/trace.pt --cpu 6/126/5%s",
+			    r->dir, less);
+		got = json_int(F(r, "m2"), "instructions");
+		CHECK(got > 0 && got < (int64_t)r->n && clean_stderr(F(r, "em2")),
+		      "missing binary: a partial result (%" PRId64 " instructions)", got);
+	}
+
+	/* a wrong CPU: errata of another part; the trace still decodes */
+	st = decode(F(r, "w"), F(r, "ew"), "decode --pt %s/trace.pt --cpu 6/61%s --insn", r->dir, raws);
+	CHECK(st == 0 && clean_stderr(F(r, "ew")) && insn_equal(r, F(r, "w"), &n, &first),
+	      "wrong CPU (6/61, Broadwell errata): no crash, same result (errata do not apply here)");
+	st = decode(F(r, "w2"), F(r, "ew2"), "decode --pt %s/trace.pt --cpu banana%s", r->dir, raws);
+	CHECK(st == 2 && file_contains(F(r, "ew2"), "FAMILY/MODEL"),
+	      "--cpu banana: usage error saying what --cpu takes");
+
+	/* an empty capture */
+	snprintf(cap, sizeof(cap), "%s/empty.capture", work);
+	make_capture(r, cap, "", 0);
+	st = decode(F(r, "ee"), F(r, "eee"), "decode %s%s --insn", cap, raws);
+	CHECK(st == 1 && clean_stderr(F(r, "eee")) && file_contains(F(r, "eee"), "empty"),
+	      "empty capture: exit 1, says the trace is empty");
+
+	/* not PT at all */
+	{
+		char junk[4096];
+
+		for (size_t i = 0; i < sizeof(junk); i++)
+			junk[i] = (char)(i * 131 + 7);
+		snprintf(path, sizeof(path), "%s/junk.pt", work);
+		spew(path, junk, sizeof(junk));
+		st = decode(F(r, "j"), F(r, "ej"), "decode --pt %s%s --insn", path, raws);
+		CHECK(st == 1 && clean_stderr(F(r, "ej")) && file_contains(F(r, "ej"), "no PSB"),
+		      "random bytes: exit 1, 'no PSB' message");
+	}
+	/* endless code: tracing enabled at a "jmp ." and no more trace */
+	{
+		static const uint8_t pkts[] = {
+			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
+			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+			0x99, 0x01,					/* MODE.Exec 64-bit */
+			0x02, 0x23,					/* PSBEND */
+			0x99, 0x01,					/* MODE.Exec 64-bit */
+			0x71, 0x00, 0x10, 0x40, 0x00, 0x00, 0x00,	/* TIP.PGE 0x401000 */
+		};
+		static const uint8_t jmp_self[] = { 0xeb, 0xfe };
+		char code[PATH_MAX + 64];
+
+		snprintf(path, sizeof(path), "%s/loop.pt", work);
+		spew(path, pkts, sizeof(pkts));
+		snprintf(code, sizeof(code), "%s/loop.bin", work);
+		spew(code, jmp_self, sizeof(jmp_self));
+		st = decode(F(r, "l"), F(r, "el"), "-j decode --pt %s --raw %s:0x401000", path, code);
+		got = json_int(F(r, "l"), "instructions");
+		CHECK(st == 1 && clean_stderr(F(r, "el")) && file_contains(F(r, "l"), "endless_code") &&
+		      got > 1000000 && got < 2000000,
+		      "endless code (a 'jmp .' with no trace after it): stops after ~1e6 instructions "
+		      "with an 'endless code' error instead of running forever (%" PRId64 ")", got);
+	}
+	/* a bad meta.json, a missing directory, a missing --raw file */
+	snprintf(path, sizeof(path), "%s/meta.json", cap);
+	spew(path, "{\"format\": ", 11);
+	st = decode(F(r, "b"), F(r, "eb"), "decode %s", cap);
+	CHECK(st == 2 && file_contains(F(r, "eb"), "not valid JSON") && clean_stderr(F(r, "eb")),
+	      "broken meta.json: exit 2, 'not valid JSON'");
+	st = decode(F(r, "b2"), F(r, "eb2"), "decode %s/does-not-exist", work);
+	CHECK(st == 2 && file_contains(F(r, "eb2"), "No such file"), "missing directory: exit 2");
+	st = decode(F(r, "b3"), F(r, "eb3"), "decode --pt %s/trace.pt --raw /nonexistent:0x1000",
+		    r->dir);
+	CHECK(st == 2 && file_contains(F(r, "eb3"), "/nonexistent"), "missing --raw file: exit 2");
+	/* every single-byte truncation point near a PSB, and bit flips: no crash */
+	{
+		int bad = 0, runs = 0;
+
+		for (size_t cut = 1; cut < tlen && runs < 6; cut += tlen / 6, runs++) {
+			char *g = malloc(tlen);
+
+			memcpy(g, trace, tlen);
+			for (size_t i = cut; i < tlen; i += 97)
+				g[i] ^= (char)(1 << (i % 8));
+			snprintf(path, sizeof(path), "%s/flip.pt", work);
+			spew(path, g, tlen);
+			free(g);
+			st = decode(F(r, "f"), F(r, "ef"), "decode --pt %s --cpu 6/126/5%s --calls=%s/f.calls "
+				    "--profile=%s/f.prof --folded=%s/f.fold --blocks=%s/f.blk --perfetto "
+				    "%s/f.json --drcov %s/f.cov -J 2", path, raws, work, work, work, work,
+				    work, work);
+			if (st > 1 || !clean_stderr(F(r, "ef")))
+				bad++;
+		}
+		CHECK(bad == 0, "bit flips every 97 bytes from 6 points, every output: never a crash or "
+		      "sanitizer report (%d bad)", bad);
+	}
+	free(trace);
+}
+
+/* mmap records of @r's executable file mappings (from maps.txt) for process @pid */
+static void append_mmaps(FILE *out, struct run *r, long pid, uint64_t *t)
+{
+	char path[PATH_MAX + 64], line[PATH_MAX + 128];
+	FILE *in;
+
+	snprintf(path, sizeof(path), "%s/maps.txt", r->dir);
+	in = fopen(path, "r");
+	while (in && fgets(line, sizeof(line), in)) {
+		unsigned long long s, e, off;
+		char perms[8], file[PATH_MAX];
+
+		if (line[0] == '#' ||
+		    sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &s, &e, perms, &off, file) != 5 ||
+		    perms[2] != 'x' || file[0] != '/')
+			continue;
+		fprintf(out, "{\"type\":\"mmap\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":%ld,"
+			"\"tid\":%ld,\"start\":%llu,\"len\":%llu,\"pgoff\":%llu,\"prot\":5,"
+			"\"flags\":2,\"file\":\"%s\",\"build_id\":null}\n", (*t)++, pid, pid, s,
+			e - s, off, file);
+	}
+	if (in)
+		fclose(in);
+}
+
+/*
+ * A per-thread capture ("mode": "thread") of two threads in two processes:
+ * thread 100 ran @a (process 100), thread 200 (process 200, forked from 100,
+ * then exec'd) ran @b.  Process 100 also maps other code where @b's code
+ * is: only per-process images decode both traces right.
+ */
+static void test_per_thread(struct run *a, struct run *b)
+{
+	char cap[PATH_MAX], path[PATH_MAX + 64], *sec;
+	struct json_object *o = json_object_new_object(), *cpu = json_object_new_object();
+	struct json_object *tr = json_object_new_array(), *sb = json_object_new_object();
+	struct json_object *prog = json_object_new_object();
+	struct run *runs[2] = { a, b };
+	long tids[2] = { 100, 200 };
+	size_t len, n, first, i;
+	uint64_t t = 10;
+	bool ok[2] = { false, false };
+	FILE *out;
+	char *all;
+	int st;
+
+	snprintf(cap, sizeof(cap), "%s/threads.capture", work);
+	sh("rm -rf %s && mkdir -p %s", cap, cap);
+	for (i = 0; i < 2; i++) {
+		struct json_object *e = json_object_new_object();
+		char name[64], *trace;
+		size_t tl;
+
+		snprintf(path, sizeof(path), "%s/trace.pt", runs[i]->dir);
+		trace = slurp(path, &tl);
+		snprintf(name, sizeof(name), "thread-%ld.pt", tids[i]);
+		snprintf(path, sizeof(path), "%s/%s", cap, name);
+		spew(path, trace, tl);
+		free(trace);
+		json_object_object_add(e, "trace", json_object_new_int((int)i));
+		json_object_object_add(e, "tid", json_object_new_int64(tids[i]));
+		json_object_object_add(e, "file", json_object_new_string(name));
+		json_object_array_add(tr, e);
+	}
+	json_object_object_add(o, "format", json_object_new_string("ipt-capture"));
+	json_object_object_add(o, "format_version", json_object_new_int(1));
+	json_object_object_add(o, "mode", json_object_new_string("thread"));
+	json_object_object_add(cpu, "family", json_object_new_int(6));
+	json_object_object_add(cpu, "model", json_object_new_int(126));
+	json_object_object_add(cpu, "stepping", json_object_new_int(5));
+	json_object_object_add(o, "cpu", cpu);
+	json_object_object_add(prog, "pid", json_object_new_int(100));
+	json_object_object_add(o, "program", prog);
+	json_object_object_add(o, "traces", tr);
+	json_object_object_add(sb, "file", json_object_new_string("sideband.jsonl"));
+	json_object_object_add(o, "sideband", sb);
+	snprintf(path, sizeof(path), "%s/meta.json", cap);
+	json_object_to_file(path, o);
+	json_object_put(o);
+
+	snprintf(path, sizeof(path), "%s/sideband.jsonl", cap);
+	out = fopen(path, "w");
+	if (!out) {
+		CHECK(0, "per-thread capture: cannot write %s", path);
+		return;
+	}
+	fprintf(out, "{\"type\":\"header\",\"format\":\"ipt-sideband\",\"version\":1}\n");
+	fprintf(out, "{\"type\":\"comm\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,\"tid\":100,"
+		"\"comm\":\"a\",\"exec\":true}\n", t++);
+	append_mmaps(out, a, 100, &t);
+	/* the decoy: other code of process 100 where b's code is */
+	fprintf(out, "{\"type\":\"mmap\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,\"tid\":100,"
+		"\"start\":%" PRIu64 ",\"len\":65536,\"pgoff\":0,\"prot\":5,\"flags\":2,"
+		"\"file\":\"/bin/true\",\"build_id\":null}\n", t++, b->ips[0] & ~(uint64_t)0xfff);
+	fprintf(out, "{\"type\":\"fork\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":200,\"tid\":200,"
+		"\"ppid\":100,\"ptid\":100}\n", t++);
+	fprintf(out, "{\"type\":\"comm\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":200,\"tid\":200,"
+		"\"comm\":\"b\",\"exec\":true}\n", t++);
+	append_mmaps(out, b, 200, &t);
+	fclose(out);
+
+	st = decode(F(a, "pt"), F(a, "ept"), "-j decode %s --insn=%s --perfetto %s", cap,
+		    F(a, "pti"), F(a, "ptj"));
+	all = slurp(F(a, "pti"), &len);
+	/* split the --insn output at its "[trace FILE]" lines */
+	for (i = 0; all && i < 2; i++) {
+		char hdr[128], *end;
+
+		snprintf(hdr, sizeof(hdr), "thread-%ld.pt]\n", tids[i]);
+		sec = strstr(all, hdr);
+		if (!sec)
+			continue;
+		sec += strlen(hdr);
+		end = strstr(sec, "[trace ");
+		snprintf(path, sizeof(path), "%s/thread-%ld.insn", work, tids[i]);
+		spew(path, sec, end ? (size_t)(end - sec) : strlen(sec));
+		ok[i] = insn_equal(runs[i], path, &n, &first);
+	}
+	free(all);
+	CHECK(st == 0 && clean_stderr(F(a, "ept")) && ok[0] && ok[1],
+	      "per-thread capture: each thread's trace decodes to its own ground truth with its "
+	      "process's images from the sideband (fork, exec, a decoy mapping in the other process)");
+	CHECK(file_contains(F(a, "ptj"), "\"tid\":100") && file_contains(F(a, "ptj"), "\"tid\":200") &&
+	      file_contains(F(a, "ptj"), "thread 200") && file_contains(F(a, "pt"), "\"pid\":200"),
+	      "per-thread capture: one Perfetto track per thread (tid 100, 200), the summary gives "
+	      "each trace's tid and pid");
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+static bool ptgen(struct run *r, const char *opts, const char *cmd)
+{
+	return sh("%s/selftests/ptgen %s -o %s -- %s >%s.log 2>&1", build, opts, r->dir, cmd,
+		  r->dir) == 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct run runs[] = {
+		{ .name = "recurse-psb256", .static_prog = true },
+		{ .name = "calls" },
+		{ .name = "signals", .static_prog = true },
+		{ .name = "syscalls-jit", .static_prog = true },
+		{ .name = "vdso", .static_prog = true },
+	};
+	const char *cmds[] = { "--psb-period 256|recurse", "|calls", "|signals", "|syscalls", "|vdso" };
+	size_t i, nr = sizeof(runs) / sizeof(runs[0]);
+	pid_t pids[8];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1) {
+		snprintf(build, sizeof(build), "%s", argv[1]);
+	} else {
+		char self[1024];
+		ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		if (l <= 0)
+			return 2;
+		self[l] = 0;
+		*strrchr(self, '/') = 0;	/* build/userspace */
+		*strrchr(self, '/') = 0;	/* build */
+		snprintf(build, sizeof(build), "%s", self);
+	}
+	snprintf(work, sizeof(work), "%s/decode-tests", build);
+	snprintf(tool, sizeof(tool), "%s/userspace/ipttool-san", build);
+	ZydisDecoderInit(&zd, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=99", 1);
+	setenv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:exitcode=98", 1);
+	setenv("LC_ALL", "C", 1);
+
+	if (access(tool, X_OK)) {
+		CHECK(0, "%s missing (run make userspace)", tool);
+		return tap_done();
+	}
+	{
+		char p[PATH_MAX + 32];
+
+		snprintf(p, sizeof(p), "%s/selftests/ptgen", build);
+		if (access(p, X_OK)) {
+			CHECK(0, "%s missing (run make selftests)", p);
+			return tap_done();
+		}
+	}
+	sh("rm -rf %s && mkdir -p %s", work, work);
+	/* a private copy: a concurrent 'make' may relink the one in build/ */
+	if (sh("cp %s %s/ipttool-san", tool, work) == 0)
+		snprintf(tool, sizeof(tool), "%s/ipttool-san", work);
+	/* ptgen, two at a time (each tracer/tracee pair keeps a CPU busy) */
+	for (i = 0; i < nr; i++) {
+		char opts[128], prog[PATH_MAX + 64];
+		const char *bar = strchr(cmds[i], '|');
+
+		snprintf(runs[i].dir, sizeof(runs[i].dir), "%s/%.63s", work, runs[i].name);
+		snprintf(opts, sizeof(opts), "%.*s", (int)(bar - cmds[i]), cmds[i]);
+		snprintf(prog, sizeof(prog), "%s/groundtruth/%s", build, bar + 1);
+		if (i >= 2) {
+			int wst;
+
+			waitpid(pids[i - 2], &wst, 0);
+		}
+		pids[i] = fork();
+		if (pids[i] == 0)
+			_exit(ptgen(&runs[i], opts, prog) ? 0 : 1);
+	}
+	for (i = nr >= 2 ? nr - 2 : 0; i < nr; i++)
+		waitpid(pids[i], NULL, 0);
+	for (i = 0; i < nr; i++) {
+		bool ok = load_run(&runs[i]);
+
+		CHECK(ok, "%s: ptgen made a ground-truth trace (%zu instructions)", runs[i].name,
+		      runs[i].n);
+		if (!ok)
+			continue;
+		test_run(&runs[i], i < 3);
+	}
+	if (runs[0].n) {
+		int st = decode(F(&runs[0], "seg"), F(&runs[0], "eseg"), "-j decode %s", runs[0].dir);
+		struct json_object *o = json_object_from_file(F(&runs[0], "seg")), *t, *v;
+		int64_t segs = -1;
+
+		if (o && json_object_object_get_ex(o, "traces", &t) &&
+		    json_object_object_get_ex(json_object_array_get_idx(t, 0), "segments", &v))
+			segs = json_object_get_int64(v);
+		CHECK(st == 0 && segs >= 8, "%s: the trace is split into %" PRId64 " segments, so -J 4 "
+		      "really decodes in parallel", runs[0].name, segs);
+		json_object_put(o);
+		test_inputs(&runs[0]);
+	}
+	if (runs[0].n && runs[1].n)
+		test_per_thread(&runs[1], &runs[0]);
+	if (runs[1].n) {
+		test_inputs(&runs[1]);
+		test_sideband(&runs[1]);
+		test_corrupt(&runs[1]);
+	}
+	return tap_done();
+}
