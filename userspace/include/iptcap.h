@@ -39,6 +39,11 @@ enum iptcap_err {
 	IPTCAP_ERR_TRUNCATED,	/* a stop-on-full buffer filled: later bytes were lost */
 	IPTCAP_ERR_HW_ERROR,	/* the unit reported an operational error (STATUS.Error) */
 	IPTCAP_ERR_NO_SPACE,	/* no space left on the output device (ENOSPC, EDQUOT) */
+	IPTCAP_ERR_NO_SUCH_THREAD,	/* no such thread, or it is exiting (ESRCH) */
+	IPTCAP_ERR_NO_FREE_TRACE,	/* every trace of the per-thread session is in use */
+	IPTCAP_ERR_ALREADY_TRACED,	/* the thread is already traced in this session (EEXIST) */
+	IPTCAP_ERR_NO_SUCH_TRACE,	/* no thread has that trace (yet) (ENOENT) */
+	IPTCAP_ERR_NO_THREAD_MODE,	/* this ipt.ko has no per-thread mode (too old) */
 	IPTCAP_ERR__COUNT	/* number of values; not an error */
 };
 
@@ -67,9 +72,11 @@ const char *iptcap_unavail_str(uint32_t why);
 /* @bit is one IPT_FEAT_* bit; the name is a stable lower_case token. */
 const char *iptcap_feature_name(uint64_t bit);
 
-/* ---- per-CPU sessions --------------------------------------------------- */
+/* ---- sessions: per-CPU and per-thread ----------------------------------- */
 
 #define IPTCAP_DEFAULT_BUFFER_SIZE	(4ull << 20)
+/* Traces of a per-thread session when iptcap_config.max_threads is 0. */
+#define IPTCAP_DEFAULT_MAX_THREADS	64
 
 /**
  * struct iptcap_config - a per-CPU session, as named options
@@ -92,6 +99,11 @@ const char *iptcap_feature_name(uint64_t bit);
  * @nr_ranges: entries used in @ranges
  * @cr3_filter: trace only while CR3 equals @cr3_match (IPT_FEAT_CR3_FILTER)
  * @cr3_match: the raw CR3 value (bits 4:0 must be 0)
+ * @per_thread: an IPT_MODE_THREAD session: threads are attached with
+ *        iptcap_attach(), each into a buffer of @buffer_size bytes;
+ *        @all_cpus and @cpu_mask are ignored
+ * @max_threads: per-thread: traces the session holds (1..IPT_MAX_THREADS;
+ *        0: IPTCAP_DEFAULT_MAX_THREADS), all allocated at configure time
  *
  * Initialise with iptcap_config_init(); every field has a name, none is a
  * raw register value except the encodings the SDM defines (MTCFreq,
@@ -114,9 +126,11 @@ struct iptcap_config {
 	unsigned int nr_ranges;
 	bool cr3_filter;
 	uint64_t cr3_match;
+	bool per_thread;
+	unsigned int max_threads;
 };
 
-/* Defaults: all CPUs, user and kernel, ring, default size, no timing. */
+/* Defaults: per-CPU, all CPUs, user and kernel, ring, default size, no timing. */
 void iptcap_config_init(struct iptcap_config *cfg);
 
 /*
@@ -132,9 +146,11 @@ enum iptcap_err iptcap_config_to_ipt(const struct iptcap_config *cfg,
 				     char *msg, size_t msg_len);
 
 /*
- * Configure a per-CPU session on @ipt: read the caps, check @cfg (see
- * iptcap_config_to_ipt(), @msg as there) and allocate the buffers.
- * The session belongs to @ipt: iptcap_close() ends it.
+ * Configure a session on @ipt (per-CPU, or per-thread with
+ * @cfg->per_thread): read the caps, check @cfg (see iptcap_config_to_ipt(),
+ * @msg as there) and allocate the buffers.  The session belongs to @ipt:
+ * iptcap_close() ends it.  A per-thread configuration refused by a module
+ * that predates per-thread mode gives IPTCAP_ERR_NO_THREAD_MODE.
  */
 enum iptcap_err iptcap_configure(struct iptcap *ipt, const struct iptcap_config *cfg,
 				 char *msg, size_t msg_len);
@@ -143,9 +159,50 @@ enum iptcap_err iptcap_stop(struct iptcap *ipt);
 /* Free the buffers (unmapping what iptcap_map() mapped); back to idle. */
 enum iptcap_err iptcap_release(struct iptcap *ipt);
 
-/* The state of @cpu's trace; IPTCAP_ERR_NO_SUCH_CPU if not in the session. */
+/*
+ * The state of @cpu's trace; IPTCAP_ERR_NO_SUCH_CPU if not in the session.
+ * In a per-thread session @cpu is the trace index (0 .. max_threads - 1):
+ * IPTCAP_ERR_NO_SUCH_TRACE when no thread has been given it yet.  Every
+ * function below that takes a CPU takes a trace index in that mode.
+ */
 enum iptcap_err iptcap_trace_state(struct iptcap *ipt, unsigned int cpu,
 				   struct ipt_trace_state *ts);
+
+/* Whether the session configured on @ipt is per-thread. */
+bool iptcap_is_per_thread(const struct iptcap *ipt);
+/*
+ * Whether the module behind @ipt knows per-thread mode (IPT_IOC_ATTACH):
+ * probed with a malformed attach, which a new module refuses with EINVAL
+ * and an old one with ENOTTY.  No session is needed.
+ */
+bool iptcap_has_thread_mode(struct iptcap *ipt);
+
+/* iptcap_attach() flags */
+#define IPTCAP_ATTACH_INHERIT	IPT_ATTACH_INHERIT	/* its new threads and children too */
+
+/*
+ * Per-thread session: trace thread @tid (in the caller's pid namespace; 0
+ * is the calling thread) into the next free trace, whose index goes to
+ * *@trace.  Valid once configured, also while tracing.  Errors:
+ * IPTCAP_ERR_NO_SUCH_THREAD, IPTCAP_ERR_PERMISSION (another process's
+ * thread without CAP_PERFMON), IPTCAP_ERR_ALREADY_TRACED,
+ * IPTCAP_ERR_NO_FREE_TRACE (traces are handed out in order and never
+ * reused within a session), IPTCAP_ERR_STATE (not a per-thread session).
+ * Safe between fork() and exec() (one ioctl, no allocation).
+ */
+enum iptcap_err iptcap_attach(struct iptcap *ipt, uint32_t tid, unsigned int flags,
+			      unsigned int *trace);
+/*
+ * Stop tracing the thread of @trace; the trace stays readable (final,
+ * IPT_TS_DETACHED).  IPTCAP_ERR_NO_SUCH_TRACE, or IPTCAP_ERR_NO_SUCH_THREAD
+ * when its thread already exited or was detached.
+ */
+enum iptcap_err iptcap_detach(struct iptcap *ipt, unsigned int trace);
+/*
+ * Per-thread session: the number of traces handed out so far (they are
+ * indexes 0 .. *@n - 1, in attach / creation order).
+ */
+enum iptcap_err iptcap_nr_traces(struct iptcap *ipt, unsigned int *n);
 /*
  * What a trace state says about lost data: IPTCAP_OK (complete),
  * IPTCAP_ERR_HW_ERROR, IPTCAP_ERR_OVERWRITTEN (ring wrapped) or
@@ -274,6 +331,8 @@ enum iptcap_sb_type {
  * @next_prev_pid: SWITCH: the task entering (out) or leaving (in)
  * @next_prev_tid: likewise
  * @lost: LOST: records dropped
+ * @raw: the perf record itself (header included), @raw_len bytes; valid
+ *       during the callback only (iptcap_sb_parse(): @rec)
  */
 struct iptcap_sb_rec {
 	enum iptcap_sb_type type;
@@ -296,6 +355,8 @@ struct iptcap_sb_rec {
 	bool preempt;
 	uint32_t next_prev_pid, next_prev_tid;
 	uint64_t lost;
+	const void *raw;
+	size_t raw_len;
 };
 
 /*
@@ -312,17 +373,23 @@ int iptcap_sb_parse(const void *rec, size_t len, struct iptcap_sb_rec *out);
  *        down to 8 while perf_event_mlock_kb does not allow it
  * @no_switch: no context-switch records
  * @no_build_id: do not ask the kernel for build-ids in mmap records
+ * @tid: 0: CPU-wide events, one per online CPU; else a single event that
+ *       follows thread @tid on any CPU (its own mmaps, comm, exit and
+ *       switches in and out, PERF_RECORD_SWITCH), which needs no
+ *       CAP_PERFMON for the caller's own threads (perf_event_paranoid <= 2)
  */
 struct iptcap_sb_opts {
 	unsigned int data_pages;
 	bool no_switch;
 	bool no_build_id;
+	uint32_t tid;
 };
 
 struct iptcap_sb;
 
 /*
- * Open a software dummy perf event on every online CPU (disabled): mmap2
+ * Open a software dummy perf event on every online CPU (or one for
+ * @opts->tid), disabled: mmap2
  * of executable mappings with build-ids where the kernel gives them,
  * comm and exec, fork and exit, CPU-wide context switches, each with
  * time, pid/tid and CPU.  @opts may be NULL.  Needs CAP_PERFMON (or
@@ -357,7 +424,7 @@ int iptcap_sb_read(struct iptcap_sb *sb, iptcap_sb_fn fn, void *arg);
 
 /**
  * struct iptcap_sb_cpu_stats - one CPU's sideband so far
- * @cpu: the CPU
+ * @cpu: the CPU (UINT32_MAX for the event of iptcap_sb_opts.tid)
  * @records: records read (PERF_RECORD_LOST ones included)
  * @lost: records the kernel dropped (sum of PERF_RECORD_LOST)
  * @bytes: bytes read from the ring
@@ -415,6 +482,119 @@ int iptcap_elf_symbol(const char *path, const char *name, uint64_t *start, uint6
  * build-id, unreadable).
  */
 int iptcap_elf_build_id(const char *path, uint8_t id[20], uint8_t *len);
+
+/* ---- a tracer per thread (the shape of DynamoRIO's drpttracer) ---------- */
+
+/**
+ * struct iptcap_thread_opts - how iptcap_thread_create() traces
+ * @device: the device node; NULL: IPT_DEVICE_PATH
+ * @buffer_size: bytes of trace per start/stop interval (a multiple of
+ *        4096; 0: the default, 4 MiB or the unit's maximum when smaller)
+ * @stop_on_full: keep the first bytes when the buffer fills (else a ring:
+ *        the last ones)
+ * @kernel: also trace CPL 0 (needs CAP_PERFMON); user code is always traced
+ * @tsc: TSC packets (needed to place the trace on the sideband's clock)
+ * @max_threads: traces of the process-wide session (0:
+ *        IPTCAP_THREAD_DEFAULT_MAX); each start uses one, see below
+ * @no_sideband: no perf sideband events
+ *
+ * All handles of a process share one per-thread session, configured by
+ * the first handle with its options (later handles' @buffer_size,
+ * @stop_on_full, @kernel and @tsc are ignored while it exists).
+ */
+#define IPTCAP_THREAD_DEFAULT_MAX	16
+
+struct iptcap_thread_opts {
+	const char *device;
+	uint64_t buffer_size;
+	bool stop_on_full;
+	bool kernel;
+	bool tsc;
+	unsigned int max_threads;
+	bool no_sideband;
+};
+
+/**
+ * struct iptcap_pt_metadata - what a decoder needs besides the bytes
+ * @cpu_family: display family (ptxed --cpu F/M/S)
+ * @cpu_model: display model
+ * @cpu_stepping: stepping
+ * @have_time_conv: @time_shift, @time_mult, @time_zero are valid
+ * @time_shift: perf_event_mmap_page.time_shift (TSC <-> perf time)
+ * @time_mult: perf_event_mmap_page.time_mult
+ * @time_zero: perf_event_mmap_page.time_zero
+ * @cpuid_15: CPUID.15H (TSC / crystal ratio)
+ * @nom_freq: maximum non-turbo ratio (0: unknown)
+ */
+struct iptcap_pt_metadata {
+	uint32_t cpu_family;
+	uint32_t cpu_model;
+	uint32_t cpu_stepping;
+	bool have_time_conv;
+	uint16_t time_shift;
+	uint32_t time_mult;
+	uint64_t time_zero;
+	struct ipt_cpuid_regs cpuid_15;
+	uint32_t nom_freq;
+};
+
+/**
+ * struct iptcap_output - one thread's trace of one start/stop interval
+ * @pt: the raw PT bytes, oldest first (a wrapped ring unrolled), @pt_size
+ * @sideband: raw perf records of the thread (each starts with its struct
+ *        perf_event_header; parse with iptcap_sb_parse()), @sideband_size
+ *        bytes; empty when the sideband event could not be opened
+ *        (@sideband_skipped says why)
+ * @metadata: CPU identity and the TSC conversion
+ * @tid: the traced thread
+ * @loss: iptcap_trace_loss() of the trace: IPTCAP_OK, or what was lost
+ * @bytes_lost: bytes a ring overwrote
+ * @sideband_lost: perf records the kernel dropped
+ * @sideband_skipped: empty, or why there is no sideband
+ *
+ * Zero it before the first iptcap_thread_stop(); it can be reused for the
+ * next one (its buffers are reused); iptcap_output_free() frees them.
+ */
+struct iptcap_output {
+	void *pt;
+	size_t pt_size;
+	void *sideband;
+	size_t sideband_size;
+	struct iptcap_pt_metadata metadata;
+	uint32_t tid;
+	enum iptcap_err loss;
+	uint64_t bytes_lost;
+	uint64_t sideband_lost;
+	char sideband_skipped[160];
+	size_t pt_cap, sideband_cap;	/* allocated sizes (private) */
+};
+
+struct iptcap_thread;
+
+/*
+ * A tracer of the calling thread.  @opts may be NULL.  The first handle
+ * of the process opens the device and configures and starts the shared
+ * per-thread session; the last iptcap_thread_destroy() releases it.
+ * A perf sideband event of the thread is opened (best effort).
+ */
+enum iptcap_err iptcap_thread_create(const struct iptcap_thread_opts *opts,
+				     struct iptcap_thread **out);
+/*
+ * Trace the calling thread (which must be the handle's) from now on, into
+ * a fresh trace of the session.  When the session's traces are used up
+ * and no other handle traces, the session is configured anew.
+ */
+enum iptcap_err iptcap_thread_start(struct iptcap_thread *th);
+/*
+ * Stop tracing and copy what was traced since iptcap_thread_start() into
+ * @out: PT bytes, the thread's sideband, the metadata.  The data's losses
+ * are in @out->loss, not in the return value.
+ */
+enum iptcap_err iptcap_thread_stop(struct iptcap_thread *th, struct iptcap_output *out);
+/* Stop if tracing, drop the handle (and the session with the last one). */
+void iptcap_thread_destroy(struct iptcap_thread *th);
+/* Free @out's buffers and zero it. */
+void iptcap_output_free(struct iptcap_output *out);
 
 #ifdef __cplusplus
 }

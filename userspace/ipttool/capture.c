@@ -544,7 +544,9 @@ int capture_write_trace(struct capture *c, struct capture_trace *tr,
 	char name[4096];
 	int fd = -1, err = 0, i;
 
-	if ((size_t)snprintf(name, sizeof(name), "%s/cpu%u.pt", c->dir, tr->cpu) >= sizeof(name))
+	if (!tr->file[0])
+		snprintf(tr->file, sizeof(tr->file), "cpu%u.pt", tr->cpu);
+	if ((size_t)snprintf(name, sizeof(name), "%s/%s", c->dir, tr->file) >= sizeof(name))
 		errno = ENAMETOOLONG;
 	else
 		fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -567,8 +569,8 @@ int capture_write_trace(struct capture *c, struct capture_trace *tr,
 out:
 	tr->write_errno = err;
 	if (err)
-		capture_incomplete(c, "writing cpu%u.pt failed after %" PRIu64 " bytes: %s",
-				   tr->cpu, tr->written, strerror(err));
+		capture_incomplete(c, "writing %s failed after %" PRIu64 " bytes: %s",
+				   tr->file, tr->written, strerror(err));
 	return err;
 }
 
@@ -586,6 +588,30 @@ static const char *loss_name(enum iptcap_err e)
 	}
 }
 
+/* What a per-thread capture ran: its command, or the threads of -p. */
+static struct json_object *program_json(const struct capture *c)
+{
+	const struct capture_prog *p = &c->prog;
+	struct json_object *o = json_object_new_object(), *arr;
+	unsigned int i;
+
+	arr = json_object_new_array();
+	for (i = 0; p->argv && p->argv[i]; i++)
+		json_object_array_add(arr, json_object_new_string(p->argv[i]));
+	json_object_object_add(o, "argv", p->argv ? arr : NULL);
+	if (!p->argv)
+		json_object_put(arr);
+	json_object_object_add(o, "pid", p->argv && p->pid > 0 ? u64((uint64_t)p->pid) : NULL);
+	json_object_object_add(o, "exit_status", p->argv && p->exited ? u64((uint64_t)p->status) :
+			       NULL);
+	json_object_object_add(o, "signal", p->argv && p->signal ? u64((uint64_t)p->signal) : NULL);
+	arr = json_object_new_array();
+	for (i = 0; i < c->nr_tids; i++)
+		json_object_array_add(arr, u64(c->tids[i]));
+	json_object_object_add(o, "attached_tids", arr);
+	return o;
+}
+
 struct json_object *capture_meta_json(const struct capture *c)
 {
 	struct json_object *o = json_object_new_object(), *cpu, *r, *cfg, *arr, *k;
@@ -599,7 +625,7 @@ struct json_object *capture_meta_json(const struct capture *c)
 	json_object_object_add(o, "incomplete_reason",
 			       c->complete ? NULL : json_object_new_string(c->reason));
 	json_object_object_add(o, "tool", json_object_new_string("ipttool " IPT_VERSION));
-	json_object_object_add(o, "mode", json_object_new_string("cpu"));
+	json_object_object_add(o, "mode", json_object_new_string(c->per_thread ? "thread" : "cpu"));
 	json_object_object_add(o, "backend",
 			       json_object_new_string(iptcap_backend_name(c->caps.backend) ?
 						      iptcap_backend_name(c->caps.backend) : "unknown"));
@@ -666,7 +692,13 @@ struct json_object *capture_meta_json(const struct capture *c)
 	json_object_object_add(cfg, "ranges", arr);
 	json_object_object_add(cfg, "cr3_match", ic->trace_flags & IPT_TRACE_CR3_FILTER ?
 			       addr(ic->cr3_match) : NULL);
+	if (c->per_thread) {
+		json_object_object_add(cfg, "max_threads", u64(ic->max_threads));
+		json_object_object_add(cfg, "inherit", json_object_new_boolean(c->inherit));
+	}
 	json_object_object_add(o, "config", cfg);
+	if (c->per_thread)
+		json_object_object_add(o, "program", program_json(c));
 
 	if (c->have_time_conv) {
 		r = json_object_new_object();
@@ -688,10 +720,31 @@ struct json_object *capture_meta_json(const struct capture *c)
 		const struct capture_trace *tr = &c->traces[i];
 		const struct ipt_trace_state *ts = &tr->ts;
 		struct json_object *t = json_object_new_object();
-		char name[24];
+		char name[48];
 
-		snprintf(name, sizeof(name), "cpu%u.pt", tr->cpu);
-		json_object_object_add(t, "cpu", u64(tr->cpu));
+		if (tr->file[0])
+			snprintf(name, sizeof(name), "%s", tr->file);
+		else
+			snprintf(name, sizeof(name), "cpu%u.pt", tr->cpu);
+		if (c->per_thread) {
+			json_object_object_add(t, "trace", u64(tr->cpu));
+			json_object_object_add(t, "tid", u64(ts->tid));
+			json_object_object_add(t, "parent", ts->parent == IPT_TRACE_NONE ? NULL :
+					       u64(ts->parent));
+			json_object_object_add(t, "exited",
+					       json_object_new_boolean(ts->status & IPT_TS_EXITED));
+			json_object_object_add(t, "detached",
+					       json_object_new_boolean(ts->status & IPT_TS_DETACHED));
+			json_object_object_add(t, "inherited",
+					       json_object_new_boolean(ts->status & IPT_TS_INHERITED));
+			json_object_object_add(t, "inherit",
+					       json_object_new_boolean(ts->status & IPT_TS_INHERIT));
+			json_object_object_add(t, "missed", u64(ts->missed));
+			json_object_object_add(t, "switches", u64(ts->switches));
+			json_object_object_add(t, "busy", u64(ts->busy));
+		} else {
+			json_object_object_add(t, "cpu", u64(tr->cpu));
+		}
 		json_object_object_add(t, "file", json_object_new_string(name));
 		json_object_object_add(t, "size", u64(tr->written));
 		json_object_object_add(t, "bytes_valid", u64(ts->bytes_valid));

@@ -232,6 +232,10 @@ int cmd_start(struct ipttool *t, int argc, char **argv)
 		snprintf(msg, sizeof(msg), "start takes no command and no --duration: it traces "
 			 "until 'ipttool stop'");
 		rc = 2;
+	} else if (!rc && o.cfg.per_thread) {
+		snprintf(msg, sizeof(msg), "the flight recorder traces CPUs: give -a or -C CPUS "
+			 "(threads are recorded with 'ipttool record -p TID')");
+		rc = 2;
 	}
 	if (rc) {
 		ipt_err("start: %s", msg);

@@ -136,12 +136,45 @@ static void print_sideband(struct json_object *sb)
 		       "differs\n");
 }
 
+/* Per-thread: the command and its outcome, or the threads of -p. */
+static void print_program(struct json_object *o)
+{
+	struct json_object *p, *arr;
+	size_t i, n;
+
+	if (!json_object_object_get_ex(o, "program", &p) || !p)
+		return;
+	if (json_object_object_get_ex(p, "argv", &arr) && arr &&
+	    json_object_is_type(arr, json_type_array)) {
+		printf("program:    ");
+		n = json_object_array_length(arr);
+		for (i = 0; i < n; i++)
+			printf(" %s", json_object_get_string(json_object_array_get_idx(arr, i)));
+		if (get_str(p, "exit_status"))
+			printf(" (pid %" PRId64 ", exit status %" PRId64 ")\n", get_i64(p, "pid"),
+			       get_i64(p, "exit_status"));
+		else if (get_str(p, "signal"))
+			printf(" (pid %" PRId64 ", killed by signal %" PRId64 ")\n",
+			       get_i64(p, "pid"), get_i64(p, "signal"));
+		else
+			printf(" (pid %" PRId64 ", still running when recording stopped)\n",
+			       get_i64(p, "pid"));
+	}
+	if (json_object_object_get_ex(p, "attached_tids", &arr) &&
+	    json_object_is_type(arr, json_type_array) && (n = json_object_array_length(arr))) {
+		printf("attached:   ");
+		for (i = 0; i < n; i++)
+			printf(" %" PRId64, json_object_get_int64(json_object_array_get_idx(arr, i)));
+		printf("\n");
+	}
+}
+
 int cmd_info(struct ipttool *t, int argc, char **argv)
 {
 	struct json_object *o, *cpu, *cfg, *traces, *tc, *sb, *rg;
 	const char *dir;
 	char msg[512];
-	bool files_ok;
+	bool files_ok, per_thread;
 	size_t i, n;
 
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -190,8 +223,21 @@ int cmd_info(struct ipttool *t, int argc, char **argv)
 	       get_i64(cpu, "model"), get_i64(cpu, "stepping"), get_i64(cpu, "family"),
 	       get_i64(cpu, "model"), get_i64(cpu, "stepping"),
 	       get_str(o, "backend") ? get_str(o, "backend") : "?");
-	printf("mode:        per-CPU, %s buffer of %" PRId64 " bytes per CPU\n",
-	       get_str(cfg, "buffer") ? get_str(cfg, "buffer") : "?", get_i64(cfg, "buffer_size"));
+	per_thread = get_str(o, "mode") && !strcmp(get_str(o, "mode"), "thread");
+	if (per_thread) {
+		printf("mode:        per-thread, %zu thread%s traced (of at most %" PRId64 "), %s "
+		       "buffer of %" PRId64 " bytes per thread, %s\n",
+		       json_object_array_length(traces),
+		       json_object_array_length(traces) == 1 ? "" : "s", get_i64(cfg, "max_threads"),
+		       get_str(cfg, "buffer") ? get_str(cfg, "buffer") : "?",
+		       get_i64(cfg, "buffer_size"), get_bool(cfg, "inherit") ?
+		       "new threads and children followed" : "no inherit");
+		print_program(o);
+	} else {
+		printf("mode:        per-CPU, %s buffer of %" PRId64 " bytes per CPU\n",
+		       get_str(cfg, "buffer") ? get_str(cfg, "buffer") : "?",
+		       get_i64(cfg, "buffer_size"));
+	}
 	printf("traces:      %s%s%s%s, psb %" PRId64, get_bool(cfg, "user") ? "user " : "",
 	       get_bool(cfg, "kernel") ? "kernel " : "", get_bool(cfg, "tsc") ? "tsc " : "",
 	       get_bool(cfg, "retcomp") ? "retcomp" : "no-retcomp", get_i64(cfg, "psb_freq"));
@@ -226,6 +272,24 @@ int cmd_info(struct ipttool *t, int argc, char **argv)
 
 		printf("%-12s %" PRId64 " bytes", get_str(tr, "file") ? get_str(tr, "file") : "?",
 		       get_i64(tr, "size"));
+		if (per_thread) {
+			printf(", tid %" PRId64 ", trace %" PRId64, get_i64(tr, "tid"),
+			       get_i64(tr, "trace"));
+			if (get_str(tr, "parent"))
+				printf(", parent trace %" PRId64, get_i64(tr, "parent"));
+			else
+				printf(", attached");
+			if (get_bool(tr, "inherited"))
+				printf(", inherited");
+			if (get_bool(tr, "exited"))
+				printf(", exited");
+			if (get_bool(tr, "detached"))
+				printf(", detached");
+			if (get_i64(tr, "missed") > 0)
+				printf(", %" PRId64 " new threads NOT traced", get_i64(tr, "missed"));
+			if (get_i64(tr, "busy") > 0)
+				printf(", %" PRId64 " gaps (unit busy)", get_i64(tr, "busy"));
+		}
 		if (get_bool(tr, "wrapped"))
 			printf(", ring wrapped %" PRId64 " times, %" PRId64 " bytes overwritten",
 			       get_i64(tr, "wrap_count"), get_i64(tr, "bytes_lost"));

@@ -60,7 +60,18 @@ void mask_to_list(uint32_t mask, char *buf, size_t len);
  * @help: --help was given
  * @quiet: -q: no progress line
  * @no_sideband: --no-sideband
+ * @tids: per-thread: the threads of -p, @nr_tids of them (at most
+ *        RECORD_MAX_TIDS)
+ * @no_inherit: per-thread: --no-inherit (new threads and children of the
+ *        traced ones are not traced)
+ *
+ * Per-thread mode (@cfg.per_thread) is a command without -a/-C, or -p.
  */
+#define RECORD_MAX_TIDS		IPT_MAX_THREADS
+/* Per-thread defaults of 'ipttool record': buffer per thread, traces. */
+#define RECORD_THREAD_SIZE	(1ull << 20)
+#define RECORD_THREAD_MAX	64
+
 struct record_opts {
 	struct iptcap_config cfg;
 	uint64_t cpu_mask[IPT_MAX_CPU_MASK_WORDS];
@@ -70,6 +81,9 @@ struct record_opts {
 	bool help;
 	bool quiet;
 	bool no_sideband;
+	uint32_t tids[RECORD_MAX_TIDS];
+	unsigned int nr_tids;
+	bool no_inherit;
 };
 
 /*
@@ -99,16 +113,34 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 
 /**
  * struct capture_trace - one trace file of a capture
- * @cpu: the CPU it was recorded on
- * @ts: the driver's final state of the trace
+ * @cpu: the CPU it was recorded on; per-thread: the trace index
+ * @ts: the driver's final state of the trace (per-thread: tid, parent, ...)
  * @written: bytes written to the file
  * @write_errno: 0, or the errno that stopped writing the file
+ * @file: the file name in the capture: "cpuN.pt", or per-thread
+ *        "thread-TID.pt" ("thread-TID.INDEX.pt" for a TID's later traces)
  */
 struct capture_trace {
 	unsigned int cpu;
 	struct ipt_trace_state ts;
 	uint64_t written;
 	int write_errno;
+	char file[48];
+};
+
+/**
+ * struct capture_prog - the command a per-thread capture ran
+ * @argv: its arguments (NULL-terminated), or NULL (-p, or per-CPU)
+ * @pid: its process id
+ * @exited: it exited with @status (else @signal killed it, or 0: still
+ *        running when recording stopped)
+ */
+struct capture_prog {
+	char **argv;
+	int32_t pid;
+	bool exited;
+	int status;
+	int signal;
 };
 
 #define CAPTURE_SIDEBAND		"sideband.jsonl"
@@ -167,6 +199,10 @@ struct capture_sb {
  * @start_ns: CLOCK_REALTIME at start; @stop_ns: at stop
  * @meta_reserve: pad meta.json to this many bytes, so that a later
  *        rewrite fits in place when the disk is full
+ * @per_thread: a per-thread capture ("mode": "thread"); @traces are in
+ *        trace order and @inherit says whether new threads were followed
+ * @prog: the traced command (per-thread)
+ * @tids: the threads of -p, @nr_tids of them (per-thread)
  */
 struct capture {
 	const char *dir;
@@ -185,6 +221,11 @@ struct capture {
 	uint64_t stop_ns;
 	size_t meta_reserve;
 	struct capture_sb sb;
+	bool per_thread;
+	bool inherit;
+	struct capture_prog prog;
+	const uint32_t *tids;
+	unsigned int nr_tids;
 };
 
 /* Mark @c incomplete, keeping the first reason (printf-style). */
@@ -198,8 +239,9 @@ int write_full(int fd, const void *buf, size_t len, size_t *done);
 /* Read the TSC conversion parameters of a perf dummy event into @c. */
 void capture_time_conv(struct capture *c);
 /*
- * Write the trace @segs of @buf (in order) to cpuN.pt in @c->dir and
- * record the result in @tr; a failure marks @c incomplete.  0 or errno.
+ * Write the trace @segs of @buf (in order) to @tr->file (cpuN.pt when
+ * empty) in @c->dir and record the result in @tr; a failure marks @c
+ * incomplete.  0 or errno.
  */
 int capture_write_trace(struct capture *c, struct capture_trace *tr,
 			const void *buf, const struct iptcap_seg *segs, int nr_segs);
@@ -238,8 +280,15 @@ struct json_object *capture_read_meta(const char *dir, char *msg, size_t len);
 /* Create @dir, or empty an older capture there; -1 with @msg if not. */
 int capture_prepare_dir(const char *dir, char *msg, size_t len);
 /*
+ * Name per-thread trace @i of @traces (whose ts.tid are set, as are those
+ * before it): "thread-TID.pt", or "thread-TID.I.pt" when an earlier trace
+ * has the same TID.
+ */
+void capture_thread_file(struct capture_trace *traces, size_t i);
+/*
  * With the session stopped: write every CPU's trace and meta.json of @c
- * (whose caps, config and traces array, sized caps.nr_cpus, are set).
+ * (whose caps, config and traces array, sized caps.nr_cpus, are set; for
+ * a per-thread capture sized config.max_threads, one per trace handed out).
  * Failures mark @c incomplete (it keeps an earlier mark).  Returns 0 when
  * @c is complete, 1 otherwise (@c->reason says why).
  */

@@ -19,7 +19,7 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{ "caps", cmd_caps, "show what the PT unit can do" },
-	{ "record", cmd_record, "record per-CPU trace into a capture directory" },
+	{ "record", cmd_record, "record a command per thread, or CPUs, into a capture directory" },
 	{ "info", cmd_info, "show what a capture directory holds" },
 	{ "start", cmd_start, "start a per-CPU flight recorder (ring buffers)" },
 	{ "status", cmd_status, "show the running flight recorder" },

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ipttool record: trace every CPU (-a) or some (-C) into a capture
- * directory, until a command ends, --duration passes, or SIGINT/SIGTERM.
+ * ipttool record: trace every CPU (-a) or some (-C), or threads (a
+ * command from its first instruction, or running threads with -p) into a
+ * capture directory, until the command ends, --duration passes, or
+ * SIGINT/SIGTERM (-p: also when every traced thread has exited).
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -168,13 +171,44 @@ static int range_of_symbol(const char *opt, const char *arg, uint64_t *start, ui
 	return 0;
 }
 
-#define PER_THREAD_MSG "per-thread mode is not available yet: record every CPU with -a " \
-		       "or some with -C CPUS (the command then runs while they are traced)"
+/* Parse -p's "TID[,TID...]" into @o->tids; 0, or -1 with @msg. */
+static int parse_tids(const char *arg, struct record_opts *o, char *msg, size_t len)
+{
+	const char *s = arg;
+
+	for (;;) {
+		unsigned long v;
+		char *end;
+		unsigned int i;
+
+		errno = 0;
+		v = *s >= '0' && *s <= '9' ? strtoul(s, &end, 10) : 0;
+		if (!v || errno || v > 0x7fffffffUL || (*end && *end != ',')) {
+			snprintf(msg, len, "-p '%s': give thread ids, e.g. -p 1234 or -p 1234,1240",
+				 arg);
+			return -1;
+		}
+		for (i = 0; i < o->nr_tids; i++)
+			if (o->tids[i] == v) {
+				snprintf(msg, len, "-p '%s': thread %lu is given twice", arg, v);
+				return -1;
+			}
+		if (o->nr_tids == RECORD_MAX_TIDS) {
+			snprintf(msg, len, "-p: at most %d threads", RECORD_MAX_TIDS);
+			return -1;
+		}
+		o->tids[o->nr_tids++] = (uint32_t)v;
+		if (!*end)
+			return 0;
+		s = end + 1;
+	}
+}
 
 int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t len)
 {
 	enum { O_SIZE = 256, O_RING, O_SOF, O_USER, O_KERNEL, O_TSC, O_MTC, O_CYC, O_PSB,
-	       O_NORETC, O_DURATION, O_FILTER, O_STOP_RANGE, O_CR3, O_NO_SB };
+	       O_NORETC, O_DURATION, O_FILTER, O_STOP_RANGE, O_CR3, O_NO_SB, O_THREADS,
+	       O_NO_INHERIT };
 	static const struct option opts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "cpu", required_argument, NULL, 'C' },
@@ -196,11 +230,15 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 		{ "stop-range", required_argument, NULL, O_STOP_RANGE },
 		{ "cr3", required_argument, NULL, O_CR3 },
 		{ "no-sideband", no_argument, NULL, O_NO_SB },
+		{ "threads", required_argument, NULL, O_THREADS },
+		{ "no-inherit", no_argument, NULL, O_NO_INHERIT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	bool all = false, cpus = false, user = false, kernel = false, ring = false;
+	bool size_given = false;
+	unsigned long threads = 0;
 	unsigned long v;
 	char *end;
 	int c;
@@ -223,8 +261,19 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 			cpus = true;
 			break;
 		case 'p':
-			snprintf(msg, len, "-p %s: " PER_THREAD_MSG, optarg);
-			return 2;
+			if (parse_tids(optarg, o, msg, len))
+				return 2;
+			break;
+		case O_THREADS:
+			if (parse_uint(optarg, IPT_MAX_THREADS, &threads) || !threads) {
+				snprintf(msg, len, "--threads '%s': give the number of threads to "
+					 "trace, 1..%d", optarg, IPT_MAX_THREADS);
+				return 2;
+			}
+			break;
+		case O_NO_INHERIT:
+			o->no_inherit = true;
+			break;
 		case 'o':
 			if (!*optarg) {
 				snprintf(msg, len, "-o: empty directory name");
@@ -239,6 +288,7 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 					 "e.g. 64K, 4M, 1G", optarg);
 				return 2;
 			}
+			size_given = true;
 			break;
 		case O_RING:
 			ring = true;
@@ -351,13 +401,38 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 		snprintf(msg, len, "--ring and --stop-on-full exclude each other");
 		return 2;
 	}
-	if (!all && !cpus) {
-		if (o->prog_argv)
-			snprintf(msg, len, "%s", PER_THREAD_MSG);
-		else
-			snprintf(msg, len, "what to record: give -a, -C CPUS, or a command "
-				 "after --");
+	if (o->nr_tids && (all || cpus)) {
+		snprintf(msg, len, "-p traces threads, -a and -C trace CPUs: give one of them");
 		return 2;
+	}
+	if (o->nr_tids && o->prog_argv) {
+		snprintf(msg, len, "-p and a command exclude each other: -p attaches threads that "
+			 "run already");
+		return 2;
+	}
+	if (!all && !cpus && !o->nr_tids && !o->prog_argv) {
+		snprintf(msg, len, "what to record: give a command after -- (per-thread), "
+			 "-p TID, -a, or -C CPUS");
+		return 2;
+	}
+	if ((all || cpus) && (threads || o->no_inherit)) {
+		snprintf(msg, len, "%s applies to per-thread recording (a command without -a/-C, "
+			 "or -p)", threads ? "--threads" : "--no-inherit");
+		return 2;
+	}
+	if (!all && !cpus) {
+		o->cfg.per_thread = true;
+		o->cfg.max_threads = threads ? (unsigned int)threads : RECORD_THREAD_MAX;
+		if (o->nr_tids > o->cfg.max_threads) {
+			snprintf(msg, len, "-p gives %u threads, more than --threads %u", o->nr_tids,
+				 o->cfg.max_threads);
+			return 2;
+		}
+		if (!size_given)
+			o->cfg.buffer_size = RECORD_THREAD_SIZE;
+		/* A thread's user code unless asked: the kernel needs CAP_PERFMON. */
+		if (!user && !kernel)
+			user = true;
 	}
 	if (user || kernel) {
 		o->cfg.user = user;
@@ -378,14 +453,21 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 static void record_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: ipttool record {-a | -C CPUS} [OPTIONS] [--] [PROG ARGS...]\n\n"
+		"Usage: ipttool record [OPTIONS] -- PROG ARGS...     (per-thread)\n"
+		"       ipttool record [OPTIONS] -p TID[,TID...]     (per-thread)\n"
+		"       ipttool record {-a | -C CPUS} [OPTIONS] [--] [PROG ARGS...]  (per-CPU)\n\n"
 		"  -a, --all-cpus      trace every CPU\n"
 		"  -C, --cpu CPUS      trace these CPUs (e.g. 0-3,5)\n"
+		"  -p, --tid TIDS      trace these running threads (and what they create)\n"
+		"  --threads N         per-thread: traces the session holds (default 64)\n"
+		"  --no-inherit        per-thread: do not trace new threads and children\n"
 		"  -o, --output DIR    capture directory (default ipt.data)\n"
-		"  --size SZ           buffer per CPU, multiple of 4K (default 4M)\n"
+		"  --size SZ           buffer per CPU (default 4M) or per thread (default 1M),\n"
+		"                      a multiple of 4K\n"
 		"  --ring              overwrite the oldest data when full (default)\n"
 		"  --stop-on-full      stop a CPU's trace when its buffer is full\n"
-		"  --user, --kernel    trace only user / kernel code (default both)\n"
+		"  --user, --kernel    trace only user / kernel code (default: both per CPU,\n"
+		"                      user per thread)\n"
 		"  --tsc               TSC packets\n"
 		"  --mtc N             MTC packets, period encoding N\n"
 		"  --cyc N             CYC packets, threshold encoding N\n"
@@ -398,9 +480,9 @@ static void record_usage(FILE *f)
 		"  --cr3 VALUE         trace only while CR3 is VALUE (raw, e.g. 0x1a2b3000)\n"
 		"  --no-sideband       no perf sideband (the /proc snapshot is still taken)\n"
 		"  -q, --quiet         no progress line on a terminal\n"
-		"Records until PROG exits, --duration passes, or SIGINT (Ctrl-C).\n"
-		"-p TID and per-thread recording of PROG are not available yet.\n"
-		"See ipttool-record(8).\n");
+		"Records until PROG exits, --duration passes, or SIGINT (Ctrl-C); -p also\n"
+		"until every traced thread has exited. Per-thread: one thread-TID.pt per\n"
+		"traced thread. See ipttool-record(8).\n");
 }
 
 static volatile sig_atomic_t stop_signal;
@@ -443,6 +525,7 @@ int capture_prepare_dir(const char *dir, char *msg, size_t len)
 		if (!strcmp(e->d_name, CAPTURE_META))
 			capture = true;
 		else if (!strncmp(e->d_name, "cpu", 3) || !strcmp(e->d_name, CAPTURE_META ".tmp") ||
+			 (!strncmp(e->d_name, "thread-", 7) && strstr(e->d_name, ".pt")) ||
 			 !strcmp(e->d_name, CAPTURE_SIDEBAND) ||
 			 (!strncmp(e->d_name, "vdso", 4) && strstr(e->d_name, ".so")))
 			cpufiles = true;
@@ -466,15 +549,29 @@ int capture_prepare_dir(const char *dir, char *msg, size_t len)
 	return 0;
 }
 
+void capture_thread_file(struct capture_trace *traces, size_t i)
+{
+	size_t k;
+
+	for (k = 0; k < i; k++)
+		if (traces[k].ts.tid == traces[i].ts.tid)
+			break;
+	if (k < i)
+		snprintf(traces[i].file, sizeof(traces[i].file), "thread-%u.%u.pt",
+			 traces[i].ts.tid, traces[i].cpu);
+	else
+		snprintf(traces[i].file, sizeof(traces[i].file), "thread-%u.pt", traces[i].ts.tid);
+}
+
 int capture_collect(struct iptcap *ipt, struct capture *c)
 {
 	enum iptcap_err err;
-	unsigned int cpu;
+	unsigned int cpu, count = c->per_thread ? c->config.max_threads : c->caps.nr_cpus;
 	int rc;
 
 	c->nr_traces = 0;
-	memset(c->traces, 0, (c->caps.nr_cpus ? c->caps.nr_cpus : 1) * sizeof(*c->traces));
-	for (cpu = 0; cpu < c->caps.nr_cpus; cpu++) {
+	memset(c->traces, 0, (count ? count : 1) * sizeof(*c->traces));
+	for (cpu = 0; cpu < count; cpu++) {
 		struct capture_trace *tr = &c->traces[c->nr_traces];
 		struct iptcap_seg segs[2];
 		const void *buf = NULL;
@@ -484,31 +581,37 @@ int capture_collect(struct iptcap *ipt, struct capture *c)
 		err = iptcap_trace_state(ipt, cpu, &tr->ts);
 		if (err == IPTCAP_ERR_NO_SUCH_CPU)
 			continue;
+		if (err == IPTCAP_ERR_NO_SUCH_TRACE)
+			break;	/* traces are handed out in order: no more */
 		tr->cpu = cpu;
 		c->nr_traces++;
 		if (err) {
-			capture_incomplete(c, "reading the state of cpu%u failed: %s", cpu,
-					   iptcap_strerror(err));
+			capture_incomplete(c, "reading the state of %s%u failed: %s",
+					   c->per_thread ? "trace " : "cpu", cpu, iptcap_strerror(err));
 			continue;
 		}
+		if (c->per_thread)
+			capture_thread_file(c->traces, c->nr_traces - 1);
 		n = iptcap_trace_segments(&tr->ts, segs);
 		if (n < 0) {
-			capture_incomplete(c, "cpu%u: the driver reported an inconsistent "
-					   "trace position", cpu);
+			capture_incomplete(c, "%s: the driver reported an inconsistent "
+					   "trace position", tr->file[0] ? tr->file : "cpu");
 			n = 0;
 		}
 		if (n) {
 			err = iptcap_map(ipt, cpu, &buf, &blen);
 			if (err) {
-				capture_incomplete(c, "mapping the buffer of cpu%u failed: %s", cpu,
+				capture_incomplete(c, "mapping the buffer of %s%u failed: %s",
+						   c->per_thread ? "trace " : "cpu", cpu,
 						   strerror(iptcap_last_errno(ipt)));
 				n = 0;
 			}
 		}
 		rc = capture_write_trace(c, tr, buf, segs, n);
 		if (rc)
-			ipt_err("writing %s/cpu%u.pt: %s (wrote %" PRIu64 " of %" PRIu64 " bytes)",
-				c->dir, cpu, strerror(rc), tr->written, (uint64_t)tr->ts.bytes_valid);
+			ipt_err("writing %s/%s: %s (wrote %" PRIu64 " of %" PRIu64 " bytes)",
+				c->dir, tr->file, strerror(rc), tr->written,
+				(uint64_t)tr->ts.bytes_valid);
 	}
 	rc = capture_write_meta(c);
 	if (rc) {
@@ -560,7 +663,22 @@ void print_summary(const struct ipttool *t, const struct capture *c)
 	for (i = 0; i < c->nr_traces; i++) {
 		const struct capture_trace *tr = &c->traces[i];
 
-		fprintf(stderr, "ipttool: cpu%u.pt: %" PRIu64 " bytes", tr->cpu, tr->written);
+		if (c->per_thread) {
+			fprintf(stderr, "ipttool: %s: tid %u, trace %u", tr->file, tr->ts.tid, tr->cpu);
+			if (tr->ts.parent != IPT_TRACE_NONE)
+				fprintf(stderr, " (parent trace %u)", tr->ts.parent);
+			fprintf(stderr, ", %" PRIu64 " bytes%s%s", tr->written,
+				tr->ts.status & IPT_TS_EXITED ? ", exited" : "",
+				tr->ts.status & IPT_TS_DETACHED ? ", detached" : "");
+			if (tr->ts.missed)
+				fprintf(stderr, ", %u new threads NOT traced (no free trace: raise "
+					"--threads)", tr->ts.missed);
+			if (tr->ts.busy)
+				fprintf(stderr, ", %" PRIu64 " gaps (PT unit busy)",
+					(uint64_t)tr->ts.busy);
+		} else {
+			fprintf(stderr, "ipttool: cpu%u.pt: %" PRIu64 " bytes", tr->cpu, tr->written);
+		}
 		if (tr->ts.status & IPT_TS_WRAPPED)
 			fprintf(stderr, ", ring wrapped %" PRIu64 " times, %" PRIu64
 				" older bytes overwritten", (uint64_t)tr->ts.wrap_count,
@@ -584,6 +702,14 @@ void print_summary(const struct ipttool *t, const struct capture *c)
 	else if (c->sb.have_snap)
 		fprintf(stderr, "ipttool: sideband: snapshot of %" PRIu64 " processes only (%s)\n",
 			c->sb.snap.processes, c->sb.perf_skipped);
+	if (c->per_thread && c->prog.argv) {
+		if (c->prog.exited)
+			fprintf(stderr, "ipttool: %s exited with status %d\n", c->prog.argv[0],
+				c->prog.status);
+		else if (c->prog.signal)
+			fprintf(stderr, "ipttool: %s was killed by signal %d (%s)\n", c->prog.argv[0],
+				c->prog.signal, strsignal(c->prog.signal));
+	}
 	fprintf(stderr, "ipttool: capture in %s%s%s\n", c->dir,
 		c->complete ? "" : " is INCOMPLETE: ", c->complete ? "" : c->reason);
 }
@@ -716,6 +842,141 @@ static void progress_show(const struct progress *pr, const struct capture *c, do
 	fflush(stderr);
 }
 
+/* Per-thread progress: the traces handed out so far and their bytes. */
+static void progress_show_threads(struct iptcap *ipt, const struct capture *c, double secs)
+{
+	char line[512], num[32];
+	unsigned int n = 0, i, full = 0;
+	uint64_t total = 0;
+	size_t used;
+
+	iptcap_nr_traces(ipt, &n);
+	for (i = 0; i < n; i++) {
+		const void *buf;
+		size_t len;
+		uint64_t b;
+
+		if (iptcap_map(ipt, i, &buf, &len))
+			continue;
+		b = progress_estimate(buf, len);
+		total += b;
+		full += b == len;
+	}
+	human(num, sizeof(num), total);
+	used = (size_t)snprintf(line, sizeof(line), "ipttool: %.1fs  %u thread%s %s", secs, n,
+				n == 1 ? "" : "s", num);
+	if (full && used < sizeof(line))
+		used += (size_t)snprintf(line + used, sizeof(line) - used, ", %u %s", full,
+					 c->config.buffer_flags & IPT_BUFFER_STOP_ON_FULL ?
+					 "FULL (stopped)" : "ring full");
+	if (used < sizeof(line) && c->sb.sb)
+		used += (size_t)snprintf(line + used, sizeof(line) - used,
+					 "  sideband %" PRIu64 " records", c->sb.lines);
+	if (used < sizeof(line) && c->sb.lost)
+		snprintf(line + used, sizeof(line) - used, ", %" PRIu64 " LOST", c->sb.lost);
+	fprintf(stderr, "\r%s\033[K", line);
+	fflush(stderr);
+}
+
+/* -p: whether every trace handed out is final (its thread exited or was detached). */
+static bool all_threads_gone(struct iptcap *ipt)
+{
+	struct ipt_trace_state ts;
+	unsigned int n = 0, i;
+
+	if (iptcap_nr_traces(ipt, &n) || !n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (iptcap_trace_state(ipt, i, &ts) ||
+		    !(ts.status & (IPT_TS_EXITED | IPT_TS_DETACHED)))
+			return false;
+	return true;
+}
+
+/* Report a failed attach of thread @tid (-p) with what to do about it. */
+static void err_attach(struct iptcap *ipt, enum iptcap_err err, uint32_t tid)
+{
+	switch (err) {
+	case IPTCAP_ERR_PERMISSION:
+		ipt_err("-p %u: permission denied: thread %u belongs to another process, and "
+			"tracing another process's threads needs CAP_PERFMON (or root)", tid, tid);
+		fprintf(stderr, "  Run as root, or give ipttool CAP_PERFMON "
+			"('setcap cap_perfmon+ep ipttool').\n");
+		break;
+	case IPTCAP_ERR_NO_SUCH_THREAD:
+		ipt_err("-p %u: no such thread (or it is exiting)", tid);
+		break;
+	case IPTCAP_ERR_ALREADY_TRACED:
+		ipt_err("-p %u: the thread is already traced in this session (it was created "
+			"by a thread given before it, which is traced with its new threads)", tid);
+		break;
+	case IPTCAP_ERR_INVALID:
+		ipt_err("-p %u: the driver refused the thread (a kernel thread?): %s", tid,
+			strerror(iptcap_last_errno(ipt)));
+		break;
+	default:
+		ipt_err("-p %u: attaching the thread failed: %s (%s)", tid, iptcap_strerror(err),
+			strerror(iptcap_last_errno(ipt)));
+		break;
+	}
+}
+
+/*
+ * The command of a per-thread recording.  The child attaches itself (tid
+ * 0) on the inherited device file, reports the result on @st (an int:
+ * 0 or the errno), waits for a byte on @go and execs; the device file
+ * and both pipes are close-on-exec.  If exec fails, its errno follows on
+ * @st.  Never returns.
+ */
+static void thread_child(struct iptcap *ipt, const struct record_opts *o, int st, int go)
+{
+	enum iptcap_err err;
+	int e = 0;
+	char b;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	err = iptcap_attach(ipt, 0, o->no_inherit ? 0 : IPTCAP_ATTACH_INHERIT, NULL);
+	if (err)
+		e = iptcap_last_errno(ipt) ? iptcap_last_errno(ipt) : EINVAL;
+	if (write(st, &e, sizeof(e)) != sizeof(e) || e)
+		_exit(127);
+	if (read(go, &b, 1) != 1)
+		_exit(127);
+	execvp(o->prog_argv[0], o->prog_argv);
+	e = errno;
+	if (write(st, &e, sizeof(e)) != sizeof(e))
+		_exit(127);
+	_exit(127);
+}
+
+/* Read one int from @fd: 1 when read, 0 at end of file, -1 on error. */
+static int read_int(int fd, int *v)
+{
+	size_t got = 0;
+
+	while (got < sizeof(*v)) {
+		ssize_t n = read(fd, (char *)v + got, sizeof(*v) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 && !got ? 0 : -1;
+		got += (size_t)n;
+	}
+	return 1;
+}
+
+static void set_prog_status(struct capture *c, int status)
+{
+	if (WIFEXITED(status)) {
+		c->prog.exited = true;
+		c->prog.status = WEXITSTATUS(status);
+	} else if (WIFSIGNALED(status)) {
+		c->prog.signal = WTERMSIG(status);
+	}
+}
+
 int cmd_record(struct ipttool *t, int argc, char **argv)
 {
 	struct record_opts o;
@@ -726,10 +987,12 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	struct sigaction sa;
 	char msg[512];
 	pid_t child = -1;
-	int child_status = 0, ret = 1, pipefd[2] = { -1, -1 };
-	uint64_t t0, last_progress = 0;
+	int child_status = 0, ret = 1, pipefd[2] = { -1, -1 }, stpipe[2] = { -1, -1 };
+	uint64_t t0, last_progress = 0, last_check = 0;
 	struct progress pr;
-	bool show_progress = false, progress_shown = false;
+	bool show_progress = false, progress_shown = false, exec_failed = false;
+	size_t nr_slots;
+	unsigned int i;
 	int rc;
 
 	memset(&pr, 0, sizeof(pr));
@@ -746,6 +1009,12 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	c.complete = true;
 	c.dir = o.out_dir;
+	c.per_thread = o.cfg.per_thread;
+	c.inherit = o.cfg.per_thread && !o.no_inherit;
+	c.tids = o.tids;
+	c.nr_tids = o.nr_tids;
+	if (c.per_thread)
+		c.prog.argv = o.prog_argv;
 
 	err = iptcap_open(t->device, &ipt);
 	if (err) {
@@ -769,19 +1038,32 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	err = iptcap_configure(ipt, &o.cfg, msg, sizeof(msg));
 	if (err) {
 		err_session(t, err, "configuring the session", msg);
+		if (err == IPTCAP_ERR_NO_THREAD_MODE)
+			fprintf(stderr, "  Per-CPU recording still works: 'ipttool record -a -- "
+				"PROG' traces every CPU while PROG runs.\n");
 		goto out;
+	}
+	/* -p: the threads exist already; attach them before any output. */
+	for (i = 0; i < o.nr_tids; i++) {
+		err = iptcap_attach(ipt, o.tids[i], o.no_inherit ? 0 : IPTCAP_ATTACH_INHERIT, NULL);
+		if (err) {
+			err_attach(ipt, err, o.tids[i]);
+			goto out;
+		}
 	}
 	if (capture_prepare_dir(o.out_dir, msg, sizeof(msg))) {
 		ipt_err("%s", msg);
 		goto out;
 	}
-	c.traces = calloc(caps.nr_cpus ? caps.nr_cpus : 1, sizeof(*c.traces));
+	nr_slots = c.per_thread ? c.config.max_threads : caps.nr_cpus;
+	c.traces = calloc(nr_slots ? nr_slots : 1, sizeof(*c.traces));
 	if (!c.traces) {
 		ipt_err("out of memory");
 		goto out;
 	}
 	capture_time_conv(&c);
-	c.meta_reserve = 4096 + 1024 * (size_t)caps.nr_cpus;
+	c.meta_reserve = 4096 + 1024 * (c.per_thread ? (nr_slots < 16 ? nr_slots : 16) :
+					(size_t)caps.nr_cpus);
 	/* Until the end, the capture on disk says it is incomplete. */
 	c.complete = false;
 	snprintf(c.reason, sizeof(c.reason), "the recording did not finish");
@@ -813,7 +1095,7 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 
 	if (o.prog_argv) {
 		/* The child waits until tracing runs, then execs. */
-		if (pipe(pipefd)) {
+		if (pipe2(pipefd, O_CLOEXEC) || (c.per_thread && pipe2(stpipe, O_CLOEXEC))) {
 			ipt_err("pipe: %s", strerror(errno));
 			goto out;
 		}
@@ -826,6 +1108,10 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 			char b;
 
 			close(pipefd[1]);
+			if (c.per_thread) {
+				close(stpipe[0]);
+				thread_child(ipt, &o, stpipe[1], pipefd[0]);
+			}
 			signal(SIGINT, SIG_DFL);
 			signal(SIGTERM, SIG_DFL);
 			if (read(pipefd[0], &b, 1) != 1)
@@ -837,44 +1123,87 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 			_exit(127);
 		}
 		close(pipefd[0]);
+		pipefd[0] = -1;
+		c.prog.pid = child;
+		if (c.per_thread) {
+			int e = 0;
+
+			close(stpipe[1]);
+			stpipe[1] = -1;
+			rc = read_int(stpipe[0], &e);
+			if (rc != 1 || e) {
+				ipt_err("the command's process could not attach itself to the "
+					"session: %s", rc == 1 ? strerror(e) : "it died");
+				capture_incomplete(&c, "the command could not be traced");
+				goto out_meta;
+			}
+		}
 	}
 
 	c.start_ns = now_ns(CLOCK_REALTIME);
 	err = iptcap_start(ipt);
 	if (err) {
 		err_session(t, err, "starting the trace", NULL);
-		goto out;
+		capture_incomplete(&c, "starting the trace failed: %s", iptcap_strerror(err));
+		goto out_meta;
 	}
 	t0 = now_ns(CLOCK_MONOTONIC);
 	show_progress = isatty(STDERR_FILENO) && !o.quiet;
-	if (show_progress)
+	if (show_progress && !c.per_thread)
 		progress_init(&pr, ipt, &c);
 	if (child > 0) {
 		if (write(pipefd[1], "g", 1) != 1)
 			ipt_err("cannot start %s", o.prog_argv[0]);
 		close(pipefd[1]);
 		pipefd[1] = -1;
+		if (c.per_thread) {
+			int e = 0;
+
+			/* End of file: the exec succeeded (the pipe is close-on-exec). */
+			if (read_int(stpipe[0], &e) == 1) {
+				ipt_err("cannot run %s: %s", o.prog_argv[0], strerror(e));
+				capture_incomplete(&c, "the command %s could not be run: %s",
+						   o.prog_argv[0], strerror(e));
+				exec_failed = true;
+			}
+			close(stpipe[0]);
+			stpipe[0] = -1;
+		}
 	}
 	while (!stop_signal) {
 		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
 			child = -1;
+			set_prog_status(&c, child_status);
 			break;
 		}
 		if (o.duration > 0 &&
 		    (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9 >= o.duration)
 			break;
+		if (o.nr_tids && now_ns(CLOCK_MONOTONIC) - last_check >= 200000000ull) {
+			last_check = now_ns(CLOCK_MONOTONIC);
+			if (all_threads_gone(ipt))
+				break;
+		}
 		capture_sb_wait(&c, 20);	/* 20 ms, or until a sideband ring fills */
 		capture_sb_drain(&c);
 		if (show_progress && now_ns(CLOCK_MONOTONIC) - last_progress >= 500000000ull) {
 			last_progress = now_ns(CLOCK_MONOTONIC);
-			progress_show(&pr, &c, (double)(last_progress - t0) / 1e9);
+			if (c.per_thread)
+				progress_show_threads(ipt, &c, (double)(last_progress - t0) / 1e9);
+			else
+				progress_show(&pr, &c, (double)(last_progress - t0) / 1e9);
 			progress_shown = true;
 		}
 	}
 	err = iptcap_stop(ipt);
 	c.stop_ns = now_ns(CLOCK_REALTIME);
 	if (progress_shown) {
-		progress_show(&pr, &c, (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+		double secs = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+
+		if (c.per_thread)
+			progress_show_threads(ipt, &c, secs);
+		else
+			progress_show(&pr, &c, secs);
 		fputc('\n', stderr);
 	}
 	capture_sb_end(&c);
@@ -889,10 +1218,21 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	capture_collect(ipt, &c);
 	iptcap_release(ipt);
 	print_summary(t, &c);
-	ret = c.complete ? 0 : 1;
+	ret = c.complete && !exec_failed ? 0 : 1;
+	goto out;
+out_meta:
+	/* Failed after the capture was begun: it says why. */
+	capture_sb_end(&c);
+	capture_write_meta(&c);
 out:
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
 	if (pipefd[1] >= 0)
 		close(pipefd[1]);
+	if (stpipe[0] >= 0)
+		close(stpipe[0]);
+	if (stpipe[1] >= 0)
+		close(stpipe[1]);
 	if (child > 0) {
 		kill(child, stop_signal ? stop_signal : SIGTERM);
 		waitpid(child, &child_status, 0);

@@ -23,6 +23,8 @@ struct iptcap {
 	int fd;
 	int last_errno;
 	bool configured;
+	bool per_thread;
+	unsigned int max_threads;
 	struct iptcap_map *maps;
 	size_t nr_maps;
 };
@@ -45,6 +47,11 @@ static const char *const iptcap_err_str[IPTCAP_ERR__COUNT] = {
 	[IPTCAP_ERR_TRUNCATED] = "trace truncated: the stop-on-full buffer filled up",
 	[IPTCAP_ERR_HW_ERROR] = "the PT unit reported an operational error",
 	[IPTCAP_ERR_NO_SPACE] = "no space left on the output device",
+	[IPTCAP_ERR_NO_SUCH_THREAD] = "no such thread (or it is exiting)",
+	[IPTCAP_ERR_NO_FREE_TRACE] = "every trace of the per-thread session is in use",
+	[IPTCAP_ERR_ALREADY_TRACED] = "the thread is already traced in this session",
+	[IPTCAP_ERR_NO_SUCH_TRACE] = "no thread has that trace",
+	[IPTCAP_ERR_NO_THREAD_MODE] = "this ipt.ko has no per-thread mode (load a newer module)",
 };
 
 const char *iptcap_strerror(enum iptcap_err err)
@@ -81,6 +88,10 @@ enum iptcap_err iptcap_err_from_errno(int err)
 	case ENOSPC:
 	case EDQUOT:
 		return IPTCAP_ERR_NO_SPACE;
+	case ESRCH:
+		return IPTCAP_ERR_NO_SUCH_THREAD;
+	case EEXIST:
+		return IPTCAP_ERR_ALREADY_TRACED;
 	default:
 		return IPTCAP_ERR_IO;
 	}
@@ -339,7 +350,17 @@ enum iptcap_err iptcap_config_to_ipt(const struct iptcap_config *cfg,
 	}
 	out->size = sizeof(*out);
 	out->mode = IPT_MODE_CPU;
-	if (cfg->all_cpus) {
+	if (cfg->per_thread) {
+		unsigned int max = cfg->max_threads ? cfg->max_threads : IPTCAP_DEFAULT_MAX_THREADS;
+
+		if (max > IPT_MAX_THREADS) {
+			MSG("%u threads: a per-thread session holds at most %d", max,
+			    IPT_MAX_THREADS);
+			return IPTCAP_ERR_INVALID;
+		}
+		out->mode = IPT_MODE_THREAD;
+		out->max_threads = max;
+	} else if (cfg->all_cpus) {
 		out->flags |= IPT_CONFIG_ALL_CPUS;
 	} else {
 		bool any = false;
@@ -383,6 +404,11 @@ enum iptcap_err iptcap_config_to_ipt(const struct iptcap_config *cfg,
 	if (size > caps->max_trace_size) {
 		MSG("buffer size %llu is larger than this PT unit allows (%llu)",
 		    (unsigned long long)size, (unsigned long long)caps->max_trace_size);
+		return IPTCAP_ERR_INVALID;
+	}
+	if (cfg->per_thread && size > UINT64_MAX / out->max_threads) {
+		MSG("%u buffers of %llu bytes overflow", out->max_threads,
+		    (unsigned long long)size);
 		return IPTCAP_ERR_INVALID;
 	}
 	out->buffer_size = size;
@@ -481,12 +507,34 @@ enum iptcap_err iptcap_configure(struct iptcap *ipt, const struct iptcap_config 
 	if (err)
 		return err;
 	if (ioctl(ipt->fd, IPT_IOC_CONFIGURE, &ic)) {
-		err = iptcap_fail(ipt, errno);
+		int e = errno;
+
+		err = iptcap_fail(ipt, e);
+		/*
+		 * A module without per-thread mode refuses it with EINVAL (its
+		 * max_threads is a reserved field); the probe tells that from
+		 * an EINVAL of a module that has the mode.
+		 */
+		if (cfg->per_thread && e == EINVAL && !iptcap_has_thread_mode(ipt)) {
+			ipt->last_errno = e;
+			if (msg && msg_len)
+				snprintf(msg, msg_len, "the loaded ipt.ko refuses per-thread mode "
+					 "(IPT_MODE_THREAD: %s): it predates it; load a newer "
+					 "module", strerror(e));
+			return IPTCAP_ERR_NO_THREAD_MODE;
+		}
+		if (cfg->per_thread && e == ENOMEM && msg && msg_len) {
+			snprintf(msg, msg_len, "%s (%u buffers of %llu bytes: try fewer threads "
+				 "or a smaller size)", iptcap_strerror(err), ic.max_threads,
+				 (unsigned long long)ic.buffer_size);
+			return err;
+		}
 		if (msg && msg_len)
-			snprintf(msg, msg_len, "%s (%s)", iptcap_strerror(err),
-				 strerror(ipt->last_errno));
+			snprintf(msg, msg_len, "%s (%s)", iptcap_strerror(err), strerror(e));
 		return err;
 	}
+	ipt->per_thread = cfg->per_thread;
+	ipt->max_threads = ic.max_threads;
 	ipt->configured = true;
 	ipt->last_errno = 0;
 	return IPTCAP_OK;
@@ -508,8 +556,11 @@ enum iptcap_err iptcap_release(struct iptcap *ipt)
 
 	iptcap_unmap_all(ipt);
 	err = iptcap_cmd(ipt, IPT_IOC_RELEASE);
-	if (!err)
+	if (!err) {
 		ipt->configured = false;
+		ipt->per_thread = false;
+		ipt->max_threads = 0;
+	}
 	return err;
 }
 
@@ -521,8 +572,108 @@ enum iptcap_err iptcap_trace_state(struct iptcap *ipt, unsigned int cpu,
 	ts->cpu = cpu;
 	if (ioctl(ipt->fd, IPT_IOC_GET_TRACE, ts)) {
 		ipt->last_errno = errno;
-		return errno == ENOENT ? IPTCAP_ERR_NO_SUCH_CPU : iptcap_err_from_errno(errno);
+		if (errno == ENOENT)
+			return ipt->per_thread ? IPTCAP_ERR_NO_SUCH_TRACE : IPTCAP_ERR_NO_SUCH_CPU;
+		return iptcap_err_from_errno(errno);
 	}
+	ipt->last_errno = 0;
+	return IPTCAP_OK;
+}
+
+bool iptcap_is_per_thread(const struct iptcap *ipt)
+{
+	return ipt->configured && ipt->per_thread;
+}
+
+bool iptcap_has_thread_mode(struct iptcap *ipt)
+{
+	struct ipt_attach a;
+	int e;
+
+	memset(&a, 0, sizeof(a));	/* size 0: malformed on purpose */
+	if (!ioctl(ipt->fd, IPT_IOC_ATTACH, &a))
+		return true;	/* cannot happen; the command exists */
+	e = errno;
+	return e != ENOTTY;
+}
+
+enum iptcap_err iptcap_attach(struct iptcap *ipt, uint32_t tid, unsigned int flags,
+			      unsigned int *trace)
+{
+	struct ipt_attach a;
+
+	if (ipt->configured && !ipt->per_thread) {
+		ipt->last_errno = EINVAL;
+		return IPTCAP_ERR_STATE;
+	}
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.flags = flags;
+	a.tid = tid;
+	if (ioctl(ipt->fd, IPT_IOC_ATTACH, &a)) {
+		ipt->last_errno = errno;
+		switch (errno) {
+		case ENOSPC:
+			return IPTCAP_ERR_NO_FREE_TRACE;
+		case ENOTTY:
+			return IPTCAP_ERR_NO_THREAD_MODE;
+		case EINVAL:
+			return ipt->configured ? IPTCAP_ERR_INVALID : IPTCAP_ERR_STATE;
+		default:
+			return iptcap_err_from_errno(errno);
+		}
+	}
+	if (trace)
+		*trace = a.trace;
+	ipt->last_errno = 0;
+	return IPTCAP_OK;
+}
+
+enum iptcap_err iptcap_detach(struct iptcap *ipt, unsigned int trace)
+{
+	struct ipt_detach d;
+
+	memset(&d, 0, sizeof(d));
+	d.size = sizeof(d);
+	d.trace = trace;
+	if (ioctl(ipt->fd, IPT_IOC_DETACH, &d)) {
+		ipt->last_errno = errno;
+		if (errno == ENOENT)
+			return IPTCAP_ERR_NO_SUCH_TRACE;
+		if (errno == EINVAL && !ipt->per_thread)
+			return IPTCAP_ERR_STATE;
+		return iptcap_err_from_errno(errno);
+	}
+	ipt->last_errno = 0;
+	return IPTCAP_OK;
+}
+
+enum iptcap_err iptcap_nr_traces(struct iptcap *ipt, unsigned int *n)
+{
+	struct ipt_trace_state ts;
+	unsigned int lo = 0, hi;
+	enum iptcap_err err;
+
+	*n = 0;
+	if (!ipt->configured || !ipt->per_thread) {
+		ipt->last_errno = EINVAL;
+		return IPTCAP_ERR_STATE;
+	}
+	/* Traces are handed out in order: [0, n) exist; binary search for n. */
+	hi = ipt->max_threads;
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		err = iptcap_trace_state(ipt, mid, &ts);
+		if (!err) {
+			lo = mid + 1;
+		} else if (err == IPTCAP_ERR_NO_SUCH_TRACE) {
+			hi = mid;
+		} else {
+			return err;
+		}
+	}
+	*n = lo;
 	ipt->last_errno = 0;
 	return IPTCAP_OK;
 }

@@ -150,6 +150,8 @@ int iptcap_sb_parse(const void *rec, size_t len, struct iptcap_sb_rec *out)
 		return -1;
 	out->raw_type = h.type;
 	out->misc = h.misc;
+	out->raw = rec;
+	out->raw_len = len;
 	memcpy(&id, p + len - sizeof(id), sizeof(id));
 	out->pid = id.pid;
 	out->tid = id.tid;
@@ -361,6 +363,11 @@ enum iptcap_err iptcap_sb_open(const struct iptcap_sb_opts *opts, struct iptcap_
 	if (online_cpus(online, max))
 		memset(online, 1, max);
 	sb->data_size = pages * psz;
+	if (o->tid) {
+		/* One event following the thread wherever it runs. */
+		memset(online, 0, max);
+		online[0] = 1;
+	}
 	for (cpu = 0; cpu < max; cpu++) {
 		struct sb_cpu *c = &sb->cpus[sb->nr];
 		int fd;
@@ -368,29 +375,37 @@ enum iptcap_err iptcap_sb_open(const struct iptcap_sb_opts *opts, struct iptcap_
 		if (!online[cpu])
 			continue;
 		sb_attr(&attr, o, build_id, pages * psz);
-		fd = perf_open(&attr, -1, (int)cpu);
+		fd = o->tid ? perf_open(&attr, (int)o->tid, -1) : perf_open(&attr, -1, (int)cpu);
 		if (fd < 0 && build_id && (errno == EINVAL || errno == E2BIG)) {
 			/* A kernel before 5.12: no build-ids in mmap2 records. */
 			build_id = false;
 			sb_attr(&attr, o, false, pages * psz);
-			fd = perf_open(&attr, -1, (int)cpu);
+			fd = o->tid ? perf_open(&attr, (int)o->tid, -1) :
+				      perf_open(&attr, -1, (int)cpu);
 		}
 		if (fd < 0) {
 			e = errno;
 			if (e == ENODEV)	/* went offline meanwhile */
 				continue;
 			err = iptcap_err_from_errno(e);
-			if (e == EACCES || e == EPERM)
+			if ((e == EACCES || e == EPERM) && o->tid)
+				MSG("perf_event_open for the sideband of thread %u was refused (%s): "
+				    "needs kernel.perf_event_paranoid <= 2, or CAP_PERFMON",
+				    o->tid, strerror(e));
+			else if (e == EACCES || e == EPERM)
 				MSG("perf_event_open for CPU-wide sideband was refused (%s): needs "
 				    "CAP_PERFMON or root, or kernel.perf_event_paranoid <= 0",
 				    strerror(e));
+			else if (o->tid)
+				MSG("perf_event_open of a dummy event for thread %u failed: %s",
+				    o->tid, strerror(e));
 			else
 				MSG("perf_event_open of a dummy event on CPU %u failed: %s", cpu,
 				    strerror(e));
 			goto fail;
 		}
 		c->fd = fd;
-		c->st.cpu = cpu;
+		c->st.cpu = o->tid ? (uint32_t)-1 : cpu;
 		c->map_len = psz + sb->data_size;
 		c->pg = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		sb->nr++;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Host unit tests for per-CPU capture: record's option parsing, config
- * validation against sample caps, ring unrolling, the capture metadata
- * (written, then parsed back with json-c) and ENOSPC handling.
+ * Host unit tests for capture: record's option parsing (per-CPU and
+ * per-thread), config validation against sample caps, ring unrolling, the
+ * capture metadata of both modes (written, then parsed back with json-c)
+ * and ENOSPC handling.
  */
 #include <elf.h>
 #include <errno.h>
@@ -89,10 +90,46 @@ static void test_parse(void)
 	      "every option is parsed");
 	CHECK(P("-a", "--", "sleep", "1") == 0 && o.prog_argv && !strcmp(o.prog_argv[0], "sleep"),
 	      "-a -- prog");
-	CHECK(P("-p", "123") == 2 && strstr(msg, "per-thread mode is not available"),
-	      "-p is refused: %s", msg);
-	CHECK(P("--", "true") == 2 && strstr(msg, "per-thread mode is not available"),
-	      "per-thread -- prog is refused");
+	/* per-thread: a command without -a/-C, or -p */
+	CHECK(P("--", "true") == 0 && o.cfg.per_thread && o.prog_argv &&
+	      !strcmp(o.prog_argv[0], "true") && o.cfg.max_threads == RECORD_THREAD_MAX &&
+	      o.cfg.buffer_size == RECORD_THREAD_SIZE && o.cfg.user && !o.cfg.kernel &&
+	      !o.no_inherit && !o.nr_tids, "-- prog: per-thread, 64 threads of 1M, user only");
+	CHECK(P("--threads", "8", "--size", "64K", "--no-inherit", "--kernel", "--stop-on-full",
+		"--tsc", "--", "sh", "-c", "x") == 0 && o.cfg.per_thread && o.cfg.max_threads == 8 &&
+	      o.cfg.buffer_size == 65536 && o.no_inherit && o.cfg.kernel && !o.cfg.user &&
+	      o.cfg.stop_on_full && o.cfg.tsc && !strcmp(o.prog_argv[2], "x"),
+	      "per-thread options are parsed");
+	CHECK(P("-p", "123,456", "--duration", "2") == 0 && o.cfg.per_thread && o.nr_tids == 2 &&
+	      o.tids[0] == 123 && o.tids[1] == 456 && !o.prog_argv && o.duration == 2,
+	      "-p 123,456: two threads");
+	CHECK(P("--tid", "7") == 0 && o.nr_tids == 1 && o.tids[0] == 7, "--tid is -p");
+	CHECK(P("-p", "123", "-p", "9") == 0 && o.nr_tids == 2 && o.tids[1] == 9, "-p repeated");
+	CHECK(P("-p", "0") == 2 && P("-p", "x") == 2 && P("-p", "1,") == 2 && P("-p", "-3") == 2 &&
+	      P("-p", "1,,2") == 2 && P("-p", "99999999999") == 2 && strstr(msg, "thread ids"),
+	      "malformed -p lists are refused: %s", msg);
+	CHECK(P("-p", "5,5") == 2 && strstr(msg, "twice"), "a thread given twice: %s", msg);
+	CHECK(P("-p", "5", "--", "true") == 2 && strstr(msg, "exclude"), "-p with a command: %s", msg);
+	CHECK(P("-a", "-p", "5") == 2 && P("-C", "0", "-p", "5") == 2 && strstr(msg, "-p"),
+	      "-p with -a or -C: %s", msg);
+	CHECK(P("-a", "--threads", "4") == 2 && strstr(msg, "--threads"),
+	      "--threads with -a: %s", msg);
+	CHECK(P("-a", "--no-inherit") == 2 && strstr(msg, "--no-inherit"),
+	      "--no-inherit with -a: %s", msg);
+	CHECK(P("--threads", "0", "--", "true") == 2 && P("--threads", "1025", "--", "true") == 2 &&
+	      P("--threads", "x", "--", "true") == 2 && strstr(msg, "1..1024"),
+	      "bad --threads: %s", msg);
+	CHECK(P("-p", "1,2,3", "--threads", "2") == 2 && strstr(msg, "more than --threads"),
+	      "more -p threads than --threads: %s", msg);
+	{
+		char *sargv[] = { "start", "-p", "1", NULL };
+		struct ipttool t = { .device = "/nonexistent" };
+		int rc;
+
+		fflush(stderr);
+		rc = cmd_start(&t, 3, sargv);
+		CHECK(rc == 2, "the flight recorder refuses -p (it traces CPUs): %d", rc);
+	}
 	CHECK(P("-o", "x") == 2 && strstr(msg, "-a"), "no target: %s", msg);
 	CHECK(P("-a", "-C", "0") == 2, "-a with -C");
 	CHECK(P("-a", "--ring", "--stop-on-full") == 2, "--ring with --stop-on-full");
@@ -560,6 +597,143 @@ static void test_meta(const char *dir)
 	CHECK(!o && strstr(msg, "version 99"), "future version refused: %s", msg);
 }
 
+/* A per-thread capture: file names, "mode":"thread", per-trace thread state. */
+static void test_meta_thread(const char *dir)
+{
+	struct capture c;
+	struct capture_trace tr[3];
+	struct json_object *o, *t;
+	static char *argv[] = { "sh", "-c", "sleep 0.1 & wait", NULL };
+	char msg[512], path[600];
+	unsigned char data[16] = { 1, 2, 3 };
+	struct iptcap_seg seg = { 0, 16 };
+	struct stat st;
+	int rc, i;
+
+	memset(&c, 0, sizeof(c));
+	memset(tr, 0, sizeof(tr));
+	c.dir = dir;
+	c.complete = true;
+	c.caps = sample_caps();
+	c.per_thread = true;
+	c.inherit = true;
+	c.config.mode = IPT_MODE_THREAD;
+	c.config.max_threads = 64;
+	c.config.buffer_size = 1 << 20;
+	c.config.trace_flags = IPT_TRACE_BRANCH | IPT_TRACE_USER;
+	c.prog.argv = argv;
+	c.prog.pid = 300;
+	c.prog.exited = true;
+	c.prog.status = 0;
+	c.traces = tr;
+	c.nr_traces = 3;
+	for (i = 0; i < 3; i++) {
+		tr[i].cpu = (unsigned int)i;
+		tr[i].ts.buffer_size = 1 << 20;
+		tr[i].ts.bytes_valid = 16;
+		tr[i].ts.status = IPT_TS_THREAD | IPT_TS_INHERIT | IPT_TS_EXITED;
+		tr[i].ts.parent = i ? 0 : IPT_TRACE_NONE;
+	}
+	tr[0].ts.tid = 300;
+	tr[0].ts.missed = 2;
+	tr[0].ts.switches = 17;
+	tr[0].ts.busy = 1;
+	tr[1].ts.tid = 301;
+	tr[1].ts.status |= IPT_TS_INHERITED;
+	tr[2].ts.tid = 300;	/* the tid came back: a second trace of "300" */
+	tr[2].ts.status = IPT_TS_THREAD | IPT_TS_DETACHED;
+	for (i = 0; i < 3; i++)
+		capture_thread_file(tr, (size_t)i);
+	CHECK(!strcmp(tr[0].file, "thread-300.pt") && !strcmp(tr[1].file, "thread-301.pt") &&
+	      !strcmp(tr[2].file, "thread-300.2.pt"),
+	      "per-thread file names: %s %s %s", tr[0].file, tr[1].file, tr[2].file);
+	rc = 0;
+	for (i = 0; i < 3; i++)
+		rc |= capture_write_trace(&c, &tr[i], data, &seg, 1);
+	snprintf(path, sizeof(path), "%s/thread-300.2.pt", dir);
+	CHECK(rc == 0 && !stat(path, &st) && st.st_size == 16, "the files are written by name");
+	rc = capture_write_meta(&c);
+	o = rc ? NULL : capture_read_meta(dir, msg, sizeof(msg));
+	CHECK(o != NULL, "per-thread meta.json written and read back");
+	if (!o)
+		return;
+	CHECK(!strcmp(json_object_get_string(jget(o, "mode")), "thread") &&
+	      json_object_get_int(jget(o, "format_version")) == 1 &&
+	      json_object_get_int(jget(o, "config.max_threads")) == 64 &&
+	      json_object_get_boolean(jget(o, "config.inherit")),
+	      "mode thread, format_version stays 1, max_threads, inherit");
+	CHECK(json_object_get_int(jget(o, "program.pid")) == 300 &&
+	      json_object_get_int(jget(o, "program.exit_status")) == 0 &&
+	      jget(o, "program.exit_status") != NULL && jget(o, "program.signal") == NULL &&
+	      json_object_array_length(jget(o, "program.argv")) == 3 &&
+	      !strcmp(json_object_get_string(json_object_array_get_idx(jget(o, "program.argv"), 2)),
+		      "sleep 0.1 & wait"), "program: argv, pid, exit status");
+	t = json_object_array_get_idx(jget(o, "traces"), 0);
+	CHECK(t && json_object_get_int(jget(t, "tid")) == 300 &&
+	      json_object_get_int(jget(t, "trace")) == 0 &&
+	      json_object_object_get_ex(t, "parent", NULL) && !jget(t, "parent") &&
+	      !json_object_object_get_ex(t, "cpu", NULL) &&
+	      json_object_get_boolean(jget(t, "exited")) &&
+	      !json_object_get_boolean(jget(t, "inherited")) &&
+	      json_object_get_boolean(jget(t, "inherit")) &&
+	      json_object_get_int(jget(t, "missed")) == 2 &&
+	      json_object_get_int(jget(t, "switches")) == 17 &&
+	      json_object_get_int(jget(t, "busy")) == 1 &&
+	      !strcmp(json_object_get_string(jget(t, "file")), "thread-300.pt"),
+	      "trace 0: tid, trace, parent null, no cpu key, flags and counters");
+	t = json_object_array_get_idx(jget(o, "traces"), 1);
+	CHECK(t && json_object_get_int(jget(t, "parent")) == 0 && jget(t, "parent") &&
+	      json_object_get_boolean(jget(t, "inherited")), "trace 1: parent trace 0, inherited");
+	t = json_object_array_get_idx(jget(o, "traces"), 2);
+	CHECK(t && json_object_get_boolean(jget(t, "detached")) &&
+	      !json_object_get_boolean(jget(t, "exited")) &&
+	      !strcmp(json_object_get_string(jget(t, "file")), "thread-300.2.pt"),
+	      "trace 2: detached, its own file");
+	json_object_put(o);
+
+	/* A directory holding a per-thread capture can be recorded into again. */
+	CHECK(!capture_prepare_dir(dir, msg, sizeof(msg)) && stat(path, &st),
+	      "an older per-thread capture is replaced: %s", msg);
+}
+
+/* iptcap_config_to_ipt() for per-thread sessions. */
+static void test_config_thread(void)
+{
+	struct ipt_caps caps = sample_caps();
+	struct iptcap_config cfg;
+	struct ipt_config ic;
+	char msg[256];
+	enum iptcap_err err;
+	uint64_t m = 1;
+
+	iptcap_config_init(&cfg);
+	cfg.per_thread = true;
+	cfg.kernel = false;
+	cfg.all_cpus = false;
+	cfg.cpu_mask = &m;	/* ignored in per-thread mode */
+	cfg.cpu_mask_words = 1;
+	err = iptcap_config_to_ipt(&cfg, &caps, &ic, msg, sizeof(msg));
+	CHECK(!err && ic.mode == IPT_MODE_THREAD && ic.max_threads == IPTCAP_DEFAULT_MAX_THREADS &&
+	      !ic.flags && !ic.cpu_mask_ptr && !ic.cpu_mask_words &&
+	      ic.buffer_size == IPTCAP_DEFAULT_BUFFER_SIZE &&
+	      ic.trace_flags == (IPT_TRACE_USER | IPT_TRACE_BRANCH),
+	      "per-thread: IPT_MODE_THREAD, default max_threads, no CPU mask");
+	cfg.max_threads = 1024;
+	err = iptcap_config_to_ipt(&cfg, &caps, &ic, msg, sizeof(msg));
+	CHECK(!err && ic.max_threads == 1024, "1024 threads");
+	cfg.max_threads = 1025;
+	err = iptcap_config_to_ipt(&cfg, &caps, &ic, msg, sizeof(msg));
+	CHECK(err == IPTCAP_ERR_INVALID && strstr(msg, "1024"), "1025 threads: %s", msg);
+	cfg.max_threads = 2;
+	cfg.mtc_freq = 4;
+	err = iptcap_config_to_ipt(&cfg, &caps, &ic, msg, sizeof(msg));
+	CHECK(err == IPTCAP_ERR_CAPABILITY && strstr(msg, "--mtc 4"),
+	      "per-thread options are checked against the caps like per-CPU ones: %s", msg);
+	iptcap_config_init(&cfg);
+	err = iptcap_config_to_ipt(&cfg, &caps, &ic, msg, sizeof(msg));
+	CHECK(!err && ic.mode == IPT_MODE_CPU && !ic.max_threads, "per-CPU: max_threads stays 0");
+}
+
 static void test_enospc(const char *dir)
 {
 	struct capture c;
@@ -741,6 +915,7 @@ int main(void)
 
 	test_parse();
 	test_config();
+	test_config_thread();
 	test_segments();
 	test_progress_copy();
 	if (!mkdtemp(dir)) {
@@ -748,6 +923,7 @@ int main(void)
 		return tap_done();
 	}
 	test_meta(dir);
+	test_meta_thread(dir);
 	test_enospc(dir);
 	test_info_sideband(dir);
 	test_symbols(dir);
