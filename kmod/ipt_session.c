@@ -297,7 +297,9 @@ static int ipt_cpu_offline(unsigned int cpu)
 	mutex_lock(&idev->lock);
 	s = idev->owner;
 	/* A thread on this CPU is switched out, and its state saved, first. */
-	if (s && s->mode == IPT_MODE_CPU) {
+	if (s && s->mode == IPT_MODE_THREAD) {
+		ipt_thread_cpu_offline(s, cpu);
+	} else if (s) {
 		t = ipt_session_trace(s, cpu);
 		if (t)
 			ipt_trace_stop(t);

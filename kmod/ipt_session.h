@@ -198,6 +198,7 @@ void ipt_thread_start(struct ipt_session *s);
 void ipt_thread_stop(struct ipt_session *s);
 void ipt_thread_teardown(struct ipt_session *s);
 void ipt_thread_cpu_online(struct ipt_session *s, unsigned int cpu);
+void ipt_thread_cpu_offline(struct ipt_session *s, unsigned int cpu);
 long ipt_thread_attach(struct ipt_session *s, void __user *uarg);
 long ipt_thread_detach(struct ipt_session *s, void __user *uarg);
 void ipt_thread_fill(const struct ipt_trace *t, struct ipt_trace_state *ts);

@@ -814,6 +814,28 @@ void ipt_thread_cpu_online(struct ipt_session *s, unsigned int cpu)
 	local_irq_enable();
 }
 
+/**
+ * ipt_thread_cpu_offline() - a CPU goes offline during a per-thread session
+ * @s: the session
+ * @cpu: the CPU, which is the one running this
+ *
+ * Its threads have been switched out already (the hotplug thread runs
+ * this).  IA32_XSS is put back now: the CPU may come back with the
+ * kernel's own value (silicon re-initialises it), and the online callback
+ * then sets bit 8 afresh instead of trusting a stale record.
+ *
+ * Context: its CPU hotplug callback, device lock held.
+ */
+void ipt_thread_cpu_offline(struct ipt_session *s, unsigned int cpu)
+{
+	lockdep_assert_held(&s->idev->lock);
+	if (!s->xsaves)
+		return;
+	local_irq_disable();
+	ipt_xss_restore_on_cpu(s);
+	local_irq_enable();
+}
+
 /* ---- IPT_IOC_ATTACH / IPT_IOC_DETACH ------------------------------------- */
 
 static struct task_struct *ipt_thread_get_task(u32 tid)

@@ -1118,6 +1118,59 @@ TEST_F(thr, xss_set_and_restored)
 	}
 }
 
+static int cpu_online_set(int cpu, int on)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	return ipt_write_file(path, on ? "1" : "0");
+}
+
+/*
+ * A CPU that goes offline and comes back during a session: IA32_XSS is put
+ * back when it leaves and bit 8 set again when it returns (silicon comes
+ * back with the kernel's value), and a thread pinned to it afterwards is
+ * traced there, never refused as busy.
+ */
+TEST_F_TIMEOUT(thr, cpu_hotplug_in_a_session, 120)
+{
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	struct worker w;
+	cpu_set_t set;
+	pthread_t th;
+	int cpu = nr_cpus() - 1, xsaves;
+
+	if (cpu < 1)
+		SKIP(return, "needs two CPUs");
+	cfg_thread(&c, 1, 1 * MIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	xsaves = want_xsaves(self->fd, variant->force_msr);
+	memset(&w, 0, sizeof(w));
+	ASSERT_EQ(0, pthread_create(&th, NULL, spinner_fn, &w));
+	wait_ready(&w);
+	ASSERT_EQ(0, attach(self->fd, w.tid, 0, NULL));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+
+	ASSERT_EQ(0, cpu_online_set(cpu, 0));
+	EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "xss"));
+	ASSERT_EQ(0, cpu_online_set(cpu, 1));
+	EXPECT_EQ(xsaves ? 0x100ULL : 0ULL, ipt_sim_stat(cpu, "xss"));
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	ASSERT_EQ(0, sched_setaffinity(w.tid, sizeof(set), &set));
+	msleep(100);
+	atomic_store(&w.quit, 1);
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, wait_exited(self->fd, 0, &ts));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	EXPECT_EQ(0ULL, ts.busy);
+	EXPECT_LE(1ULL, ts.switches);
+	EXPECT_LT(0ULL, ts.bytes_captured);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "xss"));
+}
+
 /* The switching path counts its instructions (debugfs switch_stats). */
 TEST_F_TIMEOUT(thr, switch_costs_are_counted, 120)
 {
