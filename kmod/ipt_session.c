@@ -325,11 +325,9 @@ static void ipt_session_free_traces(struct ipt_session *s)
 /*
  * Back to IDLE: let the threads go (per-thread), release the PMI handler
  * (waits for running calls), then free what the handler could see, then
- * let the unit go.  Returns whether the caller must drop the scheduler
- * hooks (ipt_thread_probes_put(), once it has dropped the locks).
- * Context: cpus read lock and device lock held.
+ * let the unit go.  Context: cpus read lock and device lock held.
  */
-static bool ipt_session_teardown_locked(struct ipt_session *s)
+static void ipt_session_teardown_locked(struct ipt_session *s)
 {
 	struct ipt_device *idev = s->idev;
 	bool thread = s->mode == IPT_MODE_THREAD;
@@ -350,7 +348,6 @@ static bool ipt_session_teardown_locked(struct ipt_session *s)
 	module_put(s->hw->owner);
 	s->hw = NULL;
 	s->state = IPT_STATE_IDLE;
-	return thread;
 }
 
 /* Stop whichever mode runs.  Context: cpus read lock, device lock held. */
@@ -390,18 +387,15 @@ struct ipt_session *ipt_session_new(struct ipt_device *idev)
 void ipt_session_close(struct ipt_session *s)
 {
 	struct ipt_device *idev = s->idev;
-	bool probes = false;
 
 	cpus_read_lock();
 	mutex_lock(&idev->lock);
 	if (s->state == IPT_STATE_TRACING)
 		ipt_session_stop_any(s);
 	if (s->state != IPT_STATE_IDLE)
-		probes = ipt_session_teardown_locked(s);
+		ipt_session_teardown_locked(s);
 	mutex_unlock(&idev->lock);
 	cpus_read_unlock();
-	if (probes)
-		ipt_thread_probes_put();
 	kfree(s);
 }
 
@@ -557,12 +551,6 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 			goto out_free_mask;
 	}
 	nr = thread ? cfg.max_threads : cpumask_weight(cpus);
-	/* The hooks first: registering them takes the hotplug lock. */
-	if (thread) {
-		ret = ipt_thread_probes_get();
-		if (ret)
-			goto out_free_mask;
-	}
 
 	cpus_read_lock();
 	mutex_lock(&idev->lock);
@@ -648,8 +636,6 @@ out_put:
 out_unlock:
 	mutex_unlock(&idev->lock);
 	cpus_read_unlock();
-	if (thread)
-		ipt_thread_probes_put();
 out_free_mask:
 	free_cpumask_var(cpus);
 	return ret;
@@ -710,7 +696,6 @@ static long ipt_ioctl_stop(struct ipt_session *s, void __user *uarg)
 
 static long ipt_ioctl_release(struct ipt_session *s, void __user *uarg)
 {
-	bool probes = false;
 	int ret = ipt_cmd_in(uarg);
 
 	if (ret)
@@ -722,11 +707,9 @@ static long ipt_ioctl_release(struct ipt_session *s, void __user *uarg)
 	else if (s->state == IPT_STATE_IDLE)
 		ret = -EINVAL;
 	else
-		probes = ipt_session_teardown_locked(s);
+		ipt_session_teardown_locked(s);
 	mutex_unlock(&s->idev->lock);
 	cpus_read_unlock();
-	if (probes)
-		ipt_thread_probes_put();
 	return ret;
 }
 

@@ -191,8 +191,6 @@ void ipt_trace_fill_pos(const struct ipt_session *s,
 			struct ipt_trace_state *ts);
 
 /* ipt_thread.c */
-int ipt_thread_probes_get(void);
-void ipt_thread_probes_put(void);
 int ipt_thread_configure(struct ipt_session *s);
 void ipt_thread_start(struct ipt_session *s);
 void ipt_thread_stop(struct ipt_session *s);

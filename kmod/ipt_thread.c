@@ -5,7 +5,7 @@
  *
  * A per-thread session owns max_threads traces, allocated at configure
  * time.  Traced threads are found from their task_struct in a hash table;
- * two scheduler tracepoints do the work:
+ * three scheduler tracepoints, hooked for the module's life, do the work:
  *
  *  - sched_switch (runs in __schedule() with the runqueue lock held and
  *    interrupts off): the outgoing thread's PT state is saved and the unit
@@ -452,9 +452,6 @@ static struct ipt_probe ipt_probes[] = {
 	{ .name = "sched_process_exec", .probe = ipt_probe_exec },
 };
 
-static DEFINE_MUTEX(ipt_probes_lock);
-static unsigned int ipt_probes_users;	/* under ipt_probes_lock */
-
 static void ipt_probe_lookup(struct tracepoint *tp, void *priv)
 {
 	unsigned int i;
@@ -462,64 +459,6 @@ static void ipt_probe_lookup(struct tracepoint *tp, void *priv)
 	for (i = 0; i < ARRAY_SIZE(ipt_probes); i++)
 		if (!strcmp(tp->name, ipt_probes[i].name))
 			ipt_probes[i].tp = tp;
-}
-
-/**
- * ipt_thread_probes_get() - hook the scheduler for a per-thread session
- *
- * The hooks stay registered only while a per-thread session exists, so
- * that context switches cost nothing otherwise.  Registration enables
- * static keys, which takes the CPU hotplug lock: call it with neither that
- * nor the device lock held.
- *
- * Context: process context, may sleep.
- * Return: 0 or a negative errno.
- */
-int ipt_thread_probes_get(void)
-{
-	unsigned int i;
-	int ret = 0;
-
-	mutex_lock(&ipt_probes_lock);
-	if (ipt_probes_users++)
-		goto out;
-	for (i = 0; i < ARRAY_SIZE(ipt_probes); i++) {
-		ret = tracepoint_probe_register(ipt_probes[i].tp,
-						ipt_probes[i].probe, NULL);
-		if (ret)
-			break;
-	}
-	if (ret) {
-		while (i--)
-			tracepoint_probe_unregister(ipt_probes[i].tp,
-						    ipt_probes[i].probe, NULL);
-		tracepoint_synchronize_unregister();
-		ipt_probes_users--;
-	}
-out:
-	mutex_unlock(&ipt_probes_lock);
-	return ret;
-}
-
-/**
- * ipt_thread_probes_put() - undo ipt_thread_probes_get()
- *
- * On return from the last put no hook is running.
- *
- * Context: process context, may sleep; no device or hotplug lock held.
- */
-void ipt_thread_probes_put(void)
-{
-	unsigned int i;
-
-	mutex_lock(&ipt_probes_lock);
-	if (!WARN_ON_ONCE(!ipt_probes_users) && !--ipt_probes_users) {
-		for (i = 0; i < ARRAY_SIZE(ipt_probes); i++)
-			tracepoint_probe_unregister(ipt_probes[i].tp,
-						    ipt_probes[i].probe, NULL);
-		tracepoint_synchronize_unregister();
-	}
-	mutex_unlock(&ipt_probes_lock);
 }
 
 /* ---- IA32_XSS ------------------------------------------------------------ */
@@ -613,8 +552,7 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_thread_switch_msrs);
  *
  * Chooses the switching path, prepares each trace (and its XSAVES area),
  * sets IA32_XSS bit 8 on the online CPUs for the XSAVES path, and
- * publishes the session to the scheduler hooks (which must be registered:
- * ipt_thread_probes_get()).
+ * publishes the session to the scheduler hooks.
  *
  * Context: process context; cpus read lock and device lock held.
  * Return: 0 or -ENOMEM (then nothing is left to undo).
@@ -758,7 +696,6 @@ void ipt_thread_stop(struct ipt_session *s)
  * @s: the session, stopped
  *
  * Context: process context, sleeps; cpus read lock and device lock held.
- * The caller unregisters the hooks afterwards (ipt_thread_probes_put()).
  */
 void ipt_thread_teardown(struct ipt_session *s)
 {
@@ -1122,14 +1059,23 @@ static const struct file_operations ipt_switch_stats_fops = {
 };
 
 /**
- * ipt_thread_init() - find the scheduler tracepoints; debugfs
+ * ipt_thread_init() - hook the scheduler tracepoints; debugfs
+ *
+ * The hooks are registered for the module's life, not per session: each
+ * registration or removal rewrites the tracepoint's call site in
+ * __schedule() while other CPUs run it (static calls), and doing that at
+ * every session start made QEMU's TCG execute a stale int3 now and then
+ * (an oops in the 4-CPU debug VM).  Without a per-thread session the
+ * switch hook costs a per-CPU read and an RCU pointer test.
  *
  * Context: module init.
- * Return: 0, or -ENOENT when the kernel lacks one of the tracepoints.
+ * Return: 0, -ENOENT when the kernel lacks one of the tracepoints, or the
+ * error of registering a hook.
  */
 int ipt_thread_init(void)
 {
 	unsigned int i;
+	int ret = 0;
 
 	for_each_kernel_tracepoint(ipt_probe_lookup, NULL);
 	for (i = 0; i < ARRAY_SIZE(ipt_probes); i++) {
@@ -1138,6 +1084,20 @@ int ipt_thread_init(void)
 			       ipt_probes[i].name);
 			return -ENOENT;
 		}
+	}
+	for (i = 0; i < ARRAY_SIZE(ipt_probes); i++) {
+		ret = tracepoint_probe_register(ipt_probes[i].tp,
+						ipt_probes[i].probe, NULL);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		pr_err("cannot hook tracepoint %s: %d\n", ipt_probes[i].name, ret);
+		while (i--)
+			tracepoint_probe_unregister(ipt_probes[i].tp,
+						    ipt_probes[i].probe, NULL);
+		tracepoint_synchronize_unregister();
+		return ret;
 	}
 	ipt_debugfs_dir = debugfs_create_dir("ipt", NULL);
 	debugfs_create_file("switch_stats", 0600, ipt_debugfs_dir, NULL,
@@ -1148,9 +1108,17 @@ int ipt_thread_init(void)
 /**
  * ipt_thread_exit() - undo ipt_thread_init()
  *
- * Context: module exit; no session exists, so no hook is registered.
+ * On return no hook is running.
+ *
+ * Context: module exit; no session exists.
  */
 void ipt_thread_exit(void)
 {
+	unsigned int i;
+
 	debugfs_remove_recursive(ipt_debugfs_dir);
+	for (i = 0; i < ARRAY_SIZE(ipt_probes); i++)
+		tracepoint_probe_unregister(ipt_probes[i].tp,
+					    ipt_probes[i].probe, NULL);
+	tracepoint_synchronize_unregister();
 }
