@@ -778,11 +778,43 @@ static int note_build_id(const unsigned char *p, size_t n, uint8_t id[20], uint8
 	return -1;
 }
 
+/*
+ * Program header @i of the ELF file @fd of class @cls (ELFCLASS32/64) whose
+ * table is at @phoff with entries @entsize apart: its type, file offset and
+ * size.  0, or -1 when it cannot be read.
+ */
+static int elf_phdr(int fd, int cls, uint64_t phoff, unsigned int entsize, unsigned int i,
+		    uint32_t *type, uint64_t *off, uint64_t *size)
+{
+	off_t at = (off_t)(phoff + (uint64_t)i * entsize);
+
+	if (cls == ELFCLASS64) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), at) != (ssize_t)sizeof(ph))
+			return -1;
+		*type = ph.p_type;
+		*off = ph.p_offset;
+		*size = ph.p_filesz;
+	} else {
+		Elf32_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), at) != (ssize_t)sizeof(ph))
+			return -1;
+		*type = ph.p_type;
+		*off = ph.p_offset;
+		*size = ph.p_filesz;
+	}
+	return 0;
+}
+
 int iptcap_elf_build_id(const char *path, uint8_t id[20], uint8_t *len)
 {
 	Elf64_Ehdr eh;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), ret = -1;
-	unsigned int i;
+	Elf32_Ehdr eh32;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), ret = -1, cls;
+	unsigned int i, phnum, entsize;
+	uint64_t phoff;
 
 	*len = 0;
 	if (fd < 0)
@@ -790,40 +822,34 @@ int iptcap_elf_build_id(const char *path, uint8_t id[20], uint8_t *len)
 	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG))
 		goto out;
-	if (eh.e_ident[EI_CLASS] == ELFCLASS64) {
-		for (i = 0; i < eh.e_phnum && i < 256 && ret; i++) {
-			Elf64_Phdr ph;
-			unsigned char *buf;
-
-			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
-			    (ssize_t)sizeof(ph))
-				break;
-			if (ph.p_type != PT_NOTE || !ph.p_filesz || ph.p_filesz > 65536)
-				continue;
-			buf = malloc(ph.p_filesz);
-			if (buf && pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz)
-				ret = note_build_id(buf, ph.p_filesz, id, len);
-			free(buf);
-		}
-	} else if (eh.e_ident[EI_CLASS] == ELFCLASS32) {
-		Elf32_Ehdr eh32;
-
+	cls = eh.e_ident[EI_CLASS];
+	if (cls == ELFCLASS64) {
+		phoff = eh.e_phoff;
+		phnum = eh.e_phnum;
+		entsize = eh.e_phentsize;
+	} else if (cls == ELFCLASS32) {
+		/* The 32-bit header is shorter than what was read: read it again. */
 		if (pread(fd, &eh32, sizeof(eh32), 0) != (ssize_t)sizeof(eh32))
 			goto out;
-		for (i = 0; i < eh32.e_phnum && i < 256 && ret; i++) {
-			Elf32_Phdr ph;
-			unsigned char *buf;
+		phoff = eh32.e_phoff;
+		phnum = eh32.e_phnum;
+		entsize = eh32.e_phentsize;
+	} else {
+		goto out;
+	}
+	for (i = 0; i < phnum && i < 256 && ret; i++) {
+		uint64_t off, size;
+		uint32_t type;
+		unsigned char *buf;
 
-			if (pread(fd, &ph, sizeof(ph), (off_t)(eh32.e_phoff + i * eh32.e_phentsize)) !=
-			    (ssize_t)sizeof(ph))
-				break;
-			if (ph.p_type != PT_NOTE || !ph.p_filesz || ph.p_filesz > 65536)
-				continue;
-			buf = malloc(ph.p_filesz);
-			if (buf && pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz)
-				ret = note_build_id(buf, ph.p_filesz, id, len);
-			free(buf);
-		}
+		if (elf_phdr(fd, cls, phoff, entsize, i, &type, &off, &size))
+			break;
+		if (type != PT_NOTE || !size || size > 65536)
+			continue;
+		buf = malloc(size);
+		if (buf && pread(fd, buf, size, (off_t)off) == (ssize_t)size)
+			ret = note_build_id(buf, size, id, len);
+		free(buf);
 	}
 out:
 	close(fd);
