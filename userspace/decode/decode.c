@@ -554,6 +554,13 @@ size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn f
 		if (!size)
 			return i;
 		fn(arg, ip, size, last, b);
+		/*
+		 * A block that does not end at calls and jumps (count_only
+		 * mode) goes on at their targets.
+		 */
+		if (!last && (zi.mnemonic == ZYDIS_MNEMONIC_JMP || zi.mnemonic == ZYDIS_MNEMONIC_CALL) &&
+		    zi.raw.imm[0].is_relative)
+			ip += (uint64_t)zi.raw.imm[0].value.s;
 		ip += size;
 	}
 	return i;
@@ -695,7 +702,11 @@ static void gap(struct dec_trace_result *r, struct dec_segment *s, enum dec_gap 
 	(void)r;
 }
 
-/* Find instruction @ip inside block @b: its index, or -1; *@prev_size: the size before it. */
+/*
+ * Find instruction @want inside block @b: the index of its last
+ * occurrence, or -1; @prev_size: the size of the instruction before it.
+ * (A block that runs through calls and jumps can hold an address twice.)
+ */
 struct find_ctx {
 	uint64_t want;
 	long idx, n;
@@ -708,10 +719,10 @@ static void find_cb(void *arg, uint64_t ip, unsigned int size, bool last, const 
 
 	(void)last;
 	(void)b;
-	if (f->idx < 0 && ip == f->want)
+	if (ip == f->want) {
 		f->idx = f->n;
-	if (f->idx < 0)
-		f->prev_size = size;
+		f->prev_size = f->cur_size;
+	}
 	f->n++;
 	f->cur_size = size;
 }
@@ -720,42 +731,155 @@ static void find_cb(void *arg, uint64_t ip, unsigned int size, bool last, const 
  * The segment was decoded up to the end of its bytes, which lets the
  * decoder run on through straight-line code past the point where the next
  * PSB was written: execution was at @s->cut_ip then, and the next segment
- * starts there.  Drop what follows the last occurrence of @s->cut_ip.
+ * starts there.  Drop what follows the last occurrence of @s->cut_ip among
+ * the @n blocks @blk[0..@n) that came last (the newest last), and return
+ * how many blocks are left, or @n when nothing is to be dropped; *@dropped
+ * is the number of instructions dropped.  @blk[@ret - 1] may be shortened.
  */
-static void trim_segment(struct dec_ctx *c, struct dec_segment *s)
+static size_t trim_blocks(struct dec_ctx *c, uint64_t cut_ip, struct dec_item *blk, size_t n,
+			  uint64_t *dropped)
 {
-	size_t i;
+	size_t i, k;
 
-	if (!s->cut_ip)
-		return;
-	for (i = s->nr; i-- > 0;) {
-		struct dec_item *it = &s->items[i];
-		struct find_ctx f = { .want = s->cut_ip, .idx = -1 };
+	*dropped = 0;
+	if (!cut_ip)
+		return n;
+	for (i = n; i-- > 0;) {
+		struct dec_item *it = &blk[i];
+		struct find_ctx f = { .want = cut_ip, .idx = -1 };
 
-		/*
-		 * The overrun is straight-line code after the last packet: no
-		 * event or error in it.  One here means the decoder stopped
-		 * before reaching the cut (an overflow, an error): keep all.
-		 */
-		if (it->kind != DI_BLOCK)
-			return;
-		if (s->cut_ip < it->ip || s->cut_ip > it->end_ip)
+		/* a block through calls and jumps is not one address range */
+		if (!c->count_only && (cut_ip < it->ip || cut_ip > it->end_ip))
 			continue;
-		if (s->cut_ip == it->ip) {
-			s->nr = i;
-			return;
+		if (c->count_only || cut_ip != it->ip) {
+			dec_walk_block(c, it, find_cb, &f);
+			if (f.idx < 0)
+				continue;
+		} else {
+			f.idx = 0;
 		}
-		dec_walk_block(c, it, find_cb, &f);
-		if (f.idx <= 0)
-			continue;
+		for (k = i + 1; k < n; k++)
+			*dropped += blk[k].ninsn;
+		if (!f.idx) {
+			*dropped += it->ninsn;
+			return i;
+		}
+		*dropped += it->ninsn - (uint32_t)f.idx;
 		it->ninsn = (uint32_t)f.idx;
-		it->end_ip = s->cut_ip - f.prev_size;
+		it->end_ip = cut_ip - f.prev_size;
 		it->last_size = (uint8_t)f.prev_size;
 		it->iclass = ptic_other;
-		s->nr = i + 1;
+		return i + 1;
+	}
+	return n;
+}
+
+/*
+ * The blocks since the last event or error.  The overrun trim_blocks()
+ * drops is straight-line code after the last packet, so it has no event
+ * or error in it; one after the blocks means the decoder stopped before
+ * reaching the cut (an overflow, an error): then nothing is dropped.  In
+ * count_only mode, only the newest DEC_TAIL blocks are kept: the overrun
+ * is the one or two blocks libipt decoded after the last packet.
+ */
+#define DEC_TAIL 64
+
+struct tail_blk {
+	uint64_t ip, end_ip;
+	uint32_t ninsn;
+	int32_t isid;
+	uint8_t last_size;
+};
+
+struct seg_count {
+	uint64_t insns;			/* count_only: in every block so far */
+	size_t nr_seen;			/* @s->nr after the newest block */
+	bool have_block;		/* a block came after every other item */
+	uint32_t last_ninsn;		/* instructions in the newest block */
+	uint64_t last_end_ip;		/* its last instruction */
+	struct tail_blk tail[DEC_TAIL];	/* count_only: ring of the newest blocks */
+	size_t ntail;			/* blocks put in @tail since the last other item */
+};
+
+static void trim_segment(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k)
+{
+	struct dec_item lin[DEC_TAIL];
+	uint64_t dropped;
+	size_t i, n, first, start;
+
+	if (!k->have_block || s->nr != k->nr_seen)
+		return;
+	if (!c->count_only) {
+		for (start = s->nr; start > 0 && s->items[start - 1].kind == DI_BLOCK; start--)
+			;
+		s->nr = start + trim_blocks(c, s->cut_ip, s->items + start, s->nr - start, &dropped);
 		return;
 	}
+	n = k->ntail < DEC_TAIL ? k->ntail : DEC_TAIL;
+	first = k->ntail - n;
+	for (i = 0; i < n; i++) {
+		const struct tail_blk *t = &k->tail[(first + i) % DEC_TAIL];
+
+		memset(&lin[i], 0, sizeof(lin[i]));
+		lin[i].kind = DI_BLOCK;
+		lin[i].ip = t->ip;
+		lin[i].end_ip = t->end_ip;
+		lin[i].ninsn = t->ninsn;
+		lin[i].isid = t->isid;
+		lin[i].last_size = t->last_size;
+	}
+	trim_blocks(c, s->cut_ip, lin, n, &dropped);
+	k->insns -= dropped;
 }
+
+/*
+ * A block decoded: an item (with its time), or in count_only mode a count
+ * and a place in the tail ring.  Called for every block: kept lean.
+ */
+static inline void add_block(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k,
+			     struct anydec *d, uint64_t ip, uint64_t end_ip, uint32_t ninsn,
+			     int32_t isid, uint8_t iclass, uint8_t last_size)
+{
+	if (!c->count_only) {
+		struct dec_item *it = push(s, DI_BLOCK);
+
+		it->ip = ip;
+		it->end_ip = end_ip;
+		it->ninsn = ninsn;
+		it->iclass = iclass;
+		it->isid = isid;
+		it->last_size = last_size;
+		it->tsc = ad_time(d);
+	} else {
+		struct tail_blk *t;
+
+		if (!k->have_block || s->nr != k->nr_seen)
+			k->ntail = 0;
+		t = &k->tail[k->ntail++ % DEC_TAIL];
+		t->ip = ip;
+		t->end_ip = end_ip;
+		t->ninsn = ninsn;
+		t->isid = isid;
+		t->last_size = last_size;
+		k->insns += ninsn;
+	}
+	k->nr_seen = s->nr;
+	k->have_block = true;
+	k->last_ninsn = ninsn;
+	k->last_end_ip = end_ip;
+}
+
+/*
+ * Decoder threads run on stacks this big: with blocks that do not end at
+ * calls and jumps, libipt 2.0.5 follows a "jmp ." (or "call .") by
+ * recursion until its block holds 65535 instructions, about 14 MB of
+ * stack; the default 8 MB overflowed in the decode test's endless-code
+ * case.  Only a thread that has one drops end_on_call / end_on_jump
+ * (count_only mode).  The stack is address space; only what is used is
+ * backed by memory.
+ */
+#define DEC_STACK (256UL << 20)
+static _Thread_local bool big_stack;
 
 /*
  * Decode one segment [s->begin, s->end): libipt sees only these bytes, so
@@ -768,10 +892,20 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 	struct pt_config cfg = c->cfg;
 	struct anydec d = { .insn = c->opt.insn_decoder };
 	struct pt_image *image;
-	uint64_t erroff, last_off = UINT64_MAX, stuck = 0, last_fail = UINT64_MAX;
+	uint64_t erroff, last_off = UINT64_MAX, stuck = 0, since = 0, last_fail = UINT64_MAX;
 	size_t i, pending = SIZE_MAX;
+	struct seg_count *k = calloc(1, sizeof(*k));
+	uint32_t got;
 	int st, st0;
 
+	if (!k) {
+		fprintf(stderr, "ipttool: out of memory\n");
+		exit(2);
+	}
+	if (c->count_only && big_stack) {
+		cfg.flags.variant.block.end_on_call = 0;
+		cfg.flags.variant.block.end_on_jump = 0;
+	}
 	cfg.begin = r->buf;
 	cfg.end = r->buf + s->end;
 	if (d.insn)
@@ -780,6 +914,8 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 		d.blk = pt_blk_alloc_decoder(&cfg);
 	if (!d.ins && !d.blk) {
 		gap(r, s, GAP_DECODE, -pte_nomem, s->begin, 0, 0, s->end - s->begin);
+		s->nr_gaps = 1;
+		free(k);
 		return;
 	}
 	image = ad_image(&d);
@@ -861,15 +997,11 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 
 			memset(&insn, 0, sizeof(insn));
 			st = pt_insn_next(d.ins, &insn, sizeof(insn));
+			got = 0;
 			if (st >= 0 || (insn.iclass != ptic_error && insn.size)) {
-				struct dec_item *it = push(s, DI_BLOCK);
-
-				it->ip = it->end_ip = insn.ip;
-				it->ninsn = 1;
-				it->iclass = (uint8_t)insn.iclass;
-				it->last_size = insn.size;
-				it->isid = insn.isid;
-				it->tsc = ad_time(&d);
+				add_block(c, s, k, &d, insn.ip, insn.ip, 1, insn.isid,
+					  (uint8_t)insn.iclass, insn.size);
+				got = 1;
 			}
 			if (st < 0 && st != -pte_eos) {
 				pending = s->nr;
@@ -881,44 +1013,42 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 
 			memset(&blk, 0, sizeof(blk));
 			st = pt_blk_next(d.blk, &blk, sizeof(blk));
-			if (blk.ninsn) {
-				struct dec_item *it = push(s, DI_BLOCK);
-
-				it->ip = blk.ip;
-				it->end_ip = blk.end_ip;
-				it->ninsn = blk.ninsn;
-				it->iclass = (uint8_t)blk.iclass;
-				it->isid = blk.isid;
-				it->last_size = blk.truncated ? blk.size : 0;
-				it->tsc = ad_time(&d);
-			}
+			got = blk.ninsn;
+			if (blk.ninsn)
+				add_block(c, s, k, &d, blk.ip, blk.end_ip, blk.ninsn, blk.isid,
+					  (uint8_t)blk.iclass, blk.truncated ? blk.size : 0);
 			if (st < 0 && st != -pte_eos) {
 				pending = s->nr;
 				gap(r, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(&d),
 				    blk.ninsn ? blk.end_ip : blk.ip, ad_time(&d), 0);
 			}
 		}
-		if (st >= 0 && s->nr && s->items[s->nr - 1].kind == DI_BLOCK) {
+		/*
+		 * Endless code: the trace offset does not move.  Looked at
+		 * every few thousand instructions, not at every block.
+		 */
+		if (st >= 0 && got && s->nr == k->nr_seen && (since += got) >= 4096) {
 			uint64_t off = ad_offset(&d);
 
 			if (off != last_off) {
 				last_off = off;
 				stuck = 0;
-			} else if ((stuck += s->items[s->nr - 1].ninsn) > DEC_MAX_STUCK) {
+			} else if ((stuck += since) > DEC_MAX_STUCK) {
 				/* endless code without trace: give up until the next PSB */
 				pending = s->nr;
-				gap(r, s, GAP_LOOP, 0, off, s->items[s->nr - 1].end_ip, ad_time(&d), 0);
+				gap(r, s, GAP_LOOP, 0, off, k->last_end_ip, ad_time(&d), 0);
 				stuck = 0;
 				st = -pte_internal;
 			}
+			since = 0;
 		}
 	}
 	if (d.insn)
 		pt_insn_free_decoder(d.ins);
 	else
 		pt_blk_free_decoder(d.blk);
-	trim_segment(c, s);
-	s->insns = 0;
+	trim_segment(c, s, k);
+	s->insns = c->count_only ? k->insns : 0;
 	s->nr_gaps = 0;
 	for (i = 0; i < s->nr; i++) {
 		if (s->items[i].kind == DI_BLOCK)
@@ -926,6 +1056,7 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 		else if (s->items[i].kind == DI_GAP)
 			s->nr_gaps++;
 	}
+	free(k);
 }
 
 /*
@@ -939,6 +1070,7 @@ struct work {
 	size_t total, next, rendered, window;
 	size_t *map_trace, *map_seg;
 	bool *done;
+	bool big_stack;		/* the workers' stacks are DEC_STACK */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
@@ -948,6 +1080,7 @@ static void *worker(void *arg)
 	struct work *w = arg;
 	size_t k;
 
+	big_stack = w->big_stack;
 	for (;;) {
 		struct dec_trace_result *r;
 
@@ -1015,6 +1148,12 @@ int dec_open(struct dec_ctx *c, const struct dec_input *in, const struct dec_opt
 	c->cfg.nom_freq = in->nom_freq;
 	c->cfg.cpuid_0x15_eax = in->cpuid_0x15_eax;
 	c->cfg.cpuid_0x15_ebx = in->cpuid_0x15_ebx;
+	/*
+	 * Blocks end at calls (the call trace needs them at block ends) and
+	 * at jumps (walking a block needs its instructions contiguous).  In
+	 * count_only mode a decoder thread with a big stack drops both
+	 * (DEC_STACK): fewer, longer blocks, as in a bare libipt loop.
+	 */
 	c->cfg.flags.variant.block.end_on_call = 1;
 	c->cfg.flags.variant.block.end_on_jump = 1;
 	if (opt->insn_decoder)
@@ -1139,6 +1278,7 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	struct dec_render *rd = NULL;
 	unsigned int jobs = c->opt.jobs, j = 0;
 	pthread_t *th = NULL;
+	pthread_attr_t attr;
 	size_t i, k, ok = 0;
 
 	c->nr_res = c->in->nr_traces;
@@ -1186,16 +1326,25 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	if (jobs > w.total)
 		jobs = w.total ? (unsigned int)w.total : 1;
 	w.window = 4 * (size_t)jobs;
-	pthread_mutex_init(&w.lock, NULL);
-	pthread_cond_init(&w.cond, NULL);
-	if (jobs > 1) {
-		th = calloc(jobs, sizeof(*th));
-		for (j = 0; th && j < jobs; j++)
-			if (pthread_create(&th[j], NULL, worker, &w))
-				break;
-	}
 	if (o)
 		rd = dec_render_begin(c, o);
+	/* the instruction decoder's "blocks" are single instructions: no gain */
+	c->count_only = !rd && !c->opt.insn_decoder;
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	/*
+	 * Segments are decoded on @jobs threads of their own (with big
+	 * stacks), -J 1 too, while this thread renders; only if no thread
+	 * can be made does this one decode them itself.
+	 */
+	th = calloc(jobs, sizeof(*th));
+	if (th && !pthread_attr_init(&attr)) {
+		w.big_stack = !pthread_attr_setstacksize(&attr, DEC_STACK);
+		for (j = 0; j < jobs; j++)
+			if (pthread_create(&th[j], &attr, worker, &w))
+				break;
+		pthread_attr_destroy(&attr);
+	}
 	for (i = 0, k = 0; i < c->nr_res; i++) {
 		struct dec_trace_result *r = &c->res[i];
 

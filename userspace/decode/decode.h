@@ -177,6 +177,13 @@ struct dec_ctx {
 	struct dec_trace_result *res;
 	size_t nr_res;
 	struct dec_syms *syms;
+	/*
+	 * No output wants the blocks (only the summary) and the block
+	 * decoder is used: segments count instructions and keep their
+	 * events and errors, not their blocks, and libipt's blocks need not
+	 * end at calls and jumps.
+	 */
+	bool count_only;
 	char errata_note[128];
 	/* the images' bytes, mapped, indexed by isid (lock-free reads) */
 	struct dec_code {
