@@ -1559,9 +1559,14 @@ static void test_corrupt(struct run *r)
 				    work, work);
 			if (st > 1 || !clean_stderr(F(r, "ef")))
 				bad++;
+			/* the summary alone: no blocks kept, blocks through calls */
+			st = decode(F(r, "f"), F(r, "ef"), "decode --pt %s --cpu 6/126/5%s -J 2",
+				    path, raws);
+			if (st > 1 || !clean_stderr(F(r, "ef")))
+				bad++;
 		}
-		CHECK(bad == 0, "bit flips every 97 bytes from 6 points, every output: never a crash or "
-		      "sanitizer report (%d bad)", bad);
+		CHECK(bad == 0, "bit flips every 97 bytes from 6 points, every output and the summary "
+		      "alone: never a crash or sanitizer report (%d bad)", bad);
 	}
 	free(trace);
 }
