@@ -343,6 +343,28 @@ static int load_ptgen(struct dec_input *in, const char *dir, char *msg, size_t l
 	}
 	if (f)
 		fclose(f);
+	/* A timed trace: what libipt needs for MTC and the TSC's frequency. */
+	snprintf(path, sizeof(path), "%s/timing", dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char key[64];
+		unsigned long long v;
+
+		if (sscanf(line, "%63s %lli", key, (long long *)&v) != 2)
+			continue;
+		if (!strcmp(key, "mtc_freq"))
+			in->mtc_freq = (uint8_t)v;
+		else if (!strcmp(key, "nom_freq"))
+			in->nom_freq = (uint8_t)v;
+		else if (!strcmp(key, "cpuid_0x15_eax"))
+			in->cpuid_0x15_eax = (uint32_t)v;
+		else if (!strcmp(key, "cpuid_0x15_ebx"))
+			in->cpuid_0x15_ebx = (uint32_t)v;
+		else if (!strcmp(key, "cpuid_0x15_ecx"))
+			in->cpuid_0x15_ecx = (uint32_t)v;
+	}
+	if (f)
+		fclose(f);
 	snprintf(path, sizeof(path), "%s/trace.pt", dir);
 	dec_input_add_trace(in, path, -1);
 	snprintf(in->kind, sizeof(in->kind), "ptgen");
@@ -396,6 +418,19 @@ static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t
 		if (json_object_object_get_ex(cpu, "cpuid_15", &c15) && c15) {
 			in->cpuid_0x15_eax = (uint32_t)jget_int(c15, "eax", 0);
 			in->cpuid_0x15_ebx = (uint32_t)jget_int(c15, "ebx", 0);
+			in->cpuid_0x15_ecx = (uint32_t)jget_int(c15, "ecx", 0);
+		}
+	}
+	{
+		struct json_object *tc = NULL;
+
+		if (json_object_object_get_ex(o, "time_conv", &tc) && tc &&
+		    json_object_is_type(tc, json_type_object) && jget_int(tc, "time_mult", 0) > 0 &&
+		    jget_int(tc, "time_shift", -1) >= 0 && jget_int(tc, "time_shift", -1) < 64) {
+			in->have_time_conv = true;
+			in->time_shift = (uint16_t)jget_int(tc, "time_shift", 0);
+			in->time_mult = (uint32_t)jget_int(tc, "time_mult", 0);
+			in->time_zero = (uint64_t)jget_int(tc, "time_zero", 0);
 		}
 	}
 	if (cfg)
@@ -567,7 +602,7 @@ size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn f
 }
 
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl,
-		     uint64_t **offs, uint64_t **fups)
+		     uint64_t **offs, uint64_t **fups, uint64_t *first_tsc)
 {
 	struct pt_packet_decoder *pd;
 	struct pt_config cfg = *tmpl;
@@ -577,6 +612,8 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 	*offs = NULL;
 	if (fups)
 		*fups = NULL;
+	if (first_tsc)
+		*first_tsc = 0;
 	if (!len)
 		return 0;
 	cfg.begin = (uint8_t *)buf;
@@ -598,6 +635,8 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 				if (p.payload.ip.ipc == pt_ipc_sext_48 && (fup >> 47 & 1))
 					fup |= 0xffff000000000000ULL;
 			}
+			if (p.type == ppt_tsc && first_tsc && !*first_tsc)
+				*first_tsc = p.payload.tsc.tsc;
 			if (p.type == ppt_ovf)
 				break;
 		}
@@ -1236,7 +1275,7 @@ static uint8_t *slurp(const char *path, size_t *len, char *msg, size_t mlen)
 static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
 {
 	uint64_t *psb, *fup, min;
-	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, &psb, &fup), i;
+	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, &psb, &fup, &r->first_tsc), i;
 
 	if (!n) {
 		snprintf(r->error, sizeof(r->error),
@@ -1272,6 +1311,25 @@ static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
 	free(fup);
 }
 
+bool dec_tsc_ns(const struct dec_ctx *c, uint64_t tsc, uint64_t *ns)
+{
+	const struct dec_input *in = c->in;
+
+	if (in->have_time_conv) {
+		/* the kernel's formula (perf_event_mmap_page) */
+		uint64_t quot = tsc >> in->time_shift;
+		uint64_t rem = tsc & (((uint64_t)1 << in->time_shift) - 1);
+
+		*ns = in->time_zero + quot * in->time_mult + ((rem * in->time_mult) >> in->time_shift);
+		return true;
+	}
+	if (c->tsc_hz) {
+		*ns = (uint64_t)((unsigned __int128)tsc * 1000000000u / c->tsc_hz);
+		return true;
+	}
+	return false;
+}
+
 int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t len)
 {
 	struct work w = { .c = c };
@@ -1283,6 +1341,9 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 
 	c->nr_res = c->in->nr_traces;
 	c->res = calloc(c->nr_res ? c->nr_res : 1, sizeof(*c->res));
+	if (c->in->cpuid_0x15_eax && c->in->cpuid_0x15_ebx && c->in->cpuid_0x15_ecx)
+		c->tsc_hz = (uint64_t)c->in->cpuid_0x15_ecx * c->in->cpuid_0x15_ebx /
+			    c->in->cpuid_0x15_eax;
 	for (i = 0; i < c->nr_res; i++) {
 		struct dec_trace_result *r = &c->res[i];
 
@@ -1302,6 +1363,10 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 			continue;
 		}
 		make_segments(c, r);
+		if (r->first_tsc && (!c->timed || r->first_tsc < c->t0)) {
+			c->timed = true;
+			c->t0 = r->first_tsc;
+		}
 		w.total += r->nr_segs;
 		if (r->nr_segs)
 			ok++;

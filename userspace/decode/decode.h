@@ -69,6 +69,12 @@ struct dec_input {
 	uint8_t mtc_freq;
 	uint8_t nom_freq;
 	uint32_t cpuid_0x15_eax, cpuid_0x15_ebx;
+	uint32_t cpuid_0x15_ecx;	/* the crystal clock in Hz (0: unknown) */
+	/* TSC to perf time (ns), from a capture's meta.json "time_conv" */
+	bool have_time_conv;
+	uint16_t time_shift;
+	uint32_t time_mult;
+	uint64_t time_zero;
 	long pid;		/* capture: whose images to take from the sideband (0: auto) */
 	bool per_thread;	/* a per-thread capture ("mode": "thread") */
 	long program_pid;	/* its "program.pid", or 0 */
@@ -164,6 +170,7 @@ struct dec_trace_result {
 	uint64_t gaps[GAP_NR];		/* count per reason */
 	uint64_t gap_bytes[GAP_NR];	/* bytes skipped per reason */
 	char error[256];		/* the trace could not be decoded at all */
+	uint64_t first_tsc;		/* the TSC of its first PSB+ with one (0: none) */
 	struct dec_item *gap_items;	/* every DI_GAP, in trace order */
 	size_t nr_gap_items;
 };
@@ -184,6 +191,13 @@ struct dec_ctx {
 	 * end at calls and jumps.
 	 */
 	bool count_only;
+	/*
+	 * Time: some trace has TSC packets (@timed); the earliest TSC of a
+	 * PSB+ in any trace (@t0), which outputs count time from; the TSC
+	 * frequency (@tsc_hz, 0: unknown) from CPUID 0x15.
+	 */
+	bool timed;
+	uint64_t t0, tsc_hz;
 	char errata_note[128];
 	/* the images' bytes, mapped, indexed by isid (lock-free reads) */
 	struct dec_code {
@@ -213,9 +227,16 @@ const char *dec_gap_name(enum dec_gap g);
 /*
  * Offsets of every PSB in @buf[0..@len), ascending, and (if @fups) the IP
  * of the FUP in each PSB+ (0: none, tracing was off); returns the count.
+ * *@first_tsc (if not NULL): the TSC of the first PSB+ that has one, or 0.
  */
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl,
-		     uint64_t **offs, uint64_t **fups);
+		     uint64_t **offs, uint64_t **fups, uint64_t *first_tsc);
+
+/*
+ * @tsc as nanoseconds: perf time with a capture's time_conv, else from
+ * the TSC frequency; false when neither is known.
+ */
+bool dec_tsc_ns(const struct dec_ctx *c, uint64_t tsc, uint64_t *ns);
 
 /*
  * Walk the instructions of block @b: calls @fn(@arg, ip, size, last, @b)

@@ -197,6 +197,11 @@ struct dec_render {
 	const char *run_leaf;
 	uint64_t run_count;
 	bool perfetto_first;
+	/* time (dec_ctx.timed): in ns since the run's first TSC when @time_ok */
+	bool time_ok;
+	uint64_t ns0;			/* c->t0 in ns */
+	uint64_t prev_tsc;		/* the time of the block before (0: unknown) */
+	uint64_t ev_tsc;		/* the newest time given to a Perfetto event */
 	ZydisDecoder zd;
 	ZydisFormatter zf;
 };
@@ -249,12 +254,49 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void perfetto_ev(struct dec_render *r, char ph, const char *name, uint64_t ts)
+/*
+ * The time column of --calls for @tsc: seconds (to the nanosecond) since
+ * the run's first TSC, or TSC ticks since it when the TSC's frequency is
+ * unknown; "-" when the decoder had no time there.
+ */
+static const char *time_col(struct dec_render *r, uint64_t tsc, char *buf, size_t len)
+{
+	uint64_t ns;
+
+	if (!tsc || tsc < r->c->t0)
+		return "-";
+	if (r->time_ok && dec_tsc_ns(r->c, tsc, &ns) && ns >= r->ns0) {
+		ns -= r->ns0;
+		snprintf(buf, len, "%" PRIu64 ".%09" PRIu64, ns / 1000000000u, ns % 1000000000u);
+	} else {
+		snprintf(buf, len, "%" PRIu64, tsc - r->c->t0);
+	}
+	return buf;
+}
+
+/*
+ * A Perfetto event at the current place: at the time of the block before
+ * (microseconds since the run's first TSC, never going back) when the
+ * trace is timed and the TSC's frequency known, else at the instruction
+ * count.
+ */
+static void perfetto_ev(struct dec_render *r, char ph, const char *name)
 {
 	FILE *f = r->o->f[OUT_PERFETTO];
+	uint64_t ns;
 
-	fprintf(f, "%s{\"ph\":\"%c\",\"pid\":1,\"tid\":%u,\"ts\":%" PRIu64, r->perfetto_first ? "" : ",\n",
-		ph, r->tid, ts);
+	fprintf(f, "%s{\"ph\":\"%c\",\"pid\":1,\"tid\":%u,\"ts\":", r->perfetto_first ? "" : ",\n",
+		ph, r->tid);
+	if (r->time_ok) {
+		if (r->prev_tsc > r->ev_tsc)
+			r->ev_tsc = r->prev_tsc;
+		if (!r->ev_tsc || !dec_tsc_ns(r->c, r->ev_tsc, &ns) || ns < r->ns0)
+			ns = r->ns0;
+		ns -= r->ns0;
+		fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned int)(ns % 1000));
+	} else {
+		fprintf(f, "%" PRIu64, r->idx);
+	}
 	r->perfetto_first = false;
 	if (name) {
 		fprintf(f, ",\"name\":");
@@ -427,25 +469,31 @@ static void on_insns(struct dec_render *r, const struct dec_item *b)
 static void on_block_start(struct dec_render *r, const struct dec_item *b)
 {
 	const struct dec_outputs *o = r->o;
-	char sbuf[512];
+	char sbuf[512], tbuf[32];
 
 	if (r->pending == 1) {
 		if (o->f[OUT_CALLS]) {
-			fprintf(o->f[OUT_CALLS], "%10" PRIu64 " %*s> %s %#" PRIx64 "\n", r->idx,
+			fprintf(o->f[OUT_CALLS], "%10" PRIu64 " ", r->idx);
+			if (r->c->timed)
+				fprintf(o->f[OUT_CALLS], "%14s ", time_col(r, r->prev_tsc, tbuf, sizeof(tbuf)));
+			fprintf(o->f[OUT_CALLS], "%*s> %s %#" PRIx64 "\n",
 				(int)(2 * r->depth), "", dec_syms_fmt(r->c->syms, b->ip, sbuf, sizeof(sbuf)),
 				b->ip);
 		}
 		r->depth++;
 		if (o->f[OUT_PERFETTO])
-			perfetto_ev(r, 'B', frame_name(r, b->ip), r->idx);
+			perfetto_ev(r, 'B', frame_name(r, b->ip));
 	} else if (r->pending == 2) {
 		if (r->depth) {
 			r->depth--;
 			if (o->f[OUT_PERFETTO])
-				perfetto_ev(r, 'E', NULL, r->idx);
+				perfetto_ev(r, 'E', NULL);
 		}
 		if (o->f[OUT_CALLS]) {
-			fprintf(o->f[OUT_CALLS], "%10" PRIu64 " %*s< %s %#" PRIx64 "\n", r->idx,
+			fprintf(o->f[OUT_CALLS], "%10" PRIu64 " ", r->idx);
+			if (r->c->timed)
+				fprintf(o->f[OUT_CALLS], "%14s ", time_col(r, r->prev_tsc, tbuf, sizeof(tbuf)));
+			fprintf(o->f[OUT_CALLS], "%*s< %s %#" PRIx64 "\n",
 				(int)(2 * r->depth), "", dec_syms_fmt(r->c->syms, b->ip, sbuf, sizeof(sbuf)),
 				b->ip);
 		}
@@ -534,6 +582,8 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 						lblock(r, it, have_fall ? fall : it->end_ip + 1);
 				}
 				r->have_prev = have_fall;
+				if (it->tsc)
+					r->prev_tsc = it->tsc;
 				r->prev_last = it->end_ip;
 				r->prev_next = fall;
 				if (it->iclass == ptic_call)
@@ -588,7 +638,7 @@ void dec_render_trace_end(struct dec_render *r)
 	if (o->f[OUT_PERFETTO])
 		while (r->depth) {
 			r->depth--;
-			perfetto_ev(r, 'E', NULL, r->idx);
+			perfetto_ev(r, 'E', NULL);
 		}
 }
 
@@ -721,6 +771,7 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	ZydisFormatterInit(&r->zf, ZYDIS_FORMATTER_STYLE_INTEL);
 	r->cs_start = 1;
 	r->perfetto_first = true;
+	r->time_ok = c->timed && dec_tsc_ns(c, c->t0, &r->ns0);
 	if (o->f[OUT_PERFETTO])
 		fprintf(o->f[OUT_PERFETTO], "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
 	return r;
@@ -743,6 +794,7 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->depth = r->sdepth = 0;
 	r->pending = 0;
 	r->have_prev = false;
+	r->prev_tsc = r->ev_tsc = 0;
 	r->run_leaf = NULL;
 	r->run_count = 0;
 	fstack_rebuild(r);
@@ -1010,6 +1062,22 @@ struct json_object *dec_summary_json(const struct dec_ctx *c)
 		insns += r->insns;
 		skipped += ts;
 	}
+	{
+		struct json_object *tm = json_object_new_object();
+		uint64_t ns;
+		bool conv = c->timed && dec_tsc_ns(c, c->t0, &ns);
+
+		json_object_object_add(tm, "tsc", json_object_new_boolean(c->timed));
+		json_object_object_add(tm, "first_tsc", c->timed ?
+				       json_object_new_int64((int64_t)c->t0) : NULL);
+		json_object_object_add(tm, "tsc_hz", c->tsc_hz ?
+				       json_object_new_int64((int64_t)c->tsc_hz) : NULL);
+		json_object_object_add(tm, "time_conv", json_object_new_boolean(c->in->have_time_conv));
+		json_object_object_add(tm, "first_ns", conv ? json_object_new_int64((int64_t)ns) : NULL);
+		json_object_object_add(tm, "unit", json_object_new_string(
+			!c->timed ? "instructions" : conv ? "ns" : "tsc"));
+		json_object_object_add(o, "time", tm);
+	}
 	json_object_object_add(o, "instructions", json_object_new_int64((int64_t)insns));
 	json_object_object_add(o, "bytes_skipped", json_object_new_int64((int64_t)skipped));
 	json_object_object_add(o, "errors", json_object_new_int64((int64_t)errors));
@@ -1060,6 +1128,16 @@ void dec_summary_text(const struct dec_ctx *c, FILE *f)
 					dec_gap_name((enum dec_gap)g), r->gaps[g]);
 		fputc('\n', f);
 		insns += r->insns;
+	}
+	if (c->timed) {
+		uint64_t ns;
+
+		if (dec_tsc_ns(c, c->t0, &ns))
+			fprintf(f, "time: from TSC %#" PRIx64 " (%s), in seconds\n", c->t0,
+				c->in->have_time_conv ? "perf time conversion" : "CPUID 0x15 frequency");
+		else
+			fprintf(f, "time: from TSC %#" PRIx64 ", in TSC ticks (the TSC frequency is "
+				"unknown: give --cpuid-0x15 EAX/EBX/ECX)\n", c->t0);
 	}
 	fprintf(f, "decoded %" PRIu64 " instructions from %zu trace%s\n", insns, c->nr_res,
 		c->nr_res == 1 ? "" : "s");

@@ -26,7 +26,7 @@ static void decode_usage(FILE *f)
 		"  --raw FILE:OFF:SIZE:BASE  SIZE bytes at file offset OFF loaded at BASE\n"
 		"  --cpu F/M[/S]             the CPU (for errata); captures carry it\n"
 		"  --pid PID                 capture: take PID's code from the sideband\n"
-		"  --mtc-freq N, --nom-freq N, --cpuid-0x15 EAX/EBX   timing parameters\n"
+		"  --mtc-freq N, --nom-freq N, --cpuid-0x15 EAX/EBX[/ECX]   timing parameters\n"
 		"Outputs (to stdout, or to FILE with =FILE; at most one on stdout):\n"
 		"  --insn[=FILE]             instruction trace: address, symbol+offset\n"
 		"  --disasm                  add Zydis disassembly to --insn\n"
@@ -124,7 +124,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	struct pt_cpu cpu_opt;
 	uint8_t mtc = 0, nom = 0;
 	bool have_mtc = false, have_nom = false, have_c15 = false;
-	uint32_t c15a = 0, c15b = 0;
+	uint32_t c15a = 0, c15b = 0, c15c = 0;
 	char **pts = calloc((size_t)argc + 1, sizeof(char *));
 	char **elfs = calloc((size_t)argc + 1, sizeof(char *));
 	char **raws = calloc((size_t)argc + 1, sizeof(char *));
@@ -162,8 +162,12 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		case O_C15: {
 			char extra;
 
-			if (sscanf(optarg, "%i/%i%c", (int *)&c15a, (int *)&c15b, &extra) != 2) {
-				ipt_err("--cpuid-0x15 %s: want EAX/EBX of CPUID leaf 0x15", optarg);
+			int n = sscanf(optarg, "%i/%i/%i%c", (int *)&c15a, (int *)&c15b,
+				       (int *)&c15c, &extra);
+
+			if (n != 2 && n != 3) {
+				ipt_err("--cpuid-0x15 %s: want EAX/EBX[/ECX] of CPUID leaf 0x15 "
+					"(ECX: the crystal clock in Hz)", optarg);
 				goto out;
 			}
 			have_c15 = true;
@@ -253,6 +257,8 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	if (have_c15) {
 		in.cpuid_0x15_eax = c15a;
 		in.cpuid_0x15_ebx = c15b;
+		if (c15c)
+			in.cpuid_0x15_ecx = c15c;
 	}
 	if (!in.nr_images && !packets.on)
 		fprintf(stderr, "ipttool: decode: warning: no code images (give --elf FILE or --raw "

@@ -1699,6 +1699,208 @@ static void test_per_thread(struct run *a, struct run *b)
 	      "each trace's tid and pid");
 }
 
+/*
+ * A timed trace (ptgen --tsc --mtc 0): --calls carries the time of each
+ * call and return, inside the window ptgen's clock model allows a decoder
+ * there (time.bin), and the Perfetto timeline is in that time.
+ */
+static void test_timed(struct run *r)
+{
+	struct json_object *o, *tm = NULL, *v, *ev = NULL;
+	uint64_t t0 = 0, hz = 0, ns0 = 0, (*win)[3] = NULL, prev_ns = 0;
+	size_t len = 0, i, lines = 0, bad = 0, exact = 0, calls = 0, nb = 0;
+	char *s, *p, *save = NULL;
+	uint64_t *call_ns = NULL;
+	double err = 0;
+	bool mono = true, nest = true, same = true;
+	int st, depth = 0;
+	int64_t last_ts = -1;
+
+	st = decode(F(r, "t"), F(r, "et"), "-j decode %s -J 2 --calls=%s --perfetto=%s", r->dir,
+		    F(r, "t.calls"), F(r, "t.json"));
+	CHECK(st == 0 && clean_stderr(F(r, "et")), "%s: decode with --calls and --perfetto exits 0",
+	      r->name);
+	o = json_object_from_file(F(r, "t"));
+	if (o && json_object_object_get_ex(o, "time", &tm) && tm) {
+		if (json_object_object_get_ex(tm, "first_tsc", &v))
+			t0 = (uint64_t)json_object_get_int64(v);
+		if (json_object_object_get_ex(tm, "tsc_hz", &v))
+			hz = (uint64_t)json_object_get_int64(v);
+		if (json_object_object_get_ex(tm, "first_ns", &v))
+			ns0 = (uint64_t)json_object_get_int64(v);
+	}
+	json_object_put(o);
+	CHECK(t0 == 0x100000000ULL && hz == 1996800000ULL,
+	      "%s: the summary has the first TSC (%#" PRIx64 ", the clock model's start) and the "
+	      "TSC frequency from CPUID 0x15 (%" PRIu64 " Hz)", r->name, t0, hz);
+	{
+		char tb[PATH_MAX + 16];
+
+		snprintf(tb, sizeof(tb), "%s/time.bin", r->dir);
+		s = slurp(tb, &len);
+	}
+	if (s && len == r->n * 24) {
+		win = malloc(len);
+		memcpy(win, s, len);
+	}
+	free(s);
+	CHECK(win != NULL, "%s: ptgen wrote time.bin, three u64 per instruction", r->name);
+	if (!win || !hz)
+		return;
+	call_ns = calloc(r->n + 1, sizeof(*call_ns));
+	s = slurp(F(r, "t.calls"), &len);
+	for (p = s ? strtok_r(s, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save)) {
+		unsigned long long idx, sec, frac;
+		char k;
+		uint64_t ns, tsc;
+		int used = 0;
+
+		if (sscanf(p, "%llu %llu.%9llu %n", &idx, &sec, &frac, &used) != 3 || !used ||
+		    idx == 0 || idx > r->n) {
+			bad++;
+			continue;
+		}
+		k = p[used + strspn(p + used, " ")];
+		lines++;
+		ns = sec * 1000000000ULL + frac;
+		if (ns < prev_ns)
+			mono = false;
+		prev_ns = ns;
+		if (k == '>')
+			call_ns[calls++] = ns;
+		/* back to TSC ticks: ns counts from first_ns = t0 * 1e9 / hz, rounded down */
+		tsc = (uint64_t)(((unsigned __int128)(ns + ns0) * hz + 999999999ULL) / 1000000000ULL);
+		/*
+		 * The time after the block that ended with the call or return
+		 * (instruction idx - 1) must be in that instruction's window
+		 * (+-2 ticks for the round trip through nanoseconds).
+		 */
+		if (tsc + 2 < win[idx - 1][1] || tsc > win[idx - 1][2] + 2)
+			bad++;
+		if (tsc + 2 >= win[idx - 1][0] && tsc <= win[idx - 1][0] + 2)
+			exact++;
+		err += (double)(tsc > win[idx - 1][0] ? tsc - win[idx - 1][0] : win[idx - 1][0] - tsc);
+	}
+	free(s);
+	CHECK(lines > 1000 && bad == 0 && mono,
+	      "%s: --calls times (%zu lines, %zu exact, mean error %.0f cycles): every one in the "
+	      "window of its call or return (%zu outside), never going back", r->name, lines, exact,
+	      lines ? err / (double)lines : 0.0, bad);
+	o = json_object_from_file(F(r, "t.json"));
+	if (o)
+		json_object_object_get_ex(o, "traceEvents", &ev);
+	for (i = 0; ev && i < json_object_array_length(ev); i++) {
+		struct json_object *e = json_object_array_get_idx(ev, i), *ph, *ts;
+		const char *phs;
+		int64_t t;
+
+		if (!json_object_object_get_ex(e, "ph", &ph) || !json_object_object_get_ex(e, "ts", &ts))
+			continue;
+		phs = json_object_get_string(ph);
+		/* microseconds with three decimals: whole nanoseconds */
+		t = (int64_t)(json_object_get_double(ts) * 1000.0 + 0.5);
+		if (t < last_ts)
+			mono = false;
+		last_ts = t;
+		if (phs[0] == 'B') {
+			if (nb >= calls || (uint64_t)t != call_ns[nb])
+				same = false;
+			nb++;
+			depth++;
+		} else if (phs[0] == 'E' && --depth < 0) {
+			nest = false;
+		}
+	}
+	CHECK(ev && mono && nest && depth == 0 && same && nb == calls,
+	      "%s: Perfetto timeline in time: %zu spans begin at their call's --calls time, "
+	      "never going back, properly nested", r->name, nb);
+	json_object_put(o);
+	free(call_ns);
+	free(win);
+
+	/* the same trace as a capture with the kernel's TSC to perf-time conversion */
+	{
+		char raws[16384], cap[PATH_MAX + 32], path[PATH_MAX + 48], *trace;
+		struct json_object *m, *tc = json_object_new_object(), *c15 = json_object_new_object();
+		struct json_object *cpu = NULL, *cfg = json_object_new_object();
+		int64_t first_ns = -1, conv = -1;
+		const char *unit = "";
+		size_t tlen = 0, l1 = 0, l2 = 0;
+		uint64_t want;
+		char *a, *b;
+
+		snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+		trace = slurp(path, &tlen);
+		snprintf(cap, sizeof(cap), "%s/%s.cap", work, r->name);
+		make_capture(r, cap, trace, tlen);
+		free(trace);
+		snprintf(path, sizeof(path), "%s/meta.json", cap);
+		m = json_object_from_file(path);
+		json_object_object_add(tc, "time_shift", json_object_new_int(10));
+		json_object_object_add(tc, "time_mult", json_object_new_int(524));
+		json_object_object_add(tc, "time_zero", json_object_new_int64(123456789));
+		json_object_object_add(m, "time_conv", tc);
+		json_object_object_add(c15, "eax", json_object_new_int(2));
+		json_object_object_add(c15, "ebx", json_object_new_int(104));
+		json_object_object_add(c15, "ecx", json_object_new_int(38400000));
+		json_object_object_get_ex(m, "cpu", &cpu);
+		json_object_object_add(cpu, "cpuid_15", c15);
+		json_object_object_add(cfg, "mtc_freq", json_object_new_int(0));
+		json_object_object_add(m, "config", cfg);
+		json_object_to_file(path, m);
+		json_object_put(m);
+		raw_args(r, raws, sizeof(raws), -1);
+		st = decode(F(r, "tc"), F(r, "etc"), "-j decode %s%s --calls=%s", cap, raws,
+			    F(r, "tc.calls"));
+		o = json_object_from_file(F(r, "tc"));
+		if (o && json_object_object_get_ex(o, "time", &tm) && tm) {
+			if (json_object_object_get_ex(tm, "first_ns", &v))
+				first_ns = json_object_get_int64(v);
+			if (json_object_object_get_ex(tm, "time_conv", &v))
+				conv = json_object_get_boolean(v);
+			if (json_object_object_get_ex(tm, "unit", &v))
+				unit = json_object_get_string(v);
+		}
+		/* the kernel's formula (perf_event_mmap_page) at the first TSC */
+		want = 123456789 + (t0 >> 10) * 524 + (((t0 & 1023) * 524) >> 10);
+		/*
+		 * Line by line: the same instruction, and the time of the
+		 * ptgen-directory decode (CPUID 0x15 frequency) taken back to
+		 * TSC ticks and through the formula.
+		 */
+		a = slurp(F(r, "t.calls"), &l1);
+		b = slurp(F(r, "tc.calls"), &l2);
+		l1 = l2 = 0;
+		for (char *pa = a, *pb = b; pa && pb && *pa && *pb; l1++) {
+			unsigned long long ia, ib, sa, fa, sb, fb;
+			uint64_t tsc, pns;
+
+			if (sscanf(pa, "%llu %llu.%9llu", &ia, &sa, &fa) != 3 ||
+			    sscanf(pb, "%llu %llu.%9llu", &ib, &sb, &fb) != 3 || ia != ib) {
+				l2++;
+				break;
+			}
+			tsc = (uint64_t)(((unsigned __int128)(sa * 1000000000ULL + fa + ns0) * hz +
+					  999999999ULL) / 1000000000ULL);
+			pns = 123456789 + (tsc >> 10) * 524 + (((tsc & 1023) * 524) >> 10) - want;
+			if (sb * 1000000000ULL + fb + 2 < pns || sb * 1000000000ULL + fb > pns + 2)
+				l2++;
+			pa = strchr(pa, '\n');
+			pb = strchr(pb, '\n');
+			pa = pa ? pa + 1 : NULL;
+			pb = pb ? pb + 1 : NULL;
+		}
+		CHECK(st == 0 && conv == 1 && first_ns == (int64_t)want && !strcmp(unit, "ns") &&
+		      l1 > 1000 && l2 == 0,
+		      "%s: as a capture with time_conv: perf time (first_ns %" PRId64 ", the kernel's "
+		      "formula gives %" PRIu64 "); %zu --calls lines at the same instructions, %zu "
+		      "not at the formula's time", r->name, first_ns, want, l1, l2);
+		json_object_put(o);
+		free(a);
+		free(b);
+	}
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static bool ptgen(struct run *r, const char *opts, const char *cmd)
@@ -1715,8 +1917,10 @@ int main(int argc, char **argv)
 		{ .name = "signals", .static_prog = true },
 		{ .name = "syscalls-jit", .static_prog = true },
 		{ .name = "vdso", .static_prog = true },
+		{ .name = "calls-timed" },
 	};
-	const char *cmds[] = { "--psb-period 256|recurse", "|calls", "|signals", "|syscalls", "|vdso" };
+	const char *cmds[] = { "--psb-period 256|recurse", "|calls", "|signals", "|syscalls", "|vdso",
+			       "--tsc --mtc 0|calls" };
 	size_t i, nr = sizeof(runs) / sizeof(runs[0]);
 	pid_t pids[8];
 
@@ -1784,7 +1988,10 @@ int main(int argc, char **argv)
 		      runs[i].n);
 		if (!ok)
 			continue;
-		test_run(&runs[i], i < 3);
+		if (!strcmp(runs[i].name, "calls-timed"))
+			test_timed(&runs[i]);
+		else
+			test_run(&runs[i], i < 3);
 	}
 	if (runs[0].n) {
 		int st = decode(F(&runs[0], "seg"), F(&runs[0], "eseg"), "-j decode %s", runs[0].dir);
