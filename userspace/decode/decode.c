@@ -75,7 +75,11 @@ void dec_input_free(struct dec_input *in)
 		free(in->images[i].file);
 		free(in->images[i].elf);
 		free(in->images[i].name);
+		free(in->images[i].kallsyms);
 	}
+	for (i = 0; i < in->nr_fds; i++)
+		close(in->fds[i]);
+	free(in->fds);
 	free(in->traces);
 	free(in->images);
 	memset(in, 0, sizeof(*in));
@@ -214,6 +218,120 @@ int dec_input_add_raw_at(struct dec_input *in, const char *file, uint64_t off, u
 		size = (uint64_t)st.st_size - off;	/* a mapping may extend past the file */
 	add_image(in, file, off, size, vaddr);
 	return 0;
+}
+
+/* The address of text symbol @want in a kallsyms-format file; 0 if none. */
+static uint64_t kallsyms_addr(FILE *f, const char *want, bool *zero)
+{
+	char line[512], name[256], type;
+	unsigned long long a;
+
+	rewind(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3 || strcmp(name, want))
+			continue;
+		if (!a)
+			*zero = true;
+		return a;
+	}
+	return 0;
+}
+
+int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kallsyms,
+			char *msg, size_t len)
+{
+	uint64_t stext, etext, size, done = 0;
+	FILE *ks = fopen(kallsyms, "r");
+	struct dec_image *im;
+	bool zero = false, found = false;
+	char path[64];
+	GElf_Phdr ph;
+	size_t n, i;
+	int fd = -1, out = -1;
+	Elf *e = NULL;
+
+	if (!ks) {
+		snprintf(msg, len, "%s: %s", kallsyms, strerror(errno));
+		return -1;
+	}
+	stext = kallsyms_addr(ks, "_stext", &zero);
+	etext = kallsyms_addr(ks, "_etext", &zero);
+	fclose(ks);
+	if (zero) {
+		snprintf(msg, len, "%s shows no addresses: read it as root, or set the sysctl "
+			 "kernel.kptr_restrict to 0", kallsyms);
+		return -1;
+	}
+	if (!stext || etext <= stext || etext - stext > (1ULL << 30)) {
+		snprintf(msg, len, "%s: no _stext/_etext text symbols (not a kallsyms file?)",
+			 kallsyms);
+		return -1;
+	}
+	size = etext - stext;
+	fd = open(kcore, O_RDONLY);
+	if (fd < 0) {
+		snprintf(msg, len, "%s: %s%s", kcore, strerror(errno),
+			 errno == ENOENT ? " (the kernel has no CONFIG_PROC_KCORE: give --elf vmlinux)" :
+			 errno == EACCES || errno == EPERM ? " (needs root: CAP_SYS_RAWIO)" : "");
+		return -1;
+	}
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &n)) {
+		snprintf(msg, len, "%s: not an ELF core file (%s)", kcore, elf_errmsg(-1));
+		goto fail;
+	}
+	for (i = 0; i < n && !found; i++)
+		found = gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			stext >= ph.p_vaddr && etext <= ph.p_vaddr + ph.p_filesz;
+	if (!found) {
+		snprintf(msg, len, "%s: no segment holds the kernel text %#" PRIx64 "-%#" PRIx64
+			 " that %s names", kcore, stext, etext, kallsyms);
+		goto fail;
+	}
+	/* a private copy, unlinked, named through /proc/self/fd for libipt */
+	{
+		char tmpl[PATH_MAX];
+
+		snprintf(tmpl, sizeof(tmpl), "%s/ipttool-kcore-XXXXXX",
+			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		out = mkstemp(tmpl);
+		if (out >= 0)
+			unlink(tmpl);
+	}
+	if (out < 0) {
+		snprintf(msg, len, "a temporary file for the kernel text: %s", strerror(errno));
+		goto fail;
+	}
+	while (done < size) {
+		char buf[1 << 16];
+		size_t want = size - done < sizeof(buf) ? size - done : sizeof(buf);
+		ssize_t got = pread(fd, buf, want, (off_t)(ph.p_offset + (stext - ph.p_vaddr) + done));
+
+		if (got <= 0 || write(out, buf, (size_t)got) != got) {
+			snprintf(msg, len, "%s: reading the kernel text: %s", kcore,
+				 got < 0 ? strerror(errno) : "short read or write");
+			goto fail;
+		}
+		done += (uint64_t)got;
+	}
+	elf_end(e);
+	close(fd);
+	in->fds = xrealloc(in->fds, (in->nr_fds + 1) * sizeof(*in->fds));
+	in->fds[in->nr_fds++] = out;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", out);
+	im = add_image(in, path, 0, size, stext);
+	free(im->name);
+	im->name = xstrdup("[kernel.kallsyms]");
+	im->kallsyms = xstrdup(kallsyms);
+	return 0;
+fail:
+	if (e)
+		elf_end(e);
+	if (out >= 0)
+		close(out);
+	close(fd);
+	return -1;
 }
 
 int dec_input_add_raw(struct dec_input *in, const char *arg, char *msg, size_t len)

@@ -43,6 +43,7 @@ struct dec_image {
 	uint64_t elf_off;	/* file offset in @elf that is mapped at @vaddr */
 	char *name;		/* DSO name to show (basename) */
 	long pid;		/* the process whose code this is (0: every trace's) */
+	char *kallsyms;		/* symbols from this /proc/kallsyms-format file, or NULL */
 };
 
 /* One trace file to decode. */
@@ -79,6 +80,8 @@ struct dec_input {
 	bool per_thread;	/* a per-thread capture ("mode": "thread") */
 	long program_pid;	/* its "program.pid", or 0 */
 	char kind[16];		/* "pt", "ptgen" or "capture" */
+	int *fds;		/* open unlinked files that images name (/proc/self/fd/N) */
+	size_t nr_fds;
 	char note[320];		/* a remark for the summary ("no sideband: ...") */
 };
 
@@ -96,6 +99,14 @@ int dec_input_add_raw_at(struct dec_input *in, const char *file, uint64_t off, u
  * recording) from @dir's sideband.jsonl.  0, or -1 with @msg.
  */
 int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *msg, size_t len);
+/*
+ * Add the running kernel's text (--kcore): [_stext, _etext) as
+ * @kallsyms gives them, copied out of the ELF core file @kcore (the
+ * PT_LOAD segment that holds them), with the text symbols of @kallsyms.
+ * 0, or -1 with @msg.
+ */
+int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kallsyms,
+			char *msg, size_t len);
 /* Parse --cpu F/M[/S]; 0 or -1. */
 int dec_parse_cpu(const char *s, struct pt_cpu *cpu);
 /* Load a ptgen output directory or an ipt capture directory. 0 or -1 + @msg. */

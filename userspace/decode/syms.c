@@ -44,6 +44,43 @@ static int cmp_mod(const void *a, const void *b)
 }
 
 /*
+ * Sort @raw (@nraw symbols, names now owned by @m) into @m's table: of
+ * several at one address the preferred name and the largest extent; a
+ * symbol without a size ends at the next one.  Frees @raw.
+ */
+static void finish_syms(struct dec_module *m, struct rawsym *raw, size_t nraw)
+{
+	size_t i;
+
+	if (nraw)
+		qsort(raw, nraw, sizeof(*raw), cmp_raw);
+	m->syms = calloc(nraw + 1, sizeof(*m->syms));
+	for (i = 0; i < nraw; i++) {
+		struct dec_sym *s;
+		uint64_t size = raw[i].size;
+
+		if (!m->syms || (m->nr_syms && m->syms[m->nr_syms - 1].start == raw[i].addr)) {
+			/* an alias: keep the preferred name, the largest extent */
+			if (m->syms) {
+				s = &m->syms[m->nr_syms - 1];
+				if (size && raw[i].addr + size > s->end)
+					s->end = raw[i].addr + size;
+			}
+			free(raw[i].name);
+			continue;
+		}
+		s = &m->syms[m->nr_syms++];
+		s->start = raw[i].addr;
+		s->end = size ? raw[i].addr + size : 0;
+		s->name = raw[i].name;
+	}
+	for (i = 0; i < m->nr_syms; i++)
+		if (!m->syms[i].end)
+			m->syms[i].end = i + 1 < m->nr_syms ? m->syms[i + 1].start : m->end;
+	free(raw);
+}
+
+/*
  * Read the function symbols of @path into @m, with @bias the difference
  * between runtime and ELF addresses.  Of several symbols at one address the
  * global one wins, then the weak one, then the shortest name, then the
@@ -134,36 +171,53 @@ static void load_elf_syms(struct dec_module *m, const char *path, uint64_t elf_o
 			nraw++;
 		}
 	}
-	if (nraw)
-		qsort(raw, nraw, sizeof(*raw), cmp_raw);
-	m->syms = calloc(nraw + 1, sizeof(*m->syms));
-	if (!m->syms)
-		goto out;
-	for (i = 0; i < nraw; i++) {
-		struct dec_sym *s;
-		uint64_t size = raw[i].size;
-
-		if (m->nr_syms && m->syms[m->nr_syms - 1].start == raw[i].addr) {
-			/* an alias: keep the preferred name, the largest extent */
-			s = &m->syms[m->nr_syms - 1];
-			if (size && raw[i].addr + size > s->end)
-				s->end = raw[i].addr + size;
-			free(raw[i].name);
-			continue;
-		}
-		s = &m->syms[m->nr_syms++];
-		s->start = raw[i].addr;
-		s->end = size ? raw[i].addr + size : 0;
-		s->name = raw[i].name;
-	}
-	for (i = 0; i < m->nr_syms; i++)
-		if (!m->syms[i].end)
-			m->syms[i].end = i + 1 < m->nr_syms ? m->syms[i + 1].start : m->end;
+	finish_syms(m, raw, nraw);
+	raw = NULL;
 out:
 	free(raw);
 	if (e)
 		elf_end(e);
 	close(fd);
+}
+
+/*
+ * The text symbols of a /proc/kallsyms-format file inside @m (the kernel's
+ * own, not modules'): no sizes there, so each ends at the next.  T ranks
+ * as global, W as weak, t as local.
+ */
+static void load_kallsyms(struct dec_module *m, const char *path)
+{
+	struct rawsym *raw = NULL;
+	size_t nraw = 0, cap = 0;
+	char line[512], name[256], type;
+	unsigned long long a;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3 || strchr(line, '[') ||
+		    !type || !strchr("TtWw", type) || a < m->start || a >= m->end)
+			continue;
+		if (nraw == cap) {
+			struct rawsym *n;
+
+			cap = cap ? cap * 2 : 4096;
+			n = realloc(raw, cap * sizeof(*raw));
+			if (!n)
+				break;
+			raw = n;
+		}
+		raw[nraw].addr = a;
+		raw[nraw].size = 0;
+		raw[nraw].rank = type == 'T' ? 0 : type == 'W' || type == 'w' ? 1 : 2;
+		raw[nraw].name = strdup(name);
+		if (!raw[nraw].name)
+			break;
+		nraw++;
+	}
+	fclose(f);
+	finish_syms(m, raw, nraw);
 }
 
 struct dec_syms *dec_syms_load(const struct dec_input *in)
@@ -191,6 +245,8 @@ struct dec_syms *dec_syms_load(const struct dec_input *in)
 		if (im->elf) {
 			load_elf_syms(m, im->elf, im->elf_off);
 			m->elf = strdup(im->elf);
+		} else if (im->kallsyms) {
+			load_kallsyms(m, im->kallsyms);
 		}
 	}
 	if (s->nr_mods)

@@ -26,6 +26,8 @@ static void decode_usage(FILE *f)
 		"  --raw FILE:OFF:SIZE:BASE  SIZE bytes at file offset OFF loaded at BASE\n"
 		"  --cpu F/M[/S]             the CPU (for errata); captures carry it\n"
 		"  --pid PID                 capture: take PID's code from the sideband\n"
+		"  --kcore[=FILE]            the running kernel's text from /proc/kcore (or FILE)\n"
+		"  --kallsyms FILE           its symbols and _stext/_etext (default /proc/kallsyms)\n"
 		"  --mtc-freq N, --nom-freq N, --cpuid-0x15 EAX/EBX[/ECX]   timing parameters\n"
 		"Outputs (to stdout, or to FILE with =FILE; at most one on stdout):\n"
 		"  --insn[=FILE]             instruction trace: address, symbol+offset\n"
@@ -49,7 +51,7 @@ static void decode_usage(FILE *f)
 enum {
 	O_PT = 256, O_ELF, O_RAW, O_CPU, O_MTC, O_NOM, O_C15, O_INSN, O_DISASM, O_CALLS,
 	O_PROFILE, O_FOLDED, O_BLOCKS, O_PACKETS, O_PERFETTO, O_DRCOV, O_INSNDEC, O_NOSPLIT,
-	O_PID, O_LINES,
+	O_PID, O_LINES, O_KCORE, O_KALLSYMS,
 };
 
 /* Where an output goes: NULL (stdout) or a file name. */
@@ -108,6 +110,8 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'J' },
 		{ "no-split", no_argument, NULL, O_NOSPLIT },
 		{ "pid", required_argument, NULL, O_PID },
+		{ "kcore", optional_argument, NULL, O_KCORE },
+		{ "kallsyms", required_argument, NULL, O_KALLSYMS },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -125,6 +129,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	uint8_t mtc = 0, nom = 0;
 	bool have_mtc = false, have_nom = false, have_c15 = false;
 	uint32_t c15a = 0, c15b = 0, c15c = 0;
+	const char *kcore = NULL, *kallsyms = NULL;
 	char **pts = calloc((size_t)argc + 1, sizeof(char *));
 	char **elfs = calloc((size_t)argc + 1, sizeof(char *));
 	char **raws = calloc((size_t)argc + 1, sizeof(char *));
@@ -206,6 +211,8 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 			dopt.jobs = (unsigned int)n;
 			break;
 		}
+		case O_KCORE: kcore = optarg ? optarg : "/proc/kcore"; break;
+		case O_KALLSYMS: kallsyms = optarg; break;
 		case 'j': t->json = true; break;
 		case 'h': decode_usage(stdout); ret = 0; goto out;
 		default: decode_usage(stderr); goto out;
@@ -235,6 +242,15 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 			goto out;
 		}
 		dec_input_add_trace(&in, pts[i], -1);
+	}
+	if (kallsyms && !kcore) {
+		ipt_err("decode: --kallsyms goes with --kcore (for a vmlinux, give --elf vmlinux)");
+		goto out;
+	}
+	if (kcore && dec_input_add_kcore(&in, kcore, kallsyms ? kallsyms : "/proc/kallsyms",
+					 msg, sizeof(msg))) {
+		ipt_err("decode: --kcore: %s", msg);
+		goto out;
 	}
 	for (i = 0; i < nelf; i++)
 		if (dec_input_add_elf(&in, elfs[i], msg, sizeof(msg))) {

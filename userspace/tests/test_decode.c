@@ -1901,6 +1901,88 @@ static void test_timed(struct run *r)
 	}
 }
 
+/*
+ * --kcore: a stand-in for /proc/kcore (an ELF core file whose PT_LOAD
+ * segments are memory at virtual addresses; this machine's kernel has
+ * none) holding @r's code at its address behind a decoy segment, and a
+ * kallsyms file with _stext/_etext around it and the program's functions
+ * as text symbols.  The trace decodes to the ground truth through them.
+ */
+static void test_kcore(struct run *r)
+{
+	char core[PATH_MAX + 32], ksyms[PATH_MAX + 32], zsyms[PATH_MAX + 32];
+	const struct image *im = &r->img[0];
+	uint64_t size = im->end - im->start;
+	Elf64_Ehdr eh = { 0 };
+	Elf64_Phdr ph[2] = { { 0 } };
+	static const uint8_t zeros[4096];
+	size_t n = 0, first;
+	FILE *f;
+	int st;
+
+	snprintf(core, sizeof(core), "%s/%s.kcore", work, r->name);
+	snprintf(ksyms, sizeof(ksyms), "%s/%s.kallsyms", work, r->name);
+	snprintf(zsyms, sizeof(zsyms), "%s/%s.kallsyms0", work, r->name);
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_CORE;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_phoff = sizeof(eh);
+	eh.e_ehsize = sizeof(eh);
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	eh.e_phnum = 2;
+	ph[0].p_type = PT_LOAD;		/* a decoy: the direct map */
+	ph[0].p_offset = 4096;
+	ph[0].p_vaddr = 0xffff888000000000ULL;
+	ph[0].p_filesz = ph[0].p_memsz = 4096;
+	ph[1].p_type = PT_LOAD;
+	ph[1].p_offset = 8192;
+	ph[1].p_vaddr = im->start;
+	ph[1].p_filesz = ph[1].p_memsz = size;
+	f = fopen(core, "w");
+	if (f) {
+		fwrite(&eh, sizeof(eh), 1, f);
+		fwrite(ph, sizeof(ph), 1, f);
+		fwrite(zeros, 1, 8192 - sizeof(eh) - sizeof(ph), f);
+		fwrite(im->bytes, 1, size, f);
+		fclose(f);
+	}
+	f = fopen(ksyms, "w");
+	if (f) {
+		fprintf(f, "%016" PRIx64 " T _stext\n", im->start);
+		for (size_t i = 0; i < r->nsyms; i++)
+			fprintf(f, "%016" PRIx64 " %c %s\n", r->syms[i].start,
+				r->syms[i].rank ? 't' : 'T', r->syms[i].name);
+		fprintf(f, "%016" PRIx64 " t decoy_module_fn\t[decoy]\n", im->start);
+		fprintf(f, "%016" PRIx64 " T _etext\n", im->end);
+		fclose(f);
+	}
+	st = decode(F(r, "kc"), F(r, "ekc"), "decode --pt %s/trace.pt --cpu 6/126/5 --kcore=%s "
+		    "--kallsyms %s --insn -J 2", r->dir, core, ksyms);
+	CHECK(st == 0 && clean_stderr(F(r, "ekc")) && insn_equal(r, F(r, "kc"), &n, &first) &&
+	      file_contains(F(r, "kc"), " main+0 ") && !file_contains(F(r, "kc"), "decoy"),
+	      "%s: --kcore/--kallsyms: the code from the core file's segment at %#" PRIx64
+	      " decodes to the ground truth (%zu instructions), kallsyms names the functions",
+	      r->name, im->start, n);
+	f = fopen(zsyms, "w");
+	if (f) {
+		fprintf(f, "0000000000000000 T _stext\n0000000000000000 T _etext\n");
+		fclose(f);
+	}
+	st = decode(F(r, "kz"), F(r, "ekz"), "decode --pt %s/trace.pt --kcore=%s --kallsyms %s",
+		    r->dir, core, zsyms);
+	CHECK(st == 2 && file_contains(F(r, "ekz"), "kptr_restrict"),
+	      "--kcore with a kallsyms that hides addresses: exit 2, says to read it as root or "
+	      "set kptr_restrict");
+	st = decode(F(r, "kn"), F(r, "ekn"), "decode --pt %s/trace.pt --kcore=%s/none --kallsyms %s",
+		    r->dir, work, ksyms);
+	CHECK(st == 2 && file_contains(F(r, "ekn"), "vmlinux"),
+	      "--kcore of a missing file: exit 2, says to give --elf vmlinux instead");
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static bool ptgen(struct run *r, const char *opts, const char *cmd)
@@ -2005,6 +2087,7 @@ int main(int argc, char **argv)
 		      "really decodes in parallel", runs[0].name, segs);
 		json_object_put(o);
 		test_inputs(&runs[0]);
+		test_kcore(&runs[0]);
 	}
 	if (runs[0].n && runs[1].n)
 		test_per_thread(&runs[1], &runs[0]);
