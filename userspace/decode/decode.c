@@ -80,6 +80,11 @@ void dec_input_free(struct dec_input *in)
 	for (i = 0; i < in->nr_fds; i++)
 		close(in->fds[i]);
 	free(in->fds);
+	for (i = 0; i < in->nr_sched; i++) {
+		free(in->sched[i].time);
+		free(in->sched[i].pid);
+	}
+	free(in->sched);
 	free(in->traces);
 	free(in->images);
 	memset(in, 0, sizeof(*in));
@@ -551,8 +556,10 @@ static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t
 			in->time_zero = (uint64_t)jget_int(tc, "time_zero", 0);
 		}
 	}
-	if (cfg)
+	if (cfg) {
 		in->mtc_freq = (uint8_t)jget_int(cfg, "mtc_freq", 0);
+		in->cfg_tsc = jget_int(cfg, "tsc", 0) != 0;
+	}
 	if (!json_object_object_get_ex(o, "traces", &traces) ||
 	    !json_object_is_type(traces, json_type_array)) {
 		snprintf(msg, len, "%s: no \"traces\" array", path);
@@ -956,7 +963,81 @@ struct seg_count {
 	uint64_t last_end_ip;		/* its last instruction */
 	struct tail_blk tail[DEC_TAIL];	/* count_only: ring of the newest blocks */
 	size_t ntail;			/* blocks put in @tail since the last other item */
+	/* per-CPU switching (dec_input.sched): this CPU's timeline, images by pid */
+	const struct dec_sched *sch;
+	long cur_pid;			/* whose image the decoder has (-1: none yet) */
+	struct {
+		long pid;
+		struct pt_image *img;
+	} pimg[16];
+	size_t npimg;
 };
+
+/* The process that runs on @sc's CPU at perf time @ns (0: none known). */
+static long sched_pid(const struct dec_sched *sc, uint64_t ns)
+{
+	size_t lo = 0, hi = sc->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sc->time[mid] <= ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? sc->pid[lo - 1] : 0;
+}
+
+/*
+ * Per-CPU switching: give the decoder the image of the process that runs
+ * at @tsc (its sections and those of no process), made on first use in
+ * this segment, and note the change as a DI_PROCESS item.
+ */
+static void switch_process(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k,
+			   struct anydec *d, uint64_t tsc)
+{
+	struct pt_image *img = NULL;
+	struct dec_item *it;
+	long pid = 0;
+	uint64_t ns;
+	size_t i;
+
+	if (tsc && dec_tsc_ns(c, tsc, &ns))
+		pid = sched_pid(k->sch, ns);
+	if (pid == k->cur_pid)
+		return;
+	for (i = 0; i < k->npimg && k->pimg[i].pid != pid; i++)
+		;
+	if (i < k->npimg) {
+		img = k->pimg[i].img;
+	} else {
+		img = pt_image_alloc(NULL);
+		if (!img)
+			return;
+		for (size_t m = 0; m < c->in->nr_images; m++)
+			if (c->isids[m] > 0 && (!c->in->images[m].pid || c->in->images[m].pid == pid))
+				pt_image_add_cached(img, c->iscache, c->isids[m], NULL);
+		if (k->npimg == sizeof(k->pimg) / sizeof(k->pimg[0])) {
+			/* full: replace the oldest that is not in use */
+			pt_image_free(k->pimg[0].img == ad_image(d) ? k->pimg[1].img : k->pimg[0].img);
+			i = k->pimg[0].img == ad_image(d) ? 1 : 0;
+		} else {
+			i = k->npimg++;
+		}
+		k->pimg[i].pid = pid;
+		k->pimg[i].img = img;
+	}
+	if (d->insn)
+		pt_insn_set_image(d->ins, img);
+	else
+		pt_blk_set_image(d->blk, img);
+	k->cur_pid = pid;
+	it = push(s, DI_PROCESS);
+	it->code = (int32_t)pid;
+	it->tsc = tsc;
+	it->off = ad_offset(d);
+}
 
 static void trim_segment(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k)
 {
@@ -1076,12 +1157,18 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 		return;
 	}
 	image = ad_image(&d);
-	for (i = 0; i < c->in->nr_images; i++)
+	k->cur_pid = -1;
+	for (i = 0; r->trace->cpu >= 0 && i < c->in->nr_sched; i++)
+		if (c->in->sched[i].cpu == r->trace->cpu && c->in->have_time_conv)
+			k->sch = &c->in->sched[i];
+	for (i = 0; !k->sch && i < c->in->nr_images; i++)
 		if (c->isids[i] > 0 && (!c->in->images[i].pid || !r->trace->pid ||
 					c->in->images[i].pid == r->trace->pid))
 			pt_image_add_cached(image, c->iscache, c->isids[i], NULL);
 
 	st = ad_sync_set(&d, s->begin);
+	if (st >= 0 && k->sch)
+		switch_process(c, s, k, &d, ad_time(&d));
 	for (;;) {
 		if (st < 0) {
 			uint64_t next;
@@ -1108,6 +1195,8 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 				gap(r, s, GAP_DECODE, st0, erroff, 0, 0, next > erroff ? next - erroff : 0);
 			}
 			pending = SIZE_MAX;
+			if (st >= 0 && k->sch)
+				switch_process(c, s, k, &d, ad_time(&d));
 			continue;
 		}
 		while (st & pts_event_pending) {
@@ -1119,6 +1208,8 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 				break;
 			switch (ev.type) {
 			case ptev_enabled:
+				if (k->sch)
+					switch_process(c, s, k, &d, ev.has_tsc ? ev.tsc : ad_time(&d));
 				it = push(s, DI_ENABLED);
 				it->ip = ev.variant.enabled.ip;
 				it->tsc = ev.has_tsc ? ev.tsc : 0;
@@ -1204,6 +1295,8 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 		pt_insn_free_decoder(d.ins);
 	else
 		pt_blk_free_decoder(d.blk);
+	for (i = 0; i < k->npimg; i++)
+		pt_image_free(k->pimg[i].img);
 	trim_segment(c, s, k);
 	s->insns = c->count_only ? k->insns : 0;
 	s->nr_gaps = 0;

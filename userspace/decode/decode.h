@@ -56,6 +56,17 @@ struct dec_trace {
 	long pid;		/* its process, whose images it uses (0: unknown, all images) */
 };
 
+/*
+ * Which process runs on one CPU from when (a per-CPU capture's "switch"
+ * records): switch-ins in time order.
+ */
+struct dec_sched {
+	int cpu;
+	size_t n;
+	uint64_t *time;		/* perf time (ns) */
+	long *pid;		/* from then on (0: idle or unknown) */
+};
+
 /**
  * struct dec_input - what to decode, from ptxed-style options, a ptgen
  * directory or an ipt capture directory
@@ -77,6 +88,14 @@ struct dec_input {
 	uint32_t time_mult;
 	uint64_t time_zero;
 	long pid;		/* capture: whose images to take from the sideband (0: auto) */
+	bool cfg_tsc;		/* capture: traced with TSC packets */
+	/*
+	 * Per-CPU capture with switch records, TSC and a time conversion:
+	 * every process's images (tagged with its pid) and which one runs
+	 * where when; decoders switch images at context switches.
+	 */
+	struct dec_sched *sched;
+	size_t nr_sched;
 	bool per_thread;	/* a per-thread capture ("mode": "thread") */
 	long program_pid;	/* its "program.pid", or 0 */
 	char kind[16];		/* "pt", "ptgen" or "capture" */
@@ -121,6 +140,7 @@ enum dec_item_kind {
 	DI_DISABLED,	/* tracing stops (@ip: where, if known, else 0) */
 	DI_GAP,		/* trace lost: @code says why; decoding resumed at next PSB */
 	DI_ASYNC,	/* asynchronous branch from @ip (interrupt, signal) */
+	DI_PROCESS,	/* from here on the code is process @code's (0: unknown) */
 };
 
 /* Why trace was skipped. */
@@ -148,7 +168,7 @@ struct dec_item {
 	uint64_t tsc;		/* 0: unknown */
 	uint64_t skipped;	/* DI_GAP: trace bytes skipped */
 	int32_t isid;
-	int32_t code;		/* DI_GAP: libipt error code (negative) */
+	int32_t code;		/* DI_GAP: libipt error code (negative); DI_PROCESS: pid */
 	uint32_t ninsn;
 	uint8_t kind, iclass, gap, last_size; /* last_size: 0 unknown */
 };

@@ -620,6 +620,15 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 				if (o->f[OUT_INSN])
 					fprintf(o->f[OUT_INSN], "[interrupt at %#" PRIx64 "]\n", it->ip);
 				break;
+			case DI_PROCESS:
+				/* per-CPU switching: symbols of that process from here on */
+				if (r->c->syms)
+					r->c->syms->cur_pid = it->code;
+				r->cs_start = 1;
+				r->cs_end = 0;
+				if (o->f[OUT_INSN])
+					fprintf(o->f[OUT_INSN], "[process %d]\n", it->code);
+				break;
 			}
 		}
 	}

@@ -8,9 +8,11 @@
  * fork copies the parent's mappings, mmap replaces what it
  * overlaps; an exec keeps the old mappings the new program does not
  * replace, for the instructions before the execve), the dumped vDSO for
- * [vdso].  What is not (yet): switching images at context switches or at
- * the exec, and mappings later replaced by an mmap over them; see
- * Documentation/decode.rst.
+ * [vdso].  A per-CPU capture with switch records, TSC packets and a time
+ * conversion gets every process's images and a per-CPU timeline of who
+ * runs when (struct dec_sched), so that decoders switch images at context
+ * switches.  What is not (yet): switching at an exec, and mappings later
+ * replaced by an mmap over them; see Documentation/decode.rst.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -180,6 +182,35 @@ static int file_build_id(const char *path, char *buf, size_t len)
 	return ret;
 }
 
+/* Add "from @time on, @pid runs on @cpu" to @in's timelines (records in time order). */
+static void sched_add(struct dec_input *in, int cpu, uint64_t time, long pid)
+{
+	struct dec_sched *sc = NULL;
+	size_t i;
+
+	for (i = 0; i < in->nr_sched; i++)
+		if (in->sched[i].cpu == cpu)
+			sc = &in->sched[i];
+	if (!sc) {
+		in->sched = realloc(in->sched, (in->nr_sched + 1) * sizeof(*in->sched));
+		if (!in->sched)
+			exit(2);
+		sc = &in->sched[in->nr_sched++];
+		memset(sc, 0, sizeof(*sc));
+		sc->cpu = cpu;
+	}
+	if (!(sc->n & (sc->n - 1))) {
+		size_t cap = sc->n ? 2 * sc->n : 1;
+
+		sc->time = realloc(sc->time, cap * sizeof(*sc->time));
+		sc->pid = realloc(sc->pid, cap * sizeof(*sc->pid));
+		if (!sc->time || !sc->pid)
+			exit(2);
+	}
+	sc->time[sc->n] = time;
+	sc->pid[sc->n++] = pid;
+}
+
 static int cmp_rec(const void *a, const void *b)
 {
 	const struct sb_rec *x = a, *y = b;
@@ -193,7 +224,7 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 {
 	char path[PATH_MAX], *line = NULL;
 	size_t cap = 0, nrec = 0, rcap = 0, i, nexec = 0, added = 0, missing = 0, anon = 0;
-	size_t wrong_id = 0;
+	size_t wrong_id = 0, nswitch = 0, nproc = 0;
 	struct sb_rec *recs = NULL;
 	struct sb_state st = { 0 };
 	long exec_pid = 0;
@@ -224,6 +255,9 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 			json_object_put(o);
 			continue;
 		}
+		if (type && !strcmp(type, "switch") && jint(o, "time", -1) >= 0 &&
+		    jint(o, "cpu", -1) >= 0)
+			nswitch++;
 		if (type && !strcmp(type, "comm") && jbool(o, "exec") &&
 		    json_object_object_get_ex(o, "time", NULL) && jint(o, "time", -1) >= 0) {
 			if (!nexec || exec_pid != (long)jint(o, "pid", -1))
@@ -248,6 +282,8 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 	}
 	if (!pid && in->per_thread) {
 		pid = -1;	/* every trace's own process, below */
+	} else if (!pid && nswitch && in->cfg_tsc && in->have_time_conv) {
+		pid = -2;	/* every process, switched at context switches */
 	} else if (!pid && in->program_pid) {
 		pid = in->program_pid;
 	} else if (!pid) {
@@ -260,6 +296,13 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 	}
 	dec_sort(recs, nrec, sizeof(*recs), cmp_rec);
 	for (i = 0; i < nrec; i++) {
+		const char *type = jstr(recs[i].o, "type");
+
+		/* who enters the CPU: pid of an "in" record, next_prev_pid of an "out" one */
+		if (pid == -2 && type && !strcmp(type, "switch") && recs[i].time)
+			sched_add(in, (int)jint(recs[i].o, "cpu", -1), recs[i].time - 1,
+				  jbool(recs[i].o, "out") ? (long)jint(recs[i].o, "next_prev_pid", 0) :
+				  (long)jint(recs[i].o, "pid", 0));
 		apply(&st, recs[i].o);
 		/* a per-thread trace's process: the pid of its thread's records */
 		for (size_t t = 0; pid == -1 && t < in->nr_traces; t++)
@@ -272,7 +315,9 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 		struct dec_image *im;
 		char file[PATH_MAX + 64];
 
-		if (pid == -1) {
+		if (pid == -2) {
+			/* per-CPU, switched: every process */
+		} else if (pid == -1) {
 			/* per-thread: the processes of the traces */
 			size_t t;
 
@@ -318,8 +363,15 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 		free(im->elf);
 		im->elf = strdup(file);
 		im->elf_off = m->pgoff;
-		im->pid = pid == -1 ? m->pid : 0;
+		im->pid = pid < 0 ? m->pid : 0;
 		added++;
+	}
+	for (i = 0; pid == -2 && i < st.n; i++) {
+		size_t k;
+
+		for (k = 0; k < i && st.maps[k].pid != st.maps[i].pid; k++)
+			;
+		nproc += k == i;
 	}
 	if (pid == -1) {
 		size_t unknown = 0;
@@ -331,11 +383,17 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 			 "%zu mappings (%zu missing files, %zu with another build-id here, %zu without "
 			 "bytes, e.g. JIT); %zu traces of threads the sideband does not name", added,
 			 missing, wrong_id, anon, unknown);
+	} else if (pid == -2) {
+		snprintf(in->note, sizeof(in->note),
+			 "per-CPU capture: the images of %zu processes from the sideband, switched at "
+			 "%zu context switches: %zu mappings (%zu missing files, %zu with another "
+			 "build-id here, %zu without bytes, e.g. JIT)", nproc, nswitch, added, missing,
+			 wrong_id, anon);
 	} else {
 		snprintf(in->note, sizeof(in->note),
 			 "images of pid %ld from the sideband: %zu mappings (%zu missing files, %zu with "
-			 "another build-id here, %zu without bytes, e.g. JIT); one image for the whole "
-			 "trace (no context switches yet)", pid, added, missing, wrong_id, anon);
+			 "another build-id here, %zu without bytes, e.g. JIT), for the whole trace "
+			 "(context switches are followed without --pid, with TSC and switch records)", pid, added, missing, wrong_id, anon);
 	}
 	for (i = 0; i < nrec; i++)
 		json_object_put(recs[i].o);

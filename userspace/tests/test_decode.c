@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <intel-pt.h>
 #include <json-c/json.h>
 #include <Zydis/Zydis.h>
 
@@ -1983,6 +1984,128 @@ static void test_kcore(struct run *r)
 	      "--kcore of a missing file: exit 2, says to give --elf vmlinux instead");
 }
 
+/*
+ * Per-CPU switching: one CPU's trace of two processes whose code is at the
+ * same addresses (two static programs, ptgen --tsc), the second one's TSC
+ * moved 2^32 ticks later, with a sideband saying who ran when (switch
+ * records, perf time = TSC).  Decoded with each process's images at its
+ * turn, it is exactly the first program's instructions, then the
+ * second's; with one process's images for the whole trace it is not.
+ */
+static void test_switching(struct run *a, struct run *b)
+{
+	char cap[PATH_MAX + 32], path[PATH_MAX + 64], line[PATH_MAX + 512];
+	struct json_object *m, *o, *v;
+	struct run both = { .name = "switching" };
+	struct pt_packet_decoder *pd;
+	struct pt_config cfg;
+	uint64_t ta = 0, tb = 0, off;
+	size_t la = 0, lb = 0, n = 0, first = SIZE_MAX;
+	char *ta_buf, *tb_buf, *buf;
+	FILE *f;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/trace.pt", a->dir);
+	ta_buf = slurp(path, &la);
+	snprintf(path, sizeof(path), "%s/trace.pt", b->dir);
+	tb_buf = slurp(path, &lb);
+	if (!ta_buf || !tb_buf) {
+		CHECK(0, "switching: the two timed traces are there");
+		return;
+	}
+	/* every TSC packet of the second trace 2^32 ticks later */
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)tb_buf;
+	cfg.end = (uint8_t *)tb_buf + lb;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (pd && pt_pkt_sync_forward(pd) >= 0) {
+		struct pt_packet p;
+
+		while (!pt_pkt_get_offset(pd, &off) && pt_pkt_next(pd, &p, sizeof(p)) >= 0) {
+			if (p.type != ppt_tsc)
+				continue;
+			p.payload.tsc.tsc += 1ULL << 32;
+			for (int k = 0; k < 7; k++)
+				tb_buf[off + 1 + k] = (char)(p.payload.tsc.tsc >> (8 * k));
+			if (!tb)
+				tb = p.payload.tsc.tsc;
+		}
+	}
+	pt_pkt_free_decoder(pd);
+	ta = 0x100000000ULL;	/* ptgen's tsc_start */
+	buf = malloc(la + lb);
+	memcpy(buf, ta_buf, la);
+	memcpy(buf + la, tb_buf, lb);
+	snprintf(cap, sizeof(cap), "%s/switching.capture", work);
+	make_capture(a, cap, buf, la + lb);
+	free(buf);
+	free(ta_buf);
+	free(tb_buf);
+	snprintf(path, sizeof(path), "%s/sideband.jsonl", cap);
+	f = fopen(path, "w");
+	if (f) {
+		struct run *r[2] = { a, b };
+
+		fprintf(f, "{\"type\":\"header\",\"format\":\"ipt-sideband\",\"version\":1}\n");
+		for (int k = 0; k < 2; k++)
+			fprintf(f, "{\"type\":\"mmap\",\"time\":null,\"cpu\":null,\"pid\":%d,"
+				"\"tid\":%d,\"start\":%" PRIu64 ",\"len\":%" PRIu64 ",\"pgoff\":0,"
+				"\"prot\":5,\"flags\":2,\"file\":\"%s/img-401000-0.bin\","
+				"\"build_id\":null}\n", 100 * (k + 1), 100 * (k + 1), r[k]->img[0].start,
+				r[k]->img[0].end - r[k]->img[0].start, r[k]->dir);
+		/* who enters the CPU: an "in" record, then an "out" one naming the next */
+		fprintf(f, "{\"type\":\"switch\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
+			"\"tid\":100,\"out\":false,\"preempt\":false,\"next_prev_pid\":0,"
+			"\"next_prev_tid\":0}\n", ta - 1000);
+		fprintf(f, "{\"type\":\"switch\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
+			"\"tid\":100,\"out\":true,\"preempt\":true,\"next_prev_pid\":200,"
+			"\"next_prev_tid\":200}\n", tb - 1000);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/meta.json", cap);
+	m = json_object_from_file(path);
+	o = json_object_new_object();
+	json_object_object_add(o, "tsc", json_object_new_boolean(1));
+	json_object_object_add(m, "config", o);
+	o = json_object_new_object();
+	json_object_object_add(o, "time_shift", json_object_new_int(0));
+	json_object_object_add(o, "time_mult", json_object_new_int(1));
+	json_object_object_add(o, "time_zero", json_object_new_int(0));
+	json_object_object_add(m, "time_conv", o);
+	o = json_object_new_object();
+	json_object_object_add(o, "file", json_object_new_string("sideband.jsonl"));
+	json_object_object_add(m, "sideband", o);
+	json_object_to_file(path, m);
+	json_object_put(m);
+
+	both.n = a->n + b->n;
+	both.ips = malloc(both.n * sizeof(*both.ips));
+	memcpy(both.ips, a->ips, a->n * sizeof(*both.ips));
+	memcpy(both.ips + a->n, b->ips, b->n * sizeof(*both.ips));
+	st = decode(F(&both, "o"), F(&both, "e"), "-j decode %s --insn=%s -J 2", cap,
+		    F(&both, "insn"));
+	line[0] = 0;
+	o = json_object_from_file(F(&both, "o"));
+	if (o && json_object_object_get_ex(o, "note", &v) && v)
+		snprintf(line, sizeof(line), "%s", json_object_get_string(v));
+	json_object_put(o);
+	CHECK(st == 0 && clean_stderr(F(&both, "e")) && insn_equal(&both, F(&both, "insn"), &n, &first) &&
+	      strstr(line, "switched at 2 context switches") &&
+	      file_contains(F(&both, "insn"), "[process 100]") &&
+	      file_contains(F(&both, "insn"), "[process 200]"),
+	      "per-CPU capture of two processes with code at the same addresses: each decoded with "
+	      "its own images at its turn (from the switch records), exactly %s's then %s's "
+	      "instructions (%zu of %zu, first difference %zd)", a->name, b->name, n, both.n,
+	      first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first);
+	st = decode(F(&both, "o1"), F(&both, "e1"), "-j decode %s --pid 100 --insn=%s", cap,
+		    F(&both, "insn1"));
+	CHECK(!insn_equal(&both, F(&both, "insn1"), &n, &first),
+	      "... and with --pid 100 (one process's images for the whole trace) it is not "
+	      "(first difference at %zd, in %s's part)", first == SIZE_MAX ? (ssize_t)-1 :
+	      (ssize_t)first, b->name);
+	free(both.ips);
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static bool ptgen(struct run *r, const char *opts, const char *cmd)
@@ -2000,9 +2123,11 @@ int main(int argc, char **argv)
 		{ .name = "syscalls-jit", .static_prog = true },
 		{ .name = "vdso", .static_prog = true },
 		{ .name = "calls-timed" },
+		{ .name = "sw-recurse", .static_prog = true },
+		{ .name = "sw-loops", .static_prog = true },
 	};
 	const char *cmds[] = { "--psb-period 256|recurse", "|calls", "|signals", "|syscalls", "|vdso",
-			       "--tsc --mtc 0|calls" };
+			       "--tsc --mtc 0|calls", "--tsc|recurse", "--tsc|loops" };
 	size_t i, nr = sizeof(runs) / sizeof(runs[0]);
 	pid_t pids[8];
 
@@ -2072,8 +2197,19 @@ int main(int argc, char **argv)
 			continue;
 		if (!strcmp(runs[i].name, "calls-timed"))
 			test_timed(&runs[i]);
-		else
+		else if (strncmp(runs[i].name, "sw-", 3))
 			test_run(&runs[i], i < 3);
+	}
+	{
+		struct run *sa = NULL, *sb = NULL;
+
+		for (i = 0; i < nr; i++)
+			if (runs[i].n && !strcmp(runs[i].name, "sw-recurse"))
+				sa = &runs[i];
+			else if (runs[i].n && !strcmp(runs[i].name, "sw-loops"))
+				sb = &runs[i];
+		if (sa && sb)
+			test_switching(sa, sb);
 	}
 	if (runs[0].n) {
 		int st = decode(F(&runs[0], "seg"), F(&runs[0], "eseg"), "-j decode %s", runs[0].dir);
