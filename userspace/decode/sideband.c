@@ -392,8 +392,12 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 	} else {
 		snprintf(in->note, sizeof(in->note),
 			 "images of pid %ld from the sideband: %zu mappings (%zu missing files, %zu with "
-			 "another build-id here, %zu without bytes, e.g. JIT), for the whole trace "
-			 "(context switches are followed without --pid, with TSC and switch records)", pid, added, missing, wrong_id, anon);
+			 "another build-id here, %zu without bytes, e.g. JIT), for the whole trace%s",
+			 pid, added, missing, wrong_id, anon,
+			 in->per_thread || in->pid ? "" :
+			 !nswitch ? " (no switch records: context switches not followed)" :
+			 !in->cfg_tsc ? " (traced without --tsc: context switches not followed)" :
+			 " (no time_conv: context switches not followed)");
 	}
 	for (i = 0; i < nrec; i++)
 		json_object_put(recs[i].o);
