@@ -328,6 +328,7 @@ struct dec_outputs {
 	FILE *f[OUT_NR];	/* NULL: not wanted */
 	bool disasm;		/* --insn with Zydis disassembly */
 	bool lines;		/* --insn with file:line from DWARF */
+	bool folded_time;	/* --folded counts time (ns, else TSC ticks), not instructions */
 };
 
 /*

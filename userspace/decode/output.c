@@ -202,6 +202,9 @@ struct dec_render {
 	uint64_t ns0;			/* c->t0 in ns */
 	uint64_t prev_tsc;		/* the time of the block before (0: unknown) */
 	uint64_t ev_tsc;		/* the newest time given to a Perfetto event */
+	/* --folded-time: the time after the block before (0: none since tracing resumed) */
+	bool fold_time;
+	uint64_t fold_last;
 	ZydisDecoder zd;
 	ZydisFormatter zf;
 };
@@ -307,7 +310,7 @@ static void perfetto_ev(struct dec_render *r, char ph, const char *name)
 
 static void folded_flush(struct dec_render *r)
 {
-	if (!r->run_count)
+	if (!r->run_count || !r->run_leaf)
 		return;
 	{
 		size_t ll = strlen(r->run_leaf);
@@ -348,6 +351,29 @@ static void fstack_rebuild(struct dec_render *r)
 		r->fstack_len += l;
 	}
 	r->fstack[r->fstack_len] = 0;
+}
+
+/*
+ * What --folded adds for block @b: its instructions, or with
+ * --folded-time the time from the block before to this one's end (ns, or
+ * TSC ticks when the frequency is unknown); nothing for the first block
+ * after tracing resumed, so time with tracing off is not counted.
+ */
+static uint64_t fold_units(struct dec_render *r, const struct dec_item *b)
+{
+	uint64_t t, dt = 0;
+
+	if (!r->fold_time)
+		return b->ninsn;
+	if (!b->tsc)
+		return 0;
+	if (!r->time_ok || !dec_tsc_ns(r->c, b->tsc, &t))
+		t = b->tsc;
+	if (r->fold_last && t > r->fold_last)
+		dt = t - r->fold_last;
+	if (t > r->fold_last)
+		r->fold_last = t;
+	return dt;
 }
 
 /* One instruction, in order. */
@@ -404,7 +430,10 @@ static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const 
 			folded_flush(r);
 			r->run_leaf = leaf;
 		}
-		r->run_count++;
+		if (!r->fold_time)
+			r->run_count++;
+		else if (last)
+			r->run_count += fold_units(r, b);
 		if (last && b->iclass == ptic_call) {
 			folded_flush(r);
 			if (r->sdepth < MAX_STACK)
@@ -449,7 +478,7 @@ static void on_insns(struct dec_render *r, const struct dec_item *b)
 			folded_flush(r);
 			r->run_leaf = leaf;
 		}
-		r->run_count += b->ninsn;
+		r->run_count += fold_units(r, b);
 		if (b->iclass == ptic_call) {
 			folded_flush(r);
 			if (r->sdepth < MAX_STACK)
@@ -595,6 +624,7 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 				lblock_end(r);
 				r->have_prev = false;
 				r->pending = 0;
+				r->fold_last = 0;
 				if (o->f[OUT_INSN])
 					fprintf(o->f[OUT_INSN],
 						"[lost trace: %s at offset %#" PRIx64 "%s%s, %" PRIu64
@@ -609,6 +639,11 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 				break;
 			case DI_ENABLED:
 				lblock_end(r);
+				/* --folded-time counts from the enable, not from before it */
+				r->fold_last = 0;
+				if (r->fold_time && it->tsc &&
+				    !(r->time_ok && dec_tsc_ns(r->c, it->tsc, &r->fold_last)))
+					r->fold_last = it->tsc;
 				if (o->f[OUT_INSN])
 					fprintf(o->f[OUT_INSN], "[enabled at %#" PRIx64 "]\n", it->ip);
 				break;
@@ -781,6 +816,10 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	r->cs_start = 1;
 	r->perfetto_first = true;
 	r->time_ok = c->timed && dec_tsc_ns(c, c->t0, &r->ns0);
+	r->fold_time = o->f[OUT_FOLDED] && o->folded_time && c->timed;
+	if (o->f[OUT_FOLDED] && o->folded_time && !c->timed)
+		fprintf(stderr, "ipttool: decode: --folded-time: the trace has no TSC packets "
+			"(record with --tsc): --folded counts instructions\n");
 	if (o->f[OUT_PERFETTO])
 		fprintf(o->f[OUT_PERFETTO], "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
 	return r;
@@ -803,7 +842,7 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->depth = r->sdepth = 0;
 	r->pending = 0;
 	r->have_prev = false;
-	r->prev_tsc = r->ev_tsc = 0;
+	r->prev_tsc = r->ev_tsc = r->fold_last = 0;
 	r->run_leaf = NULL;
 	r->run_count = 0;
 	fstack_rebuild(r);

@@ -36,6 +36,7 @@ static void decode_usage(FILE *f)
 		"  --calls[=FILE]            call/return trace with indentation\n"
 		"  --profile[=FILE]          flat per-function and per-DSO instruction counts\n"
 		"  --folded[=FILE]           folded stacks (instructions) for flame graphs\n"
+		"  --folded-time             count --folded in time (ns) instead of instructions\n"
 		"  --blocks[=FILE]           executed blocks and taken edges with counts\n"
 		"  --packets[=FILE]          packet dump\n"
 		"  --perfetto FILE           Chrome trace-event JSON (Perfetto, chrome://tracing)\n"
@@ -51,7 +52,7 @@ static void decode_usage(FILE *f)
 enum {
 	O_PT = 256, O_ELF, O_RAW, O_CPU, O_MTC, O_NOM, O_C15, O_INSN, O_DISASM, O_CALLS,
 	O_PROFILE, O_FOLDED, O_BLOCKS, O_PACKETS, O_PERFETTO, O_DRCOV, O_INSNDEC, O_NOSPLIT,
-	O_PID, O_LINES, O_KCORE, O_KALLSYMS,
+	O_PID, O_LINES, O_KCORE, O_KALLSYMS, O_FOLDTIME,
 };
 
 /* Where an output goes: NULL (stdout) or a file name. */
@@ -102,6 +103,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		{ "calls", optional_argument, NULL, O_CALLS },
 		{ "profile", optional_argument, NULL, O_PROFILE },
 		{ "folded", optional_argument, NULL, O_FOLDED },
+		{ "folded-time", no_argument, NULL, O_FOLDTIME },
 		{ "blocks", optional_argument, NULL, O_BLOCKS },
 		{ "packets", optional_argument, NULL, O_PACKETS },
 		{ "perfetto", required_argument, NULL, O_PERFETTO },
@@ -184,6 +186,11 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		case O_CALLS: spec[OUT_CALLS] = (struct outspec){ true, optarg }; break;
 		case O_PROFILE: spec[OUT_PROFILE] = (struct outspec){ true, optarg }; break;
 		case O_FOLDED: spec[OUT_FOLDED] = (struct outspec){ true, optarg }; break;
+		case O_FOLDTIME:
+			outs.folded_time = true;
+			if (!spec[OUT_FOLDED].on)
+				spec[OUT_FOLDED].on = true;
+			break;
 		case O_BLOCKS: spec[OUT_BLOCKS] = (struct outspec){ true, optarg }; break;
 		case O_PERFETTO: spec[OUT_PERFETTO] = (struct outspec){ true, optarg }; break;
 		case O_DRCOV: spec[OUT_DRCOV] = (struct outspec){ true, optarg }; break;

@@ -1819,6 +1819,48 @@ static void test_timed(struct run *r)
 	free(call_ns);
 	free(win);
 
+	/*
+	 * --folded-time: the clock model runs one tick per instruction, so the
+	 * user time is n ticks; the stacks are those --folded counts.
+	 */
+	{
+		char *ti, *tt, *q, *sv = NULL, *want;
+		size_t li = 0, lt = 0, nstack = 0, unknown = 0;
+		double total = 0, expect = (double)r->n * 1e9 / (double)hz;
+
+		st = decode(F(r, "fo"), F(r, "efo"), "decode %s -J 2 --folded=%s", r->dir,
+			    F(r, "fo.txt"));
+		st |= decode(F(r, "ft"), F(r, "eft"), "decode %s -J 2 --folded=%s --folded-time", r->dir,
+			     F(r, "ft.txt"));
+		ti = slurp(F(r, "fo.txt"), &li);
+		tt = slurp(F(r, "ft.txt"), &lt);
+		want = calloc(1, li + 2);
+		if (want && ti) {
+			want[0] = '\n';
+			memcpy(want + 1, ti, li);
+		}
+		for (q = tt ? strtok_r(tt, "\n", &sv) : NULL; q; q = strtok_r(NULL, "\n", &sv)) {
+			char *sp = strrchr(q, ' '), key[4096];
+
+			if (!sp || strtoull(sp + 1, NULL, 10) == 0) {
+				unknown++;
+				continue;
+			}
+			total += (double)strtoull(sp + 1, NULL, 10);
+			nstack++;
+			snprintf(key, sizeof(key), "\n%.*s ", (int)(sp - q), q);
+			if (!want || !strstr(want, key))
+				unknown++;
+		}
+		CHECK(st == 0 && nstack > 10 && unknown == 0 && total > 0.98 * expect &&
+		      total < 1.02 * expect,
+		      "%s: --folded-time: %zu stacks, all of them --folded's, %.0f ns in all against "
+		      "%.0f ns of user time in the clock model", r->name, nstack, total, expect);
+		free(ti);
+		free(tt);
+		free(want);
+	}
+
 	/* the same trace as a capture with the kernel's TSC to perf-time conversion */
 	{
 		char raws[16384], cap[PATH_MAX + 32], path[PATH_MAX + 48], *trace;
