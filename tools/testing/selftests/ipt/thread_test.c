@@ -818,6 +818,34 @@ static int wait_exited(int fd, uint32_t t, struct ipt_trace_state *ts)
 	return ret;
 }
 
+/*
+ * Wait until task @pid sleeps (state S or D in /proc/PID/stat), so that it
+ * has been switched out; at most 10 s.  Returns whether it does.
+ */
+static bool wait_sleeping(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	int i, fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	for (i = 0; i < 1000; i++) {
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			return false;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			p = strrchr(buf, ')');
+			if (p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D'))
+				return true;
+		}
+		msleep(10);
+	}
+	return false;
+}
+
 /* A thread that does not run gets no bytes; once it runs, it does. */
 static void *sleeper_fn(void *arg)
 {
@@ -844,14 +872,13 @@ TEST_F_TIMEOUT(thr, output_only_while_on_cpu, 120)
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	ASSERT_EQ(0, pipe(pipefd));
 	ASSERT_EQ(0, pthread_create(&th, NULL, sleeper_fn, pipefd));
-	/* Its tid, through /proc: the thread is blocked in read(). */
-	msleep(50);
+	/* Its tid, through /proc; then wait until it is blocked in read(). */
+	tid = 0;
 	{
 		char path[64];
 		DIR *d;
 		struct dirent *e;
 
-		tid = 0;
 		snprintf(path, sizeof(path), "/proc/%d/task", getpid());
 		d = opendir(path);
 		ASSERT_NE(NULL, d);
@@ -861,6 +888,7 @@ TEST_F_TIMEOUT(thr, output_only_while_on_cpu, 120)
 		closedir(d);
 		ASSERT_LT(0, tid);
 	}
+	ASSERT_TRUE(wait_sleeping(tid));
 	ASSERT_EQ(0, attach(self->fd, tid, 0, &t));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	spin_us(200000);
@@ -1021,7 +1049,12 @@ TEST_F_TIMEOUT(thr, exec_keeps_tracing, 120)
 		_exit(22);
 	}
 	ASSERT_EQ(1, read(ready[0], &ch, 1));
-	msleep(20);	/* blocked in read(go): its state is saved */
+	/*
+	 * Blocked in read(go): switched out, its state saved.  (A fixed
+	 * sleep was not enough in the loaded 4-CPU debug VM: the child had
+	 * not reached read() yet, so nothing was saved.)
+	 */
+	ASSERT_TRUE(wait_sleeping(child));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 	before = ts.bytes_captured;
 	EXPECT_LT(0ULL, before);
