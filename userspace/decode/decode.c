@@ -1019,9 +1019,9 @@ static void switch_process(struct dec_ctx *c, struct dec_segment *s, struct seg_
 			if (c->isids[m] > 0 && (!c->in->images[m].pid || c->in->images[m].pid == pid))
 				pt_image_add_cached(img, c->iscache, c->isids[m], NULL);
 		if (k->npimg == sizeof(k->pimg) / sizeof(k->pimg[0])) {
-			/* full: replace the oldest that is not in use */
-			pt_image_free(k->pimg[0].img == ad_image(d) ? k->pimg[1].img : k->pimg[0].img);
+			/* full: replace the first that the decoder is not using */
 			i = k->pimg[0].img == ad_image(d) ? 1 : 0;
+			pt_image_free(k->pimg[i].img);
 		} else {
 			i = k->npimg++;
 		}
