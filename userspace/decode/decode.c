@@ -116,6 +116,7 @@ static struct dec_image *add_image(struct dec_input *in, const char *file, uint6
 	im->size = size;
 	im->vaddr = vaddr;
 	im->name = xstrdup(base_name(file));
+	im->until = UINT64_MAX;
 	return im;
 }
 
@@ -963,11 +964,17 @@ struct seg_count {
 	uint64_t last_end_ip;		/* its last instruction */
 	struct tail_blk tail[DEC_TAIL];	/* count_only: ring of the newest blocks */
 	size_t ntail;			/* blocks put in @tail since the last other item */
-	/* per-CPU switching (dec_input.sched): this CPU's timeline, images by pid */
+	/*
+	 * Images picked by time (switch_process): per CPU, this CPU's
+	 * timeline (@sch); per thread, the trace's process (@pid).
+	 */
+	bool switching;
 	const struct dec_sched *sch;
+	long pid;
 	long cur_pid;			/* whose image the decoder has (-1: none yet) */
+	uint64_t cur_key;		/* and which (switch_process) */
 	struct {
-		long pid;
+		uint64_t key;
 		struct pt_image *img;
 	} pimg[16];
 	size_t npimg;
@@ -989,34 +996,51 @@ static long sched_pid(const struct dec_sched *sc, uint64_t ns)
 	return lo ? sc->pid[lo - 1] : 0;
 }
 
+/* Is image @m of @c in the code of process @pid at perf time @ns (0: at the end)? */
+static bool image_in(const struct dec_ctx *c, size_t m, long pid, uint64_t ns)
+{
+	const struct dec_image *im = &c->in->images[m];
+
+	if (c->isids[m] <= 0 || (im->pid && im->pid != pid))
+		return false;
+	return ns ? im->from <= ns && ns < im->until : im->until == UINT64_MAX;
+}
+
 /*
- * Per-CPU switching: give the decoder the image of the process that runs
- * at @tsc (its sections and those of no process), made on first use in
- * this segment, and note the change as a DI_PROCESS item.
+ * Per-CPU switching and mappings in time order: give the decoder the image
+ * of the process that runs at @tsc (per CPU: the switch timeline; per
+ * thread: the trace's own) as it was mapped then: its sections and those
+ * of no process, made on first use in this segment.  A change of process
+ * is noted as a DI_PROCESS item (with the time, for the symbols).
  */
 static void switch_process(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k,
 			   struct anydec *d, uint64_t tsc)
 {
 	struct pt_image *img = NULL;
+	uint64_t ns = 0, key;
 	struct dec_item *it;
-	long pid = 0;
-	uint64_t ns;
-	size_t i;
+	long pid = k->pid;
+	size_t i, m;
 
-	if (tsc && dec_tsc_ns(c, tsc, &ns))
-		pid = sched_pid(k->sch, ns);
-	if (pid == k->cur_pid)
+	if (!tsc || !dec_tsc_ns(c, tsc, &ns))
+		ns = 0;
+	if (k->sch)
+		pid = ns ? sched_pid(k->sch, ns) : 0;
+	/* which sections: the process and a hash of the images valid then */
+	key = 1469598103934665603ULL ^ (uint64_t)pid;
+	for (m = 0; m < c->in->nr_images; m++)
+		if (image_in(c, m, pid, c->in->timed_maps ? ns : 0))
+			key = (key ^ m) * 1099511628211ULL;
+	if (k->cur_pid >= 0 && key == k->cur_key)
 		return;
-	for (i = 0; i < k->npimg && k->pimg[i].pid != pid; i++)
+	for (i = 0; i < k->npimg && k->pimg[i].key != key; i++)
 		;
-	if (i < k->npimg) {
-		img = k->pimg[i].img;
-	} else {
+	if (i == k->npimg) {
 		img = pt_image_alloc(NULL);
 		if (!img)
 			return;
-		for (size_t m = 0; m < c->in->nr_images; m++)
-			if (c->isids[m] > 0 && (!c->in->images[m].pid || c->in->images[m].pid == pid))
+		for (m = 0; m < c->in->nr_images; m++)
+			if (image_in(c, m, pid, c->in->timed_maps ? ns : 0))
 				pt_image_add_cached(img, c->iscache, c->isids[m], NULL);
 		if (k->npimg == sizeof(k->pimg) / sizeof(k->pimg[0])) {
 			/* full: replace the first that the decoder is not using */
@@ -1025,13 +1049,14 @@ static void switch_process(struct dec_ctx *c, struct dec_segment *s, struct seg_
 		} else {
 			i = k->npimg++;
 		}
-		k->pimg[i].pid = pid;
+		k->pimg[i].key = key;
 		k->pimg[i].img = img;
 	}
 	if (d->insn)
-		pt_insn_set_image(d->ins, img);
+		pt_insn_set_image(d->ins, k->pimg[i].img);
 	else
-		pt_blk_set_image(d->blk, img);
+		pt_blk_set_image(d->blk, k->pimg[i].img);
+	k->cur_key = key;
 	k->cur_pid = pid;
 	it = push(s, DI_PROCESS);
 	it->code = (int32_t)pid;
@@ -1161,13 +1186,15 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 	for (i = 0; r->trace->cpu >= 0 && i < c->in->nr_sched; i++)
 		if (c->in->sched[i].cpu == r->trace->cpu && c->in->have_time_conv)
 			k->sch = &c->in->sched[i];
-	for (i = 0; !k->sch && i < c->in->nr_images; i++)
+	k->pid = r->trace->pid;
+	k->switching = k->sch || (c->in->timed_maps && c->in->have_time_conv && k->pid > 0);
+	for (i = 0; !k->switching && i < c->in->nr_images; i++)
 		if (c->isids[i] > 0 && (!c->in->images[i].pid || !r->trace->pid ||
 					c->in->images[i].pid == r->trace->pid))
 			pt_image_add_cached(image, c->iscache, c->isids[i], NULL);
 
 	st = ad_sync_set(&d, s->begin);
-	if (st >= 0 && k->sch)
+	if (st >= 0 && k->switching)
 		switch_process(c, s, k, &d, ad_time(&d));
 	for (;;) {
 		if (st < 0) {
@@ -1195,7 +1222,7 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 				gap(r, s, GAP_DECODE, st0, erroff, 0, 0, next > erroff ? next - erroff : 0);
 			}
 			pending = SIZE_MAX;
-			if (st >= 0 && k->sch)
+			if (st >= 0 && k->switching)
 				switch_process(c, s, k, &d, ad_time(&d));
 			continue;
 		}
@@ -1208,7 +1235,7 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 				break;
 			switch (ev.type) {
 			case ptev_enabled:
-				if (k->sch)
+				if (k->switching)
 					switch_process(c, s, k, &d, ev.has_tsc ? ev.tsc : ad_time(&d));
 				it = push(s, DI_ENABLED);
 				it->ip = ev.variant.enabled.ip;

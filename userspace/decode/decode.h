@@ -44,6 +44,8 @@ struct dec_image {
 	char *name;		/* DSO name to show (basename) */
 	long pid;		/* the process whose code this is (0: every trace's) */
 	char *kallsyms;		/* symbols from this /proc/kallsyms-format file, or NULL */
+	/* when it was mapped, perf time (ns): [from, until); 0 and UINT64_MAX: always */
+	uint64_t from, until;
 };
 
 /* One trace file to decode. */
@@ -96,6 +98,11 @@ struct dec_input {
 	 */
 	struct dec_sched *sched;
 	size_t nr_sched;
+	/*
+	 * The sideband's images carry when they were mapped (from/until:
+	 * exec and mmap in time order); decoders pick by the trace's time.
+	 */
+	bool timed_maps;
 	bool per_thread;	/* a per-thread capture ("mode": "thread") */
 	long program_pid;	/* its "program.pid", or 0 */
 	char kind[16];		/* "pt", "ptgen" or "capture" */
@@ -295,6 +302,7 @@ struct dec_module {
 	size_t nr_syms;
 	char *elf;		/* the ELF file for DWARF, or NULL */
 	long pid;		/* the process (0: any), as its image's */
+	uint64_t from, until;	/* as its image's */
 	void *dwarf;		/* its Dwarf handle once opened (libdw) */
 	int dwarf_fd;		/* -1: not opened yet; -2: no DWARF */
 };
@@ -303,6 +311,7 @@ struct dec_syms {
 	struct dec_module *mods;
 	size_t nr_mods;
 	long cur_pid;		/* look up modules of this process (and pid 0) only; 0: any */
+	uint64_t cur_time;	/* ... mapped at this perf time; 0: any */
 	char **strs;
 	size_t nr_strs;
 };

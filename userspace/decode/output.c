@@ -657,8 +657,16 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 				break;
 			case DI_PROCESS:
 				/* per-CPU switching: symbols of that process from here on */
-				if (r->c->syms)
+				if (r->c->syms) {
+					uint64_t ns = 0;
+
 					r->c->syms->cur_pid = it->code;
+					/* modules mapped then (mappings in time order) */
+					if (!r->c->in->timed_maps || !it->tsc ||
+					    !dec_tsc_ns(r->c, it->tsc, &ns))
+						ns = 0;
+					r->c->syms->cur_time = ns;
+				}
 				r->cs_start = 1;
 				r->cs_end = 0;
 				if (o->f[OUT_INSN])
@@ -834,8 +842,10 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	o = r->o;
 	r->tid = res->trace->tid > 0 ? (unsigned int)res->trace->tid :
 		 res->trace->cpu >= 0 ? (unsigned int)res->trace->cpu : (unsigned int)i;
-	if (r->c->syms)
+	if (r->c->syms) {
 		r->c->syms->cur_pid = res->trace->pid;
+		r->c->syms->cur_time = 0;
+	}
 	r->cs_start = 1;	/* another process: forget the symbol cache */
 	r->cs_end = 0;
 	r->idx = 0;

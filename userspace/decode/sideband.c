@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libiptdecode: code images of one process from a capture's sideband
+ * libiptdecode: code images of processes from a capture's sideband
  * (sideband.jsonl, Documentation/capture-format.rst "Sideband").
  *
  * What is done: the process's executable mappings as they stand at the
@@ -11,8 +11,10 @@
  * [vdso].  A per-CPU capture with switch records, TSC packets and a time
  * conversion gets every process's images and a per-CPU timeline of who
  * runs when (struct dec_sched), so that decoders switch images at context
- * switches.  What is not (yet): switching at an exec, and mappings later
- * replaced by an mmap over them; see Documentation/decode.rst.
+ * switches; there and in a per-thread capture with TSC and a time
+ * conversion, mappings are kept in time order (each with when it existed,
+ * an exec ending them), so that decoders pick the ones of the trace's
+ * time.  See Documentation/decode.rst.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,7 @@
 struct sb_map {
 	long pid;
 	uint64_t start, len, pgoff;
+	uint64_t from, until;	/* perf time it was mapped: [from, until) */
 	char *file;
 	char *vdso;
 	char *build_id;
@@ -43,6 +46,13 @@ struct sb_rec {
 struct sb_state {
 	struct sb_map *maps;
 	size_t n, cap;
+	/*
+	 * In time order (@timed): mappings replaced by an mmap or gone at an
+	 * exec, with their @until, are kept here instead of dropped.
+	 */
+	bool timed;
+	struct sb_map *old;
+	size_t nold, capold;
 };
 
 static const char *jstr(struct json_object *o, const char *k)
@@ -82,8 +92,26 @@ static void drop(struct sb_state *s, size_t i)
 	s->maps[i] = s->maps[--s->n];
 }
 
+/* Mapping @i ends at @time: kept among the old ones (timed), else dropped. */
+static void retire(struct sb_state *s, size_t i, uint64_t time)
+{
+	if (!s->timed) {
+		drop(s, i);
+		return;
+	}
+	if (s->nold == s->capold) {
+		s->capold = s->capold ? 2 * s->capold : 64;
+		s->old = realloc(s->old, s->capold * sizeof(*s->old));
+		if (!s->old)
+			exit(2);
+	}
+	s->old[s->nold] = s->maps[i];
+	s->old[s->nold++].until = time;
+	s->maps[i] = s->maps[--s->n];
+}
+
 static void add_map(struct sb_state *s, long pid, uint64_t start, uint64_t len, uint64_t pgoff,
-		    const char *file, const char *vdso, const char *build_id)
+		    const char *file, const char *vdso, const char *build_id, uint64_t time)
 {
 	size_t i;
 
@@ -92,7 +120,7 @@ static void add_map(struct sb_state *s, long pid, uint64_t start, uint64_t len, 
 		struct sb_map *m = &s->maps[i];
 
 		if (m->pid == pid && m->start < start + len && start < m->start + m->len)
-			drop(s, i);
+			retire(s, i, time);
 		else
 			i++;
 	}
@@ -109,10 +137,13 @@ static void add_map(struct sb_state *s, long pid, uint64_t start, uint64_t len, 
 	s->maps[s->n].file = strdup(file);
 	s->maps[s->n].vdso = vdso ? strdup(vdso) : NULL;
 	s->maps[s->n].build_id = build_id ? strdup(build_id) : NULL;
+	s->maps[s->n].from = time;
+	s->maps[s->n].until = UINT64_MAX;
 	s->n++;
 }
 
-static void apply(struct sb_state *s, struct json_object *o)
+/* Apply record @o (at perf time @time, 0 for a snapshot record) to @s. */
+static void apply(struct sb_state *s, struct json_object *o, uint64_t time)
 {
 	const char *type = jstr(o, "type");
 	long pid = (long)jint(o, "pid", -1);
@@ -125,14 +156,20 @@ static void apply(struct sb_state *s, struct json_object *o)
 
 		if (file)
 			add_map(s, pid, juint(o, "start"), juint(o, "len"), juint(o, "pgoff"), file,
-				jstr(o, "vdso"), jstr(o, "build_id"));
+				jstr(o, "vdso"), jstr(o, "build_id"), time);
 	} else if (!strcmp(type, "comm") && jbool(o, "exec")) {
 		/*
-		 * An exec replaces the process's mappings, but the trace of a
-		 * command starts before the execve (in ipttool's child), and
-		 * one image serves the whole trace: keep the old mappings
-		 * where the new program's do not replace them (mmap does).
+		 * An exec replaces the process's mappings.  In time order
+		 * they end here.  Otherwise one image serves the whole trace,
+		 * and the trace of a command starts before the execve (in
+		 * ipttool's child): keep the old mappings where the new
+		 * program's do not replace them (mmap does).
 		 */
+		for (i = 0; s->timed && i < s->n;)
+			if (s->maps[i].pid == pid)
+				retire(s, i, time);
+			else
+				i++;
 	} else if (!strcmp(type, "fork")) {
 		long ppid = (long)jint(o, "ppid", -1);
 
@@ -142,7 +179,7 @@ static void apply(struct sb_state *s, struct json_object *o)
 		for (i = 0; i < n; i++)
 			if (s->maps[i].pid == ppid)
 				add_map(s, pid, s->maps[i].start, s->maps[i].len, s->maps[i].pgoff,
-					s->maps[i].file, s->maps[i].vdso, s->maps[i].build_id);
+					s->maps[i].file, s->maps[i].vdso, s->maps[i].build_id, time);
 	}
 }
 
@@ -294,6 +331,12 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 		}
 		pid = exec_pid;
 	}
+	/*
+	 * Every process's images (per thread, per CPU switched) with a trace
+	 * time to pick by: mappings in time order, each with when it existed.
+	 */
+	st.timed = pid < 0 && in->cfg_tsc && in->have_time_conv;
+	in->timed_maps = st.timed;
 	dec_sort(recs, nrec, sizeof(*recs), cmp_rec);
 	for (i = 0; i < nrec; i++) {
 		const char *type = jstr(recs[i].o, "type");
@@ -303,15 +346,15 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 			sched_add(in, (int)jint(recs[i].o, "cpu", -1), recs[i].time - 1,
 				  jbool(recs[i].o, "out") ? (long)jint(recs[i].o, "next_prev_pid", 0) :
 				  (long)jint(recs[i].o, "pid", 0));
-		apply(&st, recs[i].o);
+		apply(&st, recs[i].o, recs[i].time ? recs[i].time - 1 : 0);
 		/* a per-thread trace's process: the pid of its thread's records */
 		for (size_t t = 0; pid == -1 && t < in->nr_traces; t++)
 			if (in->traces[t].tid > 0 && jint(recs[i].o, "tid", -1) == in->traces[t].tid &&
 			    jint(recs[i].o, "pid", -1) > 0)
 				in->traces[t].pid = (long)jint(recs[i].o, "pid", -1);
 	}
-	for (i = 0; i < st.n; i++) {
-		struct sb_map *m = &st.maps[i];
+	for (i = 0; i < st.n + st.nold; i++) {
+		struct sb_map *m = i < st.n ? &st.maps[i] : &st.old[i - st.n];
 		struct dec_image *im;
 		char file[PATH_MAX + 64];
 
@@ -364,6 +407,10 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 		im->elf = strdup(file);
 		im->elf_off = m->pgoff;
 		im->pid = pid < 0 ? m->pid : 0;
+		if (st.timed) {
+			im->from = m->from;
+			im->until = m->until;
+		}
 		added++;
 	}
 	for (i = 0; pid == -2 && i < st.n; i++) {
@@ -404,6 +451,12 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 	while (st.n)
 		drop(&st, 0);
 	free(st.maps);
+	for (i = 0; i < st.nold; i++) {
+		free(st.old[i].file);
+		free(st.old[i].vdso);
+		free(st.old[i].build_id);
+	}
+	free(st.old);
 	free(recs);
 	free(line);
 	fclose(f);

@@ -241,6 +241,8 @@ struct dec_syms *dec_syms_load(const struct dec_input *in)
 		m->bias = im->vaddr - im->offset;
 		m->load_base = im->vaddr;
 		m->pid = im->pid;
+		m->from = im->from;
+		m->until = im->until;
 		m->dwarf_fd = -1;
 		if (im->elf) {
 			load_elf_syms(m, im->elf, im->elf_off);
@@ -295,7 +297,8 @@ const struct dec_module *dec_syms_module(const struct dec_syms *s, uint64_t ip)
 	while (best != SIZE_MAX) {
 		const struct dec_module *m = &s->mods[best];
 
-		if (ip < m->end && (!m->pid || !s->cur_pid || m->pid == s->cur_pid))
+		if (ip < m->end && (!m->pid || !s->cur_pid || m->pid == s->cur_pid) &&
+		    (!s->cur_time || (m->from <= s->cur_time && s->cur_time < m->until)))
 			return m;
 		if (!best)
 			break;

@@ -2034,26 +2034,27 @@ static void test_kcore(struct run *r)
  * turn, it is exactly the first program's instructions, then the
  * second's; with one process's images for the whole trace it is not.
  */
-static void test_switching(struct run *a, struct run *b)
+/*
+ * A capture in @cap of @a's trace then @b's, @b's TSC packets 2^32 ticks
+ * later: returns the first TSC of @b's part (0 on failure).
+ */
+static uint64_t two_program_capture(struct run *a, struct run *b, const char *cap)
 {
-	char cap[PATH_MAX + 32], path[PATH_MAX + 64], line[PATH_MAX + 512];
-	struct json_object *m, *o, *v;
-	struct run both = { .name = "switching" };
+	char path[PATH_MAX + 64];
 	struct pt_packet_decoder *pd;
 	struct pt_config cfg;
-	uint64_t ta = 0, tb = 0, off;
-	size_t la = 0, lb = 0, n = 0, first = SIZE_MAX;
+	uint64_t tb = 0, off;
+	size_t la = 0, lb = 0;
 	char *ta_buf, *tb_buf, *buf;
-	FILE *f;
-	int st;
 
 	snprintf(path, sizeof(path), "%s/trace.pt", a->dir);
 	ta_buf = slurp(path, &la);
 	snprintf(path, sizeof(path), "%s/trace.pt", b->dir);
 	tb_buf = slurp(path, &lb);
 	if (!ta_buf || !tb_buf) {
-		CHECK(0, "switching: the two timed traces are there");
-		return;
+		free(ta_buf);
+		free(tb_buf);
+		return 0;
 	}
 	/* every TSC packet of the second trace 2^32 ticks later */
 	pt_config_init(&cfg);
@@ -2074,36 +2075,22 @@ static void test_switching(struct run *a, struct run *b)
 		}
 	}
 	pt_pkt_free_decoder(pd);
-	ta = 0x100000000ULL;	/* ptgen's tsc_start */
 	buf = malloc(la + lb);
 	memcpy(buf, ta_buf, la);
 	memcpy(buf + la, tb_buf, lb);
-	snprintf(cap, sizeof(cap), "%s/switching.capture", work);
 	make_capture(a, cap, buf, la + lb);
 	free(buf);
 	free(ta_buf);
 	free(tb_buf);
-	snprintf(path, sizeof(path), "%s/sideband.jsonl", cap);
-	f = fopen(path, "w");
-	if (f) {
-		struct run *r[2] = { a, b };
+	return tb;
+}
 
-		fprintf(f, "{\"type\":\"header\",\"format\":\"ipt-sideband\",\"version\":1}\n");
-		for (int k = 0; k < 2; k++)
-			fprintf(f, "{\"type\":\"mmap\",\"time\":null,\"cpu\":null,\"pid\":%d,"
-				"\"tid\":%d,\"start\":%" PRIu64 ",\"len\":%" PRIu64 ",\"pgoff\":0,"
-				"\"prot\":5,\"flags\":2,\"file\":\"%s/img-401000-0.bin\","
-				"\"build_id\":null}\n", 100 * (k + 1), 100 * (k + 1), r[k]->img[0].start,
-				r[k]->img[0].end - r[k]->img[0].start, r[k]->dir);
-		/* who enters the CPU: an "in" record, then an "out" one naming the next */
-		fprintf(f, "{\"type\":\"switch\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
-			"\"tid\":100,\"out\":false,\"preempt\":false,\"next_prev_pid\":0,"
-			"\"next_prev_tid\":0}\n", ta - 1000);
-		fprintf(f, "{\"type\":\"switch\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
-			"\"tid\":100,\"out\":true,\"preempt\":true,\"next_prev_pid\":200,"
-			"\"next_prev_tid\":200}\n", tb - 1000);
-		fclose(f);
-	}
+/* meta.json of @cap: TSC on, perf time = TSC, a sideband; per thread of tid @tid if > 0. */
+static void timed_meta(const char *cap, long tid)
+{
+	char path[PATH_MAX + 64];
+	struct json_object *m, *o, *t;
+
 	snprintf(path, sizeof(path), "%s/meta.json", cap);
 	m = json_object_from_file(path);
 	o = json_object_new_object();
@@ -2117,8 +2104,61 @@ static void test_switching(struct run *a, struct run *b)
 	o = json_object_new_object();
 	json_object_object_add(o, "file", json_object_new_string("sideband.jsonl"));
 	json_object_object_add(m, "sideband", o);
+	if (tid > 0 && json_object_object_get_ex(m, "traces", &o)) {
+		t = json_object_array_get_idx(o, 0);
+		json_object_object_del(t, "cpu");
+		json_object_object_add(t, "tid", json_object_new_int64(tid));
+		json_object_object_add(m, "mode", json_object_new_string("thread"));
+	}
 	json_object_to_file(path, m);
 	json_object_put(m);
+}
+
+/* The sideband line of an mmap of @r's code dump by process @pid at @time (0: snapshot). */
+static void sb_mmap(FILE *f, struct run *r, long pid, uint64_t time)
+{
+	char t[32];
+
+	snprintf(t, sizeof(t), "%" PRIu64, time);
+	fprintf(f, "{\"type\":\"mmap\",\"time\":%s,\"cpu\":%s,\"pid\":%ld,\"tid\":%ld,"
+		"\"start\":%" PRIu64 ",\"len\":%" PRIu64 ",\"pgoff\":0,\"prot\":5,\"flags\":2,"
+		"\"file\":\"%s/img-401000-0.bin\",\"build_id\":null}\n", time ? t : "null",
+		time ? "0" : "null", pid, pid, r->img[0].start, r->img[0].end - r->img[0].start,
+		r->dir);
+}
+
+static void test_switching(struct run *a, struct run *b)
+{
+	char cap[PATH_MAX + 32], path[PATH_MAX + 64], line[PATH_MAX + 512];
+	struct json_object *o, *v;
+	struct run both = { .name = "switching" };
+	uint64_t ta = 0x100000000ULL, tb;	/* ptgen's tsc_start */
+	size_t n = 0, first = SIZE_MAX;
+	FILE *f;
+	int st;
+
+	snprintf(cap, sizeof(cap), "%s/switching.capture", work);
+	tb = two_program_capture(a, b, cap);
+	if (!tb) {
+		CHECK(0, "switching: the two timed traces are there");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/sideband.jsonl", cap);
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "{\"type\":\"header\",\"format\":\"ipt-sideband\",\"version\":1}\n");
+		sb_mmap(f, a, 100, 0);
+		sb_mmap(f, b, 200, 0);
+		/* who enters the CPU: an "in" record, then an "out" one naming the next */
+		fprintf(f, "{\"type\":\"switch\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
+			"\"tid\":100,\"out\":false,\"preempt\":false,\"next_prev_pid\":0,"
+			"\"next_prev_tid\":0}\n", ta - 1000);
+		fprintf(f, "{\"type\":\"switch\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
+			"\"tid\":100,\"out\":true,\"preempt\":true,\"next_prev_pid\":200,"
+			"\"next_prev_tid\":200}\n", tb - 1000);
+		fclose(f);
+	}
+	timed_meta(cap, 0);
 
 	both.n = a->n + b->n;
 	both.ips = malloc(both.n * sizeof(*both.ips));
@@ -2145,6 +2185,33 @@ static void test_switching(struct run *a, struct run *b)
 	      "... and with --pid 100 (one process's images for the whole trace) it is not "
 	      "(first difference at %zd, in %s's part)", first == SIZE_MAX ? (ssize_t)-1 :
 	      (ssize_t)first, b->name);
+
+	/*
+	 * Mappings in time order: one thread (a per-thread capture) whose
+	 * process runs @a, execs, maps @b's code at the same addresses and
+	 * runs it.  The end state alone has only @b's mapping.
+	 */
+	snprintf(cap, sizeof(cap), "%s/exec.capture", work);
+	tb = two_program_capture(a, b, cap);
+	snprintf(path, sizeof(path), "%s/sideband.jsonl", cap);
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "{\"type\":\"header\",\"format\":\"ipt-sideband\",\"version\":1}\n");
+		sb_mmap(f, a, 100, 0);
+		fprintf(f, "{\"type\":\"comm\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
+			"\"tid\":100,\"comm\":\"b\",\"exec\":true}\n", tb - 1500);
+		sb_mmap(f, b, 100, tb - 1000);
+		fclose(f);
+	}
+	timed_meta(cap, 100);
+	st = decode(F(&both, "x"), F(&both, "ex"), "-j decode %s --insn=%s -J 2", cap,
+		    F(&both, "xinsn"));
+	CHECK(tb && st == 0 && clean_stderr(F(&both, "ex")) &&
+	      insn_equal(&both, F(&both, "xinsn"), &n, &first),
+	      "per-thread capture of a process that execs a program with code at the same "
+	      "addresses: each part decoded with the mappings of its time, exactly %s's then %s's "
+	      "instructions (%zu of %zu, first difference %zd)", a->name, b->name, n, both.n,
+	      first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first);
 	free(both.ips);
 }
 
