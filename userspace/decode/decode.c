@@ -1188,9 +1188,10 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 			k->sch = &c->in->sched[i];
 	k->pid = r->trace->pid;
 	k->switching = k->sch || (c->in->timed_maps && c->in->have_time_conv && k->pid > 0);
+	/* otherwise one image: the trace's process's mappings as they stand at the end */
 	for (i = 0; !k->switching && i < c->in->nr_images; i++)
-		if (c->isids[i] > 0 && (!c->in->images[i].pid || !r->trace->pid ||
-					c->in->images[i].pid == r->trace->pid))
+		if (c->isids[i] > 0 && c->in->images[i].until == UINT64_MAX &&
+		    (!c->in->images[i].pid || !r->trace->pid || c->in->images[i].pid == r->trace->pid))
 			pt_image_add_cached(image, c->iscache, c->isids[i], NULL);
 
 	st = ad_sync_set(&d, s->begin);

@@ -311,7 +311,7 @@ struct dec_syms {
 	struct dec_module *mods;
 	size_t nr_mods;
 	long cur_pid;		/* look up modules of this process (and pid 0) only; 0: any */
-	uint64_t cur_time;	/* ... mapped at this perf time; 0: any */
+	uint64_t cur_time;	/* ... mapped at this perf time; 0: as at the end */
 	char **strs;
 	size_t nr_strs;
 };

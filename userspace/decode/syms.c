@@ -298,7 +298,8 @@ const struct dec_module *dec_syms_module(const struct dec_syms *s, uint64_t ip)
 		const struct dec_module *m = &s->mods[best];
 
 		if (ip < m->end && (!m->pid || !s->cur_pid || m->pid == s->cur_pid) &&
-		    (!s->cur_time || (m->from <= s->cur_time && s->cur_time < m->until)))
+		    (s->cur_time ? m->from <= s->cur_time && s->cur_time < m->until :
+		     m->until == UINT64_MAX))
 			return m;
 		if (!best)
 			break;
