@@ -1577,6 +1577,7 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	pthread_t *th = NULL;
 	pthread_attr_t attr;
 	size_t i, k, ok = 0;
+	uint64_t insns = 0;
 
 	c->nr_res = c->in->nr_traces;
 	c->res = calloc(c->nr_res ? c->nr_res : 1, sizeof(*c->res));
@@ -1663,7 +1664,10 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 				pthread_mutex_unlock(&w.lock);
 			}
 			dec_render_segment(rd, &r->segs[s]);
+			insns += r->segs[s].insns;
 			retire_segment(r, &r->segs[s]);
+			if (c->opt.progress)
+				c->opt.progress(c->opt.progress_arg, k + 1, w.total, insns);
 			if (j) {
 				pthread_mutex_lock(&w.lock);
 				w.rendered = k + 1;

@@ -196,6 +196,13 @@ struct dec_options {
 	bool insn_decoder;	/* libipt's instruction decoder instead of blocks */
 	bool no_split;		/* one segment per trace (for testing) */
 	unsigned int jobs;	/* threads; 0: online CPUs */
+	/*
+	 * Called on the calling thread after each segment is decoded and
+	 * rendered: @done of @total segments, @insns instructions so far
+	 * (NULL: none).
+	 */
+	void (*progress)(void *arg, size_t done, size_t total, uint64_t insns);
+	void *progress_arg;
 };
 
 struct dec_trace_result {

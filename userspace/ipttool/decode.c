@@ -46,14 +46,41 @@ static void decode_usage(FILE *f)
 		"  -J, --jobs N              decode on N threads (default: online CPUs)\n"
 		"  --no-split                decode each trace as one segment (no parallelism)\n"
 		"  -j                        the summary as JSON on stdout (else text on stderr)\n"
+		"  -q, --quiet               no progress line on a terminal\n"
+		"  --progress                the progress line also when stderr is not a terminal\n"
 		"\nSee ipttool-decode(8) and Documentation/decode.rst.\n");
 }
 
 enum {
 	O_PT = 256, O_ELF, O_RAW, O_CPU, O_MTC, O_NOM, O_C15, O_INSN, O_DISASM, O_CALLS,
 	O_PROFILE, O_FOLDED, O_BLOCKS, O_PACKETS, O_PERFETTO, O_DRCOV, O_INSNDEC, O_NOSPLIT,
-	O_PID, O_LINES, O_KCORE, O_KALLSYMS, O_FOLDTIME,
+	O_PID, O_LINES, O_KCORE, O_KALLSYMS, O_FOLDTIME, O_PROGRESS,
 };
+
+/*
+ * The progress line on stderr: percent of segments decoded, and
+ * instructions, rewritten in place on a terminal (a new line otherwise);
+ * only when the percentage changes.
+ */
+struct decode_progress {
+	bool tty;
+	int last;
+};
+
+static void decode_progress(void *arg, size_t done, size_t total, uint64_t insns)
+{
+	struct decode_progress *p = arg;
+	int pct = total ? (int)(done * 100 / total) : 100;
+
+	if (pct == p->last)
+		return;
+	p->last = pct;
+	fprintf(stderr, "%sdecode: %3d%% (%zu of %zu segments, %" PRIu64 " instructions)%s",
+		p->tty ? "\r\033[K" : "", pct, done, total, insns, p->tty ? "" : "\n");
+	if (p->tty && done == total)
+		fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
 
 /* Where an output goes: NULL (stdout) or a file name. */
 struct outspec {
@@ -115,6 +142,8 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		{ "kcore", optional_argument, NULL, O_KCORE },
 		{ "kallsyms", required_argument, NULL, O_KALLSYMS },
 		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "progress", no_argument, NULL, O_PROGRESS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -132,6 +161,8 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	bool have_mtc = false, have_nom = false, have_c15 = false;
 	uint32_t c15a = 0, c15b = 0, c15c = 0;
 	const char *kcore = NULL, *kallsyms = NULL;
+	struct decode_progress prog = { .last = -1 };
+	bool quiet = false, force_progress = false;
 	char **pts = calloc((size_t)argc + 1, sizeof(char *));
 	char **elfs = calloc((size_t)argc + 1, sizeof(char *));
 	char **raws = calloc((size_t)argc + 1, sizeof(char *));
@@ -139,7 +170,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 
 	dec_input_init(&in);
 	optind = 0;	/* glibc: reinitialise, so options may follow DIR */
-	while ((c = getopt_long(argc, argv, "J:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "J:jqh", opts, NULL)) != -1) {
 		switch (c) {
 		case O_PT: pts[npt++] = optarg; break;
 		case O_ELF: elfs[nelf++] = optarg; break;
@@ -221,6 +252,8 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		case O_KCORE: kcore = optarg ? optarg : "/proc/kcore"; break;
 		case O_KALLSYMS: kallsyms = optarg; break;
 		case 'j': t->json = true; break;
+		case 'q': quiet = true; break;
+		case O_PROGRESS: force_progress = true; break;
 		case 'h': decode_usage(stdout); ret = 0; goto out;
 		default: decode_usage(stderr); goto out;
 		}
@@ -304,6 +337,11 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		if (spec[i].on && !(outs.f[i] = open_out(spec[i].file, "decode: output")))
 			goto out;
 
+	prog.tty = isatty(STDERR_FILENO);
+	if (force_progress || (prog.tty && !quiet)) {
+		dopt.progress = decode_progress;
+		dopt.progress_arg = &prog;
+	}
 	if (dec_open(&ctx, &in, &dopt, msg, sizeof(msg))) {
 		ipt_err("decode: %s", msg);
 		goto out;

@@ -2330,6 +2330,26 @@ int main(int argc, char **argv)
 			segs = json_object_get_int64(v);
 		CHECK(st == 0 && segs >= 8, "%s: the trace is split into %" PRId64 " segments, so -J 4 "
 		      "really decodes in parallel", runs[0].name, segs);
+		CHECK(!file_contains(F(&runs[0], "eseg"), "decode: "),
+		      "%s: no progress line when stderr is not a terminal", runs[0].name);
+		st = decode(F(&runs[0], "pg"), F(&runs[0], "epg"), "decode %s --progress -J 2",
+			    runs[0].dir);
+		{
+			char want[64], *txt, *q;
+			size_t len = 0;
+			int64_t lines = 0;
+
+			snprintf(want, sizeof(want), "decode: 100%% (%" PRId64 " of %" PRId64 " segments, ",
+				 segs, segs);
+			txt = slurp(F(&runs[0], "epg"), &len);
+			for (q = txt; q && (q = strstr(q, "decode: ")); q++)
+				lines++;
+			free(txt);
+			/* up to 100 segments, every one moves the percentage */
+			CHECK(st == 0 && lines == segs && file_contains(F(&runs[0], "epg"), want),
+			      "%s: --progress: a line per segment (%" PRId64 " of %" PRId64 "), ending "
+			      "at 100%%", runs[0].name, lines, segs);
+		}
 		json_object_put(o);
 		test_inputs(&runs[0]);
 		test_kcore(&runs[0]);
