@@ -202,6 +202,7 @@ struct dec_render {
 	uint64_t ns0;			/* c->t0 in ns */
 	uint64_t prev_tsc;		/* the time of the block before (0: unknown) */
 	uint64_t ev_tsc;		/* the newest time given to a Perfetto event */
+	long shown_pid;			/* --insn: the last [process PID] (-1: none) */
 	/* --folded-time: the time after the block before (0: none since tracing resumed) */
 	bool fold_time;
 	uint64_t fold_last;
@@ -669,8 +670,10 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 				}
 				r->cs_start = 1;
 				r->cs_end = 0;
-				if (o->f[OUT_INSN])
+				/* each segment starts with one: shown when it changes */
+				if (o->f[OUT_INSN] && it->code != r->shown_pid)
 					fprintf(o->f[OUT_INSN], "[process %d]\n", it->code);
+				r->shown_pid = it->code;
 				break;
 			}
 		}
@@ -853,6 +856,7 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->pending = 0;
 	r->have_prev = false;
 	r->prev_tsc = r->ev_tsc = r->fold_last = 0;
+	r->shown_pid = res->trace->pid > 0 ? res->trace->pid : -1;
 	r->run_leaf = NULL;
 	r->run_count = 0;
 	fstack_rebuild(r);
