@@ -954,6 +954,8 @@ struct tail_blk {
 	uint32_t ninsn;
 	int32_t isid;
 	uint8_t last_size;
+	long pid;		/* profile_only: whose code, and when (dec_prof_block) */
+	uint64_t time;
 };
 
 struct seg_count {
@@ -973,6 +975,7 @@ struct seg_count {
 	long pid;
 	long cur_pid;			/* whose image the decoder has (-1: none yet) */
 	uint64_t cur_key;		/* and which (switch_process) */
+	uint64_t cur_time;		/* the perf time its mappings are of (0: the end) */
 	struct {
 		uint64_t key;
 		struct pt_image *img;
@@ -1058,21 +1061,47 @@ static void switch_process(struct dec_ctx *c, struct dec_segment *s, struct seg_
 		pt_blk_set_image(d->blk, k->pimg[i].img);
 	k->cur_key = key;
 	k->cur_pid = pid;
+	k->cur_time = c->in->timed_maps ? ns : 0;
 	it = push(s, DI_PROCESS);
 	it->code = (int32_t)pid;
 	it->tsc = tsc;
 	it->off = ad_offset(d);
 }
 
+/* A ring entry as a block item. */
+static void tail_item(const struct tail_blk *t, struct dec_item *it)
+{
+	memset(it, 0, sizeof(*it));
+	it->kind = DI_BLOCK;
+	it->ip = t->ip;
+	it->end_ip = t->end_ip;
+	it->ninsn = t->ninsn;
+	it->isid = t->isid;
+	it->last_size = t->last_size;
+}
+
+/* profile_only: count the blocks still in the tail ring, and empty it. */
+static void tail_flush(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k)
+{
+	size_t i, n = k->ntail < DEC_TAIL ? k->ntail : DEC_TAIL;
+	struct dec_item it;
+
+	for (i = k->ntail - n; c->profile_only && i < k->ntail; i++) {
+		tail_item(&k->tail[i % DEC_TAIL], &it);
+		dec_prof_block(s->prof, c, k->tail[i % DEC_TAIL].pid, k->tail[i % DEC_TAIL].time, &it);
+	}
+	k->ntail = 0;
+}
+
 static void trim_segment(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k)
 {
 	struct dec_item lin[DEC_TAIL];
 	uint64_t dropped;
-	size_t i, n, first, start;
+	size_t i, n, first, start, keep;
 
-	if (!k->have_block || s->nr != k->nr_seen)
-		return;
 	if (!c->count_only) {
+		if (!k->have_block || s->nr != k->nr_seen)
+			return;
 		for (start = s->nr; start > 0 && s->items[start - 1].kind == DI_BLOCK; start--)
 			;
 		s->nr = start + trim_blocks(c, s->cut_ip, s->items + start, s->nr - start, &dropped);
@@ -1080,19 +1109,18 @@ static void trim_segment(struct dec_ctx *c, struct dec_segment *s, struct seg_co
 	}
 	n = k->ntail < DEC_TAIL ? k->ntail : DEC_TAIL;
 	first = k->ntail - n;
-	for (i = 0; i < n; i++) {
-		const struct tail_blk *t = &k->tail[(first + i) % DEC_TAIL];
-
-		memset(&lin[i], 0, sizeof(lin[i]));
-		lin[i].kind = DI_BLOCK;
-		lin[i].ip = t->ip;
-		lin[i].end_ip = t->end_ip;
-		lin[i].ninsn = t->ninsn;
-		lin[i].isid = t->isid;
-		lin[i].last_size = t->last_size;
+	for (i = 0; i < n; i++)
+		tail_item(&k->tail[(first + i) % DEC_TAIL], &lin[i]);
+	keep = n;
+	if (k->have_block && s->nr == k->nr_seen) {
+		keep = trim_blocks(c, s->cut_ip, lin, n, &dropped);
+		k->insns -= dropped;
 	}
-	trim_blocks(c, s->cut_ip, lin, n, &dropped);
-	k->insns -= dropped;
+	/* profile_only: what is left of the ring, the last block perhaps shortened */
+	for (i = 0; c->profile_only && i < keep; i++)
+		dec_prof_block(s->prof, c, k->tail[(first + i) % DEC_TAIL].pid,
+			       k->tail[(first + i) % DEC_TAIL].time, &lin[i]);
+	k->ntail = 0;
 }
 
 /*
@@ -1117,8 +1145,20 @@ static inline void add_block(struct dec_ctx *c, struct dec_segment *s, struct se
 		struct tail_blk *t;
 
 		if (!k->have_block || s->nr != k->nr_seen)
-			k->ntail = 0;
-		t = &k->tail[k->ntail++ % DEC_TAIL];
+			tail_flush(c, s, k);
+		t = &k->tail[k->ntail % DEC_TAIL];
+		if (c->profile_only) {
+			/* the ring delays counting until a block cannot be cut off */
+			if (k->ntail >= DEC_TAIL) {
+				struct dec_item old;
+
+				tail_item(t, &old);
+				dec_prof_block(s->prof, c, t->pid, t->time, &old);
+			}
+			t->pid = k->switching ? (k->cur_pid < 0 ? 0 : k->cur_pid) : k->pid;
+			t->time = k->switching ? k->cur_time : 0;
+		}
+		k->ntail++;
 		t->ip = ip;
 		t->end_ip = end_ip;
 		t->ninsn = ninsn;
@@ -1165,7 +1205,9 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 		fprintf(stderr, "ipttool: out of memory\n");
 		exit(2);
 	}
-	if (c->count_only && big_stack) {
+	if (c->profile_only)
+		s->prof = dec_prof_new();
+	if (c->count_only && !c->profile_only && big_stack) {
 		cfg.flags.variant.block.end_on_call = 0;
 		cfg.flags.variant.block.end_on_jump = 0;
 	}
@@ -1399,6 +1441,8 @@ static void retire_segment(struct dec_trace_result *r, struct dec_segment *s)
 	free(s->items);
 	s->items = NULL;
 	s->nr = s->cap = 0;
+	dec_prof_free(s->prof);
+	s->prof = NULL;
 }
 
 int dec_open(struct dec_ctx *c, const struct dec_input *in, const struct dec_options *opt,
@@ -1634,7 +1678,11 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	if (o)
 		rd = dec_render_begin(c, o);
 	/* the instruction decoder's "blocks" are single instructions: no gain */
-	c->count_only = !rd && !c->opt.insn_decoder;
+	c->profile_only = rd && o->f[OUT_PROFILE] && !c->opt.insn_decoder;
+	for (i = 0; c->profile_only && i < OUT_NR; i++)
+		if (i != OUT_PROFILE && o->f[i])
+			c->profile_only = false;
+	c->count_only = (!rd || c->profile_only) && !c->opt.insn_decoder;
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cond, NULL);
 	/*
@@ -1699,8 +1747,10 @@ void dec_close(struct dec_ctx *c)
 	size_t i, k;
 
 	for (i = 0; i < c->nr_res; i++) {
-		for (k = 0; k < c->res[i].nr_segs; k++)
+		for (k = 0; k < c->res[i].nr_segs; k++) {
 			free(c->res[i].segs[k].items);
+			dec_prof_free(c->res[i].segs[k].prof);
+		}
 		free(c->res[i].segs);
 		free(c->res[i].buf);
 		free(c->res[i].gap_items);

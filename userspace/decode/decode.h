@@ -180,6 +180,9 @@ struct dec_item {
 	uint8_t kind, iclass, gap, last_size; /* last_size: 0 unknown */
 };
 
+struct dec_prof;
+struct dec_ctx;
+
 struct dec_segment {
 	uint64_t begin, end;	/* trace offsets */
 	uint64_t cut_ip;	/* the next segment starts at this IP (0: when tracing is off) */
@@ -187,7 +190,19 @@ struct dec_segment {
 	size_t nr, cap;
 	uint64_t insns;
 	size_t nr_gaps;		/* DI_GAP items among @items */
+	struct dec_prof *prof;	/* profile_only: its counts, made by the worker */
 };
+
+/*
+ * --profile counts of some blocks (output.c): per function and per DSO,
+ * order-independent, so workers count their segments' and the renderer
+ * adds them up.
+ */
+struct dec_prof *dec_prof_new(void);
+void dec_prof_free(struct dec_prof *p);
+/* Count block @b, in the code of process @pid at perf time @time (0: at the end). */
+void dec_prof_block(struct dec_prof *p, struct dec_ctx *c, long pid, uint64_t time,
+		    const struct dec_item *b);
 
 /**
  * struct dec_options - how to decode
@@ -236,6 +251,12 @@ struct dec_ctx {
 	 * end at calls and jumps.
 	 */
 	bool count_only;
+	/*
+	 * Only --profile is wanted: count_only, and the workers count each
+	 * segment's blocks per function (dec_prof) instead of keeping them;
+	 * blocks still end at calls and jumps (few cross a function).
+	 */
+	bool profile_only;
 	/*
 	 * Time: some trace has TSC packets (@timed); the earliest TSC of a
 	 * PSB+ in any trace (@t0), which outputs count time from; the TSC
@@ -327,6 +348,9 @@ struct dec_syms *dec_syms_load(const struct dec_input *in);
 void dec_syms_free(struct dec_syms *s);
 /* The module and symbol of @ip (either may be NULL). */
 const struct dec_module *dec_syms_module(const struct dec_syms *s, uint64_t ip);
+/* The same for process @pid at perf time @time (0: as at the end); no state used. */
+const struct dec_module *dec_syms_module_at(const struct dec_syms *s, uint64_t ip, long pid,
+					    uint64_t time);
 const struct dec_sym *dec_syms_find(const struct dec_module *m, uint64_t ip);
 /* "file:line" of @ip from the module's DWARF (libdw) into @buf, or NULL. */
 const char *dec_syms_line(struct dec_syms *s, uint64_t ip, char *buf, size_t len);

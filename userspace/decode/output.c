@@ -97,6 +97,106 @@ static int cmp_addr(const void *x, const void *y)
 	return a->b < b->b ? -1 : a->b > b->b;
 }
 
+/* ---- --profile counts made by the workers (profile_only) ------------------------ */
+
+struct dec_prof {
+	struct map fun, dso;		/* as struct dec_render's */
+	uint64_t unknown;
+	struct dec_ctx *c;
+	/* whose code, and the symbol cache of the last instruction */
+	long pid;
+	uint64_t time;
+	uint64_t cs_start, cs_end;
+	const struct dec_module *cmod;
+	const struct dec_sym *csym;
+};
+
+struct dec_prof *dec_prof_new(void)
+{
+	struct dec_prof *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		fprintf(stderr, "ipttool: out of memory\n");
+		exit(2);
+	}
+	p->cs_start = 1;
+	return p;
+}
+
+void dec_prof_free(struct dec_prof *p)
+{
+	if (!p)
+		return;
+	free(p->fun.t);
+	free(p->dso.t);
+	free(p);
+}
+
+/* lookup() of the renderer, for process @p->pid at @p->time, without shared state. */
+static void prof_lookup(struct dec_prof *p, uint64_t ip)
+{
+	if (ip >= p->cs_start && ip < p->cs_end)
+		return;
+	p->cmod = dec_syms_module_at(p->c->syms, ip, p->pid, p->time);
+	p->csym = dec_syms_find(p->cmod, ip);
+	if (p->csym) {
+		const struct dec_sym *next = p->csym + 1;
+
+		p->cs_start = p->csym->start;
+		p->cs_end = p->csym->end;
+		if (next < p->cmod->syms + p->cmod->nr_syms && next->start < p->cs_end)
+			p->cs_end = next->start;
+		if (p->cmod->end < p->cs_end)
+			p->cs_end = p->cmod->end;
+	} else {
+		p->cs_start = 1;
+		p->cs_end = 0;
+	}
+}
+
+/* One instruction of a block that crosses functions: on_insn()'s --profile part. */
+static void prof_insn(void *arg, uint64_t ip, unsigned int size, bool last, const struct dec_item *b)
+{
+	struct dec_prof *p = arg;
+
+	(void)size;
+	(void)last;
+	(void)b;
+	prof_lookup(p, ip);
+	if (p->csym)
+		map_get(&p->fun, p->csym->start, 0)->v++;
+	else if (p->cmod)
+		map_get(&p->fun, p->cmod->start, 1)->v++;
+	if (p->cmod)
+		map_get(&p->dso, p->cmod->start, 0)->v++;
+	else
+		p->unknown++;
+}
+
+void dec_prof_block(struct dec_prof *p, struct dec_ctx *c, long pid, uint64_t time,
+		    const struct dec_item *b)
+{
+	p->c = c;
+	if (pid != p->pid || time != p->time) {
+		p->pid = pid;
+		p->time = time;
+		p->cs_start = 1;
+		p->cs_end = 0;
+	}
+	prof_lookup(p, b->ip);
+	/* in one function (or a DSO without symbols): no walk, as on_insns() */
+	if (p->csym ? b->end_ip < p->cs_end :
+	    p->cmod && !p->cmod->nr_syms && b->end_ip < p->cmod->end) {
+		if (p->csym)
+			map_get(&p->fun, p->csym->start, 0)->v += b->ninsn;
+		else
+			map_get(&p->fun, p->cmod->start, 1)->v += b->ninsn;
+		map_get(&p->dso, p->cmod->start, 0)->v += b->ninsn;
+		return;
+	}
+	dec_walk_block(c, b, prof_insn, p);
+}
+
 /* ---- string map for folded stacks --------------------------------------------- */
 
 struct skv {
@@ -565,6 +665,19 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 	if (!r)
 		return;
 	o = r->o;
+	if (seg->prof) {
+		/* profile_only: the worker counted the blocks; add its counts */
+		const struct dec_prof *p = seg->prof;
+
+		for (i = 0; i < p->fun.cap; i++)
+			if (p->fun.t[i].used)
+				map_get(&r->fun, p->fun.t[i].a, p->fun.t[i].b)->v += p->fun.t[i].v;
+		for (i = 0; i < p->dso.cap; i++)
+			if (p->dso.t[i].used)
+				map_get(&r->dso, p->dso.t[i].a, p->dso.t[i].b)->v += p->dso.t[i].v;
+		r->unknown += p->unknown;
+		r->idx += seg->insns;
+	}
 	{
 		for (i = 0; i < seg->nr; i++) {
 			const struct dec_item *it = &seg->items[i];

@@ -278,6 +278,12 @@ void dec_syms_free(struct dec_syms *s)
 
 const struct dec_module *dec_syms_module(const struct dec_syms *s, uint64_t ip)
 {
+	return s ? dec_syms_module_at(s, ip, s->cur_pid, s->cur_time) : NULL;
+}
+
+const struct dec_module *dec_syms_module_at(const struct dec_syms *s, uint64_t ip, long pid,
+					    uint64_t time)
+{
 	size_t lo = 0, hi, best = SIZE_MAX;
 
 	if (!s)
@@ -297,9 +303,8 @@ const struct dec_module *dec_syms_module(const struct dec_syms *s, uint64_t ip)
 	while (best != SIZE_MAX) {
 		const struct dec_module *m = &s->mods[best];
 
-		if (ip < m->end && (!m->pid || !s->cur_pid || m->pid == s->cur_pid) &&
-		    (s->cur_time ? m->from <= s->cur_time && s->cur_time < m->until :
-		     m->until == UINT64_MAX))
+		if (ip < m->end && (!m->pid || !pid || m->pid == pid) &&
+		    (time ? m->from <= time && time < m->until : m->until == UINT64_MAX))
 			return m;
 		if (!best)
 			break;

@@ -1078,6 +1078,15 @@ static void test_run(struct run *r, bool full)
 	      same_files(F(r, "s.folded"), F(r, "f.folded")),
 	      "%s: --profile and --folded alone (block-at-a-time) equal the per-instruction walk",
 	      r->name);
+	/* --profile alone: counted by the workers, per segment */
+	st = decode(F(r, "o7"), F(r, "e7"), "decode %s --profile=%s -J 1", r->dir, F(r, "p1.profile"));
+	st |= decode(F(r, "o8"), F(r, "e8"), "decode %s --profile=%s -J 3", r->dir,
+		     F(r, "p3.profile"));
+	CHECK(st == 0 && clean_stderr(F(r, "e7")) && clean_stderr(F(r, "e8")) &&
+	      same_files(F(r, "s.profile"), F(r, "p1.profile")) &&
+	      same_files(F(r, "s.profile"), F(r, "p3.profile")),
+	      "%s: --profile alone (counted in the workers), -J 1 and -J 3, equals the "
+	      "per-instruction walk", r->name);
 	test_calls(r, F(r, "s.calls"));
 	if (r->static_prog)
 		test_lines(r);
@@ -1337,10 +1346,13 @@ static void test_inputs(struct run *r)
 		    r->dir, raws, F(r, "xp1.p"), F(r, "xp1.f"));
 	st |= decode(F(r, "xp2"), F(r, "exp2"), "decode --pt %s/trace.pt%s --profile=%s --folded=%s "
 		     "--insn=/dev/null", r->dir, raws, F(r, "xp2.p"), F(r, "xp2.f"));
+	st |= decode(F(r, "xp3"), F(r, "exp3"), "decode --pt %s/trace.pt%s --profile=%s -J 2",
+		     r->dir, raws, F(r, "xp3.p"));
 	CHECK(st == 0 && same_files(F(r, "xp1.p"), F(r, "xp2.p")) &&
-	      same_files(F(r, "xp1.f"), F(r, "xp2.f")) && file_contains(F(r, "xp1.p"), "[no symbol]"),
-	      "%s: --raw images without symbols: block-at-a-time profile and folded equal the walk",
-	      r->name);
+	      same_files(F(r, "xp1.f"), F(r, "xp2.f")) && file_contains(F(r, "xp1.p"), "[no symbol]") &&
+	      same_files(F(r, "xp2.p"), F(r, "xp3.p")),
+	      "%s: --raw images without symbols: block-at-a-time profile and folded, and --profile "
+	      "alone, equal the walk", r->name);
 	if (r->static_prog) {
 		st = decode(F(r, "xe"), F(r, "exe"), "decode --pt %s/trace.pt --elf %s --insn",
 			    r->dir, r->elf);
@@ -2179,6 +2191,13 @@ static void test_switching(struct run *a, struct run *b)
 	      "its own images at its turn (from the switch records), exactly %s's then %s's "
 	      "instructions (%zu of %zu, first difference %zd)", a->name, b->name, n, both.n,
 	      first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first);
+	st = decode(F(&both, "po"), F(&both, "epo"), "decode %s --profile=%s -J 2", cap,
+		    F(&both, "p.profile"));
+	st |= decode(F(&both, "pw"), F(&both, "epw"), "decode %s --profile=%s --insn=/dev/null",
+		     cap, F(&both, "w.profile"));
+	CHECK(st == 0 && same_files(F(&both, "p.profile"), F(&both, "w.profile")),
+	      "... and its --profile counted in the workers, each process's code with its own "
+	      "symbols, equals the per-instruction walk");
 	st = decode(F(&both, "o1"), F(&both, "e1"), "-j decode %s --pid 100 --insn=%s", cap,
 		    F(&both, "insn1"));
 	CHECK(!insn_equal(&both, F(&both, "insn1"), &n, &first),
