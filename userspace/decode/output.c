@@ -97,19 +97,100 @@ static int cmp_addr(const void *x, const void *y)
 	return a->b < b->b ? -1 : a->b > b->b;
 }
 
-/* ---- --profile counts made by the workers (profile_only) ------------------------ */
+/* ---- symbol lookups and --profile counts, for the renderer and the workers ---- */
 
+/*
+ * The function and module of the last address looked up, valid for
+ * [@start, @end): consecutive instructions rarely leave a function.
+ */
+struct sym_cache {
+	uint64_t start, end;
+	const struct dec_module *mod;
+	const struct dec_sym *sym;
+};
+
+static void sym_cache_reset(struct sym_cache *sc)
+{
+	sc->start = 1;
+	sc->end = 0;
+}
+
+/* Look @ip up in process @pid's code at perf time @time, unless @sc holds it. */
+static void sym_lookup(struct sym_cache *sc, const struct dec_syms *s, uint64_t ip, long pid,
+		       uint64_t time)
+{
+	if (ip >= sc->start && ip < sc->end)
+		return;
+	sc->mod = dec_syms_module_at(s, ip, pid, time);
+	sc->sym = dec_syms_find(sc->mod, ip);
+	if (sc->sym) {
+		/* valid up to the symbol's end, the next symbol, the module's end */
+		const struct dec_sym *next = sc->sym + 1;
+
+		sc->start = sc->sym->start;
+		sc->end = sc->sym->end;
+		if (next < sc->mod->syms + sc->mod->nr_syms && next->start < sc->end)
+			sc->end = next->start;
+		if (sc->mod->end < sc->end)
+			sc->end = sc->mod->end;
+	} else {
+		/* no cache for unknown code */
+		sym_cache_reset(sc);
+	}
+}
+
+/*
+ * Does block @b, looked up at its start, lie in the one function @sc holds
+ * (or in a module without symbols, all of it one "[no symbol]")?
+ */
+static bool sym_holds(const struct sym_cache *sc, const struct dec_item *b)
+{
+	if (sc->sym)
+		return b->end_ip < sc->end;
+	return sc->mod && !sc->mod->nr_syms && b->end_ip < sc->mod->end;
+}
+
+/*
+ * --profile counts: instructions per function (key: its start; a module
+ * without a symbol there: the module's start, b = 1) and per DSO.  The
+ * renderer keeps one; in profile_only mode each segment has one, made by
+ * its worker (with its own symbol cache and whose code it is), which the
+ * renderer adds to its own.
+ */
 struct dec_prof {
-	struct map fun, dso;		/* as struct dec_render's */
-	uint64_t unknown;
+	struct map fun, dso;
+	uint64_t unknown;	/* instructions in no image */
 	struct dec_ctx *c;
-	/* whose code, and the symbol cache of the last instruction */
 	long pid;
 	uint64_t time;
-	uint64_t cs_start, cs_end;
-	const struct dec_module *cmod;
-	const struct dec_sym *csym;
+	struct sym_cache sc;
 };
+
+/* Count @n instructions of the function and DSO that @sc holds. */
+static void prof_add(struct dec_prof *p, const struct sym_cache *sc, uint64_t n)
+{
+	if (sc->sym)
+		map_get(&p->fun, sc->sym->start, 0)->v += n;
+	else if (sc->mod)
+		map_get(&p->fun, sc->mod->start, 1)->v += n;
+	if (sc->mod)
+		map_get(&p->dso, sc->mod->start, 0)->v += n;
+	else
+		p->unknown += n;
+}
+
+static void prof_merge(struct dec_prof *dst, const struct dec_prof *src)
+{
+	size_t i;
+
+	for (i = 0; i < src->fun.cap; i++)
+		if (src->fun.t[i].used)
+			map_get(&dst->fun, src->fun.t[i].a, src->fun.t[i].b)->v += src->fun.t[i].v;
+	for (i = 0; i < src->dso.cap; i++)
+		if (src->dso.t[i].used)
+			map_get(&dst->dso, src->dso.t[i].a, src->dso.t[i].b)->v += src->dso.t[i].v;
+	dst->unknown += src->unknown;
+}
 
 struct dec_prof *dec_prof_new(void)
 {
@@ -119,7 +200,7 @@ struct dec_prof *dec_prof_new(void)
 		fprintf(stderr, "ipttool: out of memory\n");
 		exit(2);
 	}
-	p->cs_start = 1;
+	sym_cache_reset(&p->sc);
 	return p;
 }
 
@@ -132,29 +213,7 @@ void dec_prof_free(struct dec_prof *p)
 	free(p);
 }
 
-/* lookup() of the renderer, for process @p->pid at @p->time, without shared state. */
-static void prof_lookup(struct dec_prof *p, uint64_t ip)
-{
-	if (ip >= p->cs_start && ip < p->cs_end)
-		return;
-	p->cmod = dec_syms_module_at(p->c->syms, ip, p->pid, p->time);
-	p->csym = dec_syms_find(p->cmod, ip);
-	if (p->csym) {
-		const struct dec_sym *next = p->csym + 1;
-
-		p->cs_start = p->csym->start;
-		p->cs_end = p->csym->end;
-		if (next < p->cmod->syms + p->cmod->nr_syms && next->start < p->cs_end)
-			p->cs_end = next->start;
-		if (p->cmod->end < p->cs_end)
-			p->cs_end = p->cmod->end;
-	} else {
-		p->cs_start = 1;
-		p->cs_end = 0;
-	}
-}
-
-/* One instruction of a block that crosses functions: on_insn()'s --profile part. */
+/* One instruction of a block that crosses functions. */
 static void prof_insn(void *arg, uint64_t ip, unsigned int size, bool last, const struct dec_item *b)
 {
 	struct dec_prof *p = arg;
@@ -162,15 +221,8 @@ static void prof_insn(void *arg, uint64_t ip, unsigned int size, bool last, cons
 	(void)size;
 	(void)last;
 	(void)b;
-	prof_lookup(p, ip);
-	if (p->csym)
-		map_get(&p->fun, p->csym->start, 0)->v++;
-	else if (p->cmod)
-		map_get(&p->fun, p->cmod->start, 1)->v++;
-	if (p->cmod)
-		map_get(&p->dso, p->cmod->start, 0)->v++;
-	else
-		p->unknown++;
+	sym_lookup(&p->sc, p->c->syms, ip, p->pid, p->time);
+	prof_add(p, &p->sc, 1);
 }
 
 void dec_prof_block(struct dec_prof *p, struct dec_ctx *c, long pid, uint64_t time,
@@ -180,21 +232,13 @@ void dec_prof_block(struct dec_prof *p, struct dec_ctx *c, long pid, uint64_t ti
 	if (pid != p->pid || time != p->time) {
 		p->pid = pid;
 		p->time = time;
-		p->cs_start = 1;
-		p->cs_end = 0;
+		sym_cache_reset(&p->sc);
 	}
-	prof_lookup(p, b->ip);
-	/* in one function (or a DSO without symbols): no walk, as on_insns() */
-	if (p->csym ? b->end_ip < p->cs_end :
-	    p->cmod && !p->cmod->nr_syms && b->end_ip < p->cmod->end) {
-		if (p->csym)
-			map_get(&p->fun, p->csym->start, 0)->v += b->ninsn;
-		else
-			map_get(&p->fun, p->cmod->start, 1)->v += b->ninsn;
-		map_get(&p->dso, p->cmod->start, 0)->v += b->ninsn;
-		return;
-	}
-	dec_walk_block(c, b, prof_insn, p);
+	sym_lookup(&p->sc, c->syms, b->ip, pid, time);
+	if (sym_holds(&p->sc, b))
+		prof_add(p, &p->sc, b->ninsn);	/* in one function: no walk */
+	else
+		dec_walk_block(c, b, prof_insn, p);
 }
 
 /* ---- string map for folded stacks --------------------------------------------- */
@@ -277,13 +321,8 @@ struct dec_render {
 	unsigned int depth;		/* --calls indentation */
 	const char *stack[MAX_STACK];	/* folded: frame names */
 	unsigned int sdepth;		/* folded / perfetto depth (may exceed MAX_STACK) */
-	/* profile */
-	struct map fun, dso;
-	uint64_t unknown;
-	/* symbol cache of the last instruction */
-	uint64_t cs_start, cs_end;
-	const struct dec_module *cmod;
-	const struct dec_sym *csym;
+	struct dec_prof prof;		/* --profile (its own c, pid, time, sc unused) */
+	struct sym_cache sc;		/* the last instruction's function */
 	/* blocks / edges / drcov */
 	struct map blocks, edges;
 	bool have_lb;			/* a logical block is open: lb_start..lb_end */
@@ -310,37 +349,22 @@ struct dec_render {
 	ZydisFormatter zf;
 };
 
+/* The function of @ip in the code the renderer is in (syms' cur_pid, cur_time). */
 static void lookup(struct dec_render *r, uint64_t ip)
 {
-	if (ip >= r->cs_start && ip < r->cs_end)
-		return;
-	r->cmod = dec_syms_module(r->c->syms, ip);
-	r->csym = dec_syms_find(r->cmod, ip);
-	if (r->csym) {
-		/* valid up to the symbol's end, the next symbol, the module's end */
-		const struct dec_sym *next = r->csym + 1;
+	const struct dec_syms *s = r->c->syms;
 
-		r->cs_start = r->csym->start;
-		r->cs_end = r->csym->end;
-		if (next < r->cmod->syms + r->cmod->nr_syms && next->start < r->cs_end)
-			r->cs_end = next->start;
-		if (r->cmod->end < r->cs_end)
-			r->cs_end = r->cmod->end;
-	} else {
-		/* no cache for unknown code */
-		r->cs_start = 1;
-		r->cs_end = 0;
-	}
+	sym_lookup(&r->sc, s, ip, s ? s->cur_pid : 0, s ? s->cur_time : 0);
 }
 
 /* Name of a frame for folded stacks and spans: the function, else [dso], else [unknown]. */
 static const char *frame_name(struct dec_render *r, uint64_t ip)
 {
 	lookup(r, ip);
-	if (r->csym)
-		return r->csym->name;
-	if (r->cmod)
-		return r->cmod->name;
+	if (r->sc.sym)
+		return r->sc.sym->name;
+	if (r->sc.mod)
+		return r->sc.mod->name;
 	return "[unknown]";
 }
 
@@ -515,14 +539,7 @@ static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const 
 	}
 	if (o->f[OUT_PROFILE]) {
 		lookup(r, ip);
-		if (r->csym)
-			map_get(&r->fun, r->csym->start, 0)->v++;
-		else if (r->cmod)
-			map_get(&r->fun, r->cmod->start, 1)->v++;
-		if (r->cmod)
-			map_get(&r->dso, r->cmod->start, 0)->v++;
-		else
-			r->unknown++;
+		prof_add(&r->prof, &r->sc, 1);
 	}
 	if (o->f[OUT_FOLDED]) {
 		const char *leaf = frame_name(r, ip);
@@ -554,10 +571,7 @@ static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const 
 static bool in_one_symbol(struct dec_render *r, const struct dec_item *b)
 {
 	lookup(r, b->ip);
-	if (r->csym)
-		return b->end_ip < r->cs_end;
-	/* a module without symbols: all of it is one "[no symbol]" */
-	return r->cmod && !r->cmod->nr_syms && b->end_ip < r->cmod->end;
+	return sym_holds(&r->sc, b);
 }
 
 /* on_insn() for all of block @b at once, when in_one_symbol(). */
@@ -565,15 +579,10 @@ static void on_insns(struct dec_render *r, const struct dec_item *b)
 {
 	const struct dec_outputs *o = r->o;
 
-	if (o->f[OUT_PROFILE]) {
-		if (r->csym)
-			map_get(&r->fun, r->csym->start, 0)->v += b->ninsn;
-		else
-			map_get(&r->fun, r->cmod->start, 1)->v += b->ninsn;
-		map_get(&r->dso, r->cmod->start, 0)->v += b->ninsn;
-	}
+	if (o->f[OUT_PROFILE])
+		prof_add(&r->prof, &r->sc, b->ninsn);
 	if (o->f[OUT_FOLDED]) {
-		const char *leaf = r->csym ? r->csym->name : r->cmod->name;
+		const char *leaf = r->sc.sym ? r->sc.sym->name : r->sc.mod->name;
 
 		if (leaf != r->run_leaf) {
 			folded_flush(r);
@@ -667,15 +676,7 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 	o = r->o;
 	if (seg->prof) {
 		/* profile_only: the worker counted the blocks; add its counts */
-		const struct dec_prof *p = seg->prof;
-
-		for (i = 0; i < p->fun.cap; i++)
-			if (p->fun.t[i].used)
-				map_get(&r->fun, p->fun.t[i].a, p->fun.t[i].b)->v += p->fun.t[i].v;
-		for (i = 0; i < p->dso.cap; i++)
-			if (p->dso.t[i].used)
-				map_get(&r->dso, p->dso.t[i].a, p->dso.t[i].b)->v += p->dso.t[i].v;
-		r->unknown += p->unknown;
+		prof_merge(&r->prof, seg->prof);
 		r->idx += seg->insns;
 	}
 	{
@@ -781,8 +782,7 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 						ns = 0;
 					r->c->syms->cur_time = ns;
 				}
-				r->cs_start = 1;
-				r->cs_end = 0;
+				sym_cache_reset(&r->sc);
 				/* each segment starts with one: shown when it changes */
 				if (o->f[OUT_INSN] && it->code != r->shown_pid)
 					fprintf(o->f[OUT_INSN], "[process %d]\n", it->code);
@@ -825,10 +825,10 @@ static void print_profile(struct dec_render *r, uint64_t total)
 
 	fprintf(f, "# flat profile: %" PRIu64 " instructions\n", total);
 	fprintf(f, "# %10s %7s  %-20s %-32s %s\n", "insns", "share", "dso", "function", "address");
-	n = map_entries(&r->fun);
-	dec_sort(r->fun.t, n, sizeof(*r->fun.t), cmp_count_desc);
+	n = map_entries(&r->prof.fun);
+	dec_sort(r->prof.fun.t, n, sizeof(*r->prof.fun.t), cmp_count_desc);
 	for (i = 0; i < n; i++) {
-		const struct kv *e = &r->fun.t[i];
+		const struct kv *e = &r->prof.fun.t[i];
 		const struct dec_module *m = dec_syms_module(r->c->syms, e->a);
 		const struct dec_sym *y = e->b ? NULL : dec_syms_find(m, e->a);
 
@@ -836,18 +836,18 @@ static void print_profile(struct dec_render *r, uint64_t total)
 			100.0 * (double)e->v / t, m ? m->name : "[unknown]",
 			y ? y->name : "[no symbol]", e->a);
 	}
-	if (r->unknown)
-		fprintf(f, "%12" PRIu64 " %6.2f%%  %-20s %-32s -\n", r->unknown,
-			100.0 * (double)r->unknown / t, "[unknown]", "[no image]");
+	if (r->prof.unknown)
+		fprintf(f, "%12" PRIu64 " %6.2f%%  %-20s %-32s -\n", r->prof.unknown,
+			100.0 * (double)r->prof.unknown / t, "[unknown]", "[no image]");
 	fprintf(f, "# per DSO\n");
-	n = map_entries(&r->dso);
-	dec_sort(r->dso.t, n, sizeof(*r->dso.t), cmp_count_desc);
+	n = map_entries(&r->prof.dso);
+	dec_sort(r->prof.dso.t, n, sizeof(*r->prof.dso.t), cmp_count_desc);
 	for (i = 0; i < n; i++)
-		fprintf(f, "%12" PRIu64 " %6.2f%%  %s\n", r->dso.t[i].v,
-			100.0 * (double)r->dso.t[i].v / t, mod_name_at(r->c->syms, r->dso.t[i].a));
-	if (r->unknown)
-		fprintf(f, "%12" PRIu64 " %6.2f%%  [unknown]\n", r->unknown,
-			100.0 * (double)r->unknown / t);
+		fprintf(f, "%12" PRIu64 " %6.2f%%  %s\n", r->prof.dso.t[i].v,
+			100.0 * (double)r->prof.dso.t[i].v / t, mod_name_at(r->c->syms, r->prof.dso.t[i].a));
+	if (r->prof.unknown)
+		fprintf(f, "%12" PRIu64 " %6.2f%%  [unknown]\n", r->prof.unknown,
+			100.0 * (double)r->prof.unknown / t);
 }
 
 static void print_blocks(struct dec_render *r)
@@ -937,7 +937,7 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	r->o = o;
 	ZydisDecoderInit(&r->zd, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	ZydisFormatterInit(&r->zf, ZYDIS_FORMATTER_STYLE_INTEL);
-	r->cs_start = 1;
+	sym_cache_reset(&r->sc);
 	r->perfetto_first = true;
 	r->time_ok = c->timed && dec_tsc_ns(c, c->t0, &r->ns0);
 	r->fold_time = o->f[OUT_FOLDED] && o->folded_time && c->timed;
@@ -962,8 +962,7 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 		r->c->syms->cur_pid = res->trace->pid;
 		r->c->syms->cur_time = 0;
 	}
-	r->cs_start = 1;	/* another process: forget the symbol cache */
-	r->cs_end = 0;
+	sym_cache_reset(&r->sc);	/* another process: forget the symbol cache */
 	r->idx = 0;
 	r->depth = r->sdepth = 0;
 	r->pending = 0;
@@ -1024,8 +1023,8 @@ void dec_render_end(struct dec_render *r)
 		print_blocks(r);
 	if (o->f[OUT_DRCOV])
 		print_drcov(r);
-	free(r->fun.t);
-	free(r->dso.t);
+	free(r->prof.fun.t);
+	free(r->prof.dso.t);
 	free(r->blocks.t);
 	free(r->edges.t);
 	free(r->folded.t);
