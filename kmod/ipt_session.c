@@ -277,7 +277,7 @@ static int ipt_cpu_online(unsigned int cpu)
 	mutex_lock(&idev->lock);
 	s = idev->owner;
 	if (s && s->mode == IPT_MODE_THREAD) {
-		ipt_thread_cpu_online(s, cpu);
+		ipt_thread_cpu_hotplug(s, true);
 	} else if (s && s->state == IPT_STATE_TRACING) {
 		t = ipt_session_trace(s, cpu);
 		/* A unit someone else took meanwhile stays theirs. */
@@ -298,7 +298,7 @@ static int ipt_cpu_offline(unsigned int cpu)
 	s = idev->owner;
 	/* A thread on this CPU is switched out, and its state saved, first. */
 	if (s && s->mode == IPT_MODE_THREAD) {
-		ipt_thread_cpu_offline(s, cpu);
+		ipt_thread_cpu_hotplug(s, false);
 	} else if (s) {
 		t = ipt_session_trace(s, cpu);
 		if (t)

@@ -452,6 +452,15 @@ static struct ipt_probe ipt_probes[] = {
 	{ .name = "sched_process_exec", .probe = ipt_probe_exec },
 };
 
+/* Unhook the first @n probes; on return none of them is running. */
+static void ipt_probes_unregister(unsigned int n)
+{
+	while (n--)
+		tracepoint_probe_unregister(ipt_probes[n].tp, ipt_probes[n].probe,
+					    NULL);
+	tracepoint_synchronize_unregister();
+}
+
 static void ipt_probe_lookup(struct tracepoint *tp, void *priv)
 {
 	unsigned int i;
@@ -735,41 +744,29 @@ void ipt_thread_teardown(struct ipt_session *s)
 }
 
 /**
- * ipt_thread_cpu_online() - a CPU came online during a per-thread session
+ * ipt_thread_cpu_hotplug() - this CPU comes online or goes offline during
+ * a per-thread session
  * @s: the session
- * @cpu: the CPU, which is the one running this
+ * @online: it came online (else it is going offline)
  *
- * Context: its CPU hotplug callback, device lock held.
+ * On the XSAVES path, IA32_XSS bit 8 is set on a CPU that comes online,
+ * and put back on one that goes offline: it may come back with the
+ * kernel's own value (silicon re-initialises it), so coming online sets
+ * the bit afresh instead of trusting a stale record.  A CPU going offline
+ * has switched its threads out already (the hotplug thread runs this).
+ *
+ * Context: the CPU's own hotplug callback, device lock held.
  */
-void ipt_thread_cpu_online(struct ipt_session *s, unsigned int cpu)
+void ipt_thread_cpu_hotplug(struct ipt_session *s, bool online)
 {
 	lockdep_assert_held(&s->idev->lock);
 	if (!s->xsaves)
 		return;
 	local_irq_disable();
-	ipt_xss_set_on_cpu(s);
-	local_irq_enable();
-}
-
-/**
- * ipt_thread_cpu_offline() - a CPU goes offline during a per-thread session
- * @s: the session
- * @cpu: the CPU, which is the one running this
- *
- * Its threads have been switched out already (the hotplug thread runs
- * this).  IA32_XSS is put back now: the CPU may come back with the
- * kernel's own value (silicon re-initialises it), and the online callback
- * then sets bit 8 afresh instead of trusting a stale record.
- *
- * Context: its CPU hotplug callback, device lock held.
- */
-void ipt_thread_cpu_offline(struct ipt_session *s, unsigned int cpu)
-{
-	lockdep_assert_held(&s->idev->lock);
-	if (!s->xsaves)
-		return;
-	local_irq_disable();
-	ipt_xss_restore_on_cpu(s);
+	if (online)
+		ipt_xss_set_on_cpu(s);
+	else
+		ipt_xss_restore_on_cpu(s);
 	local_irq_enable();
 }
 
@@ -1093,10 +1090,7 @@ int ipt_thread_init(void)
 	}
 	if (ret) {
 		pr_err("cannot hook tracepoint %s: %d\n", ipt_probes[i].name, ret);
-		while (i--)
-			tracepoint_probe_unregister(ipt_probes[i].tp,
-						    ipt_probes[i].probe, NULL);
-		tracepoint_synchronize_unregister();
+		ipt_probes_unregister(i);
 		return ret;
 	}
 	ipt_debugfs_dir = debugfs_create_dir("ipt", NULL);
@@ -1114,11 +1108,6 @@ int ipt_thread_init(void)
  */
 void ipt_thread_exit(void)
 {
-	unsigned int i;
-
 	debugfs_remove_recursive(ipt_debugfs_dir);
-	for (i = 0; i < ARRAY_SIZE(ipt_probes); i++)
-		tracepoint_probe_unregister(ipt_probes[i].tp,
-					    ipt_probes[i].probe, NULL);
-	tracepoint_synchronize_unregister();
+	ipt_probes_unregister(ARRAY_SIZE(ipt_probes));
 }
