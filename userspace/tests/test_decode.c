@@ -1873,6 +1873,57 @@ static void test_timed(struct run *r)
 		free(want);
 	}
 
+	/* ptxed-style timing options: --cpuid-0x15 with and without the crystal */
+	{
+		char raws[16384];
+		const char *unit = "";
+
+		raw_args(r, raws, sizeof(raws), -1);
+		st = decode(F(r, "px"), F(r, "epx"), "-j decode --pt %s/trace.pt --cpu 6/126/5%s "
+			    "--mtc-freq 0 --nom-freq 20 --cpuid-0x15 2/104/38400000 --calls=%s",
+			    r->dir, raws, F(r, "px.calls"));
+		o = json_object_from_file(F(r, "px"));
+		if (o && json_object_object_get_ex(o, "time", &tm) && tm &&
+		    json_object_object_get_ex(tm, "unit", &v))
+			unit = json_object_get_string(v);
+		CHECK(st == 0 && !strcmp(unit, "ns") && json_int(F(r, "px"), "instructions") == (int64_t)r->n,
+		      "%s: --pt with --cpuid-0x15 EAX/EBX/ECX: times in ns (unit %s)", r->name, unit);
+		json_object_put(o);
+		st = decode(F(r, "py"), F(r, "epy"), "-j decode --pt %s/trace.pt --cpu 6/126/5%s "
+			    "--cpuid-0x15 2/104 --calls=%s", r->dir, raws, F(r, "py.calls"));
+		unit = "";
+		o = json_object_from_file(F(r, "py"));
+		if (o && json_object_object_get_ex(o, "time", &tm) && tm &&
+		    json_object_object_get_ex(tm, "unit", &v))
+			unit = json_object_get_string(v);
+		/* every line: a whole number of ticks, never going back */
+		{
+			char *txt = slurp(F(r, "py.calls"), &len), *q, *sv2 = NULL;
+			unsigned long long idx, ticks, prev = 0;
+			size_t nl = 0, badl = 0;
+			int used;
+
+			for (q = txt ? strtok_r(txt, "\n", &sv2) : NULL; q; q = strtok_r(NULL, "\n", &sv2)) {
+				used = 0;
+				if (sscanf(q, "%llu %llu %n", &idx, &ticks, &used) != 2 || !used ||
+				    q[used] == '.' || (q[used] != '>' && q[used] != '<' && q[used] != ' ') ||
+				    ticks < prev)
+					badl++;
+				prev = ticks;
+				nl++;
+			}
+			free(txt);
+			CHECK(st == 0 && !strcmp(unit, "tsc") && nl == lines && badl == 0,
+			      "%s: --cpuid-0x15 EAX/EBX without the crystal: --calls times in TSC ticks "
+			      "(unit %s; %zu lines, %zu not whole ticks in order)", r->name, unit, nl, badl);
+		}
+		json_object_put(o);
+		st = decode(F(r, "pz"), F(r, "epz"), "decode --pt %s/trace.pt%s --cpuid-0x15 2",
+			    r->dir, raws);
+		CHECK(st == 2 && file_contains(F(r, "epz"), "EAX/EBX[/ECX]"),
+		      "--cpuid-0x15 with one number: exit 2, says what it takes");
+	}
+
 	/* the same trace as a capture with the kernel's TSC to perf-time conversion */
 	{
 		char raws[16384], cap[PATH_MAX + 32], path[PATH_MAX + 48], *trace;
@@ -2372,6 +2423,24 @@ int main(int argc, char **argv)
 		json_object_put(o);
 		test_inputs(&runs[0]);
 		test_kcore(&runs[0]);
+		/* --folded-time without TSC packets: says so, counts instructions */
+		st = decode(F(&runs[0], "fu"), F(&runs[0], "efu"), "decode %s --folded=%s --folded-time",
+			    runs[0].dir, F(&runs[0], "fu.folded"));
+		CHECK(st == 0 && file_contains(F(&runs[0], "efu"), "no TSC packets") &&
+		      same_files(F(&runs[0], "fu.folded"), F(&runs[0], "s.folded")),
+		      "%s: --folded-time on an untimed trace: a warning, and --folded's instruction "
+		      "counts", runs[0].name);
+		/* on a terminal (script(1) gives one): the progress line, unless -q */
+		sh("script -qec '%s decode %s' /dev/null >%s 2>&1", tool, runs[0].dir,
+		   F(&runs[0], "tty"));
+		sh("script -qec '%s decode -q %s' /dev/null >%s 2>&1", tool, runs[0].dir,
+		   F(&runs[0], "ttyq"));
+		CHECK(file_contains(F(&runs[0], "tty"), "decode: 100% (") &&
+		      file_contains(F(&runs[0], "tty"), "\033[K") &&
+		      file_contains(F(&runs[0], "ttyq"), "decoded ") &&
+		      !file_contains(F(&runs[0], "ttyq"), "decode: "),
+		      "%s: on a terminal the progress line is drawn in place; -q leaves it out",
+		      runs[0].name);
 	}
 	if (runs[0].n && runs[1].n)
 		test_per_thread(&runs[1], &runs[0]);
