@@ -727,13 +727,18 @@ size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn f
 	return i;
 }
 
-size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl,
+size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
 		     uint64_t **offs, uint64_t **fups, uint64_t *first_tsc)
 {
+	static const uint8_t psb_bytes[16] = {
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+	};
 	struct pt_packet_decoder *pd;
 	struct pt_config cfg = *tmpl;
 	size_t n = 0, cap = 0;
-	uint64_t off;
+	uint64_t off, stride = 0;
+	int st;
 
 	*offs = NULL;
 	if (fups)
@@ -747,9 +752,10 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 	pd = pt_pkt_alloc_decoder(&cfg);
 	if (!pd)
 		return 0;
-	while (pt_pkt_sync_forward(pd) >= 0) {
+	for (st = pt_pkt_sync_forward(pd); st >= 0;) {
 		struct pt_packet p;
 		uint64_t fup = 0;
+		const uint8_t *next;
 
 		if (pt_pkt_get_sync_offset(pd, &off) < 0)
 			break;
@@ -775,6 +781,20 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 		if (fups)
 			(*fups)[n] = fup;
 		(*offs)[n++] = off;
+		if (!parts) {
+			st = pt_pkt_sync_forward(pd);
+			continue;
+		}
+		/* the next PSB @stride bytes on: a search, no packet decoding */
+		if (!stride)
+			stride = (len - off) / parts > sizeof(psb_bytes) ?
+				 (len - off) / parts : sizeof(psb_bytes);
+		if (off + stride >= len)
+			break;
+		next = memmem(buf + off + stride, len - off - stride, psb_bytes, sizeof(psb_bytes));
+		if (!next)
+			break;
+		st = pt_pkt_sync_set(pd, (uint64_t)(next - buf));
 	}
 	pt_pkt_free_decoder(pd);
 	return n;
@@ -944,28 +964,23 @@ static size_t trim_blocks(struct dec_ctx *c, uint64_t cut_ip, struct dec_item *b
  * drops is straight-line code after the last packet, so it has no event
  * or error in it; one after the blocks means the decoder stopped before
  * reaching the cut (an overflow, an error): then nothing is dropped.  In
- * count_only mode, only the newest DEC_TAIL blocks are kept: the overrun
- * is the one or two blocks libipt decoded after the last packet.
+ * count_only mode, only the newest DEC_TAIL - 1 blocks are kept (the
+ * ring's other slot is where libipt writes the next one, which may turn out
+ * to be empty): the overrun is the one or two blocks libipt decoded after
+ * the last packet.
  */
 #define DEC_TAIL 64
-
-struct tail_blk {
-	uint64_t ip, end_ip;
-	uint32_t ninsn;
-	int32_t isid;
-	uint8_t last_size;
-	long pid;		/* profile_only: whose code, and when (dec_prof_block) */
-	uint64_t time;
-};
+#define TAIL_KEEP (DEC_TAIL - 1)
 
 struct seg_count {
 	uint64_t insns;			/* count_only: in every block so far */
 	size_t nr_seen;			/* @s->nr after the newest block */
 	bool have_block;		/* a block came after every other item */
-	uint32_t last_ninsn;		/* instructions in the newest block */
-	uint64_t last_end_ip;		/* its last instruction */
-	struct tail_blk tail[DEC_TAIL];	/* count_only: ring of the newest blocks */
+	uint64_t last_end_ip;		/* the newest block's last instruction */
+	struct pt_block tail[DEC_TAIL];	/* count_only: ring of the newest blocks */
 	size_t ntail;			/* blocks put in @tail since the last other item */
+	long tail_pid[DEC_TAIL];	/* profile_only: whose code, and when */
+	uint64_t tail_time[DEC_TAIL];	/* (dec_prof_block) */
 	/*
 	 * Images picked by time (switch_process): per CPU, this CPU's
 	 * timeline (@sch); per thread, the trace's process (@pid).
@@ -982,6 +997,54 @@ struct seg_count {
 	} pimg[16];
 	size_t npimg;
 };
+
+/*
+ * The image section cache this thread's decoders take their sections from:
+ * the capture's (c->iscache), or the worker's own copy of it (same files in
+ * the same order, so the same isids).  libipt locks a section, and the
+ * cache, each time a decoder moves from one section to another (its
+ * one-entry mapped-section cache: a call into libc and back is two
+ * moves); two workers doing that on the same sections made the parallel
+ * decode 6% slower (decode.rst, Benchmark).  A copy costs libipt's block
+ * cache again, 4 bytes per byte of code, so workers get one only while
+ * that stays under DEC_OWN_ISCACHE_MAX.
+ */
+#define DEC_OWN_ISCACHE_MAX (256ULL << 20)
+static _Thread_local struct pt_image_section_cache *own_iscache;
+
+static struct pt_image_section_cache *seg_iscache(const struct dec_ctx *c)
+{
+	return own_iscache ? own_iscache : c->iscache;
+}
+
+/* A copy of @c's section cache with the same isids, or NULL. */
+static struct pt_image_section_cache *iscache_copy(const struct dec_ctx *c)
+{
+	struct pt_image_section_cache *isc = pt_iscache_alloc("ipttool-worker");
+	size_t i;
+
+	for (i = 0; isc && i < c->in->nr_images; i++) {
+		const struct dec_image *im = &c->in->images[i];
+
+		if (pt_iscache_add_file(isc, im->file, im->offset, im->size, im->vaddr) !=
+		    c->isids[i]) {
+			pt_iscache_free(isc);
+			return NULL;
+		}
+	}
+	return isc;
+}
+
+/* Whether @jobs workers' own section caches stay under DEC_OWN_ISCACHE_MAX. */
+static bool own_iscaches_fit(const struct dec_ctx *c, unsigned int jobs)
+{
+	uint64_t code = 0;
+	int i;
+
+	for (i = 1; i < c->nr_code; i++)
+		code += c->code[i].size;
+	return jobs > 1 && code * 4 * jobs <= DEC_OWN_ISCACHE_MAX;
+}
 
 /* The process that runs on @sc's CPU at perf time @ns (0: none known). */
 static long sched_pid(const struct dec_sched *sc, uint64_t ns)
@@ -1044,7 +1107,7 @@ static void switch_process(struct dec_ctx *c, struct dec_segment *s, struct seg_
 			return;
 		for (m = 0; m < c->in->nr_images; m++)
 			if (image_in(c, m, pid, c->in->timed_maps ? ns : 0))
-				pt_image_add_cached(img, c->iscache, c->isids[m], NULL);
+				pt_image_add_cached(img, seg_iscache(c), c->isids[m], NULL);
 		if (k->npimg == sizeof(k->pimg) / sizeof(k->pimg[0])) {
 			/* full: replace the first that the decoder is not using */
 			i = k->pimg[0].img == ad_image(d) ? 1 : 0;
@@ -1069,7 +1132,7 @@ static void switch_process(struct dec_ctx *c, struct dec_segment *s, struct seg_
 }
 
 /* A ring entry as a block item. */
-static void tail_item(const struct tail_blk *t, struct dec_item *it)
+static void tail_item(const struct pt_block *t, struct dec_item *it)
 {
 	memset(it, 0, sizeof(*it));
 	it->kind = DI_BLOCK;
@@ -1077,18 +1140,18 @@ static void tail_item(const struct tail_blk *t, struct dec_item *it)
 	it->end_ip = t->end_ip;
 	it->ninsn = t->ninsn;
 	it->isid = t->isid;
-	it->last_size = t->last_size;
+	it->last_size = t->truncated ? t->size : 0;
 }
 
 /* profile_only: count the blocks still in the tail ring, and empty it. */
 static void tail_flush(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k)
 {
-	size_t i, n = k->ntail < DEC_TAIL ? k->ntail : DEC_TAIL;
+	size_t i, n = k->ntail < TAIL_KEEP ? k->ntail : TAIL_KEEP;
 	struct dec_item it;
 
 	for (i = k->ntail - n; c->profile_only && i < k->ntail; i++) {
 		tail_item(&k->tail[i % DEC_TAIL], &it);
-		dec_prof_block(s->prof, c, k->tail[i % DEC_TAIL].pid, k->tail[i % DEC_TAIL].time, &it);
+		dec_prof_block(s->prof, c, k->tail_pid[i % DEC_TAIL], k->tail_time[i % DEC_TAIL], &it);
 	}
 	k->ntail = 0;
 }
@@ -1107,7 +1170,7 @@ static void trim_segment(struct dec_ctx *c, struct dec_segment *s, struct seg_co
 		s->nr = start + trim_blocks(c, s->cut_ip, s->items + start, s->nr - start, &dropped);
 		return;
 	}
-	n = k->ntail < DEC_TAIL ? k->ntail : DEC_TAIL;
+	n = k->ntail < TAIL_KEEP ? k->ntail : TAIL_KEEP;
 	first = k->ntail - n;
 	for (i = 0; i < n; i++)
 		tail_item(&k->tail[(first + i) % DEC_TAIL], &lin[i]);
@@ -1118,18 +1181,19 @@ static void trim_segment(struct dec_ctx *c, struct dec_segment *s, struct seg_co
 	}
 	/* profile_only: what is left of the ring, the last block perhaps shortened */
 	for (i = 0; c->profile_only && i < keep; i++)
-		dec_prof_block(s->prof, c, k->tail[(first + i) % DEC_TAIL].pid,
-			       k->tail[(first + i) % DEC_TAIL].time, &lin[i]);
+		dec_prof_block(s->prof, c, k->tail_pid[(first + i) % DEC_TAIL],
+			       k->tail_time[(first + i) % DEC_TAIL], &lin[i]);
 	k->ntail = 0;
 }
 
 /*
  * A block decoded: an item (with its time), or in count_only mode a count
- * and a place in the tail ring.  Called for every block: kept lean.
+ * and a place in the tail ring (the block decoder's common case does not
+ * come here: count_blocks()).
  */
-static inline void add_block(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k,
-			     struct anydec *d, uint64_t ip, uint64_t end_ip, uint32_t ninsn,
-			     int32_t isid, uint8_t iclass, uint8_t last_size)
+static void add_block(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k,
+		      struct anydec *d, uint64_t ip, uint64_t end_ip, uint32_t ninsn,
+		      int32_t isid, uint8_t iclass, uint8_t last_size)
 {
 	if (!c->count_only) {
 		struct dec_item *it = push(s, DI_BLOCK);
@@ -1142,34 +1206,73 @@ static inline void add_block(struct dec_ctx *c, struct dec_segment *s, struct se
 		it->last_size = last_size;
 		it->tsc = ad_time(d);
 	} else {
-		struct tail_blk *t;
+		size_t slot = k->ntail % DEC_TAIL;
+		struct pt_block *t = &k->tail[slot];
 
-		if (!k->have_block || s->nr != k->nr_seen)
+		if (!k->have_block || s->nr != k->nr_seen) {
 			tail_flush(c, s, k);
-		t = &k->tail[k->ntail % DEC_TAIL];
+			slot = 0;
+			t = &k->tail[0];
+		}
 		if (c->profile_only) {
 			/* the ring delays counting until a block cannot be cut off */
-			if (k->ntail >= DEC_TAIL) {
+			if (k->ntail >= TAIL_KEEP) {
+				size_t o = (k->ntail - TAIL_KEEP) % DEC_TAIL;
 				struct dec_item old;
 
-				tail_item(t, &old);
-				dec_prof_block(s->prof, c, t->pid, t->time, &old);
+				tail_item(&k->tail[o], &old);
+				dec_prof_block(s->prof, c, k->tail_pid[o], k->tail_time[o], &old);
 			}
-			t->pid = k->switching ? (k->cur_pid < 0 ? 0 : k->cur_pid) : k->pid;
-			t->time = k->switching ? k->cur_time : 0;
+			k->tail_pid[slot] = k->switching ? (k->cur_pid < 0 ? 0 : k->cur_pid) : k->pid;
+			k->tail_time[slot] = k->switching ? k->cur_time : 0;
 		}
 		k->ntail++;
+		memset(t, 0, sizeof(*t));
 		t->ip = ip;
 		t->end_ip = end_ip;
-		t->ninsn = ninsn;
+		t->ninsn = (uint16_t)ninsn;
 		t->isid = isid;
-		t->last_size = last_size;
+		t->size = last_size;
+		t->truncated = last_size != 0;
 		k->insns += ninsn;
 	}
 	k->nr_seen = s->nr;
 	k->have_block = true;
-	k->last_ninsn = ninsn;
 	k->last_end_ip = end_ip;
+}
+
+/*
+ * The block decoder's common case in count_only mode without a profile:
+ * blocks go straight into the tail ring and the count, and nothing else
+ * happens until an event, an error or @limit instructions (the bare libipt
+ * loop plus a few instructions: this is most of a summary decode).  Returns
+ * libipt's status; *@got is the instructions, *@last the newest block
+ * decoded (perhaps an empty one, with the error's address).
+ */
+static int count_blocks(struct pt_block_decoder *dec, struct dec_segment *s, struct seg_count *k,
+			uint32_t limit, uint32_t *got, const struct pt_block **last)
+{
+	struct pt_block *b;
+	uint32_t n = 0;
+	int st;
+
+	do {
+		b = &k->tail[k->ntail % DEC_TAIL];
+		st = pt_blk_next(dec, b, sizeof(*b));
+		if (!b->ninsn)
+			break;
+		k->ntail++;
+		n += b->ninsn;
+	} while (!st && n < limit);
+	if (n) {
+		k->insns += n;
+		k->nr_seen = s->nr;
+		k->have_block = true;
+		k->last_end_ip = k->tail[(k->ntail - 1) % DEC_TAIL].end_ip;
+	}
+	*got = n;
+	*last = b;
+	return st;
 }
 
 /*
@@ -1234,7 +1337,7 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 	for (i = 0; !k->switching && i < c->in->nr_images; i++)
 		if (c->isids[i] > 0 && c->in->images[i].until == UINT64_MAX &&
 		    (!c->in->images[i].pid || !r->trace->pid || c->in->images[i].pid == r->trace->pid))
-			pt_image_add_cached(image, c->iscache, c->isids[i], NULL);
+			pt_image_add_cached(image, seg_iscache(c), c->isids[i], NULL);
 
 	st = ad_sync_set(&d, s->begin);
 	if (st >= 0 && k->switching)
@@ -1326,6 +1429,17 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 				gap(r, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(&d),
 				    insn.ip, ad_time(&d), 0);
 			}
+		} else if (c->count_only && !c->profile_only) {
+			const struct pt_block *b;
+
+			if (!k->have_block || s->nr != k->nr_seen)
+				tail_flush(c, s, k);
+			st = count_blocks(d.blk, s, k, 4096 - (uint32_t)since, &got, &b);
+			if (st < 0 && st != -pte_eos) {
+				pending = s->nr;
+				gap(r, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(&d),
+				    b->ninsn ? b->end_ip : b->ip, ad_time(&d), 0);
+			}
 		} else {
 			struct pt_block blk;
 
@@ -1391,6 +1505,7 @@ struct work {
 	size_t *map_trace, *map_seg;
 	bool *done;
 	bool big_stack;		/* the workers' stacks are DEC_STACK */
+	bool own_iscache;	/* each worker copies the section cache (seg_iscache) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
@@ -1401,6 +1516,8 @@ static void *worker(void *arg)
 	size_t k;
 
 	big_stack = w->big_stack;
+	if (w->own_iscache)
+		own_iscache = iscache_copy(w->c);
 	for (;;) {
 		struct dec_trace_result *r;
 
@@ -1409,6 +1526,9 @@ static void *worker(void *arg)
 			pthread_cond_wait(&w->cond, &w->lock);
 		if (w->next >= w->total) {
 			pthread_mutex_unlock(&w->lock);
+			if (own_iscache)
+				pt_iscache_free(own_iscache);
+			own_iscache = NULL;
 			return NULL;
 		}
 		k = w->next++;
@@ -1557,8 +1677,9 @@ static uint8_t *slurp(const char *path, size_t *len, char *msg, size_t mlen)
  */
 static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
 {
-	uint64_t *psb, *fup, min;
-	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, &psb, &fup, &r->first_tsc), i;
+	uint64_t *psb, *fup;
+	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, c->opt.no_split ? 1 : 64, &psb, &fup,
+				 &r->first_tsc), i;
 
 	if (!n) {
 		snprintf(r->error, sizeof(r->error),
@@ -1574,14 +1695,10 @@ static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
 		r->gaps[GAP_PRE_PSB]++;
 		r->gap_bytes[GAP_PRE_PSB] += psb[0];
 	}
-	min = c->opt.no_split ? UINT64_MAX : (r->len - psb[0]) / 64;
 	r->segs = xrealloc(NULL, n * sizeof(*r->segs));
 	for (i = 0; i < n; i++) {
-		struct dec_segment *s;
+		struct dec_segment *s = &r->segs[r->nr_segs++];
 
-		if (r->nr_segs && psb[i] - r->segs[r->nr_segs - 1].begin < min)
-			continue;
-		s = &r->segs[r->nr_segs++];
 		memset(s, 0, sizeof(*s));
 		s->begin = psb[i];
 		s->cut_ip = fup[i];	/* moved to the segment before, below */
@@ -1693,6 +1810,7 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	th = calloc(jobs, sizeof(*th));
 	if (th && !pthread_attr_init(&attr)) {
 		w.big_stack = !pthread_attr_setstacksize(&attr, DEC_STACK);
+		w.own_iscache = own_iscaches_fit(c, jobs);
 		for (j = 0; j < jobs; j++)
 			if (pthread_create(&th[j], &attr, worker, &w))
 				break;

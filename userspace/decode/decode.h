@@ -291,11 +291,14 @@ void dec_close(struct dec_ctx *c);
 const char *dec_gap_name(enum dec_gap g);
 
 /*
- * Offsets of every PSB in @buf[0..@len), ascending, and (if @fups) the IP
- * of the FUP in each PSB+ (0: none, tracing was off); returns the count.
- * *@first_tsc (if not NULL): the TSC of the first PSB+ that has one, or 0.
+ * Offsets of PSBs in @buf[0..@len), ascending, and (if @fups) the IP of the
+ * FUP in each PSB+ (0: none, tracing was off); returns the count.  With
+ * @parts 0, every PSB; otherwise the first, then each time the first PSB
+ * at least (@len - first) / @parts bytes after the one before (found by a
+ * byte search: the PSBs in between are not looked at).  *@first_tsc (if
+ * not NULL): the TSC of the first of those PSB+s that has one, or 0.
  */
-size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl,
+size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
 		     uint64_t **offs, uint64_t **fups, uint64_t *first_tsc);
 
 /*
