@@ -57,7 +57,8 @@ struct ipt_session;
 /**
  * struct ipt_chunk - one physically contiguous piece of a buffer
  * @page: its first page (NULL in KUnit's fake buffers); every page of the
- *        chunk has its own reference (split_page())
+ *        chunk has its own reference (split_page(), or as
+ *        alloc_contig_range() leaves them)
  * @phys: physical address, aligned to the chunk's size
  * @offset: byte offset of the chunk in the buffer
  * @shift: log2 of its size in bytes (12..27)
@@ -97,6 +98,7 @@ struct ipt_buffer {
 typedef struct page *(*ipt_page_alloc_fn)(int node, unsigned int order);
 
 unsigned int ipt_buffer_max_chunk_shift(void);
+unsigned int ipt_buffer_default_chunk_shift(void);
 unsigned int ipt_buffer_chunk_shift(u64 remaining, unsigned int max_shift);
 void ipt_topa_build(struct ipt_buffer *buf);
 int ipt_topa_offset(const struct ipt_buffer *buf, u64 base, u64 mask,

@@ -14,27 +14,59 @@
 #include <linux/bitfield.h>
 #include <linux/gfp.h>
 #include <linux/io.h>
+#include <linux/highmem.h>
+#include <linux/hugetlb.h>
 #include <linux/log2.h>
+#include <linux/memory_hotplug.h>
 #include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/nodemask.h>
+#include <linux/sched/signal.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <kunit/visibility.h>
 
 #include "ipt.h"
 
-/* Largest chunk the page allocator can give: order MAX_ORDER - 1. */
-#define IPT_CHUNK_MAX_SHIFT	min(PAGE_SHIFT + MAX_ORDER - 1, IPT_TOPA_MAX_SHIFT)
+/* Largest block of the page allocator: order MAX_ORDER - 1 (4 MiB). */
+#define IPT_BUDDY_MAX_SHIFT	min(PAGE_SHIFT + MAX_ORDER - 1, IPT_TOPA_MAX_SHIFT)
+
+/*
+ * Larger chunks, up to the largest ToPA region (128 MiB), come from the
+ * kernel's contiguous range allocator where it has one.
+ */
+#ifdef CONFIG_CONTIG_ALLOC
+#define IPT_CHUNK_MAX_SHIFT	IPT_TOPA_MAX_SHIFT
+#else
+#define IPT_CHUNK_MAX_SHIFT	IPT_BUDDY_MAX_SHIFT
+#endif
 
 /**
  * ipt_buffer_max_chunk_shift() - log2 of the largest chunk that can exist
  *
- * Return: min(log2 of the page allocator's largest block, 27).
+ * Return: 27 (128 MiB) with CONFIG_CONTIG_ALLOC, else the page allocator's
+ * largest block (22 on x86-64).
  */
 unsigned int ipt_buffer_max_chunk_shift(void)
 {
 	return IPT_CHUNK_MAX_SHIFT;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_max_chunk_shift);
+
+/**
+ * ipt_buffer_default_chunk_shift() - log2 of the chunk size asked for first
+ *                                    when the caller names none
+ *
+ * Larger chunks mean migrating pages out of the way (alloc_contig_range()),
+ * which can take long: only a caller who asks for them gets them.
+ *
+ * Return: the page allocator's largest block (22 on x86-64).
+ */
+unsigned int ipt_buffer_default_chunk_shift(void)
+{
+	return IPT_BUDDY_MAX_SHIFT;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_default_chunk_shift);
 
 /**
  * ipt_buffer_chunk_shift() - the chunk to try next
@@ -49,12 +81,112 @@ unsigned int ipt_buffer_chunk_shift(u64 remaining, unsigned int max_shift)
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_chunk_shift);
 
-/* The default chunk allocator: zeroed pages on @node, split to order 0. */
+#ifdef CONFIG_CONTIG_ALLOC
+/* Ranges alloc_contig_range() may try per chunk before the caller falls back. */
+#define IPT_CONTIG_TRIES	8
+
+/*
+ * Whether [@pfn, @pfn + @nr) is online memory of @zone that the range
+ * allocator may try to empty: no reserved or hugetlb pages (the checks of
+ * alloc_contig_pages(), which modules cannot call).
+ */
+static bool ipt_contig_range_ok(struct zone *zone, unsigned long pfn,
+				unsigned long nr)
+{
+	unsigned long i;
+
+	for (i = pfn; i < pfn + nr; i++) {
+		struct page *page = pfn_to_online_page(i);
+
+		if (!page || page_zone(page) != zone || PageReserved(page) ||
+		    PageHuge(page))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A naturally aligned range of 1 << @order pages of @zone from
+ * alloc_contig_range(), zeroed, or NULL after *@tries attempts in all.
+ */
+static struct page *ipt_contig_zone(struct zone *zone, unsigned int order,
+				    unsigned int *tries)
+{
+	unsigned long nr = 1UL << order, pfn, i;
+
+	for (pfn = ALIGN(zone->zone_start_pfn, nr);
+	     zone_spans_pfn(zone, pfn + nr - 1); pfn += nr) {
+		if (fatal_signal_pending(current) || *tries >= IPT_CONTIG_TRIES)
+			return NULL;
+		if (!ipt_contig_range_ok(zone, pfn, nr))
+			continue;
+		++*tries;
+		if (alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
+				       GFP_KERNEL | __GFP_NOWARN)) {
+			cond_resched();
+			continue;
+		}
+		/* Each page has its own reference, as after split_page(). */
+		for (i = 0; i < nr; i++) {
+			clear_highpage(pfn_to_page(pfn + i));
+			if (!(i % 1024))
+				cond_resched();
+		}
+		return pfn_to_page(pfn);
+	}
+	return NULL;
+}
+
+/*
+ * Chunks above the page allocator's largest block: the zones up to
+ * ZONE_NORMAL (the buffer is pinned, so not ZONE_MOVABLE) of @node first,
+ * then of the other nodes.
+ */
+static struct page *ipt_buffer_alloc_contig(int node, unsigned int order)
+{
+	unsigned int tries = 0, pass;
+	struct page *page;
+	int nid, z;
+
+	for (pass = 0; pass < 2; pass++) {
+		bool home = pass == 0;	/* @node on pass 0, the others on 1 */
+
+		for_each_online_node(nid) {
+			bool at_home = nid == node;
+
+			if (node != NUMA_NO_NODE && at_home != home)
+				continue;
+			for (z = ZONE_NORMAL; z >= 0; z--) {
+				struct zone *zone = &NODE_DATA(nid)->node_zones[z];
+
+				if (!populated_zone(zone))
+					continue;
+				page = ipt_contig_zone(zone, order, &tries);
+				if (page)
+					return page;
+			}
+		}
+		if (node == NUMA_NO_NODE)
+			break;
+	}
+	return NULL;
+}
+#endif
+
+/*
+ * The default chunk allocator: zeroed pages on @node, each with its own
+ * reference (split to order 0); above the page allocator's largest block
+ * from the range allocator.
+ */
 static struct page *ipt_buffer_alloc_pages(int node, unsigned int order)
 {
 	gfp_t gfp = GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN;
 	struct page *page;
 
+#ifdef CONFIG_CONTIG_ALLOC
+	if (order + PAGE_SHIFT > IPT_BUDDY_MAX_SHIFT)
+		return ipt_buffer_alloc_contig(node, order);
+#endif
 	/* Fail fast at high orders: the caller falls back to smaller ones. */
 	if (order)
 		gfp |= __GFP_NORETRY;

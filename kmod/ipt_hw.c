@@ -72,6 +72,7 @@ void ipt_hw_select_locked(struct ipt_device *idev)
 	 */
 	if (idev->hw && (idev->caps.features & IPT_FEAT_TOPA)) {
 		idev->caps.max_trace_size = ipt_config_max_trace_size();
+		idev->caps.max_chunk_order = ipt_buffer_max_chunk_shift();
 		if (!(idev->caps.features & IPT_FEAT_TOPA_MULTI))
 			idev->caps.max_trace_size =
 				min(idev->caps.max_trace_size,

@@ -475,7 +475,7 @@ static int ipt_session_alloc_traces(struct ipt_session *s,
 				    const struct ipt_config *cfg,
 				    const struct cpumask *cpus, unsigned int nr)
 {
-	unsigned int shift = cfg->chunk_order ?: ipt_buffer_max_chunk_shift();
+	unsigned int shift = cfg->chunk_order ?: ipt_buffer_default_chunk_shift();
 	bool exact = cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS;
 	/* Single-entry ToPA: the buffer is one region. */
 	if (s->single) {

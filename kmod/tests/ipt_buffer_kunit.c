@@ -29,6 +29,11 @@ static void buffer_chunk_shift(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ipt_buffer_chunk_shift(SZ_128M - SZ_4K, 27), 26u);
 	KUNIT_EXPECT_GE(test, ipt_buffer_max_chunk_shift(), 12u);
 	KUNIT_EXPECT_LE(test, ipt_buffer_max_chunk_shift(), 27u);
+	KUNIT_EXPECT_EQ(test, ipt_buffer_default_chunk_shift(),
+			PAGE_SHIFT + MAX_ORDER - 1);
+	KUNIT_EXPECT_EQ(test, ipt_buffer_max_chunk_shift(),
+			IS_ENABLED(CONFIG_CONTIG_ALLOC) ? 27u :
+			ipt_buffer_default_chunk_shift());
 }
 
 /* ---- real allocation ------------------------------------------------------ */
@@ -42,7 +47,7 @@ static struct page *test_alloc(int node, unsigned int order)
 	struct page *page;
 
 	allocs++;
-	if (order > fail_above || allocs == fail_at) {
+	if (order > fail_above || allocs == fail_at || order >= MAX_ORDER) {
 		failures++;
 		return NULL;
 	}
@@ -156,6 +161,52 @@ static void buffer_alloc_fallback(struct kunit *test)
 		KUNIT_EXPECT_LE(test, buf->chunks[i].shift, 13u);
 	KUNIT_EXPECT_EQ(test, buf->nr_chunks, 9u);
 	KUNIT_EXPECT_GT(test, failures, 0u);
+	ipt_buffer_free(buf);
+}
+
+/* Range-allocator orders failing: 4 MiB chunks, or -ENOMEM when exact. */
+static void buffer_alloc_fallback_large(struct kunit *test)
+{
+	struct ipt_buffer *buf;
+	unsigned int i;
+
+	fail_above = MAX_ORDER - 1;
+	buf = ipt_buffer_alloc(SZ_32M, 25, false, true, NUMA_NO_NODE,
+			       test_alloc);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(buf));
+	check_buffer(test, buf, SZ_32M);
+	KUNIT_EXPECT_EQ(test, buf->nr_chunks, 8u);
+	for (i = 0; i < buf->nr_chunks; i++)
+		KUNIT_EXPECT_EQ(test, buf->chunks[i].shift, 22u);
+	ipt_buffer_free(buf);
+	buf = ipt_buffer_alloc(SZ_32M, 25, true, true, NUMA_NO_NODE,
+			       test_alloc);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(buf), -ENOMEM);
+}
+
+/*
+ * The real range allocator (CONFIG_CONTIG_ALLOC): a 16 MiB chunk, aligned
+ * and zeroed all through, then one of 8 MiB next to 4 MiB ones.
+ */
+static void buffer_alloc_contig(struct kunit *test)
+{
+	struct ipt_buffer *buf;
+
+	if (ipt_buffer_max_chunk_shift() < 24)
+		kunit_skip(test, "no CONFIG_CONTIG_ALLOC: no chunks above 4 MiB");
+	buf = ipt_buffer_alloc(SZ_16M, 24, true, false, NUMA_NO_NODE, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(buf));
+	check_buffer(test, buf, SZ_16M);
+	KUNIT_ASSERT_EQ(test, buf->nr_chunks, 1u);
+	KUNIT_EXPECT_EQ(test, buf->chunks[0].shift, 24u);
+	KUNIT_EXPECT_PTR_EQ(test, memchr_inv(page_address(buf->chunks[0].page),
+					     0, SZ_16M), NULL);
+	ipt_buffer_free(buf);
+	buf = ipt_buffer_alloc(SZ_8M + SZ_4M, 23, false, true, NUMA_NO_NODE,
+			       NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(buf));
+	check_buffer(test, buf, SZ_8M + SZ_4M);
+	KUNIT_EXPECT_EQ(test, buf->chunks[0].shift, 23u);
 	ipt_buffer_free(buf);
 }
 
@@ -354,6 +405,8 @@ static struct kunit_case buffer_cases[] = {
 	KUNIT_CASE(buffer_alloc_sizes),
 	KUNIT_CASE(buffer_alloc_exact),
 	KUNIT_CASE(buffer_alloc_fallback),
+	KUNIT_CASE(buffer_alloc_fallback_large),
+	KUNIT_CASE(buffer_alloc_contig),
 	KUNIT_CASE(buffer_alloc_failures),
 	KUNIT_CASE(buffer_alloc_invalid),
 	KUNIT_CASE(topa_chain_shapes),

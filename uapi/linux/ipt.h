@@ -118,6 +118,12 @@ struct ipt_cpuid_regs {
  * @cpuid_14_0: raw CPUID.(EAX=14H,ECX=0) (zero when not enumerated)
  * @cpuid_14_1: raw CPUID.(EAX=14H,ECX=1)
  * @cpuid_15: raw CPUID.15H: TSC / crystal ratio, as decoders need it
+ * @max_chunk_order: largest buffer chunk the driver can allocate, as
+ *                   log2(bytes): 27 where the kernel has a contiguous range
+ *                   allocator (CONFIG_CONTIG_ALLOC), else the page
+ *                   allocator's largest block (22 on x86-64); ipt_config's
+ *                   chunk_order 0 means min(22, this)
+ * @reserved: 0
  *
  * When @unavailable is not IPT_UNAVAIL_NONE, only the CPU identity fields
  * are filled and every PT field is zero.
@@ -145,9 +151,12 @@ struct ipt_caps {
 	struct ipt_cpuid_regs cpuid_14_0;
 	struct ipt_cpuid_regs cpuid_14_1;
 	struct ipt_cpuid_regs cpuid_15;
+	__u32 max_chunk_order;
+	__u32 reserved;
 };
 
 #define IPT_CAPS_SIZE_VER0	144	/* sizeof first published ipt_caps */
+#define IPT_CAPS_SIZE_VER1	152	/* + max_chunk_order */
 
 /**
  * enum ipt_mode - what a session traces (ipt_config.mode)
@@ -218,7 +227,8 @@ struct ipt_addr_range {
  * @flags: IPT_CONFIG_*
  * @mode: enum ipt_mode
  * @chunk_order: log2 of the largest buffer chunk in bytes (12..27), or 0
- *        for the largest the driver can allocate
+ *        for 4 MiB (the page allocator's largest block); chunks above
+ *        ipt_caps.max_chunk_order cannot be had (see IPT_BUFFER_EXACT_CHUNKS)
  * @trace_flags: IPT_TRACE_*
  * @mtc_freq: CTL.MTCFreq (with IPT_TRACE_MTC; bit of ipt_caps.mtc_freq_mask)
  * @cyc_thresh: CTL.CycThresh (with IPT_TRACE_CYC; ipt_caps.cyc_thresh_mask)

@@ -116,6 +116,7 @@ struct json_object *caps_to_json(const struct ipt_caps *c)
 	json_object_object_add(o, "max_topa_order", json_object_new_int64(c->max_topa_order));
 	json_object_object_add(o, "max_trace_size",
 			       json_object_new_int64((int64_t)c->max_trace_size));
+	json_object_object_add(o, "max_chunk_order", json_object_new_int64(c->max_chunk_order));
 	json_object_object_add(o, "cpuid_14_0", cpuid_to_json(&c->cpuid_14_0));
 	json_object_object_add(o, "cpuid_14_1", cpuid_to_json(&c->cpuid_14_1));
 	json_object_object_add(o, "cpuid_15", cpuid_to_json(&c->cpuid_15));
@@ -193,6 +194,8 @@ void caps_print_text(FILE *f, const struct ipt_caps *c)
 		print_size(f, "max region:", 1ull << c->max_topa_order);
 	if (c->max_trace_size)
 		print_size(f, "max trace:", c->max_trace_size);
+	if (c->max_chunk_order)
+		print_size(f, "max chunk:", 1ull << c->max_chunk_order);
 }
 
 static void caps_usage(FILE *f)

@@ -10,7 +10,7 @@
 #include "../ipttool/ipttool.h"
 #include "tap.h"
 
-_Static_assert(sizeof(struct ipt_caps) == IPT_CAPS_SIZE_VER0,
+_Static_assert(sizeof(struct ipt_caps) == IPT_CAPS_SIZE_VER1,
 	       "struct ipt_caps changed size: add fields at the end and a new _SIZE_VER");
 
 static void test_strerror(void)
@@ -119,6 +119,7 @@ static struct ipt_caps sample_caps(void)
 	c.nr_cpus = 4;
 	c.max_topa_order = 27;
 	c.max_trace_size = 1ull << 33;
+	c.max_chunk_order = 23;
 	c.cpuid_15.eax = 2;
 	c.cpuid_15.ebx = 250;
 	c.cpuid_15.ecx = 24000000;
@@ -145,6 +146,8 @@ static void test_json(void)
 	      json_object_get_int(v) == 0x4e, "model is 78");
 	CHECK(json_object_object_get_ex(parsed, "max_trace_size", &v) &&
 	      json_object_get_int64(v) == (int64_t)1 << 33, "64-bit sizes survive");
+	CHECK(json_object_object_get_ex(parsed, "max_chunk_order", &v) &&
+	      json_object_get_int(v) == 23, "max_chunk_order is reported");
 	CHECK(json_object_object_get_ex(parsed, "features", &v) &&
 	      json_object_array_length(v) == 5 &&
 	      !strcmp(json_object_get_string(json_object_array_get_idx(v, 4)), "bit40"),
@@ -195,6 +198,7 @@ static void test_text(void)
 	      "text decodes CPUID 0x15");
 	CHECK(strstr(out, "max region:     128 MiB") != NULL, "text prints sizes in units");
 	CHECK(strstr(out, "max trace:      8 GiB") != NULL, "text prints 64-bit sizes");
+	CHECK(strstr(out, "max chunk:      8 MiB") != NULL, "text prints the largest chunk");
 	CHECK(strstr(out, "nominal ratio:  36 (3600 MHz)") != NULL, "text prints the ratio");
 	free(out);
 

@@ -374,6 +374,102 @@ TEST_F(s, mmap_lifetime)
 	free(copy);
 }
 
+/* Whether the running kernel has alloc_contig_range() (CONFIG_CONTIG_ALLOC). */
+static int kernel_has_contig_alloc(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char line[256];
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *sym = strrchr(line, ' ');
+
+		found = sym && !strcmp(sym + 1, "alloc_contig_range\n");
+	}
+	fclose(f);
+	return found;
+}
+
+/* GET_TRACE of CPU 0 with the log2 chunk sizes in @orders[0..@len). */
+static int chunk_orders(int fd, struct ipt_trace_state *ts, uint32_t *orders, uint32_t len)
+{
+	memset(ts, 0, sizeof(*ts));
+	ts->size = sizeof(*ts);
+	ts->chunks_ptr = (uintptr_t)orders;
+	ts->chunks_len = len;
+	return ipt_ioctl(fd, IPT_IOC_GET_TRACE, ts);
+}
+
+TEST_F(s, caps_report_max_chunk_order)
+{
+	int contig = kernel_has_contig_alloc();
+
+	ASSERT_LE(0, contig);
+	EXPECT_EQ(contig ? 27 : 22, self->caps.max_chunk_order);
+	EXPECT_EQ(0, self->caps.reserved);
+}
+
+/*
+ * Chunks above the page allocator's 4 MiB (alloc_contig_range()): exactly
+ * the size asked for, naturally aligned (the ToPA accepts them), zeroed,
+ * traced into and mapped; beyond max_chunk_order, exact chunks fail with
+ * ENOMEM and others fall back.  chunk_order 0 stays at 4 MiB.
+ */
+TEST_F(s, chunks_above_4mib)
+{
+	const uint64_t size = 32 * KIB * KIB;
+	unsigned int order = self->caps.max_chunk_order;
+	struct ipt_trace_state ts;
+	uint32_t orders[8];
+	uint8_t *p;
+	size_t i;
+
+	ipt_cfg_cpu(&self->cfg, self->mask, 0, size);
+	self->cfg.chunk_order = 24;
+	if (order < 24) {
+		/* No range allocator: exact fails, else 4 MiB chunks. */
+		self->cfg.buffer_flags = IPT_BUFFER_EXACT_CHUNKS;
+		EXPECT_EQ(-ENOMEM, configure(self->fd, &self->cfg));
+		self->cfg.buffer_flags = 0;
+		ASSERT_EQ(0, configure(self->fd, &self->cfg));
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+		EXPECT_EQ(8, ts.nr_chunks);
+		return;
+	}
+	self->cfg.buffer_flags = IPT_BUFFER_EXACT_CHUNKS;
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	ASSERT_EQ(0, chunk_orders(self->fd, &ts, orders, 8));
+	ASSERT_EQ(2, ts.nr_chunks);
+	EXPECT_EQ(24, orders[0]);
+	EXPECT_EQ(24, orders[1]);
+	p = mmap(NULL, size, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	for (i = 0; i < size; i += 8) {
+		if (*(uint64_t *)(p + i))
+			break;
+	}
+	EXPECT_EQ(size, i);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	usleep(50000);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_LT(0, ts.bytes_captured);
+	EXPECT_TRUE(ipt_is_psb(p, size));
+	munmap(p, size);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+
+	/* chunk_order 0: the page allocator's largest block. */
+	self->cfg.chunk_order = 0;
+	self->cfg.buffer_flags = 0;
+	ASSERT_EQ(0, configure(self->fd, &self->cfg));
+	ASSERT_EQ(0, chunk_orders(self->fd, &ts, orders, 8));
+	EXPECT_EQ(8, ts.nr_chunks);
+	EXPECT_EQ(22, orders[0]);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
 /* ---- fuzzer ---------------------------------------------------------------- */
 
 struct fuzz {
