@@ -243,17 +243,50 @@ static uint64_t kallsyms_addr(FILE *f, const char *want, bool *zero)
 	return 0;
 }
 
-int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kallsyms,
-			char *msg, size_t len)
+/*
+ * Copy [@vaddr, @vaddr + @size) of the core file @fd (ELF @e, @n program
+ * headers) to the end of @out, which is at offset *@at; 1 if copied, 0 if
+ * no PT_LOAD segment holds it, -1 on an I/O error (with @msg).
+ */
+static int kcore_copy(Elf *e, size_t n, int fd, const char *kcore, uint64_t vaddr, uint64_t size,
+		      int out, uint64_t *at, char *msg, size_t len)
 {
-	uint64_t stext, etext, size, done = 0;
-	FILE *ks = fopen(kallsyms, "r");
-	struct dec_image *im;
-	bool zero = false, found = false;
-	char path[64];
+	uint64_t done = 0;
+	bool found = false;
 	GElf_Phdr ph;
-	size_t n, i;
-	int fd = -1, out = -1;
+	size_t i;
+
+	for (i = 0; i < n && !found; i++)
+		found = gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			vaddr >= ph.p_vaddr && vaddr + size <= ph.p_vaddr + ph.p_filesz;
+	if (!found)
+		return 0;
+	while (done < size) {
+		char buf[1 << 16];
+		size_t want = size - done < sizeof(buf) ? size - done : sizeof(buf);
+		ssize_t got = pread(fd, buf, want, (off_t)(ph.p_offset + (vaddr - ph.p_vaddr) + done));
+
+		if (got <= 0 || write(out, buf, (size_t)got) != got) {
+			snprintf(msg, len, "%s: reading %#" PRIx64 "-%#" PRIx64 ": %s", kcore, vaddr,
+				 vaddr + size, got < 0 ? strerror(errno) : "short read or write");
+			return -1;
+		}
+		done += (uint64_t)got;
+	}
+	*at += size;
+	return 1;
+}
+
+int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kallsyms,
+			const char *modules, char *msg, size_t len)
+{
+	uint64_t stext, etext, size, at = 0;
+	FILE *ks = fopen(kallsyms, "r"), *mf = NULL;
+	struct dec_image *im;
+	bool zero = false;
+	char path[64], line[1024];
+	size_t n;
+	int fd = -1, out = -1, st;
 	Elf *e = NULL;
 
 	if (!ks) {
@@ -287,13 +320,12 @@ int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kal
 		snprintf(msg, len, "%s: not an ELF core file (%s)", kcore, elf_errmsg(-1));
 		goto fail;
 	}
-	for (i = 0; i < n && !found; i++)
-		found = gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
-			stext >= ph.p_vaddr && etext <= ph.p_vaddr + ph.p_filesz;
-	if (!found) {
-		snprintf(msg, len, "%s: no segment holds the kernel text %#" PRIx64 "-%#" PRIx64
-			 " that %s names", kcore, stext, etext, kallsyms);
-		goto fail;
+	if (modules) {
+		mf = fopen(modules, "r");
+		if (!mf) {
+			snprintf(msg, len, "%s: %s", modules, strerror(errno));
+			goto fail;
+		}
 	}
 	/* a private copy, unlinked, named through /proc/self/fd for libipt */
 	{
@@ -309,20 +341,13 @@ int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kal
 		snprintf(msg, len, "a temporary file for the kernel text: %s", strerror(errno));
 		goto fail;
 	}
-	while (done < size) {
-		char buf[1 << 16];
-		size_t want = size - done < sizeof(buf) ? size - done : sizeof(buf);
-		ssize_t got = pread(fd, buf, want, (off_t)(ph.p_offset + (stext - ph.p_vaddr) + done));
-
-		if (got <= 0 || write(out, buf, (size_t)got) != got) {
-			snprintf(msg, len, "%s: reading the kernel text: %s", kcore,
-				 got < 0 ? strerror(errno) : "short read or write");
-			goto fail;
-		}
-		done += (uint64_t)got;
+	st = kcore_copy(e, n, fd, kcore, stext, size, out, &at, msg, len);
+	if (st <= 0) {
+		if (!st)
+			snprintf(msg, len, "%s: no segment holds the kernel text %#" PRIx64 "-%#"
+				 PRIx64 " that %s names", kcore, stext, etext, kallsyms);
+		goto fail;
 	}
-	elf_end(e);
-	close(fd);
 	in->fds = xrealloc(in->fds, (in->nr_fds + 1) * sizeof(*in->fds));
 	in->fds[in->nr_fds++] = out;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", out);
@@ -330,8 +355,42 @@ int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kal
 	free(im->name);
 	im->name = xstrdup("[kernel.kallsyms]");
 	im->kallsyms = xstrdup(kallsyms);
+	/* /proc/modules: "name size refs deps state address [taints]" */
+	while (mf && fgets(line, sizeof(line), mf)) {
+		char name[256], state[32];
+		unsigned long long msize, addr;
+		uint64_t off = at;
+
+		if (sscanf(line, "%255s %llu %*d %*s %31s %llx", name, &msize, state, &addr) != 4 ||
+		    strcmp(state, "Live") || !msize || msize > (1ULL << 30))
+			continue;
+		if (!addr) {
+			snprintf(msg, len, "%s shows no addresses: read it as root, or set the sysctl "
+				 "kernel.kptr_restrict to 0", modules);
+			goto fail_added;
+		}
+		st = kcore_copy(e, n, fd, kcore, addr, msize, out, &at, msg, len);
+		if (st < 0)
+			goto fail_added;
+		if (!st)
+			continue;
+		im = add_image(in, path, off, msize, addr);
+		free(im->name);
+		im->name = xrealloc(NULL, strlen(name) + 3);
+		sprintf(im->name, "[%s]", name);
+		im->kallsyms = xstrdup(kallsyms);
+	}
+	if (mf)
+		fclose(mf);
+	elf_end(e);
+	close(fd);
 	return 0;
+fail_added:
+	/* @out belongs to @in now; the images added stay (the caller gives up) */
+	out = -1;
 fail:
+	if (mf)
+		fclose(mf);
 	if (e)
 		elf_end(e);
 	if (out >= 0)

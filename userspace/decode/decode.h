@@ -128,11 +128,13 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 /*
  * Add the running kernel's text (--kcore): [_stext, _etext) as
  * @kallsyms gives them, copied out of the ELF core file @kcore (the
- * PT_LOAD segment that holds them), with the text symbols of @kallsyms.
- * 0, or -1 with @msg.
+ * PT_LOAD segment that holds them), with the text symbols of @kallsyms;
+ * and, if @modules (a /proc/modules-format file) is not NULL, each live
+ * module's memory [address, address + size) the same way, named
+ * "[module]" (a module no segment holds is left out).  0, or -1 with @msg.
  */
 int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kallsyms,
-			char *msg, size_t len);
+			const char *modules, char *msg, size_t len);
 /* Parse --cpu F/M[/S]; 0 or -1. */
 int dec_parse_cpu(const char *s, struct pt_cpu *cpu);
 /* Load a ptgen output directory or an ipt capture directory. 0 or -1 + @msg. */

@@ -28,6 +28,8 @@ static void decode_usage(FILE *f)
 		"  --pid PID                 capture: take PID's code from the sideband\n"
 		"  --kcore[=FILE]            the running kernel's text from /proc/kcore (or FILE)\n"
 		"  --kallsyms FILE           its symbols and _stext/_etext (default /proc/kallsyms)\n"
+		"  --modules FILE            modules' code from the core too (default with\n"
+		"                            /proc/kcore: /proc/modules)\n"
 		"  --mtc-freq N, --nom-freq N, --cpuid-0x15 EAX/EBX[/ECX]   timing parameters\n"
 		"Outputs (to stdout, or to FILE with =FILE; at most one on stdout):\n"
 		"  --insn[=FILE]             instruction trace: address, symbol+offset\n"
@@ -54,7 +56,7 @@ static void decode_usage(FILE *f)
 enum {
 	O_PT = 256, O_ELF, O_RAW, O_CPU, O_MTC, O_NOM, O_C15, O_INSN, O_DISASM, O_CALLS,
 	O_PROFILE, O_FOLDED, O_BLOCKS, O_PACKETS, O_PERFETTO, O_DRCOV, O_INSNDEC, O_NOSPLIT,
-	O_PID, O_LINES, O_KCORE, O_KALLSYMS, O_FOLDTIME, O_PROGRESS,
+	O_PID, O_LINES, O_KCORE, O_KALLSYMS, O_MODULES, O_FOLDTIME, O_PROGRESS,
 };
 
 /*
@@ -141,6 +143,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		{ "pid", required_argument, NULL, O_PID },
 		{ "kcore", optional_argument, NULL, O_KCORE },
 		{ "kallsyms", required_argument, NULL, O_KALLSYMS },
+		{ "modules", required_argument, NULL, O_MODULES },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "progress", no_argument, NULL, O_PROGRESS },
@@ -160,7 +163,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	uint8_t mtc = 0, nom = 0;
 	bool have_mtc = false, have_nom = false, have_c15 = false;
 	uint32_t c15a = 0, c15b = 0, c15c = 0;
-	const char *kcore = NULL, *kallsyms = NULL;
+	const char *kcore = NULL, *kallsyms = NULL, *modules = NULL;
 	struct decode_progress prog = { .last = -1 };
 	bool quiet = false, force_progress = false;
 	char **pts = calloc((size_t)argc + 1, sizeof(char *));
@@ -251,6 +254,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		}
 		case O_KCORE: kcore = optarg ? optarg : "/proc/kcore"; break;
 		case O_KALLSYMS: kallsyms = optarg; break;
+		case O_MODULES: modules = optarg; break;
 		case 'j': t->json = true; break;
 		case 'q': quiet = true; break;
 		case O_PROGRESS: force_progress = true; break;
@@ -283,12 +287,16 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		}
 		dec_input_add_trace(&in, pts[i], -1);
 	}
-	if (kallsyms && !kcore) {
-		ipt_err("decode: --kallsyms goes with --kcore (for a vmlinux, give --elf vmlinux)");
+	if ((kallsyms || modules) && !kcore) {
+		ipt_err("decode: --%s goes with --kcore (for a vmlinux, give --elf vmlinux)",
+			kallsyms ? "kallsyms" : "modules");
 		goto out;
 	}
+	/* the running kernel's modules, unless a kernel without them */
+	if (kcore && !modules && !strcmp(kcore, "/proc/kcore") && !access("/proc/modules", R_OK))
+		modules = "/proc/modules";
 	if (kcore && dec_input_add_kcore(&in, kcore, kallsyms ? kallsyms : "/proc/kallsyms",
-					 msg, sizeof(msg))) {
+					 modules, msg, sizeof(msg))) {
 		ipt_err("decode: --kcore: %s", msg);
 		goto out;
 	}

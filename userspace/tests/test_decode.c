@@ -2090,6 +2090,103 @@ static void test_kcore(struct run *r)
 }
 
 /*
+ * --kcore with --modules: a dynamic program's images as the kernel text
+ * (the first) and modules (the others), each in a segment of a stand-in
+ * core file, and a /proc/modules-format file naming them (plus a module
+ * still loading and one no segment holds, both left out).  With the
+ * modules the trace decodes to the ground truth, their code named
+ * "[modN]"; without them it cannot.
+ */
+static void test_kcore_modules(struct run *r)
+{
+	char core[PATH_MAX + 32], ksyms[PATH_MAX + 32], mods[PATH_MAX + 32];
+	Elf64_Phdr ph[16] = { { 0 } };
+	Elf64_Ehdr eh = { 0 };
+	size_t i, n = 0, first, nimg = r->nimg < 16 ? r->nimg : 16;
+	uint64_t off;
+	FILE *f;
+	int st;
+
+	snprintf(core, sizeof(core), "%s/%s.mkcore", work, r->name);
+	snprintf(ksyms, sizeof(ksyms), "%s/%s.mkallsyms", work, r->name);
+	snprintf(mods, sizeof(mods), "%s/%s.modules", work, r->name);
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_CORE;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_phoff = sizeof(eh);
+	eh.e_ehsize = sizeof(eh);
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	eh.e_phnum = (uint16_t)nimg;
+	off = 4096;
+	for (i = 0; i < nimg; i++) {
+		ph[i].p_type = PT_LOAD;
+		ph[i].p_offset = off;
+		ph[i].p_vaddr = r->img[i].start;
+		ph[i].p_filesz = ph[i].p_memsz = r->img[i].end - r->img[i].start;
+		off += ph[i].p_filesz;
+	}
+	f = fopen(core, "w");
+	if (f) {
+		static const uint8_t zeros[4096];
+
+		fwrite(&eh, sizeof(eh), 1, f);
+		fwrite(ph, sizeof(ph[0]), nimg, f);
+		fwrite(zeros, 1, 4096 - sizeof(eh) - nimg * sizeof(ph[0]), f);
+		for (i = 0; i < nimg; i++)
+			fwrite(r->img[i].bytes, 1, r->img[i].end - r->img[i].start, f);
+		fclose(f);
+	}
+	f = fopen(ksyms, "w");
+	if (f) {
+		fprintf(f, "%016" PRIx64 " T _stext\n%016" PRIx64 " T _etext\n",
+			r->img[0].start, r->img[0].end);
+		fclose(f);
+	}
+	f = fopen(mods, "w");
+	if (f) {
+		for (i = 1; i < nimg; i++)
+			fprintf(f, "mod%zu %" PRIu64 " 0 - Live 0x%016" PRIx64 "%s\n", i,
+				r->img[i].end - r->img[i].start, r->img[i].start,
+				i == 1 ? " (OE)" : "");
+		fprintf(f, "loading 4096 0 - Loading 0x%016" PRIx64 "\n", r->img[0].start);
+		fprintf(f, "elsewhere 4096 0 - Live 0xffffffffc0000000\n");
+		fclose(f);
+	}
+	st = decode(F(r, "km"), F(r, "ekm"), "decode --pt %s/trace.pt --cpu 6/126/5 --kcore=%s "
+		    "--kallsyms %s --modules %s --insn", r->dir, core, ksyms, mods);
+	CHECK(st == 0 && clean_stderr(F(r, "ekm")) && insn_equal(r, F(r, "km"), &n, &first) &&
+	      nimg > 1 && file_contains(F(r, "km"), "[mod1]") &&
+	      !file_contains(F(r, "km"), "[loading]") && !file_contains(F(r, "km"), "[elsewhere]"),
+	      "%s: --kcore --modules: the kernel text and %zu modules from the core file decode to "
+	      "the ground truth (%zu instructions), module code named [modN]", r->name, nimg - 1, n);
+	st = decode(F(r, "kx"), F(r, "ekx"), "decode --pt %s/trace.pt --cpu 6/126/5 --kcore=%s "
+		    "--kallsyms %s --insn", r->dir, core, ksyms);
+	CHECK(!insn_equal(r, F(r, "kx"), &n, &first),
+	      "%s: --kcore without --modules: only the kernel text, the trace leaves it", r->name);
+	st = decode(F(r, "kmx"), F(r, "ekmx"), "decode --pt %s/trace.pt --modules %s", r->dir, mods);
+	CHECK(st == 2 && file_contains(F(r, "ekmx"), "--modules goes with --kcore"),
+	      "--modules without --kcore: exit 2, says it goes with --kcore");
+	st = decode(F(r, "kmn"), F(r, "ekmn"), "decode --pt %s/trace.pt --kcore=%s --kallsyms %s "
+		    "--modules %s/none", r->dir, core, ksyms, work);
+	CHECK(st == 2 && file_contains(F(r, "ekmn"), "No such file"),
+	      "--modules of a missing file: exit 2 with the file's error");
+	f = fopen(mods, "w");
+	if (f) {
+		fprintf(f, "mod1 4096 0 - Live 0x0000000000000000\n");
+		fclose(f);
+	}
+	st = decode(F(r, "kmz"), F(r, "ekmz"), "decode --pt %s/trace.pt --kcore=%s --kallsyms %s "
+		    "--modules %s", r->dir, core, ksyms, mods);
+	CHECK(st == 2 && file_contains(F(r, "ekmz"), "kptr_restrict"),
+	      "--modules that hides addresses: exit 2, says to read it as root or set "
+	      "kptr_restrict");
+}
+
+/*
  * Per-CPU switching: one CPU's trace of two processes whose code is at the
  * same addresses (two static programs, ptgen --tsc), the second one's TSC
  * moved 2^32 ticks later, with a sideband saying who ran when (switch
@@ -2423,6 +2520,7 @@ int main(int argc, char **argv)
 		json_object_put(o);
 		test_inputs(&runs[0]);
 		test_kcore(&runs[0]);
+		test_kcore_modules(&runs[1]);
 		/* --folded-time without TSC packets: says so, counts instructions */
 		st = decode(F(&runs[0], "fu"), F(&runs[0], "efu"), "decode %s --folded=%s --folded-time",
 			    runs[0].dir, F(&runs[0], "fu.folded"));
