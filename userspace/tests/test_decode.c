@@ -2008,27 +2008,20 @@ static void test_timed(struct run *r)
 }
 
 /*
- * --kcore: a stand-in for /proc/kcore (an ELF core file whose PT_LOAD
- * segments are memory at virtual addresses; this machine's kernel has
- * none) holding @r's code at its address behind a decoy segment, and a
- * kallsyms file with _stext/_etext around it and the program's functions
- * as text symbols.  The trace decodes to the ground truth through them.
+ * A stand-in for /proc/kcore: an ELF core file with one PT_LOAD segment per
+ * image of @seg (its bytes at its virtual addresses), in that order.
  */
-static void test_kcore(struct run *r)
+static void write_core(const char *path, const struct image *seg, size_t nseg)
 {
-	char core[PATH_MAX + 32], ksyms[PATH_MAX + 32], zsyms[PATH_MAX + 32];
-	const struct image *im = &r->img[0];
-	uint64_t size = im->end - im->start;
-	Elf64_Ehdr eh = { 0 };
-	Elf64_Phdr ph[2] = { { 0 } };
 	static const uint8_t zeros[4096];
-	size_t n = 0, first;
+	Elf64_Phdr ph[16] = { { 0 } };
+	Elf64_Ehdr eh = { 0 };
+	uint64_t off = 4096;
+	size_t i;
 	FILE *f;
-	int st;
 
-	snprintf(core, sizeof(core), "%s/%s.kcore", work, r->name);
-	snprintf(ksyms, sizeof(ksyms), "%s/%s.kallsyms", work, r->name);
-	snprintf(zsyms, sizeof(zsyms), "%s/%s.kallsyms0", work, r->name);
+	if (nseg > 16)
+		nseg = 16;
 	memcpy(eh.e_ident, ELFMAG, SELFMAG);
 	eh.e_ident[EI_CLASS] = ELFCLASS64;
 	eh.e_ident[EI_DATA] = ELFDATA2LSB;
@@ -2039,23 +2032,49 @@ static void test_kcore(struct run *r)
 	eh.e_phoff = sizeof(eh);
 	eh.e_ehsize = sizeof(eh);
 	eh.e_phentsize = sizeof(Elf64_Phdr);
-	eh.e_phnum = 2;
-	ph[0].p_type = PT_LOAD;		/* a decoy: the direct map */
-	ph[0].p_offset = 4096;
-	ph[0].p_vaddr = 0xffff888000000000ULL;
-	ph[0].p_filesz = ph[0].p_memsz = 4096;
-	ph[1].p_type = PT_LOAD;
-	ph[1].p_offset = 8192;
-	ph[1].p_vaddr = im->start;
-	ph[1].p_filesz = ph[1].p_memsz = size;
-	f = fopen(core, "w");
-	if (f) {
-		fwrite(&eh, sizeof(eh), 1, f);
-		fwrite(ph, sizeof(ph), 1, f);
-		fwrite(zeros, 1, 8192 - sizeof(eh) - sizeof(ph), f);
-		fwrite(im->bytes, 1, size, f);
-		fclose(f);
+	eh.e_phnum = (uint16_t)nseg;
+	for (i = 0; i < nseg; i++) {
+		ph[i].p_type = PT_LOAD;
+		ph[i].p_offset = off;
+		ph[i].p_vaddr = seg[i].start;
+		ph[i].p_filesz = ph[i].p_memsz = seg[i].end - seg[i].start;
+		off += ph[i].p_filesz;
 	}
+	f = fopen(path, "w");
+	if (!f)
+		return;
+	fwrite(&eh, sizeof(eh), 1, f);
+	fwrite(ph, sizeof(ph[0]), nseg, f);
+	fwrite(zeros, 1, 4096 - sizeof(eh) - nseg * sizeof(ph[0]), f);
+	for (i = 0; i < nseg; i++)
+		fwrite(seg[i].bytes, 1, seg[i].end - seg[i].start, f);
+	fclose(f);
+}
+
+/*
+ * --kcore: a stand-in for /proc/kcore (an ELF core file whose PT_LOAD
+ * segments are memory at virtual addresses; this machine's kernel has
+ * none) holding @r's code at its address behind a decoy segment, and a
+ * kallsyms file with _stext/_etext around it and the program's functions
+ * as text symbols.  The trace decodes to the ground truth through them.
+ */
+static void test_kcore(struct run *r)
+{
+	char core[PATH_MAX + 32], ksyms[PATH_MAX + 32], zsyms[PATH_MAX + 32];
+	const struct image *im = &r->img[0];
+	static uint8_t decoy_bytes[4096];
+	/* a decoy first: the direct map */
+	struct image seg[2] = { { .start = 0xffff888000000000ULL,
+				  .end = 0xffff888000000000ULL + 4096, .bytes = decoy_bytes },
+				*im };
+	size_t n = 0, first;
+	FILE *f;
+	int st;
+
+	snprintf(core, sizeof(core), "%s/%s.kcore", work, r->name);
+	snprintf(ksyms, sizeof(ksyms), "%s/%s.kallsyms", work, r->name);
+	snprintf(zsyms, sizeof(zsyms), "%s/%s.kallsyms0", work, r->name);
+	write_core(core, seg, 2);
 	f = fopen(ksyms, "w");
 	if (f) {
 		fprintf(f, "%016" PRIx64 " T _stext\n", im->start);
@@ -2100,46 +2119,14 @@ static void test_kcore(struct run *r)
 static void test_kcore_modules(struct run *r)
 {
 	char core[PATH_MAX + 32], ksyms[PATH_MAX + 32], mods[PATH_MAX + 32];
-	Elf64_Phdr ph[16] = { { 0 } };
-	Elf64_Ehdr eh = { 0 };
 	size_t i, n = 0, first, nimg = r->nimg < 16 ? r->nimg : 16;
-	uint64_t off;
 	FILE *f;
 	int st;
 
 	snprintf(core, sizeof(core), "%s/%s.mkcore", work, r->name);
 	snprintf(ksyms, sizeof(ksyms), "%s/%s.mkallsyms", work, r->name);
 	snprintf(mods, sizeof(mods), "%s/%s.modules", work, r->name);
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_ident[EI_VERSION] = EV_CURRENT;
-	eh.e_type = ET_CORE;
-	eh.e_machine = EM_X86_64;
-	eh.e_version = EV_CURRENT;
-	eh.e_phoff = sizeof(eh);
-	eh.e_ehsize = sizeof(eh);
-	eh.e_phentsize = sizeof(Elf64_Phdr);
-	eh.e_phnum = (uint16_t)nimg;
-	off = 4096;
-	for (i = 0; i < nimg; i++) {
-		ph[i].p_type = PT_LOAD;
-		ph[i].p_offset = off;
-		ph[i].p_vaddr = r->img[i].start;
-		ph[i].p_filesz = ph[i].p_memsz = r->img[i].end - r->img[i].start;
-		off += ph[i].p_filesz;
-	}
-	f = fopen(core, "w");
-	if (f) {
-		static const uint8_t zeros[4096];
-
-		fwrite(&eh, sizeof(eh), 1, f);
-		fwrite(ph, sizeof(ph[0]), nimg, f);
-		fwrite(zeros, 1, 4096 - sizeof(eh) - nimg * sizeof(ph[0]), f);
-		for (i = 0; i < nimg; i++)
-			fwrite(r->img[i].bytes, 1, r->img[i].end - r->img[i].start, f);
-		fclose(f);
-	}
+	write_core(core, r->img, nimg);
 	f = fopen(ksyms, "w");
 	if (f) {
 		fprintf(f, "%016" PRIx64 " T _stext\n%016" PRIx64 " T _etext\n",
