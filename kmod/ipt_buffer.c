@@ -351,7 +351,9 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_topa_offset);
  *
  * Chunks are as large as @max_shift and the remaining size allow; when a
  * chunk cannot be allocated, smaller ones are tried (unless @exact).
- * Memory above the page allocator's largest block is never asked for.
+ * Chunks above ipt_buffer_max_chunk_shift() are never asked for (with
+ * @exact: -ENOMEM); the real allocator takes those above the page
+ * allocator's largest block from alloc_contig_range().
  *
  * Context: process context; may sleep.
  * Return: the buffer, or ERR_PTR(-EINVAL) for a bad @size / @max_shift,
