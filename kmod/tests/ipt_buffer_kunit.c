@@ -100,6 +100,16 @@ static void check_buffer(struct kunit *test, const struct ipt_buffer *buf,
 			DIV_ROUND_UP(buf->nr_chunks, IPT_TOPA_OUTPUTS));
 }
 
+/* Every chunk of @buf is 1 << @shift bytes. */
+static void expect_chunk_shifts(struct kunit *test, const struct ipt_buffer *buf,
+				unsigned int shift)
+{
+	unsigned int i;
+
+	for (i = 0; i < buf->nr_chunks; i++)
+		KUNIT_EXPECT_EQ_MSG(test, buf->chunks[i].shift, shift, "chunk %u", i);
+}
+
 static void buffer_alloc_sizes(struct kunit *test)
 {
 	static const struct {
@@ -133,15 +143,13 @@ static void buffer_alloc_sizes(struct kunit *test)
 static void buffer_alloc_exact(struct kunit *test)
 {
 	struct ipt_buffer *buf;
-	unsigned int i;
 
 	buf = ipt_buffer_alloc(SZ_64K, 14, true, true, NUMA_NO_NODE,
 			       test_alloc);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(buf));
 	check_buffer(test, buf, SZ_64K);
 	KUNIT_EXPECT_EQ(test, buf->nr_chunks, 4u);
-	for (i = 0; i < buf->nr_chunks; i++)
-		KUNIT_EXPECT_EQ(test, buf->chunks[i].shift, 14u);
+	expect_chunk_shifts(test, buf, 14);
 	KUNIT_EXPECT_TRUE(test, buf->stop_on_full);
 	ipt_buffer_free(buf);
 }
@@ -168,7 +176,6 @@ static void buffer_alloc_fallback(struct kunit *test)
 static void buffer_alloc_fallback_large(struct kunit *test)
 {
 	struct ipt_buffer *buf;
-	unsigned int i;
 
 	fail_above = MAX_ORDER - 1;
 	buf = ipt_buffer_alloc(SZ_32M, 25, false, true, NUMA_NO_NODE,
@@ -176,8 +183,7 @@ static void buffer_alloc_fallback_large(struct kunit *test)
 	KUNIT_ASSERT_FALSE(test, IS_ERR(buf));
 	check_buffer(test, buf, SZ_32M);
 	KUNIT_EXPECT_EQ(test, buf->nr_chunks, 8u);
-	for (i = 0; i < buf->nr_chunks; i++)
-		KUNIT_EXPECT_EQ(test, buf->chunks[i].shift, 22u);
+	expect_chunk_shifts(test, buf, 22);
 	ipt_buffer_free(buf);
 	buf = ipt_buffer_alloc(SZ_32M, 25, true, true, NUMA_NO_NODE,
 			       test_alloc);
@@ -198,7 +204,7 @@ static void buffer_alloc_contig(struct kunit *test)
 	KUNIT_ASSERT_FALSE(test, IS_ERR(buf));
 	check_buffer(test, buf, SZ_16M);
 	KUNIT_ASSERT_EQ(test, buf->nr_chunks, 1u);
-	KUNIT_EXPECT_EQ(test, buf->chunks[0].shift, 24u);
+	expect_chunk_shifts(test, buf, 24);
 	KUNIT_EXPECT_PTR_EQ(test, memchr_inv(page_address(buf->chunks[0].page),
 					     0, SZ_16M), NULL);
 	ipt_buffer_free(buf);
