@@ -226,6 +226,13 @@ int dec_input_add_raw_at(struct dec_input *in, const char *file, uint64_t off, u
 	return 0;
 }
 
+/* @file (kallsyms or modules) shows zero addresses: say what to do. */
+static void hidden_addrs(char *msg, size_t len, const char *file)
+{
+	snprintf(msg, len, "%s shows no addresses: read it as root, or set the sysctl "
+		 "kernel.kptr_restrict to 0", file);
+}
+
 /* The address of text symbol @want in a kallsyms-format file; 0 if none. */
 static uint64_t kallsyms_addr(FILE *f, const char *want, bool *zero)
 {
@@ -297,8 +304,7 @@ int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kal
 	etext = kallsyms_addr(ks, "_etext", &zero);
 	fclose(ks);
 	if (zero) {
-		snprintf(msg, len, "%s shows no addresses: read it as root, or set the sysctl "
-			 "kernel.kptr_restrict to 0", kallsyms);
+		hidden_addrs(msg, len, kallsyms);
 		return -1;
 	}
 	if (!stext || etext <= stext || etext - stext > (1ULL << 30)) {
@@ -365,8 +371,7 @@ int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kal
 		    strcmp(state, "Live") || !msize || msize > (1ULL << 30))
 			continue;
 		if (!addr) {
-			snprintf(msg, len, "%s shows no addresses: read it as root, or set the sysctl "
-				 "kernel.kptr_restrict to 0", modules);
+			hidden_addrs(msg, len, modules);
 			goto fail_added;
 		}
 		st = kcore_copy(e, n, fd, kcore, addr, msize, out, &at, msg, len);
@@ -840,10 +845,6 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 		if (fups)
 			(*fups)[n] = fup;
 		(*offs)[n++] = off;
-		if (!parts) {
-			st = pt_pkt_sync_forward(pd);
-			continue;
-		}
 		/* the next PSB @stride bytes on: a search, no packet decoding */
 		if (!stride)
 			stride = (len - off) / parts > sizeof(psb_bytes) ?
@@ -1202,6 +1203,13 @@ static void tail_item(const struct pt_block *t, struct dec_item *it)
 	it->last_size = t->truncated ? t->size : 0;
 }
 
+/* profile_only: count block @it, the ring's block number @i (its process and time). */
+static void tail_count(struct dec_ctx *c, struct dec_segment *s, const struct seg_count *k,
+		       size_t i, const struct dec_item *it)
+{
+	dec_prof_block(s->prof, c, k->tail_pid[i % DEC_TAIL], k->tail_time[i % DEC_TAIL], it);
+}
+
 /* profile_only: count the blocks still in the tail ring, and empty it. */
 static void tail_flush(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k)
 {
@@ -1210,7 +1218,7 @@ static void tail_flush(struct dec_ctx *c, struct dec_segment *s, struct seg_coun
 
 	for (i = k->ntail - n; c->profile_only && i < k->ntail; i++) {
 		tail_item(&k->tail[i % DEC_TAIL], &it);
-		dec_prof_block(s->prof, c, k->tail_pid[i % DEC_TAIL], k->tail_time[i % DEC_TAIL], &it);
+		tail_count(c, s, k, i, &it);
 	}
 	k->ntail = 0;
 }
@@ -1240,8 +1248,7 @@ static void trim_segment(struct dec_ctx *c, struct dec_segment *s, struct seg_co
 	}
 	/* profile_only: what is left of the ring, the last block perhaps shortened */
 	for (i = 0; c->profile_only && i < keep; i++)
-		dec_prof_block(s->prof, c, k->tail_pid[(first + i) % DEC_TAIL],
-			       k->tail_time[(first + i) % DEC_TAIL], &lin[i]);
+		tail_count(c, s, k, first + i, &lin[i]);
 	k->ntail = 0;
 }
 
@@ -1276,11 +1283,11 @@ static void add_block(struct dec_ctx *c, struct dec_segment *s, struct seg_count
 		if (c->profile_only) {
 			/* the ring delays counting until a block cannot be cut off */
 			if (k->ntail >= TAIL_KEEP) {
-				size_t o = (k->ntail - TAIL_KEEP) % DEC_TAIL;
+				size_t o = k->ntail - TAIL_KEEP;
 				struct dec_item old;
 
-				tail_item(&k->tail[o], &old);
-				dec_prof_block(s->prof, c, k->tail_pid[o], k->tail_time[o], &old);
+				tail_item(&k->tail[o % DEC_TAIL], &old);
+				tail_count(c, s, k, o, &old);
 			}
 			k->tail_pid[slot] = k->switching ? (k->cur_pid < 0 ? 0 : k->cur_pid) : k->pid;
 			k->tail_time[slot] = k->switching ? k->cur_time : 0;
@@ -1358,6 +1365,7 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 	struct anydec d = { .insn = c->opt.insn_decoder };
 	struct pt_image *image;
 	uint64_t erroff, last_off = UINT64_MAX, stuck = 0, since = 0, last_fail = UINT64_MAX;
+	uint64_t err_ip = 0;
 	size_t i, pending = SIZE_MAX;
 	struct seg_count *k = calloc(1, sizeof(*k));
 	uint32_t got;
@@ -1472,6 +1480,7 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 		}
 		if (st < 0)
 			continue;
+		/* one step of the decoder; @err_ip is where an error left it */
 		if (d.insn) {
 			struct pt_insn insn;
 
@@ -1483,22 +1492,14 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 					  (uint8_t)insn.iclass, insn.size);
 				got = 1;
 			}
-			if (st < 0 && st != -pte_eos) {
-				pending = s->nr;
-				gap(r, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(&d),
-				    insn.ip, ad_time(&d), 0);
-			}
+			err_ip = insn.ip;
 		} else if (c->count_only && !c->profile_only) {
 			const struct pt_block *b;
 
 			if (!k->have_block || s->nr != k->nr_seen)
 				tail_flush(c, s, k);
 			st = count_blocks(d.blk, s, k, 4096 - (uint32_t)since, &got, &b);
-			if (st < 0 && st != -pte_eos) {
-				pending = s->nr;
-				gap(r, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(&d),
-				    b->ninsn ? b->end_ip : b->ip, ad_time(&d), 0);
-			}
+			err_ip = b->ninsn ? b->end_ip : b->ip;
 		} else {
 			struct pt_block blk;
 
@@ -1508,11 +1509,12 @@ static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct
 			if (blk.ninsn)
 				add_block(c, s, k, &d, blk.ip, blk.end_ip, blk.ninsn, blk.isid,
 					  (uint8_t)blk.iclass, blk.truncated ? blk.size : 0);
-			if (st < 0 && st != -pte_eos) {
-				pending = s->nr;
-				gap(r, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(&d),
-				    blk.ninsn ? blk.end_ip : blk.ip, ad_time(&d), 0);
-			}
+			err_ip = blk.ninsn ? blk.end_ip : blk.ip;
+		}
+		if (st < 0 && st != -pte_eos) {
+			pending = s->nr;
+			gap(r, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(&d), err_ip,
+			    ad_time(&d), 0);
 		}
 		/*
 		 * Endless code: the trace offset does not move.  Looked at

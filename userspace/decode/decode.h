@@ -294,10 +294,10 @@ const char *dec_gap_name(enum dec_gap g);
 
 /*
  * Offsets of PSBs in @buf[0..@len), ascending, and (if @fups) the IP of the
- * FUP in each PSB+ (0: none, tracing was off); returns the count.  With
- * @parts 0, every PSB; otherwise the first, then each time the first PSB
- * at least (@len - first) / @parts bytes after the one before (found by a
- * byte search: the PSBs in between are not looked at).  *@first_tsc (if
+ * FUP in each PSB+ (0: none, tracing was off); returns the count: the
+ * first PSB, then each time the first PSB at least (@len - first) / @parts
+ * bytes (@parts >= 1) after the one before (found by a byte search: the
+ * PSBs in between are not looked at).  *@first_tsc (if
  * not NULL): the TSC of the first of those PSB+s that has one, or 0.
  */
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
