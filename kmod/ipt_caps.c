@@ -178,7 +178,7 @@ enum ipt_unavail ipt_caps_probe(const struct ipt_hw_ops *hw,
 		caps->features |= IPT_FEAT_XSAVES_PT;
 
 	preempt_disable();
-	if (!hw->read_msr(IPT_MSR_PLATFORM_INFO, &platform_info))
+	if (!hw->read_msr(MSR_PLATFORM_INFO, &platform_info))
 		caps->nom_freq = (platform_info >> 8) & 0xff;
 	preempt_enable();
 

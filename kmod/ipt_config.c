@@ -106,17 +106,17 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 	if (!(feat & IPT_FEAT_TOPA))
 		return -EOPNOTSUPP;
 
-	hw.ctl = IPT_RTIT_CTL_TOPA;
+	hw.ctl = RTIT_CTL_TOPA;
 	if (tf & IPT_TRACE_USER)
-		hw.ctl |= IPT_RTIT_CTL_USER;
+		hw.ctl |= RTIT_CTL_USR;
 	if (tf & IPT_TRACE_KERNEL)
-		hw.ctl |= IPT_RTIT_CTL_OS;
+		hw.ctl |= RTIT_CTL_OS;
 	if (tf & IPT_TRACE_BRANCH)
-		hw.ctl |= IPT_RTIT_CTL_BRANCHEN;
+		hw.ctl |= RTIT_CTL_BRANCH_EN;
 	if (tf & IPT_TRACE_TSC)
-		hw.ctl |= IPT_RTIT_CTL_TSCEN;
+		hw.ctl |= RTIT_CTL_TSC_EN;
 	if (tf & IPT_TRACE_NO_RETCOMP)
-		hw.ctl |= IPT_RTIT_CTL_DISRETC;
+		hw.ctl |= RTIT_CTL_DISRETC;
 
 	/* MTC and its frequency. */
 	if (!(tf & IPT_TRACE_MTC) && cfg->mtc_freq)
@@ -127,8 +127,8 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 		ret = ipt_check_encoding(cfg->mtc_freq, caps->mtc_freq_mask);
 		if (ret)
 			return ret;
-		hw.ctl |= IPT_RTIT_CTL_MTCEN |
-			  FIELD_PREP(IPT_RTIT_CTL_MTCFREQ, cfg->mtc_freq);
+		hw.ctl |= RTIT_CTL_MTC_EN |
+			  FIELD_PREP(RTIT_CTL_MTC_RANGE, cfg->mtc_freq);
 	}
 
 	/* CYC and its threshold. */
@@ -140,8 +140,8 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 		ret = ipt_check_encoding(cfg->cyc_thresh, caps->cyc_thresh_mask);
 		if (ret)
 			return ret;
-		hw.ctl |= IPT_RTIT_CTL_CYCEN |
-			  FIELD_PREP(IPT_RTIT_CTL_CYCTHRESH, cfg->cyc_thresh);
+		hw.ctl |= RTIT_CTL_CYCLEACC |
+			  FIELD_PREP(RTIT_CTL_CYC_THRESH, cfg->cyc_thresh);
 	}
 
 	/* PSB frequency: 0 is the only value without configurable PSB. */
@@ -151,7 +151,7 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 		ret = ipt_check_encoding(cfg->psb_freq, caps->psb_freq_mask);
 		if (ret)
 			return ret;
-		hw.ctl |= FIELD_PREP(IPT_RTIT_CTL_PSBFREQ, cfg->psb_freq);
+		hw.ctl |= FIELD_PREP(RTIT_CTL_PSB_FREQ, cfg->psb_freq);
 	} else if (cfg->psb_freq) {
 		return -EOPNOTSUPP;
 	}
@@ -161,14 +161,14 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 	if (tf & IPT_TRACE_PTWRITE) {
 		if (!(feat & IPT_FEAT_PTWRITE))
 			return -EOPNOTSUPP;
-		hw.ctl |= IPT_RTIT_CTL_PTWEN;
+		hw.ctl |= RTIT_CTL_PTW_EN;
 		if (tf & IPT_TRACE_PTWRITE_FUP)
-			hw.ctl |= IPT_RTIT_CTL_FUPONPTW;
+			hw.ctl |= RTIT_CTL_FUP_ON_PTW;
 	}
 	if (tf & IPT_TRACE_POWER_EVENTS) {
 		if (!(feat & IPT_FEAT_POWER_EVENTS))
 			return -EOPNOTSUPP;
-		hw.ctl |= IPT_RTIT_CTL_PWREVTEN;
+		hw.ctl |= RTIT_CTL_PWR_EVT_EN;
 	}
 
 	/* CR3 filter: CR3_MATCH bits 4:0 are reserved. */
@@ -179,7 +179,7 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 			return -EINVAL;
 		if (!(feat & IPT_FEAT_CR3_FILTER))
 			return -EOPNOTSUPP;
-		hw.ctl |= IPT_RTIT_CTL_CR3FILTER;
+		hw.ctl |= RTIT_CTL_CR3EN;
 		hw.cr3_match = cfg->cr3_match;
 	}
 

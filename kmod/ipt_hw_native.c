@@ -56,7 +56,7 @@ static bool ipt_native_xsaves_usable(const void *area)
 	cpuid_count(IPT_CPUID_XSAVE, 1, &eax, &ebx, &ecx, &edx);
 	if (!(eax & BIT(3)) || !(ecx & BIT(IPT_CPUID_XSAVE_PT_COMPONENT)))
 		return false;
-	if (rdmsrl_safe(IPT_MSR_XSS, &xss) || !(xss & IPT_XSS_PT))
+	if (rdmsrl_safe(MSR_IA32_XSS, &xss) || !(xss & XFEATURE_MASK_PT))
 		return false;
 	return true;
 }
@@ -114,13 +114,13 @@ static int ipt_native_nmi(unsigned int cmd, struct pt_regs *regs)
 	ipt_pmi_fn fn = READ_ONCE(ipt_native_pmi_fn);
 	u64 status;
 
-	if (!fn || rdmsrl_safe(IPT_MSR_PERF_GLOBAL_STATUS, &status) ||
-	    !(status & IPT_GLOBAL_STATUS_TOPA_PMI))
+	if (!fn || rdmsrl_safe(MSR_CORE_PERF_GLOBAL_STATUS, &status) ||
+	    !(status & GLOBAL_STATUS_TRACE_TOPAPMI))
 		return NMI_DONE;
 	fn();
-	wrmsr_safe(IPT_MSR_PERF_GLOBAL_OVF_CTRL,
-		   lower_32_bits(IPT_GLOBAL_STATUS_TOPA_PMI),
-		   upper_32_bits(IPT_GLOBAL_STATUS_TOPA_PMI));
+	wrmsr_safe(MSR_CORE_PERF_GLOBAL_OVF_CTRL,
+		   lower_32_bits(GLOBAL_STATUS_TRACE_TOPAPMI),
+		   upper_32_bits(GLOBAL_STATUS_TRACE_TOPAPMI));
 	return NMI_HANDLED;
 }
 

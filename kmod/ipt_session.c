@@ -63,7 +63,7 @@ static void ipt_pmi_handler(void)
 	 * where the unit is now.  OutputOffset read while tracing may lag a
 	 * little; it only has to tell the two sides of the wrap apart.
 	 */
-	if (sample && !READ_ONCE(ipt_pmi_hw)->read_msr(IPT_MSR_RTIT_OUTPUT_MASK,
+	if (sample && !READ_ONCE(ipt_pmi_hw)->read_msr(MSR_IA32_RTIT_OUTPUT_MASK,
 						       &mask))
 		WRITE_ONCE(*sample, mask >> 32);
 	atomic64_inc(count);
@@ -76,8 +76,8 @@ static void ipt_trace_check_free_on_cpu(void *arg)
 	struct ipt_trace *t = arg;
 	u64 ctl;
 
-	t->err = t->s->hw->read_msr(IPT_MSR_RTIT_CTL, &ctl);
-	if (!t->err && (ctl & IPT_RTIT_CTL_TRACEEN))
+	t->err = t->s->hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
+	if (!t->err && (ctl & RTIT_CTL_TRACEEN))
 		t->err = -EBUSY;
 }
 
@@ -94,21 +94,21 @@ static void ipt_trace_start_on_cpu(void *arg)
 	u64 ctl;
 	int ret;
 
-	ret = hw->read_msr(IPT_MSR_RTIT_CTL, &ctl);
-	if (!ret && (ctl & IPT_RTIT_CTL_TRACEEN))
+	ret = hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
+	if (!ret && (ctl & RTIT_CTL_TRACEEN))
 		ret = -EBUSY;
 	if (!ret)
-		ret = hw->write_msr(IPT_MSR_RTIT_OUTPUT_BASE, t->base);
+		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_BASE, t->base);
 	if (!ret)
-		ret = hw->write_msr(IPT_MSR_RTIT_OUTPUT_MASK, t->mask);
+		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_MASK, t->mask);
 	/* Error and Stopped are sticky; PacketByteCnt keeps the PSB rhythm. */
 	if (!ret)
-		ret = hw->write_msr(IPT_MSR_RTIT_STATUS, t->status &
-				    (IPT_RTIT_STATUS_ERROR |
-				     IPT_RTIT_STATUS_STOPPED |
-				     IPT_RTIT_STATUS_BYTECNT));
+		ret = hw->write_msr(MSR_IA32_RTIT_STATUS, t->status &
+				    (RTIT_STATUS_ERROR |
+				     RTIT_STATUS_STOPPED |
+				     RTIT_STATUS_BYTECNT));
 	if (!ret && s->has_cr3)
-		ret = hw->write_msr(IPT_MSR_RTIT_CR3_MATCH, s->hwcfg.cr3_match);
+		ret = hw->write_msr(MSR_IA32_RTIT_CR3_MATCH, s->hwcfg.cr3_match);
 	for (i = 0; !ret && i < s->nr_ranges; i++) {
 		ret = hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), s->hwcfg.addr_a[i]);
 		if (!ret)
@@ -116,8 +116,8 @@ static void ipt_trace_start_on_cpu(void *arg)
 					    s->hwcfg.addr_b[i]);
 	}
 	if (!ret)
-		ret = hw->write_msr(IPT_MSR_RTIT_CTL,
-				    s->hwcfg.ctl | IPT_RTIT_CTL_TRACEEN);
+		ret = hw->write_msr(MSR_IA32_RTIT_CTL,
+				    s->hwcfg.ctl | RTIT_CTL_TRACEEN);
 	t->err = ret;
 	if (!ret)
 		t->running = true;
@@ -130,13 +130,13 @@ static void ipt_trace_stop_on_cpu(void *arg)
 	const struct ipt_hw_ops *hw = t->s->hw;
 	int ret;
 
-	ret = hw->write_msr(IPT_MSR_RTIT_CTL, t->s->hwcfg.ctl);
+	ret = hw->write_msr(MSR_IA32_RTIT_CTL, t->s->hwcfg.ctl);
 	if (!ret)
-		ret = hw->read_msr(IPT_MSR_RTIT_OUTPUT_BASE, &t->base);
+		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &t->base);
 	if (!ret)
-		ret = hw->read_msr(IPT_MSR_RTIT_OUTPUT_MASK, &t->mask);
+		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &t->mask);
 	if (!ret)
-		ret = hw->read_msr(IPT_MSR_RTIT_STATUS, &t->status);
+		ret = hw->read_msr(MSR_IA32_RTIT_STATUS, &t->status);
 	t->err = ret;
 	t->running = false;
 }
@@ -147,8 +147,8 @@ static void ipt_trace_pmi_pending_on_cpu(void *arg)
 	u64 v;
 
 	t->err = 0;
-	if (!t->s->hw->read_msr(IPT_MSR_PERF_GLOBAL_STATUS, &v) &&
-	    (v & IPT_GLOBAL_STATUS_TOPA_PMI))
+	if (!t->s->hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &v) &&
+	    (v & GLOBAL_STATUS_TRACE_TOPAPMI))
 		t->err = -EAGAIN;
 }
 
@@ -749,7 +749,7 @@ void ipt_trace_fill_pos(const struct ipt_session *s,
 	ts->parent = IPT_TRACE_NONE;
 	if (pos->running)
 		ts->status |= IPT_TS_RUNNING;
-	if (pos->status & IPT_RTIT_STATUS_ERROR)
+	if (pos->status & RTIT_STATUS_ERROR)
 		ts->status |= IPT_TS_ERROR;
 	if (pos->pmi_late)
 		ts->status |= IPT_TS_PMI_LATE;
@@ -763,7 +763,7 @@ void ipt_trace_fill_pos(const struct ipt_session *s,
 		wraps--;
 	if (buf->stop_on_full) {
 		ts->status |= IPT_TS_STOP_ON_FULL;
-		if ((pos->status & IPT_RTIT_STATUS_STOPPED) || wraps)
+		if ((pos->status & RTIT_STATUS_STOPPED) || wraps)
 			ts->status |= IPT_TS_FULL;
 		ts->head = head;
 		ts->bytes_captured = head;

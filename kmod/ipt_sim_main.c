@@ -141,7 +141,7 @@ static void ipt_sim_deliver_pmi(struct ipt_sim_pcpu *pc)
 
 	/* Acknowledged meanwhile (a driver that settled it): nothing to do. */
 	raw_spin_lock(&pc->lock);
-	raised = pc->st.global_status & IPT_GLOBAL_STATUS_TOPA_PMI;
+	raised = pc->st.global_status & GLOBAL_STATUS_TRACE_TOPAPMI;
 	raw_spin_unlock(&pc->lock);
 	if (!raised)
 		return;
@@ -154,7 +154,7 @@ static void ipt_sim_deliver_pmi(struct ipt_sim_pcpu *pc)
 	fn();
 	/* The acknowledgment: IA32_PERF_GLOBAL_OVF_CTRL bit 55. */
 	raw_spin_lock(&pc->lock);
-	pc->st.global_status &= ~IPT_GLOBAL_STATUS_TOPA_PMI;
+	pc->st.global_status &= ~GLOBAL_STATUS_TRACE_TOPAPMI;
 	raw_spin_unlock(&pc->lock);
 }
 
@@ -181,7 +181,7 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 		return HRTIMER_NORESTART;
 
 	raw_spin_lock(&pc->lock);
-	on = pc->st.ctl & IPT_SIM_CTL_TRACEEN;
+	on = pc->st.ctl & RTIT_CTL_TRACEEN;
 	pmi = pc->st.pmi_pending;
 	raw_spin_unlock(&pc->lock);
 	if (!on && !pmi)
@@ -276,7 +276,7 @@ static void ipt_sim_probe_switch(void *data, bool preempt,
 			dead->dead = true;
 	}
 	raw_spin_unlock(&ipt_sim_task_lock);
-	ipt_sim_kick(pc, pc->st.ctl & IPT_SIM_CTL_TRACEEN, pc->st.pmi_pending);
+	ipt_sim_kick(pc, pc->st.ctl & RTIT_CTL_TRACEEN, pc->st.pmi_pending);
 	raw_spin_unlock(&pc->lock);
 }
 
@@ -327,7 +327,7 @@ static int ipt_sim_op(enum ipt_sim_op op, u32 msr, u64 val, void *area)
 		ret = ipt_sim_xsaves(&pc->st, area);
 	else
 		ret = ipt_sim_xrstors(&pc->st, area);
-	on = pc->st.ctl & IPT_SIM_CTL_TRACEEN;
+	on = pc->st.ctl & RTIT_CTL_TRACEEN;
 	pmi = pc->st.pmi_pending;
 	ipt_sim_kick(pc, on, pmi);
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
@@ -477,11 +477,11 @@ static int ipt_sim_foreign_set(void *data, u64 val)
 	int ret = 0;
 
 	raw_spin_lock_irqsave(&pc->lock, flags);
-	if (val && (pc->st.ctl & IPT_SIM_CTL_TRACEEN)) {
+	if (val && (pc->st.ctl & RTIT_CTL_TRACEEN)) {
 		ret = -EBUSY;
 	} else if (val) {
-		pc->st.ctl = IPT_SIM_CTL_TRACEEN | IPT_SIM_CTL_TOPA |
-			     IPT_SIM_CTL_USER | IPT_SIM_CTL_BRANCHEN;
+		pc->st.ctl = RTIT_CTL_TRACEEN | RTIT_CTL_TOPA |
+			     RTIT_CTL_USR | RTIT_CTL_BRANCH_EN;
 		pc->st.foreign = true;
 	} else if (pc->st.foreign) {
 		pc->st.ctl = 0;
@@ -512,7 +512,7 @@ static int ipt_sim_reset_set(void *data, u64 val)
 	int ret = 0;
 
 	raw_spin_lock_irqsave(&pc->lock, flags);
-	if (pc->st.ctl & IPT_SIM_CTL_TRACEEN)
+	if (pc->st.ctl & RTIT_CTL_TRACEEN)
 		ret = -EBUSY;
 	else
 		ipt_sim_cpu_init(&pc->st, ipt_sim_model);
@@ -721,7 +721,7 @@ static int ipt_sim_task_feed_open(struct inode *inode, struct file *file)
 		}
 	}
 	raw_spin_unlock(&ipt_sim_task_lock);
-	ipt_sim_kick(pc, pc->st.ctl & IPT_SIM_CTL_TRACEEN, pc->st.pmi_pending);
+	ipt_sim_kick(pc, pc->st.ctl & RTIT_CTL_TRACEEN, pc->st.pmi_pending);
 	raw_spin_unlock_irq(&pc->lock);
 	put_cpu_ptr(ipt_sim_pcpu);
 	mutex_unlock(&ipt_sim_feed_lock);

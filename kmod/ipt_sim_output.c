@@ -222,14 +222,14 @@ static int ipt_sim_pa_copy(u64 pa, void *buf, size_t len, bool write)
 
 static bool ipt_sim_output_on(const struct ipt_sim_cpu *c)
 {
-	return (c->ctl & IPT_SIM_CTL_TRACEEN) &&
-	       (c->status & IPT_SIM_ST_TRIGGEREN);
+	return (c->ctl & RTIT_CTL_TRACEEN) &&
+	       (c->status & RTIT_STATUS_TRIGGEREN);
 }
 
 static void ipt_sim_op_error(struct ipt_sim_cpu *c)
 {
-	c->status |= IPT_SIM_ST_ERROR;
-	c->status &= ~IPT_SIM_ST_TRIGGEREN;
+	c->status |= RTIT_STATUS_ERROR;
+	c->status &= ~RTIT_STATUS_TRIGGEREN;
 	c->stats.op_errors++;
 }
 
@@ -245,7 +245,7 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_sim_force_error);
 
 static void ipt_sim_raise_pmi(struct ipt_sim_cpu *c)
 {
-	c->global_status |= IPT_GLOBAL_STATUS_TOPA_PMI;
+	c->global_status |= GLOBAL_STATUS_TRACE_TOPAPMI;
 	c->pmi_pending = true;
 	c->stats.pmis++;
 }
@@ -270,9 +270,9 @@ static bool ipt_sim_multi_entry(const struct ipt_sim_cpu *c)
 	return c->model->leaf_14_0.ecx & BIT(1);
 }
 
-#define IPT_SIM_TOPA_RSVD	(~(IPT_SIM_TOPA_END | IPT_SIM_TOPA_INT |	\
-				   IPT_SIM_TOPA_STOP | IPT_SIM_TOPA_SIZE |	\
-				   IPT_SIM_TOPA_BASE))
+#define IPT_SIM_TOPA_RSVD	(~(IPT_TOPA_END | IPT_TOPA_INT |	\
+				   IPT_TOPA_STOP | IPT_TOPA_SIZE |	\
+				   IPT_TOPA_BASE))
 
 static int ipt_sim_read_entry(struct ipt_sim_cpu *c, u64 table, u32 index,
 			      u64 *e)
@@ -294,24 +294,24 @@ static int ipt_sim_read_entry(struct ipt_sim_cpu *c, u64 table, u32 index,
 static int ipt_sim_check_entry(struct ipt_sim_cpu *c, u64 table, u32 index,
 			       u64 e)
 {
-	u64 base = e & IPT_SIM_TOPA_BASE, end;
+	u64 base = e & IPT_TOPA_BASE, end;
 
 	if (e & IPT_SIM_TOPA_RSVD)
 		return -EINVAL;
-	if (e & IPT_SIM_TOPA_END) {
-		if ((e & (IPT_SIM_TOPA_STOP | IPT_SIM_TOPA_INT)) || !index ||
+	if (e & IPT_TOPA_END) {
+		if ((e & (IPT_TOPA_STOP | IPT_TOPA_INT)) || !index ||
 		    !ipt_sim_pa_ok(c, base, 8))
 			return -EINVAL;
 		return 0;
 	}
-	if (base & ((SZ_4K << FIELD_GET(IPT_SIM_TOPA_SIZE, e)) - 1) ||
-	    !ipt_sim_pa_ok(c, base, SZ_4K << FIELD_GET(IPT_SIM_TOPA_SIZE, e)))
+	if (base & ((SZ_4K << FIELD_GET(IPT_TOPA_SIZE, e)) - 1) ||
+	    !ipt_sim_pa_ok(c, base, SZ_4K << FIELD_GET(IPT_TOPA_SIZE, e)))
 		return -EINVAL;
 	if (ipt_sim_multi_entry(c))
 		return 0;
 	/* One output entry, then an END pointing back at the table. */
 	if (index != 0 || ipt_sim_read_entry(c, table, 1, &end) ||
-	    end != (IPT_SIM_TOPA_END | table))
+	    end != (IPT_TOPA_END | table))
 		return -EINVAL;
 	return 0;
 }
@@ -338,7 +338,7 @@ static int ipt_sim_locate(struct ipt_sim_cpu *c, struct ipt_sim_region *r)
 	unsigned int hops;
 	u32 index;
 
-	if (!(c->ctl & IPT_SIM_CTL_TOPA)) {
+	if (!(c->ctl & RTIT_CTL_TOPA)) {
 		u64 mask = (c->output_mask & 0xffffffff) | 0x7f;
 
 		/* The mask must be 2^n - 1, the offset inside it. */
@@ -357,16 +357,16 @@ static int ipt_sim_locate(struct ipt_sim_cpu *c, struct ipt_sim_region *r)
 		if (table & 0xf80 || ipt_sim_read_entry(c, table, index, &e) ||
 		    ipt_sim_check_entry(c, table, index, e))
 			goto error;
-		if (e & IPT_SIM_TOPA_END) {
-			c->output_base = e & IPT_SIM_TOPA_BASE;
+		if (e & IPT_TOPA_END) {
+			c->output_base = e & IPT_TOPA_BASE;
 			ipt_sim_set_pos(c, 0, 0);
 			off = 0;
 			continue;
 		}
-		size = SZ_4K << FIELD_GET(IPT_SIM_TOPA_SIZE, e);
+		size = SZ_4K << FIELD_GET(IPT_TOPA_SIZE, e);
 		if (off >= size)
 			goto error;
-		r->pa = (e & IPT_SIM_TOPA_BASE) + off;
+		r->pa = (e & IPT_TOPA_BASE) + off;
 		r->room = size - off;
 		r->entry = e;
 		return 0;
@@ -383,16 +383,16 @@ static void ipt_sim_region_full(struct ipt_sim_cpu *c,
 	u32 index = ipt_sim_out_index(c);
 	u64 next;
 
-	if (!(c->ctl & IPT_SIM_CTL_TOPA)) {
+	if (!(c->ctl & RTIT_CTL_TOPA)) {
 		ipt_sim_set_pos(c, index, 0);	/* single range: wrap */
 		return;
 	}
-	if ((r->entry & IPT_SIM_TOPA_INT) && ipt_sim_multi_entry(c))
+	if ((r->entry & IPT_TOPA_INT) && ipt_sim_multi_entry(c))
 		ipt_sim_raise_pmi(c);
-	if (r->entry & IPT_SIM_TOPA_STOP) {
+	if (r->entry & IPT_TOPA_STOP) {
 		/* Offset stays at the region size; TraceEn stays 1. */
-		c->status |= IPT_SIM_ST_STOPPED;
-		c->status &= ~IPT_SIM_ST_TRIGGEREN;
+		c->status |= RTIT_STATUS_STOPPED;
+		c->status &= ~RTIT_STATUS_TRIGGEREN;
 		return;
 	}
 	if (!ipt_sim_multi_entry(c)) {
@@ -402,19 +402,19 @@ static void ipt_sim_region_full(struct ipt_sim_cpu *c,
 	ipt_sim_set_pos(c, index + 1, 0);
 	/* Follow a valid END at once, as the processor reloads the base. */
 	if (!ipt_sim_read_entry(c, c->output_base, index + 1, &next) &&
-	    (next & IPT_SIM_TOPA_END) &&
+	    (next & IPT_TOPA_END) &&
 	    !ipt_sim_check_entry(c, c->output_base, index + 1, next)) {
-		c->output_base = next & IPT_SIM_TOPA_BASE;
+		c->output_base = next & IPT_TOPA_BASE;
 		ipt_sim_set_pos(c, 0, 0);
 	}
 }
 
 static void ipt_sim_count_bytes(struct ipt_sim_cpu *c, u64 n)
 {
-	u64 cnt = FIELD_GET(IPT_SIM_ST_BYTECNT, c->status) + n;
+	u64 cnt = FIELD_GET(RTIT_STATUS_BYTECNT, c->status) + n;
 
-	c->status &= ~IPT_SIM_ST_BYTECNT;
-	c->status |= FIELD_PREP(IPT_SIM_ST_BYTECNT, cnt & 0x1ffff);
+	c->status &= ~RTIT_STATUS_BYTECNT;
+	c->status |= FIELD_PREP(RTIT_STATUS_BYTECNT, cnt & 0x1ffff);
 	c->stats.bytes += n;
 }
 
@@ -437,7 +437,7 @@ static void ipt_sim_out(struct ipt_sim_cpu *c, const u8 *p, size_t n)
 				ipt_sim_out_offset(c) + w);
 		ipt_sim_count_bytes(c, w);
 		/* Single-entry parts: the PMI comes a little early. */
-		if ((r.entry & IPT_SIM_TOPA_INT) && !ipt_sim_multi_entry(c) &&
+		if ((r.entry & IPT_TOPA_INT) && !ipt_sim_multi_entry(c) &&
 		    r.room > IPT_SIM_SINGLE_PMI_EARLY &&
 		    r.room - w <= IPT_SIM_SINGLE_PMI_EARLY)
 			ipt_sim_raise_pmi(c);
@@ -488,9 +488,9 @@ static size_t ipt_sim_psb_plus(struct ipt_sim_cpu *c, u8 *p, bool fup)
 {
 	size_t n = ipt_sim_pkt_psb(p);
 
-	if (c->ctl & IPT_SIM_CTL_TSCEN) {
+	if (c->ctl & RTIT_CTL_TSC_EN) {
 		n += ipt_sim_pkt_tsc(p + n, c->tsc);
-		if (c->ctl & IPT_SIM_CTL_MTCEN)
+		if (c->ctl & RTIT_CTL_MTC_EN)
 			n += ipt_sim_pkt_tma(p + n, ipt_sim_ctc(c), 0);
 	}
 	n += ipt_sim_pkt_cbr(p + n, c->model->nom_ratio);
@@ -499,7 +499,7 @@ static size_t ipt_sim_psb_plus(struct ipt_sim_cpu *c, u8 *p, bool fup)
 		n += ipt_sim_pkt_ip(p + n, IPT_SIM_PKT_FUP, c->ip);
 	n += ipt_sim_pkt_psbend(p + n);
 	/* PacketByteCnt restarts with the PSB. */
-	c->status &= ~IPT_SIM_ST_BYTECNT;
+	c->status &= ~RTIT_STATUS_BYTECNT;
 	c->stats.psb++;
 	return n;
 }
@@ -511,7 +511,7 @@ static bool ipt_sim_filter_en(const struct ipt_sim_cpu *c)
 	bool any = false;
 
 	for (i = 0; i < 4; i++) {
-		u64 cfg = (c->ctl & IPT_SIM_CTL_ADDR_CFG(i)) >> (32 + 4 * i);
+		u64 cfg = (c->ctl & IPT_RTIT_CTL_ADDR_CFG(i)) >> (32 + 4 * i);
 
 		if (cfg != 1)
 			continue;
@@ -548,17 +548,17 @@ static void ipt_sim_update_en(struct ipt_sim_cpu *c)
 {
 	bool ctx;
 
-	c->status &= ~(IPT_SIM_ST_FILTEREN | IPT_SIM_ST_CONTEXTEN);
+	c->status &= ~(RTIT_STATUS_FILTEREN | RTIT_STATUS_CONTEXTEN);
 	ipt_sim_feed_take_ip(c);
-	ctx = (c->ctl & IPT_SIM_CTL_USER) &&
-	      (!(c->ctl & IPT_SIM_CTL_CR3FILTER) ||
+	ctx = (c->ctl & RTIT_CTL_USR) &&
+	      (!(c->ctl & RTIT_CTL_CR3EN) ||
 	       (c->cr3_match >> 5) == (IPT_SIM_CODE_CR3 >> 5));
 	if (ctx)
-		c->status |= IPT_SIM_ST_CONTEXTEN;
+		c->status |= RTIT_STATUS_CONTEXTEN;
 	if (ipt_sim_filter_en(c))
-		c->status |= IPT_SIM_ST_FILTEREN;
-	c->packet_en = ctx && (c->status & IPT_SIM_ST_FILTEREN) &&
-		       (c->ctl & IPT_SIM_CTL_BRANCHEN);
+		c->status |= RTIT_STATUS_FILTEREN;
+	c->packet_en = ctx && (c->status & RTIT_STATUS_FILTEREN) &&
+		       (c->ctl & RTIT_CTL_BRANCH_EN);
 }
 
 /**
@@ -579,25 +579,25 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 	u8 buf[IPT_SIM_PKT_MAX];
 	size_t n = 0;
 
-	c->status &= ~(IPT_SIM_ST_FILTEREN | IPT_SIM_ST_CONTEXTEN |
-		       IPT_SIM_ST_TRIGGEREN);
+	c->status &= ~(RTIT_STATUS_FILTEREN | RTIT_STATUS_CONTEXTEN |
+		       RTIT_STATUS_TRIGGEREN);
 	c->packet_en = false;
 	c->last_mtc_ctc = ipt_sim_ctc(c);
 	c->last_cyc_tsc = c->tsc;
-	if (c->status & (IPT_SIM_ST_ERROR | IPT_SIM_ST_STOPPED))
+	if (c->status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED))
 		return;
-	c->status |= IPT_SIM_ST_TRIGGEREN;
+	c->status |= RTIT_STATUS_TRIGGEREN;
 	ipt_sim_update_en(c);
 	/* Enabled in the kernel on the way to a new program: no PGE yet. */
 	if (c->pge_pending)
 		c->packet_en = false;
 
-	if (!FIELD_GET(IPT_SIM_ST_BYTECNT, c->status)) {
+	if (!FIELD_GET(RTIT_STATUS_BYTECNT, c->status)) {
 		n = ipt_sim_psb_plus(c, buf, false);
 	} else {
-		if (c->ctl & IPT_SIM_CTL_TSCEN) {
+		if (c->ctl & RTIT_CTL_TSC_EN) {
 			n += ipt_sim_pkt_tsc(buf + n, c->tsc);
-			if (c->ctl & IPT_SIM_CTL_MTCEN)
+			if (c->ctl & RTIT_CTL_MTC_EN)
 				n += ipt_sim_pkt_tma(buf + n, ipt_sim_ctc(c), 0);
 		}
 		n += ipt_sim_pkt_cbr(buf + n, c->model->nom_ratio);
@@ -627,8 +627,8 @@ void ipt_sim_trace_disable(struct ipt_sim_cpu *c)
 		n += ipt_sim_pkt_ip(buf + n, IPT_SIM_PKT_TIP_PGD, IPT_SIM_IP_NONE);
 		ipt_sim_put(c, buf, n);
 	}
-	c->status &= ~(IPT_SIM_ST_FILTEREN | IPT_SIM_ST_CONTEXTEN |
-		       IPT_SIM_ST_TRIGGEREN);
+	c->status &= ~(RTIT_STATUS_FILTEREN | RTIT_STATUS_CONTEXTEN |
+		       RTIT_STATUS_TRIGGEREN);
 	c->packet_en = false;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_trace_disable);
@@ -659,7 +659,7 @@ static bool ipt_sim_feed_next(struct ipt_sim_cpu *c, const u8 **p, size_t *n,
 
 static u64 ipt_sim_psb_period(const struct ipt_sim_cpu *c)
 {
-	return SZ_2K << FIELD_GET(IPT_SIM_CTL_PSBFREQ, c->ctl);
+	return SZ_2K << FIELD_GET(RTIT_CTL_PSB_FREQ, c->ctl);
 }
 
 /**
@@ -690,8 +690,8 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 			ipt_sim_put(c, buf, n);
 		}
 	}
-	if (c->ctl & IPT_SIM_CTL_MTCEN) {
-		unsigned int f = FIELD_GET(IPT_SIM_CTL_MTCFREQ, c->ctl);
+	if (c->ctl & RTIT_CTL_MTC_EN) {
+		unsigned int f = FIELD_GET(RTIT_CTL_MTC_RANGE, c->ctl);
 		u64 ctc = ipt_sim_ctc(c);
 
 		if (ctc >> f != c->last_mtc_ctc >> f) {
@@ -705,7 +705,7 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 		const u8 *unit;
 		u64 ip;
 
-		if (FIELD_GET(IPT_SIM_ST_BYTECNT, c->status) >=
+		if (FIELD_GET(RTIT_STATUS_BYTECNT, c->status) >=
 		    ipt_sim_psb_period(c)) {
 			n = ipt_sim_psb_plus(c, buf, ipt_sim_ip_valid(c));
 			ipt_sim_put(c, buf, n);
@@ -721,8 +721,8 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 			n = 1;
 			ip = IPT_SIM_CODE_LOOP_END;
 		}
-		if ((c->ctl & IPT_SIM_CTL_CYCEN) && n) {
-			unsigned int t = FIELD_GET(IPT_SIM_CTL_CYCTHRESH, c->ctl);
+		if ((c->ctl & RTIT_CTL_CYCLEACC) && n) {
+			unsigned int t = FIELD_GET(RTIT_CTL_CYC_THRESH, c->ctl);
 			u64 cycles = c->tsc - c->last_cyc_tsc;
 			u8 cyc[16];
 

@@ -186,25 +186,25 @@ unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m)
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_nr_ranges);
 
 #define IPT_SIM_CTL_DEFINED						\
-	(IPT_SIM_CTL_TRACEEN | IPT_SIM_CTL_CYCEN | IPT_SIM_CTL_OS |	\
-	 IPT_SIM_CTL_USER | IPT_SIM_CTL_PWREVTEN | IPT_SIM_CTL_FUPONPTW |\
-	 IPT_SIM_CTL_FABRICEN | IPT_SIM_CTL_CR3FILTER | IPT_SIM_CTL_TOPA |\
-	 IPT_SIM_CTL_MTCEN | IPT_SIM_CTL_TSCEN | IPT_SIM_CTL_DISRETC |	\
-	 IPT_SIM_CTL_PTWEN | IPT_SIM_CTL_BRANCHEN | IPT_SIM_CTL_MTCFREQ |\
-	 IPT_SIM_CTL_CYCTHRESH | IPT_SIM_CTL_PSBFREQ |			\
-	 IPT_SIM_CTL_EVENTEN | GENMASK_ULL(47, 32) | IPT_SIM_CTL_DISTNT |\
-	 IPT_SIM_CTL_INJECTPSBPMI)
+	(RTIT_CTL_TRACEEN | RTIT_CTL_CYCLEACC | RTIT_CTL_OS |	\
+	 RTIT_CTL_USR | RTIT_CTL_PWR_EVT_EN | RTIT_CTL_FUP_ON_PTW |\
+	 RTIT_CTL_FABRIC_EN | RTIT_CTL_CR3EN | RTIT_CTL_TOPA |\
+	 RTIT_CTL_MTC_EN | RTIT_CTL_TSC_EN | RTIT_CTL_DISRETC |	\
+	 RTIT_CTL_PTW_EN | RTIT_CTL_BRANCH_EN | RTIT_CTL_MTC_RANGE |\
+	 RTIT_CTL_CYC_THRESH | RTIT_CTL_PSB_FREQ |			\
+	 RTIT_CTL_EVENT_EN | GENMASK_ULL(47, 32) | RTIT_CTL_NOTNT |\
+	 IPT_RTIT_CTL_INJECTPSBPMI)
 
 /* For each CPUID.(14H,0):EBX bit, the CTL bits that need it. */
 static const u64 ipt_sim_ctl_need_ebx[] = {
-	[0] = IPT_SIM_CTL_CR3FILTER,
-	[1] = IPT_SIM_CTL_CYCEN | IPT_SIM_CTL_CYCTHRESH | IPT_SIM_CTL_PSBFREQ,
-	[3] = IPT_SIM_CTL_MTCEN | IPT_SIM_CTL_MTCFREQ,
-	[4] = IPT_SIM_CTL_PTWEN | IPT_SIM_CTL_FUPONPTW,
-	[5] = IPT_SIM_CTL_PWREVTEN,
-	[6] = IPT_SIM_CTL_INJECTPSBPMI,
-	[7] = IPT_SIM_CTL_EVENTEN,
-	[8] = IPT_SIM_CTL_DISTNT,
+	[0] = RTIT_CTL_CR3EN,
+	[1] = RTIT_CTL_CYCLEACC | RTIT_CTL_CYC_THRESH | RTIT_CTL_PSB_FREQ,
+	[3] = RTIT_CTL_MTC_EN | RTIT_CTL_MTC_RANGE,
+	[4] = RTIT_CTL_PTW_EN | RTIT_CTL_FUP_ON_PTW,
+	[5] = RTIT_CTL_PWR_EVT_EN,
+	[6] = IPT_RTIT_CTL_INJECTPSBPMI,
+	[7] = RTIT_CTL_EVENT_EN,
+	[8] = RTIT_CTL_NOTNT,
 };
 
 /* Whether @v may be written to IA32_RTIT_CTL, apart from TraceEn rules. */
@@ -218,28 +218,28 @@ static bool ipt_sim_ctl_valid(const struct ipt_sim_model *m, u64 v)
 	for (i = 0; i < ARRAY_SIZE(ipt_sim_ctl_need_ebx); i++)
 		if (!(ebx & BIT(i)) && (v & ipt_sim_ctl_need_ebx[i]))
 			return false;
-	if (!(ecx & BIT(0)) && (v & IPT_SIM_CTL_TOPA))
+	if (!(ecx & BIT(0)) && (v & RTIT_CTL_TOPA))
 		return false;
-	if (!(ecx & BIT(3)) && (v & IPT_SIM_CTL_FABRICEN))
+	if (!(ecx & BIT(3)) && (v & RTIT_CTL_FABRIC_EN))
 		return false;
 	if ((ebx & BIT(3)) &&
-	    !(m->leaf_14_1.eax >> 16 & BIT(FIELD_GET(IPT_SIM_CTL_MTCFREQ, v))))
+	    !(m->leaf_14_1.eax >> 16 & BIT(FIELD_GET(RTIT_CTL_MTC_RANGE, v))))
 		return false;
 	if ((ebx & BIT(1)) &&
-	    (!(m->leaf_14_1.ebx & BIT(FIELD_GET(IPT_SIM_CTL_CYCTHRESH, v))) ||
-	     !(m->leaf_14_1.ebx >> 16 & BIT(FIELD_GET(IPT_SIM_CTL_PSBFREQ, v)))))
+	    (!(m->leaf_14_1.ebx & BIT(FIELD_GET(RTIT_CTL_CYC_THRESH, v))) ||
+	     !(m->leaf_14_1.ebx >> 16 & BIT(FIELD_GET(RTIT_CTL_PSB_FREQ, v)))))
 		return false;
 	for (i = 0; i < 4; i++) {
-		u64 cfg = (v & IPT_SIM_CTL_ADDR_CFG(i)) >> (32 + 4 * i);
+		u64 cfg = (v & IPT_RTIT_CTL_ADDR_CFG(i)) >> (32 + 4 * i);
 
 		if (cfg > 2 || (cfg && i >= ipt_sim_nr_ranges(m)))
 			return false;
 	}
-	if ((v & IPT_SIM_CTL_TRACEEN) && !(v & IPT_SIM_CTL_TOPA) &&
+	if ((v & RTIT_CTL_TRACEEN) && !(v & RTIT_CTL_TOPA) &&
 	    !(ecx & BIT(2)))
 		return false;
-	if (m->bdm106 && (v & IPT_SIM_CTL_TRACEEN) &&
-	    !(v & IPT_SIM_CTL_BRANCHEN))
+	if (m->bdm106 && (v & RTIT_CTL_TRACEEN) &&
+	    !(v & RTIT_CTL_BRANCH_EN))
 		return false;
 	return true;
 }
@@ -258,14 +258,14 @@ static int ipt_sim_addr_index(u32 msr, bool *is_b)
 	return (msr - IPT_MSR_RTIT_ADDR_A(0)) / 2;
 }
 
-#define IPT_SIM_ST_HW	(IPT_SIM_ST_FILTEREN | IPT_SIM_ST_CONTEXTEN |	\
-			 IPT_SIM_ST_TRIGGEREN)
-#define IPT_SIM_ST_DEFINED (IPT_SIM_ST_HW | IPT_SIM_ST_ERROR |		\
-			    IPT_SIM_ST_STOPPED | IPT_SIM_ST_PENDPSB |	\
-			    IPT_SIM_ST_PENDTOPAPMI | IPT_SIM_ST_BYTECNT)
+#define IPT_SIM_ST_HW	(RTIT_STATUS_FILTEREN | RTIT_STATUS_CONTEXTEN |	\
+			 RTIT_STATUS_TRIGGEREN)
+#define IPT_SIM_ST_DEFINED (IPT_SIM_ST_HW | RTIT_STATUS_ERROR |		\
+			    RTIT_STATUS_STOPPED | IPT_RTIT_STATUS_PENDPSB |	\
+			    IPT_RTIT_STATUS_PENDTOPAPMI | RTIT_STATUS_BYTECNT)
 
 #define IPT_SIM_OVF_CTRL_DEFINED (GENMASK_ULL(7, 0) | GENMASK_ULL(34, 32) | \
-				  IPT_GLOBAL_STATUS_TOPA_PMI |		   \
+				  GLOBAL_STATUS_TRACE_TOPAPMI |		   \
 				  GENMASK_ULL(63, 58))
 
 /*
@@ -275,36 +275,36 @@ static int ipt_sim_addr_index(u32 msr, bool *is_b)
 static int ipt_sim_wrmsr_check(const struct ipt_sim_cpu *c, u32 msr, u64 val)
 {
 	const struct ipt_sim_model *m = c->model;
-	bool tracing = c->ctl & IPT_SIM_CTL_TRACEEN;
+	bool tracing = c->ctl & RTIT_CTL_TRACEEN;
 	bool is_b;
 	int n;
 
 	switch (msr) {
-	case IPT_MSR_RTIT_CTL:
-		if (tracing && (val & IPT_SIM_CTL_TRACEEN) && val != c->ctl)
+	case MSR_IA32_RTIT_CTL:
+		if (tracing && (val & RTIT_CTL_TRACEEN) && val != c->ctl)
 			return -EIO;
 		return ipt_sim_ctl_valid(m, val) ? 0 : -EIO;
-	case IPT_MSR_RTIT_STATUS:
+	case MSR_IA32_RTIT_STATUS:
 		if (tracing || (val & ~IPT_SIM_ST_DEFINED))
 			return -EIO;
 		if (!(m->leaf_14_0.ebx & BIT(6)) &&
-		    (val & (IPT_SIM_ST_PENDPSB | IPT_SIM_ST_PENDTOPAPMI)))
+		    (val & (IPT_RTIT_STATUS_PENDPSB | IPT_RTIT_STATUS_PENDTOPAPMI)))
 			return -EIO;
 		return 0;
-	case IPT_MSR_RTIT_OUTPUT_BASE:
+	case MSR_IA32_RTIT_OUTPUT_BASE:
 		if (tracing || (val & 0x7f) || (val >> m->maxphyaddr))
 			return -EIO;
 		return 0;
-	case IPT_MSR_RTIT_OUTPUT_MASK:
+	case MSR_IA32_RTIT_OUTPUT_MASK:
 		return tracing ? -EIO : 0;
-	case IPT_MSR_RTIT_CR3_MATCH:
+	case MSR_IA32_RTIT_CR3_MATCH:
 		if (!(m->leaf_14_0.ebx & BIT(0)) || tracing || (val & 0x1f))
 			return -EIO;
 		return 0;
-	case IPT_MSR_PERF_GLOBAL_OVF_CTRL:
+	case MSR_CORE_PERF_GLOBAL_OVF_CTRL:
 		return val & ~IPT_SIM_OVF_CTRL_DEFINED ? -EIO : 0;
-	case IPT_MSR_XSS:
-		if ((val & ~IPT_XSS_PT) || ((val & IPT_XSS_PT) && !m->xsaves_pt))
+	case MSR_IA32_XSS:
+		if ((val & ~XFEATURE_MASK_PT) || ((val & XFEATURE_MASK_PT) && !m->xsaves_pt))
 			return -EIO;
 		return 0;
 	}
@@ -322,13 +322,13 @@ static int ipt_sim_wrmsr_check(const struct ipt_sim_cpu *c, u32 msr, u64 val)
 /* Carry out a write that ipt_sim_wrmsr_check() accepted. */
 static void ipt_sim_wrmsr_apply(struct ipt_sim_cpu *c, u32 msr, u64 val)
 {
-	bool was_on = c->ctl & IPT_SIM_CTL_TRACEEN;
+	bool was_on = c->ctl & RTIT_CTL_TRACEEN;
 	bool is_b;
 	int n;
 
 	switch (msr) {
-	case IPT_MSR_RTIT_CTL:
-		if (was_on && (val & IPT_SIM_CTL_TRACEEN))
+	case MSR_IA32_RTIT_CTL:
+		if (was_on && (val & RTIT_CTL_TRACEEN))
 			return;		/* the identical value */
 		if (was_on && c->foreign) {
 			c->stats.clobbered++;
@@ -337,26 +337,26 @@ static void ipt_sim_wrmsr_apply(struct ipt_sim_cpu *c, u32 msr, u64 val)
 			ipt_sim_trace_disable(c);
 		}
 		c->ctl = val;
-		if (val & IPT_SIM_CTL_TRACEEN)
+		if (val & RTIT_CTL_TRACEEN)
 			ipt_sim_trace_enable(c);
 		return;
-	case IPT_MSR_RTIT_STATUS:
+	case MSR_IA32_RTIT_STATUS:
 		/* FilterEn, ContextEn, TriggerEn belong to the processor. */
 		c->status = (c->status & IPT_SIM_ST_HW) | (val & ~IPT_SIM_ST_HW);
 		return;
-	case IPT_MSR_RTIT_OUTPUT_BASE:
+	case MSR_IA32_RTIT_OUTPUT_BASE:
 		c->output_base = val;
 		return;
-	case IPT_MSR_RTIT_OUTPUT_MASK:
+	case MSR_IA32_RTIT_OUTPUT_MASK:
 		c->output_mask = val | 0x7f;
 		return;
-	case IPT_MSR_RTIT_CR3_MATCH:
+	case MSR_IA32_RTIT_CR3_MATCH:
 		c->cr3_match = val;
 		return;
-	case IPT_MSR_PERF_GLOBAL_OVF_CTRL:
-		c->global_status &= ~(val & IPT_GLOBAL_STATUS_TOPA_PMI);
+	case MSR_CORE_PERF_GLOBAL_OVF_CTRL:
+		c->global_status &= ~(val & GLOBAL_STATUS_TRACE_TOPAPMI);
 		return;
-	case IPT_MSR_XSS:
+	case MSR_IA32_XSS:
 		c->xss = val;
 		return;
 	}
@@ -396,33 +396,33 @@ static int ipt_sim_msr_value(const struct ipt_sim_cpu *c, u32 msr, u64 *val)
 	int n;
 
 	switch (msr) {
-	case IPT_MSR_RTIT_CTL:
+	case MSR_IA32_RTIT_CTL:
 		*val = c->ctl;
 		return 0;
-	case IPT_MSR_RTIT_STATUS:
+	case MSR_IA32_RTIT_STATUS:
 		*val = c->status;
 		return 0;
-	case IPT_MSR_RTIT_OUTPUT_BASE:
+	case MSR_IA32_RTIT_OUTPUT_BASE:
 		*val = c->output_base;
 		return 0;
-	case IPT_MSR_RTIT_OUTPUT_MASK:
+	case MSR_IA32_RTIT_OUTPUT_MASK:
 		*val = c->output_mask | 0x7f;
 		return 0;
-	case IPT_MSR_RTIT_CR3_MATCH:
+	case MSR_IA32_RTIT_CR3_MATCH:
 		if (!(m->leaf_14_0.ebx & BIT(0)))
 			return -EIO;
 		*val = c->cr3_match;
 		return 0;
-	case IPT_MSR_PERF_GLOBAL_STATUS:
+	case MSR_CORE_PERF_GLOBAL_STATUS:
 		*val = c->global_status;
 		return 0;
-	case IPT_MSR_PERF_GLOBAL_OVF_CTRL:
+	case MSR_CORE_PERF_GLOBAL_OVF_CTRL:
 		*val = 0;
 		return 0;
-	case IPT_MSR_XSS:
+	case MSR_IA32_XSS:
 		*val = c->xss;
 		return 0;
-	case IPT_MSR_PLATFORM_INFO:
+	case MSR_PLATFORM_INFO:
 		*val = (u64)m->nom_ratio << 8;
 		return 0;
 	}
@@ -457,11 +457,11 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_sim_rdmsr);
 #define IPT_SIM_XFEATURE_PT	BIT_ULL(IPT_CPUID_XSAVE_PT_COMPONENT)
 
 static const u32 ipt_sim_xsave_msrs[IPT_XSAVE_NR_FIELDS] = {
-	[IPT_XSAVE_CTL] = IPT_MSR_RTIT_CTL,
-	[IPT_XSAVE_OUTPUT_BASE] = IPT_MSR_RTIT_OUTPUT_BASE,
-	[IPT_XSAVE_OUTPUT_MASK] = IPT_MSR_RTIT_OUTPUT_MASK,
-	[IPT_XSAVE_STATUS] = IPT_MSR_RTIT_STATUS,
-	[IPT_XSAVE_CR3_MATCH] = IPT_MSR_RTIT_CR3_MATCH,
+	[IPT_XSAVE_CTL] = MSR_IA32_RTIT_CTL,
+	[IPT_XSAVE_OUTPUT_BASE] = MSR_IA32_RTIT_OUTPUT_BASE,
+	[IPT_XSAVE_OUTPUT_MASK] = MSR_IA32_RTIT_OUTPUT_MASK,
+	[IPT_XSAVE_STATUS] = MSR_IA32_RTIT_STATUS,
+	[IPT_XSAVE_CR3_MATCH] = MSR_IA32_RTIT_CR3_MATCH,
 	[IPT_XSAVE_ADDR0_A] = IPT_MSR_RTIT_ADDR_A(0),
 	[IPT_XSAVE_ADDR0_B] = IPT_MSR_RTIT_ADDR_B(0),
 	[IPT_XSAVE_ADDR1_A] = IPT_MSR_RTIT_ADDR_A(1),
@@ -473,7 +473,7 @@ static bool ipt_sim_xsaves_usable(const struct ipt_sim_cpu *c,
 				  const void *area)
 {
 	return IS_ALIGNED((unsigned long)area, IPT_XSAVE_ALIGN) &&
-	       c->model->xsaves_pt && (c->xss & IPT_XSS_PT);
+	       c->model->xsaves_pt && (c->xss & XFEATURE_MASK_PT);
 }
 
 /* Fields that a model without the MSR behind them must hold as zero. */
@@ -513,9 +513,9 @@ int ipt_sim_xsaves(struct ipt_sim_cpu *c, void *area)
 		return -EIO;
 	}
 	f[IPT_XSAVE_CTL] = c->ctl;
-	if (c->ctl & IPT_SIM_CTL_TRACEEN) {
+	if (c->ctl & RTIT_CTL_TRACEEN) {
 		ipt_sim_trace_disable(c);
-		c->ctl &= ~IPT_SIM_CTL_TRACEEN;
+		c->ctl &= ~RTIT_CTL_TRACEEN;
 	}
 	for (i = IPT_XSAVE_OUTPUT_BASE; i < IPT_XSAVE_NR_FIELDS; i++) {
 		if (ipt_sim_xsave_field_absent(c->model, i)) {
@@ -551,7 +551,7 @@ int ipt_sim_xrstors(struct ipt_sim_cpu *c, const void *area)
 
 	c->stats.xrstors++;
 	if (!ipt_sim_xsaves_usable(c, area) ||
-	    (c->ctl & IPT_SIM_CTL_TRACEEN))
+	    (c->ctl & RTIT_CTL_TRACEEN))
 		goto gp;
 	if (hdr[1] != (IPT_SIM_XCOMP_COMPACTED | IPT_SIM_XFEATURE_PT) ||
 	    (hdr[0] & ~IPT_SIM_XFEATURE_PT))
@@ -574,7 +574,7 @@ int ipt_sim_xrstors(struct ipt_sim_cpu *c, const void *area)
 	for (i = IPT_XSAVE_OUTPUT_BASE; i < IPT_XSAVE_NR_FIELDS; i++)
 		if (!ipt_sim_xsave_field_absent(c->model, i))
 			ipt_sim_wrmsr_apply(c, ipt_sim_xsave_msrs[i], v[i]);
-	ipt_sim_wrmsr_apply(c, IPT_MSR_RTIT_CTL, v[IPT_XSAVE_CTL]);
+	ipt_sim_wrmsr_apply(c, MSR_IA32_RTIT_CTL, v[IPT_XSAVE_CTL]);
 	return 0;
 gp:
 	c->stats.gp++;

@@ -120,8 +120,8 @@ static u64 *ipt_xsave_fields(void *area)
 }
 
 /* STATUS bits a restore keeps: sticky Error / Stopped and the PSB rhythm. */
-#define IPT_STATUS_KEEP	(IPT_RTIT_STATUS_ERROR | IPT_RTIT_STATUS_STOPPED | \
-			 IPT_RTIT_STATUS_BYTECNT)
+#define IPT_STATUS_KEEP	(RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED | \
+			 RTIT_STATUS_BYTECNT)
 
 /**
  * ipt_thread_area_init() - the XSAVES area of a thread that never ran
@@ -144,7 +144,7 @@ VISIBLE_IF_KUNIT void ipt_thread_area_init(const struct ipt_session *s,
 
 	hdr[0] = BIT_ULL(IPT_CPUID_XSAVE_PT_COMPONENT);
 	hdr[1] = BIT_ULL(63) | BIT_ULL(IPT_CPUID_XSAVE_PT_COMPONENT);
-	v[IPT_XSAVE_CTL] = s->hwcfg.ctl | IPT_RTIT_CTL_TRACEEN;
+	v[IPT_XSAVE_CTL] = s->hwcfg.ctl | RTIT_CTL_TRACEEN;
 	v[IPT_XSAVE_OUTPUT_BASE] = t->base;
 	v[IPT_XSAVE_OUTPUT_MASK] = t->mask;
 	v[IPT_XSAVE_STATUS] = t->status & IPT_STATUS_KEEP;
@@ -196,18 +196,18 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 			ret = hw->xrstors(t->th.xsave);
 		}
 	} else {
-		ret = ipt_th_wr(hw, IPT_MSR_RTIT_OUTPUT_BASE, t->base);
+		ret = ipt_th_wr(hw, MSR_IA32_RTIT_OUTPUT_BASE, t->base);
 		if (!ret)
-			ret = ipt_th_wr(hw, IPT_MSR_RTIT_OUTPUT_MASK, t->mask);
+			ret = ipt_th_wr(hw, MSR_IA32_RTIT_OUTPUT_MASK, t->mask);
 		if (!ret)
-			ret = ipt_th_wr(hw, IPT_MSR_RTIT_STATUS,
+			ret = ipt_th_wr(hw, MSR_IA32_RTIT_STATUS,
 					t->status & IPT_STATUS_KEEP);
 		for (i = 0; !ret && i < s->nr_switch_msrs; i++)
 			ret = ipt_th_wr(hw, s->switch_msrs[i].msr,
 					s->switch_msrs[i].val);
 		if (!ret)
-			ret = ipt_th_wr(hw, IPT_MSR_RTIT_CTL,
-					s->hwcfg.ctl | IPT_RTIT_CTL_TRACEEN);
+			ret = ipt_th_wr(hw, MSR_IA32_RTIT_CTL,
+					s->hwcfg.ctl | RTIT_CTL_TRACEEN);
 	}
 
 	write_seqcount_begin(&t->th.seq);
@@ -266,20 +266,20 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 			mask = v[IPT_XSAVE_OUTPUT_MASK];
 			status = v[IPT_XSAVE_STATUS];
 		}
-	} else if (!ipt_th_wr(hw, IPT_MSR_RTIT_CTL, s->hwcfg.ctl)) {
-		ipt_th_rd(hw, IPT_MSR_RTIT_OUTPUT_BASE, &base);
-		ipt_th_rd(hw, IPT_MSR_RTIT_OUTPUT_MASK, &mask);
-		ipt_th_rd(hw, IPT_MSR_RTIT_STATUS, &status);
+	} else if (!ipt_th_wr(hw, MSR_IA32_RTIT_CTL, s->hwcfg.ctl)) {
+		ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_BASE, &base);
+		ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_MASK, &mask);
+		ipt_th_rd(hw, MSR_IA32_RTIT_STATUS, &status);
 	}
 
 	orphaned = atomic64_read(orphans);
 	this_cpu_write(ipt_pmi_sample, NULL);
 	this_cpu_write(ipt_pmi_count, orphans);
-	pending = !ipt_th_rd(hw, IPT_MSR_PERF_GLOBAL_STATUS, &gs) &&
-		  (gs & IPT_GLOBAL_STATUS_TOPA_PMI);
+	pending = !ipt_th_rd(hw, MSR_CORE_PERF_GLOBAL_STATUS, &gs) &&
+		  (gs & GLOBAL_STATUS_TRACE_TOPAPMI);
 	if (pending)
-		ipt_th_wr(hw, IPT_MSR_PERF_GLOBAL_OVF_CTRL,
-			  IPT_GLOBAL_STATUS_TOPA_PMI);
+		ipt_th_wr(hw, MSR_CORE_PERF_GLOBAL_OVF_CTRL,
+			  GLOBAL_STATUS_TRACE_TOPAPMI);
 	this_cpu_write(ipt_pmi_count, NULL);
 	if (pending || atomic64_read(orphans) != orphaned) {
 		atomic64_inc(&t->pmis);
@@ -486,20 +486,20 @@ static void ipt_xss_set_on_cpu(void *arg)
 	u64 ctl, xss;
 
 	if (this_cpu_read(ipt_xss_changed) ||
-	    hw->read_msr(IPT_MSR_RTIT_CTL, &ctl) ||
-	    (ctl & IPT_RTIT_CTL_TRACEEN) || hw->read_msr(IPT_MSR_XSS, &xss))
+	    hw->read_msr(MSR_IA32_RTIT_CTL, &ctl) ||
+	    (ctl & RTIT_CTL_TRACEEN) || hw->read_msr(MSR_IA32_XSS, &xss))
 		return;
-	hw->write_msr(IPT_MSR_RTIT_CTL, 0);
-	hw->write_msr(IPT_MSR_RTIT_STATUS, 0);
-	hw->write_msr(IPT_MSR_RTIT_OUTPUT_BASE, 0);
-	hw->write_msr(IPT_MSR_RTIT_OUTPUT_MASK, IPT_RTIT_MASK_LOW);
+	hw->write_msr(MSR_IA32_RTIT_CTL, 0);
+	hw->write_msr(MSR_IA32_RTIT_STATUS, 0);
+	hw->write_msr(MSR_IA32_RTIT_OUTPUT_BASE, 0);
+	hw->write_msr(MSR_IA32_RTIT_OUTPUT_MASK, IPT_RTIT_MASK_LOW);
 	if (s->has_cr3)
-		hw->write_msr(IPT_MSR_RTIT_CR3_MATCH, 0);
+		hw->write_msr(MSR_IA32_RTIT_CR3_MATCH, 0);
 	for (i = 0; i < s->nr_ranges; i++) {
 		hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), 0);
 		hw->write_msr(IPT_MSR_RTIT_ADDR_B(i), 0);
 	}
-	if (!hw->write_msr(IPT_MSR_XSS, xss | IPT_XSS_PT)) {
+	if (!hw->write_msr(MSR_IA32_XSS, xss | XFEATURE_MASK_PT)) {
 		this_cpu_write(ipt_xss_orig, xss);
 		this_cpu_write(ipt_xss_changed, true);
 	}
@@ -514,14 +514,14 @@ static void ipt_xss_restore_on_cpu(void *arg)
 
 	if (!this_cpu_read(ipt_xss_changed))
 		return;
-	if (!hw->read_msr(IPT_MSR_RTIT_CTL, &ctl) &&
-	    !(ctl & IPT_RTIT_CTL_TRACEEN)) {
-		hw->write_msr(IPT_MSR_RTIT_CTL, 0);
-		hw->write_msr(IPT_MSR_RTIT_STATUS, 0);
-		hw->write_msr(IPT_MSR_RTIT_OUTPUT_BASE, 0);
-		hw->write_msr(IPT_MSR_RTIT_OUTPUT_MASK, IPT_RTIT_MASK_LOW);
+	if (!hw->read_msr(MSR_IA32_RTIT_CTL, &ctl) &&
+	    !(ctl & RTIT_CTL_TRACEEN)) {
+		hw->write_msr(MSR_IA32_RTIT_CTL, 0);
+		hw->write_msr(MSR_IA32_RTIT_STATUS, 0);
+		hw->write_msr(MSR_IA32_RTIT_OUTPUT_BASE, 0);
+		hw->write_msr(MSR_IA32_RTIT_OUTPUT_MASK, IPT_RTIT_MASK_LOW);
 	}
-	hw->write_msr(IPT_MSR_XSS, this_cpu_read(ipt_xss_orig));
+	hw->write_msr(MSR_IA32_XSS, this_cpu_read(ipt_xss_orig));
 	this_cpu_write(ipt_xss_changed, false);
 }
 
@@ -539,8 +539,8 @@ VISIBLE_IF_KUNIT void ipt_thread_switch_msrs(struct ipt_session *s)
 {
 	unsigned int i, n = 0;
 
-	if (!s->xsaves && (s->hwcfg.ctl & IPT_RTIT_CTL_CR3FILTER)) {
-		s->switch_msrs[n].msr = IPT_MSR_RTIT_CR3_MATCH;
+	if (!s->xsaves && (s->hwcfg.ctl & RTIT_CTL_CR3EN)) {
+		s->switch_msrs[n].msr = MSR_IA32_RTIT_CR3_MATCH;
 		s->switch_msrs[n++].val = s->hwcfg.cr3_match;
 	}
 	for (i = s->xsaves ? 2 : 0; i < s->nr_ranges; i++) {

@@ -39,7 +39,7 @@ static void fake_cpuid(u32 leaf, u32 subleaf, struct ipt_cpuid_regs *r)
 static int fake_rdmsr(u32 msr, u64 *val)
 {
 	fake_msr_reads++;
-	if (msr != IPT_MSR_PLATFORM_INFO || fake_platform_info_faults)
+	if (msr != MSR_PLATFORM_INFO || fake_platform_info_faults)
 		return -EIO;
 	*val = 0x2400ULL;	/* nominal ratio 0x24 = 36 (3.6 GHz) */
 	return 0;

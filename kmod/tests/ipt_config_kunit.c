@@ -64,7 +64,7 @@ static int program(const struct ipt_caps *caps, const struct ipt_hwcfg *hw)
 
 	ipt_sim_cpu_init(&c, cfg_model);
 	if (caps->features & IPT_FEAT_CR3_FILTER)
-		ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_CR3_MATCH, hw->cr3_match);
+		ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_CR3_MATCH, hw->cr3_match);
 	for (i = 0; !ret && i < caps->num_addr_ranges; i++) {
 		ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_ADDR_A(i), hw->addr_a[i]);
 		if (!ret)
@@ -72,7 +72,7 @@ static int program(const struct ipt_caps *caps, const struct ipt_hwcfg *hw)
 					    hw->addr_b[i]);
 	}
 	if (!ret)
-		ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_CTL, hw->ctl);
+		ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_CTL, hw->ctl);
 	return ret;
 }
 
@@ -164,7 +164,7 @@ static void config_against_models(struct kunit *test)
 					    cfg_model->name, c->what);
 			if (ret)
 				continue;
-			KUNIT_EXPECT_EQ_MSG(test, hw.ctl & IPT_RTIT_CTL_TRACEEN, 0ULL,
+			KUNIT_EXPECT_EQ_MSG(test, hw.ctl & RTIT_CTL_TRACEEN, 0ULL,
 					    "%s: %s", cfg_model->name, c->what);
 			KUNIT_EXPECT_EQ_MSG(test, program(&caps, &hw), 0,
 					    "%s: %s: ctl %#llx", cfg_model->name,
@@ -227,13 +227,13 @@ static void config_malformed(struct kunit *test)
 	cfg.ranges[1].start = 0x1000;
 	cfg.ranges[1].end = 0x2000;
 	KUNIT_ASSERT_EQ(test, ipt_config_check(&cfg, &caps, true, &hw), 0);
-	want = IPT_RTIT_CTL_TOPA | IPT_RTIT_CTL_USER | IPT_RTIT_CTL_OS |
-	       IPT_RTIT_CTL_BRANCHEN | IPT_RTIT_CTL_TSCEN | IPT_RTIT_CTL_MTCEN |
-	       IPT_RTIT_CTL_CYCEN | IPT_RTIT_CTL_DISRETC |
-	       IPT_RTIT_CTL_CR3FILTER | (2ULL << 36);
-	want |= FIELD_PREP(IPT_RTIT_CTL_MTCFREQ, 9);
-	want |= FIELD_PREP(IPT_RTIT_CTL_CYCTHRESH, 4);
-	want |= FIELD_PREP(IPT_RTIT_CTL_PSBFREQ, 2);
+	want = RTIT_CTL_TOPA | RTIT_CTL_USR | RTIT_CTL_OS |
+	       RTIT_CTL_BRANCH_EN | RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN |
+	       RTIT_CTL_CYCLEACC | RTIT_CTL_DISRETC |
+	       RTIT_CTL_CR3EN | (2ULL << 36);
+	want |= FIELD_PREP(RTIT_CTL_MTC_RANGE, 9);
+	want |= FIELD_PREP(RTIT_CTL_CYC_THRESH, 4);
+	want |= FIELD_PREP(RTIT_CTL_PSB_FREQ, 2);
 	KUNIT_EXPECT_EQ(test, hw.ctl, want);
 	KUNIT_EXPECT_EQ(test, hw.cr3_match, 0x1000ULL);
 	KUNIT_EXPECT_EQ(test, hw.addr_a[1], 0x1000ULL);
@@ -264,14 +264,14 @@ struct topa_run {
 static void topa_start(struct kunit *test, struct topa_run *r)
 {
 	ipt_sim_cpu_init(&r->c, &ipt_sim_models[0]);
-	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, IPT_MSR_RTIT_OUTPUT_BASE,
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_OUTPUT_BASE,
 					    r->buf->table_phys[0]), 0);
-	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, IPT_MSR_RTIT_OUTPUT_MASK,
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_OUTPUT_MASK,
 					    IPT_RTIT_MASK_LOW), 0);
-	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, IPT_MSR_RTIT_CTL,
-					    IPT_RTIT_CTL_TRACEEN | IPT_RTIT_CTL_TOPA |
-					    IPT_RTIT_CTL_USER |
-					    IPT_RTIT_CTL_BRANCHEN), 0);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_CTL,
+					    RTIT_CTL_TRACEEN | RTIT_CTL_TOPA |
+					    RTIT_CTL_USR |
+					    RTIT_CTL_BRANCH_EN), 0);
 }
 
 /* Run in slices, counting PMIs as the handler would (one per slice max). */
@@ -280,7 +280,7 @@ static void topa_produce(struct topa_run *r, u64 bytes, u64 slice)
 	u64 start = r->c.stats.bytes;
 
 	while (r->c.stats.bytes - start < bytes &&
-	       !(r->c.status & IPT_SIM_ST_STOPPED)) {
+	       !(r->c.status & RTIT_STATUS_STOPPED)) {
 		ipt_sim_run(&r->c, slice);
 		if (r->c.pmi_pending) {
 			r->pmis++;
@@ -293,18 +293,18 @@ static u64 topa_stop(struct kunit *test, struct topa_run *r)
 {
 	u64 base, mask, off;
 
-	KUNIT_EXPECT_EQ(test, ipt_sim_wrmsr(&r->c, IPT_MSR_RTIT_CTL,
-					    IPT_RTIT_CTL_TOPA), 0);
+	KUNIT_EXPECT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_CTL,
+					    RTIT_CTL_TOPA), 0);
 	if (r->c.pmi_pending) {
 		r->pmis++;
 		r->c.pmi_pending = false;
 	}
-	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(&r->c, IPT_MSR_RTIT_OUTPUT_BASE,
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(&r->c, MSR_IA32_RTIT_OUTPUT_BASE,
 					    &base), 0);
-	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(&r->c, IPT_MSR_RTIT_OUTPUT_MASK,
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(&r->c, MSR_IA32_RTIT_OUTPUT_MASK,
 					    &mask), 0);
 	KUNIT_EXPECT_EQ(test, ipt_topa_offset(r->buf, base, mask, &off), 0);
-	KUNIT_EXPECT_EQ(test, r->c.status & IPT_SIM_ST_ERROR, 0ULL);
+	KUNIT_EXPECT_EQ(test, r->c.status & RTIT_STATUS_ERROR, 0ULL);
 	return off;
 }
 
@@ -352,7 +352,7 @@ static void topa_stop_on_full(struct kunit *test)
 	KUNIT_ASSERT_FALSE(test, IS_ERR(r->buf));
 	topa_start(test, r);
 	topa_produce(r, 2 * r->buf->size, 4096);
-	KUNIT_EXPECT_NE(test, r->c.status & IPT_SIM_ST_STOPPED, 0ULL);
+	KUNIT_EXPECT_NE(test, r->c.status & RTIT_STATUS_STOPPED, 0ULL);
 	head = topa_stop(test, r);
 	KUNIT_EXPECT_EQ(test, head, r->buf->size);
 	KUNIT_EXPECT_EQ(test, r->c.stats.bytes, r->buf->size);

@@ -21,9 +21,9 @@
 #include "../ipt_sim.h"
 
 /* TraceEn | ToPA | User | BranchEn */
-#define CTL_TOPA	(IPT_SIM_CTL_TRACEEN | IPT_SIM_CTL_TOPA |	\
-			 IPT_SIM_CTL_USER | IPT_SIM_CTL_BRANCHEN)
-#define CTL_RANGE	(CTL_TOPA & ~IPT_SIM_CTL_TOPA)
+#define CTL_TOPA	(RTIT_CTL_TRACEEN | RTIT_CTL_TOPA |	\
+			 RTIT_CTL_USR | RTIT_CTL_BRANCH_EN)
+#define CTL_RANGE	(CTL_TOPA & ~RTIT_CTL_TOPA)
 #define LOOP_TNT	0xec
 
 #define MAX_PAGES	16
@@ -110,10 +110,10 @@ static u64 out_offset(const struct ipt_sim_cpu *c)
 static void sim_start(struct kunit *test, struct ipt_sim_cpu *c, u64 base,
 		      u64 mask, u64 ctl)
 {
-	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(c, IPT_MSR_RTIT_OUTPUT_BASE, base), 0);
-	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(c, IPT_MSR_RTIT_OUTPUT_MASK, mask), 0);
-	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(c, IPT_MSR_RTIT_STATUS, 0), 0);
-	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(c, IPT_MSR_RTIT_CTL, ctl), 0);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(c, MSR_IA32_RTIT_OUTPUT_BASE, base), 0);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(c, MSR_IA32_RTIT_OUTPUT_MASK, mask), 0);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(c, MSR_IA32_RTIT_STATUS, 0), 0);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(c, MSR_IA32_RTIT_CTL, ctl), 0);
 }
 
 /* Run until at least @bytes were written (or output ended). */
@@ -138,7 +138,7 @@ static u64 sim_reference(struct kunit *test, const char *name, u64 ctl,
 	KUNIT_ASSERT_LE(test, bytes, (u64)SZ_32K - 64);
 	ipt_sim_cpu_init(c, model(name));
 	*ref = sim_mem(test, 3, &pa);
-	sim_start(test, c, pa, SZ_32K - 1, ctl & ~IPT_SIM_CTL_TOPA);
+	sim_start(test, c, pa, SZ_32K - 1, ctl & ~RTIT_CTL_TOPA);
 	sim_produce(c, bytes);
 	return c->stats.bytes;
 }
@@ -276,10 +276,10 @@ static void gp_ctl_while_tracing(struct kunit *test)
 
 	sim_mem(test, 0, &pa);
 	sim_start(test, c, pa, SZ_4K - 1, CTL_RANGE);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE | IPT_SIM_CTL_OS);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE | RTIT_CTL_OS);
 	/* The identical value is allowed, and so is clearing TraceEn. */
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE);
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE & ~IPT_SIM_CTL_TRACEEN);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
 	KUNIT_EXPECT_EQ(test, c->stats.gp, 1ULL);
 }
 
@@ -293,7 +293,7 @@ static void gp_ctl_reserved(struct kunit *test)
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(bits); i++)
-		expect_gp(test, c, IPT_MSR_RTIT_CTL, BIT_ULL(bits[i]));
+		expect_gp(test, c, MSR_IA32_RTIT_CTL, BIT_ULL(bits[i]));
 }
 
 static void gp_ctl_unsupported_feature(struct kunit *test)
@@ -301,31 +301,31 @@ static void gp_ctl_unsupported_feature(struct kunit *test)
 	struct ipt_sim_cpu *c = sim_cpu(test, "bdw-sro");
 
 	/* bdw-sro enumerates nothing in CPUID.(14H,0):EBX and no ToPA. */
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_CR3FILTER);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_CYCEN);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, FIELD_PREP(IPT_SIM_CTL_CYCTHRESH, 1));
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, FIELD_PREP(IPT_SIM_CTL_PSBFREQ, 1));
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_MTCEN);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, FIELD_PREP(IPT_SIM_CTL_MTCFREQ, 3));
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_PTWEN);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_FUPONPTW);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_PWREVTEN);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_TOPA);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_EVENTEN);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_DISTNT);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_INJECTPSBPMI);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_ADDR_CFG(0) & (1ULL << 32));
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_CR3EN);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_CYCLEACC);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, FIELD_PREP(RTIT_CTL_CYC_THRESH, 1));
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, FIELD_PREP(RTIT_CTL_PSB_FREQ, 1));
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_MTC_EN);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, FIELD_PREP(RTIT_CTL_MTC_RANGE, 3));
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_PTW_EN);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_FUP_ON_PTW);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_PWR_EVT_EN);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_TOPA);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_EVENT_EN);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_NOTNT);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, IPT_RTIT_CTL_INJECTPSBPMI);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, IPT_RTIT_CTL_ADDR_CFG(0) & (1ULL << 32));
 	/* No model has trace transport. */
 	c = sim_cpu(test, "icl");
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_FABRICEN);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_FABRIC_EN);
 	/* skl lacks PTWRITE, power events, event trace, TNT disable. */
 	c = sim_cpu(test, "skl");
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_PTWEN);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_PWREVTEN);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_EVENTEN);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_DISTNT);
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, IPT_SIM_CTL_CR3FILTER |
-		  IPT_SIM_CTL_CYCEN | IPT_SIM_CTL_MTCEN | IPT_SIM_CTL_TOPA);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_PTW_EN);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_PWR_EVT_EN);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_EVENT_EN);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_NOTNT);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, RTIT_CTL_CR3EN |
+		  RTIT_CTL_CYCLEACC | RTIT_CTL_MTC_EN | RTIT_CTL_TOPA);
 }
 
 static void gp_ctl_encodings(struct kunit *test)
@@ -334,22 +334,22 @@ static void gp_ctl_encodings(struct kunit *test)
 	unsigned int v;
 
 	for (v = 0; v < 16; v++) {
-		u64 mtc = FIELD_PREP(IPT_SIM_CTL_MTCFREQ, v);
-		u64 cyc = FIELD_PREP(IPT_SIM_CTL_CYCTHRESH, v);
-		u64 psb = FIELD_PREP(IPT_SIM_CTL_PSBFREQ, v);
+		u64 mtc = FIELD_PREP(RTIT_CTL_MTC_RANGE, v);
+		u64 cyc = FIELD_PREP(RTIT_CTL_CYC_THRESH, v);
+		u64 psb = FIELD_PREP(RTIT_CTL_PSB_FREQ, v);
 
 		if (0x249 & BIT(v))
-			expect_ok(test, c, IPT_MSR_RTIT_CTL, mtc);
+			expect_ok(test, c, MSR_IA32_RTIT_CTL, mtc);
 		else
-			expect_gp(test, c, IPT_MSR_RTIT_CTL, mtc);
+			expect_gp(test, c, MSR_IA32_RTIT_CTL, mtc);
 		if (0x1fff & BIT(v))
-			expect_ok(test, c, IPT_MSR_RTIT_CTL, cyc);
+			expect_ok(test, c, MSR_IA32_RTIT_CTL, cyc);
 		else
-			expect_gp(test, c, IPT_MSR_RTIT_CTL, cyc);
+			expect_gp(test, c, MSR_IA32_RTIT_CTL, cyc);
 		if (0x3f & BIT(v))
-			expect_ok(test, c, IPT_MSR_RTIT_CTL, psb);
+			expect_ok(test, c, MSR_IA32_RTIT_CTL, psb);
 		else
-			expect_gp(test, c, IPT_MSR_RTIT_CTL, psb);
+			expect_gp(test, c, MSR_IA32_RTIT_CTL, psb);
 	}
 }
 
@@ -363,9 +363,9 @@ static void gp_ctl_addr_cfg(struct kunit *test)
 			u64 val = (u64)v << (32 + 4 * n);
 
 			if (v <= 2 && n < 2)
-				expect_ok(test, c, IPT_MSR_RTIT_CTL, val);
+				expect_ok(test, c, MSR_IA32_RTIT_CTL, val);
 			else
-				expect_gp(test, c, IPT_MSR_RTIT_CTL, val);
+				expect_gp(test, c, MSR_IA32_RTIT_CTL, val);
 		}
 	}
 }
@@ -386,8 +386,8 @@ static void gp_ctl_no_output_scheme(struct kunit *test)
 	struct sim_test *t = test->priv;
 
 	ipt_sim_cpu_init(&t->c, &topa_only);
-	expect_gp(test, &t->c, IPT_MSR_RTIT_CTL, CTL_RANGE);
-	expect_ok(test, &t->c, IPT_MSR_RTIT_CTL, CTL_RANGE & ~IPT_SIM_CTL_TRACEEN);
+	expect_gp(test, &t->c, MSR_IA32_RTIT_CTL, CTL_RANGE);
+	expect_ok(test, &t->c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
 }
 
 static void gp_ctl_bdm106(struct kunit *test)
@@ -396,10 +396,10 @@ static void gp_ctl_bdm106(struct kunit *test)
 	u64 pa;
 
 	sim_mem(test, 0, &pa);
-	expect_ok(test, c, IPT_MSR_RTIT_OUTPUT_BASE, pa);
-	expect_ok(test, c, IPT_MSR_RTIT_OUTPUT_MASK, SZ_4K - 1);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE & ~IPT_SIM_CTL_BRANCHEN);
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE);
+	expect_ok(test, c, MSR_IA32_RTIT_OUTPUT_BASE, pa);
+	expect_ok(test, c, MSR_IA32_RTIT_OUTPUT_MASK, SZ_4K - 1);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_BRANCH_EN);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE);
 }
 
 static void gp_msrs_while_tracing(struct kunit *test)
@@ -409,10 +409,10 @@ static void gp_msrs_while_tracing(struct kunit *test)
 
 	sim_mem(test, 0, &pa);
 	sim_start(test, c, pa, SZ_4K - 1, CTL_RANGE);
-	expect_gp(test, c, IPT_MSR_RTIT_OUTPUT_BASE, pa);
-	expect_gp(test, c, IPT_MSR_RTIT_OUTPUT_MASK, SZ_4K - 1);
-	expect_gp(test, c, IPT_MSR_RTIT_STATUS, 0);
-	expect_gp(test, c, IPT_MSR_RTIT_CR3_MATCH, 0);
+	expect_gp(test, c, MSR_IA32_RTIT_OUTPUT_BASE, pa);
+	expect_gp(test, c, MSR_IA32_RTIT_OUTPUT_MASK, SZ_4K - 1);
+	expect_gp(test, c, MSR_IA32_RTIT_STATUS, 0);
+	expect_gp(test, c, MSR_IA32_RTIT_CR3_MATCH, 0);
 	expect_gp(test, c, IPT_MSR_RTIT_ADDR_A(0), 0);
 	expect_gp(test, c, IPT_MSR_RTIT_ADDR_B(0), 0);
 	expect_gp(test, c, IPT_MSR_RTIT_ADDR_A(1), 0);
@@ -424,19 +424,19 @@ static void gp_status(struct kunit *test)
 	struct ipt_sim_cpu *c = sim_cpu(test, "skl");
 	u64 v;
 
-	expect_gp(test, c, IPT_MSR_RTIT_STATUS, BIT_ULL(3));
-	expect_gp(test, c, IPT_MSR_RTIT_STATUS, BIT_ULL(8));
-	expect_gp(test, c, IPT_MSR_RTIT_STATUS, BIT_ULL(49));
+	expect_gp(test, c, MSR_IA32_RTIT_STATUS, BIT_ULL(3));
+	expect_gp(test, c, MSR_IA32_RTIT_STATUS, BIT_ULL(8));
+	expect_gp(test, c, MSR_IA32_RTIT_STATUS, BIT_ULL(49));
 	/* PendPSB / PendTopaPMI need PSB and PMI preservation. */
-	expect_gp(test, c, IPT_MSR_RTIT_STATUS, IPT_SIM_ST_PENDPSB);
-	expect_gp(test, c, IPT_MSR_RTIT_STATUS, IPT_SIM_ST_PENDTOPAPMI);
+	expect_gp(test, c, MSR_IA32_RTIT_STATUS, IPT_RTIT_STATUS_PENDPSB);
+	expect_gp(test, c, MSR_IA32_RTIT_STATUS, IPT_RTIT_STATUS_PENDTOPAPMI);
 	c = sim_cpu(test, "icl");
-	expect_ok(test, c, IPT_MSR_RTIT_STATUS, IPT_SIM_ST_PENDPSB);
+	expect_ok(test, c, MSR_IA32_RTIT_STATUS, IPT_RTIT_STATUS_PENDPSB);
 	/* The processor's own bits ignore software; the rest sticks. */
-	expect_ok(test, c, IPT_MSR_RTIT_STATUS, IPT_SIM_ST_TRIGGEREN |
-		  IPT_SIM_ST_ERROR | IPT_SIM_ST_STOPPED | (5ULL << 32));
-	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, IPT_MSR_RTIT_STATUS, &v), 0);
-	KUNIT_EXPECT_EQ(test, v, IPT_SIM_ST_ERROR | IPT_SIM_ST_STOPPED | (5ULL << 32));
+	expect_ok(test, c, MSR_IA32_RTIT_STATUS, RTIT_STATUS_TRIGGEREN |
+		  RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED | (5ULL << 32));
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, MSR_IA32_RTIT_STATUS, &v), 0);
+	KUNIT_EXPECT_EQ(test, v, RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED | (5ULL << 32));
 }
 
 static void gp_output_base(struct kunit *test)
@@ -445,11 +445,11 @@ static void gp_output_base(struct kunit *test)
 	unsigned int i;
 
 	for (i = 0; i < 7; i++)
-		expect_gp(test, c, IPT_MSR_RTIT_OUTPUT_BASE, 0x1000 | BIT(i));
-	expect_gp(test, c, IPT_MSR_RTIT_OUTPUT_BASE, BIT_ULL(39));
-	expect_gp(test, c, IPT_MSR_RTIT_OUTPUT_BASE, BIT_ULL(63));
+		expect_gp(test, c, MSR_IA32_RTIT_OUTPUT_BASE, 0x1000 | BIT(i));
+	expect_gp(test, c, MSR_IA32_RTIT_OUTPUT_BASE, BIT_ULL(39));
+	expect_gp(test, c, MSR_IA32_RTIT_OUTPUT_BASE, BIT_ULL(63));
 	/* Bits 11:7 are an operational error in ToPA mode, not a #GP. */
-	expect_ok(test, c, IPT_MSR_RTIT_OUTPUT_BASE, 0x1080);
+	expect_ok(test, c, MSR_IA32_RTIT_OUTPUT_BASE, 0x1080);
 }
 
 static void gp_cr3_match(struct kunit *test)
@@ -459,12 +459,12 @@ static void gp_cr3_match(struct kunit *test)
 	u64 v;
 
 	for (i = 0; i < 5; i++)
-		expect_gp(test, c, IPT_MSR_RTIT_CR3_MATCH, 0x1000 | BIT(i));
-	expect_ok(test, c, IPT_MSR_RTIT_CR3_MATCH, 0x1020);
+		expect_gp(test, c, MSR_IA32_RTIT_CR3_MATCH, 0x1000 | BIT(i));
+	expect_ok(test, c, MSR_IA32_RTIT_CR3_MATCH, 0x1020);
 	/* Without CR3 filtering the MSR does not exist. */
 	c = sim_cpu(test, "bdw-sro");
-	expect_gp(test, c, IPT_MSR_RTIT_CR3_MATCH, 0);
-	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, IPT_MSR_RTIT_CR3_MATCH, &v), -EIO);
+	expect_gp(test, c, MSR_IA32_RTIT_CR3_MATCH, 0);
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, MSR_IA32_RTIT_CR3_MATCH, &v), -EIO);
 	KUNIT_EXPECT_EQ(test, c->stats.gp, 2ULL);
 }
 
@@ -493,16 +493,16 @@ static void gp_addr(struct kunit *test)
 static void gp_foreign_owner(struct kunit *test)
 {
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
-	u64 ctl = IPT_SIM_CTL_TRACEEN | IPT_SIM_CTL_TOPA | IPT_SIM_CTL_USER |
-		  IPT_SIM_CTL_BRANCHEN;
+	u64 ctl = RTIT_CTL_TRACEEN | RTIT_CTL_TOPA | RTIT_CTL_USR |
+		  RTIT_CTL_BRANCH_EN;
 
 	c->ctl = ctl;
 	c->foreign = true;
-	expect_gp(test, c, IPT_MSR_RTIT_OUTPUT_BASE, 0x1000);
-	expect_gp(test, c, IPT_MSR_RTIT_STATUS, 0);
-	expect_gp(test, c, IPT_MSR_RTIT_CTL, ctl | IPT_SIM_CTL_OS);
+	expect_gp(test, c, MSR_IA32_RTIT_OUTPUT_BASE, 0x1000);
+	expect_gp(test, c, MSR_IA32_RTIT_STATUS, 0);
+	expect_gp(test, c, MSR_IA32_RTIT_CTL, ctl | RTIT_CTL_OS);
 	KUNIT_EXPECT_EQ(test, c->stats.clobbered, 0ULL);
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, 0);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, 0);
 	KUNIT_EXPECT_EQ(test, c->stats.clobbered, 1ULL);
 	KUNIT_EXPECT_FALSE(test, c->foreign);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 0ULL);
@@ -513,19 +513,19 @@ static void gp_other_msrs(struct kunit *test)
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
 	u64 v;
 
-	expect_gp(test, c, IPT_MSR_PLATFORM_INFO, 0);
-	expect_gp(test, c, IPT_MSR_PERF_GLOBAL_STATUS, 0);
+	expect_gp(test, c, MSR_PLATFORM_INFO, 0);
+	expect_gp(test, c, MSR_CORE_PERF_GLOBAL_STATUS, 0);
 	expect_gp(test, c, 0x10, 0);
-	expect_gp(test, c, IPT_MSR_PERF_GLOBAL_OVF_CTRL, BIT_ULL(40));
-	expect_gp(test, c, IPT_MSR_XSS, BIT_ULL(11));
-	expect_ok(test, c, IPT_MSR_XSS, IPT_XSS_PT);
+	expect_gp(test, c, MSR_CORE_PERF_GLOBAL_OVF_CTRL, BIT_ULL(40));
+	expect_gp(test, c, MSR_IA32_XSS, BIT_ULL(11));
+	expect_ok(test, c, MSR_IA32_XSS, XFEATURE_MASK_PT);
 	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, 0x10, &v), -EIO);
-	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, IPT_MSR_PLATFORM_INFO, &v), 0);
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, MSR_PLATFORM_INFO, &v), 0);
 	KUNIT_EXPECT_EQ(test, v, 20ULL << 8);
-	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, IPT_MSR_RTIT_OUTPUT_MASK, &v), 0);
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, MSR_IA32_RTIT_OUTPUT_MASK, &v), 0);
 	KUNIT_EXPECT_EQ(test, v, 0x7fULL);
 	c = sim_cpu(test, "icl-noxsaves");
-	expect_gp(test, c, IPT_MSR_XSS, IPT_XSS_PT);
+	expect_gp(test, c, MSR_IA32_XSS, XFEATURE_MASK_PT);
 }
 
 static struct kunit_case sim_gp_cases[] = {
@@ -569,7 +569,7 @@ static void topa_region_to_region(struct kunit *test)
 	r1 = sim_mem(test, 1, &pa1);
 	table[0] = topa_entry(pa0, 0, 0);
 	table[1] = topa_entry(pa1, 1, 0);
-	table[2] = topa_entry(tpa, 0, IPT_SIM_TOPA_END);
+	table[2] = topa_entry(tpa, 0, IPT_TOPA_END);
 	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
 	sim_produce(c, 6000);
 	KUNIT_ASSERT_EQ(test, c->stats.bytes, len);
@@ -578,7 +578,7 @@ static void topa_region_to_region(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c->output_base, tpa);
 	KUNIT_EXPECT_EQ(test, out_index(c), 1ULL);
 	KUNIT_EXPECT_EQ(test, out_offset(c), len - SZ_4K);
-	KUNIT_EXPECT_EQ(test, c->status & IPT_SIM_ST_ERROR, 0ULL);
+	KUNIT_EXPECT_EQ(test, c->status & RTIT_STATUS_ERROR, 0ULL);
 }
 
 /* END to a second table and back: a two-table ring. */
@@ -595,9 +595,9 @@ static void topa_end_next_table(struct kunit *test)
 	r0 = sim_mem(test, 0, &pa0);
 	r1 = sim_mem(test, 0, &pa1);
 	ta[0] = topa_entry(pa0, 0, 0);
-	ta[1] = topa_entry(tbpa, 0, IPT_SIM_TOPA_END);
+	ta[1] = topa_entry(tbpa, 0, IPT_TOPA_END);
 	tb[0] = topa_entry(pa1, 0, 0);
-	tb[1] = topa_entry(tapa, 0, IPT_SIM_TOPA_END);
+	tb[1] = topa_entry(tapa, 0, IPT_TOPA_END);
 	sim_start(test, c, tapa, 0x7f, CTL_TOPA);
 
 	/* Exactly one region full: the END is followed at once. */
@@ -631,7 +631,7 @@ static void topa_ring_wrap(struct kunit *test)
 	r1 = sim_mem(test, 0, &pa1);
 	table[0] = topa_entry(pa0, 0, 0);
 	table[1] = topa_entry(pa1, 0, 0);
-	table[2] = topa_entry(tpa, 0, IPT_SIM_TOPA_END);
+	table[2] = topa_entry(tpa, 0, IPT_TOPA_END);
 	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
 	sim_produce(c, 13000);
 	KUNIT_ASSERT_EQ(test, c->stats.bytes, len);
@@ -656,16 +656,16 @@ static void topa_stop(struct kunit *test)
 	table = (u64 *)sim_mem(test, 0, &tpa);
 	r0 = sim_mem(test, 0, &pa0);
 	r1 = sim_mem(test, 0, &pa1);
-	table[0] = topa_entry(pa0, 0, IPT_SIM_TOPA_STOP);
+	table[0] = topa_entry(pa0, 0, IPT_TOPA_STOP);
 	table[1] = topa_entry(pa1, 0, 0);
-	table[2] = topa_entry(tpa, 0, IPT_SIM_TOPA_END);
+	table[2] = topa_entry(tpa, 0, IPT_TOPA_END);
 	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
 	sim_produce(c, 5000);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, (u64)SZ_4K);
-	KUNIT_EXPECT_TRUE(test, c->status & IPT_SIM_ST_STOPPED);
-	KUNIT_EXPECT_FALSE(test, c->status & IPT_SIM_ST_TRIGGEREN);
-	KUNIT_EXPECT_FALSE(test, c->status & IPT_SIM_ST_ERROR);
-	KUNIT_EXPECT_TRUE(test, c->ctl & IPT_SIM_CTL_TRACEEN);
+	KUNIT_EXPECT_TRUE(test, c->status & RTIT_STATUS_STOPPED);
+	KUNIT_EXPECT_FALSE(test, c->status & RTIT_STATUS_TRIGGEREN);
+	KUNIT_EXPECT_FALSE(test, c->status & RTIT_STATUS_ERROR);
+	KUNIT_EXPECT_TRUE(test, c->ctl & RTIT_CTL_TRACEEN);
 	KUNIT_EXPECT_EQ(test, c->output_base, tpa);
 	KUNIT_EXPECT_EQ(test, out_index(c), 0ULL);
 	KUNIT_EXPECT_EQ(test, out_offset(c), (u64)SZ_4K);
@@ -673,10 +673,10 @@ static void topa_stop(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, !memchr_inv(r1, 0, SZ_4K));
 	/* Disabling writes nothing more (no TIP.PGD after STOP). */
 	bytes = c->stats.bytes;
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_TOPA & ~IPT_SIM_CTL_TRACEEN);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_TOPA & ~RTIT_CTL_TRACEEN);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, bytes);
 	/* Re-enabling without clearing Stopped writes nothing either. */
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_TOPA);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_TOPA);
 	sim_produce(c, 6000);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, bytes);
 	KUNIT_EXPECT_EQ(test, c->stats.op_errors, 0ULL);
@@ -693,8 +693,8 @@ static void topa_int_pmi(struct kunit *test)
 	sim_mem(test, 0, &pa0);
 	sim_mem(test, 0, &pa1);
 	table[0] = topa_entry(pa0, 0, 0);
-	table[1] = topa_entry(pa1, 0, IPT_SIM_TOPA_INT);
-	table[2] = topa_entry(tpa, 0, IPT_SIM_TOPA_END);
+	table[1] = topa_entry(pa1, 0, IPT_TOPA_INT);
+	table[2] = topa_entry(tpa, 0, IPT_TOPA_END);
 	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
 	sim_produce(c, SZ_8K - 100);
 	KUNIT_EXPECT_FALSE(test, c->pmi_pending);
@@ -702,14 +702,14 @@ static void topa_int_pmi(struct kunit *test)
 	sim_produce(c, SZ_8K + 100);
 	KUNIT_EXPECT_TRUE(test, c->pmi_pending);
 	KUNIT_EXPECT_EQ(test, c->stats.pmis, 1ULL);
-	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, IPT_MSR_PERF_GLOBAL_STATUS, &v), 0);
-	KUNIT_EXPECT_EQ(test, v, IPT_GLOBAL_STATUS_TOPA_PMI);
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, MSR_CORE_PERF_GLOBAL_STATUS, &v), 0);
+	KUNIT_EXPECT_EQ(test, v, GLOBAL_STATUS_TRACE_TOPAPMI);
 	KUNIT_EXPECT_GT(test, out_offset(c), 0ULL);
 	KUNIT_EXPECT_EQ(test, out_index(c), 0ULL);
-	KUNIT_EXPECT_TRUE(test, c->status & IPT_SIM_ST_TRIGGEREN);
+	KUNIT_EXPECT_TRUE(test, c->status & RTIT_STATUS_TRIGGEREN);
 	/* The acknowledgment clears bit 55. */
-	expect_ok(test, c, IPT_MSR_PERF_GLOBAL_OVF_CTRL, IPT_GLOBAL_STATUS_TOPA_PMI);
-	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, IPT_MSR_PERF_GLOBAL_STATUS, &v), 0);
+	expect_ok(test, c, MSR_CORE_PERF_GLOBAL_OVF_CTRL, GLOBAL_STATUS_TRACE_TOPAPMI);
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, MSR_CORE_PERF_GLOBAL_STATUS, &v), 0);
 	KUNIT_EXPECT_EQ(test, v, 0ULL);
 }
 
@@ -724,8 +724,8 @@ static void topa_single_entry(struct kunit *test)
 	len = sim_reference(test, "glm", CTL_TOPA, 5000, &ref);
 	table = (u64 *)sim_mem(test, 0, &tpa);
 	r0 = sim_mem(test, 0, &pa0);
-	table[0] = topa_entry(pa0, 0, IPT_SIM_TOPA_INT);
-	table[1] = topa_entry(tpa, 0, IPT_SIM_TOPA_END);
+	table[0] = topa_entry(pa0, 0, IPT_TOPA_INT);
+	table[1] = topa_entry(tpa, 0, IPT_TOPA_END);
 	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
 	sim_produce(c, SZ_4K - IPT_SIM_SINGLE_PMI_EARLY - 1);
 	KUNIT_EXPECT_EQ(test, c->stats.pmis, 0ULL);
@@ -752,13 +752,13 @@ static void topa_single_entry_stop(struct kunit *test)
 
 	table = (u64 *)sim_mem(test, 0, &tpa);
 	sim_mem(test, 0, &pa0);
-	table[0] = topa_entry(pa0, 0, IPT_SIM_TOPA_INT | IPT_SIM_TOPA_STOP);
-	table[1] = topa_entry(tpa, 0, IPT_SIM_TOPA_END);
+	table[0] = topa_entry(pa0, 0, IPT_TOPA_INT | IPT_TOPA_STOP);
+	table[1] = topa_entry(tpa, 0, IPT_TOPA_END);
 	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
 	sim_produce(c, 5000);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, (u64)SZ_4K);
 	KUNIT_EXPECT_EQ(test, c->stats.pmis, 1ULL);
-	KUNIT_EXPECT_TRUE(test, c->status & IPT_SIM_ST_STOPPED);
+	KUNIT_EXPECT_TRUE(test, c->status & RTIT_STATUS_STOPPED);
 	KUNIT_EXPECT_EQ(test, out_offset(c), (u64)SZ_4K);
 }
 
@@ -789,18 +789,18 @@ static void packet_byte_cnt(struct kunit *test)
 
 	sim_mem(test, 3, &pa);
 	sim_start(test, c, pa, SZ_32K - 1, CTL_RANGE);
-	KUNIT_EXPECT_EQ(test, FIELD_GET(IPT_SIM_ST_BYTECNT, c->status), 31ULL);
+	KUNIT_EXPECT_EQ(test, FIELD_GET(RTIT_STATUS_BYTECNT, c->status), 31ULL);
 	sim_produce(c, 1000);
-	KUNIT_EXPECT_EQ(test, FIELD_GET(IPT_SIM_ST_BYTECNT, c->status),
+	KUNIT_EXPECT_EQ(test, FIELD_GET(RTIT_STATUS_BYTECNT, c->status),
 			c->stats.bytes);
 }
 
 /* An operational error: Error set, TriggerEn clear, nothing written. */
 static void expect_op_error(struct kunit *test, struct ipt_sim_cpu *c)
 {
-	KUNIT_EXPECT_TRUE(test, c->status & IPT_SIM_ST_ERROR);
-	KUNIT_EXPECT_FALSE(test, c->status & IPT_SIM_ST_TRIGGEREN);
-	KUNIT_EXPECT_TRUE(test, c->ctl & IPT_SIM_CTL_TRACEEN);
+	KUNIT_EXPECT_TRUE(test, c->status & RTIT_STATUS_ERROR);
+	KUNIT_EXPECT_FALSE(test, c->status & RTIT_STATUS_TRIGGEREN);
+	KUNIT_EXPECT_TRUE(test, c->ctl & RTIT_CTL_TRACEEN);
 	KUNIT_EXPECT_EQ(test, c->stats.op_errors, 1ULL);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 0ULL);
 	sim_produce(c, 100);
@@ -813,7 +813,7 @@ static u64 *op_table(struct kunit *test, u64 *tpa, u64 *pa, unsigned int order)
 	u64 *table = (u64 *)sim_mem(test, 0, tpa);
 
 	sim_mem(test, order, pa);
-	table[1] = topa_entry(*tpa, 0, IPT_SIM_TOPA_END);
+	table[1] = topa_entry(*tpa, 0, IPT_TOPA_END);
 	return table;
 }
 
@@ -838,7 +838,7 @@ static void op_err_table_misaligned(struct kunit *test)
 	u64 tpa, pa, *t = op_table(test, &tpa, &pa, 0);
 
 	t[16] = topa_entry(pa, 0, 0);
-	t[17] = topa_entry(tpa, 0, IPT_SIM_TOPA_END);
+	t[17] = topa_entry(tpa, 0, IPT_TOPA_END);
 	sim_start(test, c, tpa + 0x80, 0x7f, CTL_TOPA);
 	expect_op_error(test, c);
 }
@@ -880,7 +880,7 @@ static void op_err_stop_on_end(struct kunit *test)
 	u64 tpa, pa, *t = op_table(test, &tpa, &pa, 0);
 
 	t[0] = topa_entry(pa, 0, 0);
-	t[1] |= IPT_SIM_TOPA_STOP;
+	t[1] |= IPT_TOPA_STOP;
 	sim_start(test, c, tpa, 0x7f | 1 << 7, CTL_TOPA);
 	expect_op_error(test, c);
 }
@@ -891,7 +891,7 @@ static void op_err_int_on_end(struct kunit *test)
 	u64 tpa, pa, *t = op_table(test, &tpa, &pa, 0);
 
 	t[0] = topa_entry(pa, 0, 0);
-	t[1] |= IPT_SIM_TOPA_INT;
+	t[1] |= IPT_TOPA_INT;
 	sim_start(test, c, tpa, 0x7f | 1 << 7, CTL_TOPA);
 	expect_op_error(test, c);
 }
@@ -901,7 +901,7 @@ static void op_err_end_in_entry0(struct kunit *test)
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
 	u64 tpa, pa, *t = op_table(test, &tpa, &pa, 0);
 
-	t[0] = topa_entry(tpa, 0, IPT_SIM_TOPA_END);
+	t[0] = topa_entry(tpa, 0, IPT_TOPA_END);
 	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
 	expect_op_error(test, c);
 }
@@ -915,7 +915,7 @@ static void op_err_single_entry_shape(struct kunit *test)
 	sim_mem(test, 0, &pa2);
 	t[0] = topa_entry(pa, 0, 0);
 	t[1] = topa_entry(pa2, 0, 0);
-	t[2] = topa_entry(tpa, 0, IPT_SIM_TOPA_END);
+	t[2] = topa_entry(tpa, 0, IPT_TOPA_END);
 	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
 	expect_op_error(test, c);
 }
@@ -927,7 +927,7 @@ static void op_err_single_entry_end_elsewhere(struct kunit *test)
 
 	sim_mem(test, 0, &t2pa);
 	t[0] = topa_entry(pa, 0, 0);
-	t[1] = topa_entry(t2pa, 0, IPT_SIM_TOPA_END);
+	t[1] = topa_entry(t2pa, 0, IPT_TOPA_END);
 	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
 	expect_op_error(test, c);
 }
@@ -943,13 +943,13 @@ static void op_err_forced(struct kunit *test)
 	ipt_sim_force_error(c);
 	sim_produce(c, bytes + 100);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, bytes);
-	KUNIT_EXPECT_TRUE(test, c->status & IPT_SIM_ST_ERROR);
+	KUNIT_EXPECT_TRUE(test, c->status & RTIT_STATUS_ERROR);
 	/* Sticky: only software clears it, with TraceEn = 0. */
-	expect_gp(test, c, IPT_MSR_RTIT_STATUS, 0);
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE & ~IPT_SIM_CTL_TRACEEN);
-	KUNIT_EXPECT_TRUE(test, c->status & IPT_SIM_ST_ERROR);
-	expect_ok(test, c, IPT_MSR_RTIT_STATUS, 0);
-	KUNIT_EXPECT_FALSE(test, c->status & IPT_SIM_ST_ERROR);
+	expect_gp(test, c, MSR_IA32_RTIT_STATUS, 0);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_TRUE(test, c->status & RTIT_STATUS_ERROR);
+	expect_ok(test, c, MSR_IA32_RTIT_STATUS, 0);
+	KUNIT_EXPECT_FALSE(test, c->status & RTIT_STATUS_ERROR);
 }
 
 static struct kunit_case sim_output_cases[] = {
@@ -1047,7 +1047,7 @@ static void pkt_enable_psb(struct kunit *test)
 	u8 *out;
 
 	c->tsc = 0x123456789aULL;
-	out = pkt_start(test, c, CTL_RANGE | IPT_SIM_CTL_TSCEN | IPT_SIM_CTL_MTCEN);
+	out = pkt_start(test, c, CTL_RANGE | RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN);
 	/* CTC = TSC / 104 * 2 = 0x599f338c */
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 46ULL);
 	EXPECT_BYTES(test, out, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
@@ -1066,18 +1066,18 @@ static void pkt_enable_psb(struct kunit *test)
 static void pkt_enable_no_psb(struct kunit *test)
 {
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
-	u64 ctl = CTL_RANGE | IPT_SIM_CTL_TSCEN | IPT_SIM_CTL_MTCEN;
+	u64 ctl = CTL_RANGE | RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN;
 	u8 *out;
 
 	out = pkt_start(test, c, ctl);
 	ipt_sim_run(c, 3);
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, ctl & ~IPT_SIM_CTL_TRACEEN);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, ctl & ~RTIT_CTL_TRACEEN);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 46ULL + 3 + 8);
 	/* Disable: FUP at the loop's jmp, TIP.PGD without IP. */
 	EXPECT_BYTES(test, out + 46, LOOP_TNT, LOOP_TNT, LOOP_TNT,
 		     0x7d, 0x09, 0x10, 0x40, 0x00, 0x00, 0x00, 0x01);
 	c->tsc = 208;	/* CTC 4 */
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, ctl);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, ctl);
 	EXPECT_BYTES(test, out + 57, 0x19, 0xd0, 0, 0, 0, 0, 0, 0,
 		     0x02, 0x73, 0x04, 0x00, 0x00, 0x00, 0x00,
 		     0x02, 0x03, 0x14, 0x00, 0x99, 0x01,
@@ -1092,7 +1092,7 @@ static void pkt_enable_no_packet_en(struct kunit *test)
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
 	u8 *out;
 
-	out = pkt_start(test, c, CTL_RANGE & ~IPT_SIM_CTL_USER);
+	out = pkt_start(test, c, CTL_RANGE & ~RTIT_CTL_USR);
 	KUNIT_EXPECT_FALSE(test, c->packet_en);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 24ULL);
 	EXPECT_BYTES(test, out + 16, 0x02, 0x03, 0x14, 0x00, 0x99, 0x01,
@@ -1105,7 +1105,7 @@ static void pkt_enable_no_packet_en(struct kunit *test)
 static void pkt_psb_interval(struct kunit *test)
 {
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
-	u64 ctl = CTL_RANGE | FIELD_PREP(IPT_SIM_CTL_PSBFREQ, 1);
+	u64 ctl = CTL_RANGE | FIELD_PREP(RTIT_CTL_PSB_FREQ, 1);
 	u8 *out;
 
 	out = pkt_start(test, c, ctl);
@@ -1142,7 +1142,7 @@ static void pkt_mtc_cyc(struct kunit *test)
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
 	u8 *out;
 
-	out = pkt_start(test, c, CTL_RANGE | IPT_SIM_CTL_MTCEN | IPT_SIM_CTL_CYCEN);
+	out = pkt_start(test, c, CTL_RANGE | RTIT_CTL_MTC_EN | RTIT_CTL_CYCLEACC);
 	c->tsc = 1040;	/* CTC 20 */
 	ipt_sim_run(c, 3);	/* the MTC counts against the budget */
 	/* MTC with CTC[7:0], CYC of 1040 cycles, then the TNT. */
@@ -1189,7 +1189,7 @@ static void pkt_feed(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 8);
 	EXPECT_BYTES(test, out + 31, 0x06, 0x6d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00);
 	KUNIT_EXPECT_EQ(test, c->ip, 0x400200ULL);
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE & ~IPT_SIM_CTL_TRACEEN);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
 	EXPECT_BYTES(test, out + 39, 0x7d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x01);
 }
 
@@ -1224,7 +1224,7 @@ static void pkt_feed_ctx_off(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, c->feed_ctx_off);
 	KUNIT_EXPECT_EQ(test, out[31], 0x01);
 	/* Disable: nothing more is written. */
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE & ~IPT_SIM_CTL_TRACEEN);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 1);
 	KUNIT_EXPECT_EQ(test, out[32], 0x00);
 }
@@ -1249,10 +1249,10 @@ static void pkt_switch_programs(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, c->pge_pending);
 	EXPECT_BYTES(test, out + 32, 0x7d, 0x09, 0x10, 0x40, 0x00, 0x00, 0x00, 0x01);
 	/* The driver's switch-out and switch-in, in the kernel. */
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE & ~IPT_SIM_CTL_TRACEEN);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 1 + 8);
 	c->ip = 0x400500;
-	expect_ok(test, c, IPT_MSR_RTIT_CTL, CTL_RANGE);
+	expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE);
 	KUNIT_EXPECT_FALSE(test, c->packet_en);
 	/* CBR only (PacketByteCnt > 0, no TSC), no MODE.Exec, no TIP.PGE. */
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 1 + 8 + 4);
@@ -1309,8 +1309,8 @@ static u8 *xs_start(struct kunit *test, struct ipt_sim_cpu *c, u8 **out)
 	u8 *area = sim_mem(test, 0, &apa);
 
 	*out = sim_mem(test, 3, &pa);
-	expect_ok(test, c, IPT_MSR_XSS, IPT_XSS_PT);
-	expect_ok(test, c, IPT_MSR_RTIT_CR3_MATCH, 0x5000);
+	expect_ok(test, c, MSR_IA32_XSS, XFEATURE_MASK_PT);
+	expect_ok(test, c, MSR_IA32_RTIT_CR3_MATCH, 0x5000);
 	expect_ok(test, c, IPT_MSR_RTIT_ADDR_A(0), 0x400000);
 	expect_ok(test, c, IPT_MSR_RTIT_ADDR_B(0), 0x402000);
 	expect_ok(test, c, IPT_MSR_RTIT_ADDR_A(1), 0x1000);
@@ -1332,14 +1332,14 @@ static void xsaves_layout_order(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, hdr[0], BIT_ULL(8));
 	KUNIT_EXPECT_EQ(test, hdr[1], BIT_ULL(63) | BIT_ULL(8));
 	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_CTL), CTL_RANGE);
-	KUNIT_EXPECT_FALSE(test, c->ctl & IPT_SIM_CTL_TRACEEN);
+	KUNIT_EXPECT_FALSE(test, c->ctl & RTIT_CTL_TRACEEN);
 	/* The disable wrote FUP + TIP.PGD (8 bytes) before the rest was saved. */
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, bytes + 8);
 	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_OUTPUT_MASK),
 			(u64)(SZ_32K - 1) | (bytes + 8) << 32);
 	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_OUTPUT_BASE), c->output_base);
 	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_STATUS), c->status);
-	KUNIT_EXPECT_FALSE(test, c->status & IPT_SIM_ST_TRIGGEREN);
+	KUNIT_EXPECT_FALSE(test, c->status & RTIT_STATUS_TRIGGEREN);
 	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_CR3_MATCH), 0x5000ULL);
 	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_ADDR0_A), 0x400000ULL);
 	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_ADDR0_B), 0x402000ULL);
@@ -1361,7 +1361,7 @@ static void xrstors_roundtrip(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ipt_sim_xsaves(c, area), 0);
 	bytes = c->stats.bytes;
 	/* Another user of the unit in between. */
-	expect_ok(test, c, IPT_MSR_RTIT_OUTPUT_MASK, 0);
+	expect_ok(test, c, MSR_IA32_RTIT_OUTPUT_MASK, 0);
 	expect_ok(test, c, IPT_MSR_RTIT_ADDR_A(1), 0);
 	KUNIT_ASSERT_EQ(test, ipt_sim_xrstors(c, area), 0);
 	KUNIT_EXPECT_EQ(test, c->ctl, CTL_RANGE);
@@ -1425,7 +1425,7 @@ static void xsaves_gp(struct kunit *test)
 	/* IA32_XSS bit 8 clear. */
 	KUNIT_EXPECT_EQ(test, ipt_sim_xsaves(c, area), -EIO);
 	KUNIT_EXPECT_EQ(test, ipt_sim_xrstors(c, area), -EIO);
-	expect_ok(test, c, IPT_MSR_XSS, IPT_XSS_PT);
+	expect_ok(test, c, MSR_IA32_XSS, XFEATURE_MASK_PT);
 	/* Misaligned. */
 	KUNIT_EXPECT_EQ(test, ipt_sim_xsaves(c, area + 32), -EIO);
 	KUNIT_EXPECT_EQ(test, ipt_sim_xrstors(c, area + 32), -EIO);
@@ -1442,7 +1442,7 @@ static void xsaves_gp(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c->stats.gp, 7ULL);
 	/* XSTATE_BV bit 8 clear: the initial state. */
 	hdr[0] = 0;
-	expect_ok(test, c, IPT_MSR_RTIT_CR3_MATCH, 0x5000);
+	expect_ok(test, c, MSR_IA32_RTIT_CR3_MATCH, 0x5000);
 	KUNIT_EXPECT_EQ(test, ipt_sim_xrstors(c, area), 0);
 	KUNIT_EXPECT_EQ(test, c->cr3_match, 0ULL);
 	/* A model whose XSAVES lacks PT. */
@@ -1518,33 +1518,33 @@ static void live_timer_pmi(struct kunit *test)
 	r0 = sim_mem(test, 0, &pa0);
 	sim_mem(test, 0, &pa1);
 	table[0] = topa_entry(pa0, 0, 0);
-	table[1] = topa_entry(pa1, 0, IPT_SIM_TOPA_INT);
-	table[2] = topa_entry(tpa, 0, IPT_SIM_TOPA_END);
+	table[1] = topa_entry(pa1, 0, IPT_TOPA_INT);
+	table[2] = topa_entry(tpa, 0, IPT_TOPA_END);
 	atomic_set(&live_pmis, 0);
 	if (ops->pmi_request(live_pmi))
 		kunit_skip(test, "a PMI handler is installed already");
 
 	migrate_disable();
-	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, IPT_MSR_RTIT_OUTPUT_BASE, tpa), 0);
-	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, IPT_MSR_RTIT_OUTPUT_MASK, 0x7f), 0);
-	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, IPT_MSR_RTIT_STATUS, 0), 0);
-	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, IPT_MSR_RTIT_CTL, CTL_TOPA), 0);
+	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, MSR_IA32_RTIT_OUTPUT_BASE, tpa), 0);
+	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, MSR_IA32_RTIT_OUTPUT_MASK, 0x7f), 0);
+	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, MSR_IA32_RTIT_STATUS, 0), 0);
+	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, MSR_IA32_RTIT_CTL, CTL_TOPA), 0);
 	/* A live CTL change is refused. */
-	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, IPT_MSR_RTIT_CTL,
-					 CTL_TOPA | IPT_SIM_CTL_OS), -EIO);
+	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, MSR_IA32_RTIT_CTL,
+					 CTL_TOPA | RTIT_CTL_OS), -EIO);
 	for (i = 0; i < 250 && !atomic_read(&live_pmis); i++)
 		msleep(20);
-	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, IPT_MSR_RTIT_CTL, 0), 0);
-	st = live_rdmsr(test, ops, IPT_MSR_RTIT_STATUS);
-	KUNIT_EXPECT_EQ(test, live_rdmsr(test, ops, IPT_MSR_PERF_GLOBAL_STATUS), 0ULL);
-	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, IPT_MSR_RTIT_STATUS, 0), 0);
-	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, IPT_MSR_RTIT_OUTPUT_BASE, 0), 0);
-	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, IPT_MSR_RTIT_OUTPUT_MASK, 0), 0);
+	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, MSR_IA32_RTIT_CTL, 0), 0);
+	st = live_rdmsr(test, ops, MSR_IA32_RTIT_STATUS);
+	KUNIT_EXPECT_EQ(test, live_rdmsr(test, ops, MSR_CORE_PERF_GLOBAL_STATUS), 0ULL);
+	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, MSR_IA32_RTIT_STATUS, 0), 0);
+	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, MSR_IA32_RTIT_OUTPUT_BASE, 0), 0);
+	KUNIT_EXPECT_EQ(test, live_wrmsr(ops, MSR_IA32_RTIT_OUTPUT_MASK, 0), 0);
 	migrate_enable();
 	ops->pmi_release();
 
 	KUNIT_EXPECT_GE(test, atomic_read(&live_pmis), 1);
-	KUNIT_EXPECT_FALSE(test, st & IPT_SIM_ST_ERROR);
+	KUNIT_EXPECT_FALSE(test, st & RTIT_STATUS_ERROR);
 	ipt_sim_pkt_psb(psb);
 	KUNIT_EXPECT_EQ(test, memcmp(r0, psb, sizeof(psb)), 0);
 }

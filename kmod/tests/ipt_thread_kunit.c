@@ -42,16 +42,16 @@ static int fake_rd(u32 msr, u64 *val)
 {
 	rec(REC_RD, msr, 0);
 	switch (msr) {
-	case IPT_MSR_RTIT_OUTPUT_BASE:
+	case MSR_IA32_RTIT_OUTPUT_BASE:
 		*val = regs_base;
 		return 0;
-	case IPT_MSR_RTIT_OUTPUT_MASK:
+	case MSR_IA32_RTIT_OUTPUT_MASK:
 		*val = regs_mask;
 		return 0;
-	case IPT_MSR_RTIT_STATUS:
+	case MSR_IA32_RTIT_STATUS:
 		*val = regs_status;
 		return 0;
-	case IPT_MSR_PERF_GLOBAL_STATUS:
+	case MSR_CORE_PERF_GLOBAL_STATUS:
 		*val = regs_gs;
 		return 0;
 	}
@@ -63,7 +63,7 @@ static int fake_wr(u32 msr, u64 val)
 	rec(REC_WR, msr, val);
 	if (msr == fail_msr)
 		return -EIO;
-	if (msr == IPT_MSR_PERF_GLOBAL_OVF_CTRL)
+	if (msr == MSR_CORE_PERF_GLOBAL_OVF_CTRL)
 		regs_gs &= ~val;
 	return 0;
 }
@@ -93,7 +93,7 @@ static const struct ipt_hw_ops fake_ops = {
 	.xrstors = fake_xrstors,
 };
 
-#define CTL	(IPT_RTIT_CTL_TOPA | IPT_RTIT_CTL_USER | IPT_RTIT_CTL_BRANCHEN)
+#define CTL	(RTIT_CTL_TOPA | RTIT_CTL_USR | RTIT_CTL_BRANCH_EN)
 
 struct fixture {
 	struct ipt_device idev;
@@ -116,7 +116,7 @@ static int thread_test_init(struct kunit *test)
 	f->t.base = 0x1234000;
 	f->t.mask = IPT_RTIT_MASK_LOW | (3ULL << 7) | (0x80ULL << 32);
 	/* Error and Stopped are kept; FilterEn and the rest are not. */
-	f->t.status = IPT_RTIT_STATUS_STOPPED | 0x7 | (0x40ULL << 32);
+	f->t.status = RTIT_STATUS_STOPPED | 0x7 | (0x40ULL << 32);
 	f->t.th.xsave = PTR_ALIGN((void *)f->area, IPT_XSAVE_ALIGN);
 	seqcount_init(&f->t.th.seq);
 	atomic64_set(&f->t.pmis, 0);
@@ -181,11 +181,11 @@ static void msr_load_order(struct kunit *test)
 	ipt_thread_switch_msrs(&f->s);
 	KUNIT_ASSERT_TRUE(test, load(&f->t));
 	KUNIT_EXPECT_EQ(test, nr_recs, 4u);
-	EXPECT_REC(0, REC_WR, IPT_MSR_RTIT_OUTPUT_BASE, 0x1234000);
-	EXPECT_REC(1, REC_WR, IPT_MSR_RTIT_OUTPUT_MASK, f->t.mask);
-	EXPECT_REC(2, REC_WR, IPT_MSR_RTIT_STATUS,
-		   IPT_RTIT_STATUS_STOPPED | (0x40ULL << 32));
-	EXPECT_REC(3, REC_WR, IPT_MSR_RTIT_CTL, CTL | IPT_RTIT_CTL_TRACEEN);
+	EXPECT_REC(0, REC_WR, MSR_IA32_RTIT_OUTPUT_BASE, 0x1234000);
+	EXPECT_REC(1, REC_WR, MSR_IA32_RTIT_OUTPUT_MASK, f->t.mask);
+	EXPECT_REC(2, REC_WR, MSR_IA32_RTIT_STATUS,
+		   RTIT_STATUS_STOPPED | (0x40ULL << 32));
+	EXPECT_REC(3, REC_WR, MSR_IA32_RTIT_CTL, CTL | RTIT_CTL_TRACEEN);
 	KUNIT_EXPECT_TRUE(test, f->t.running);
 	KUNIT_EXPECT_EQ(test, f->t.th.switches, 1ULL);
 	KUNIT_EXPECT_LT(test, f->t.cpu, nr_cpu_ids);
@@ -202,11 +202,11 @@ static void msr_unload_order(struct kunit *test)
 	nr_recs = 0;
 	unload(&f->t);
 	KUNIT_ASSERT_EQ(test, nr_recs, 5u);
-	EXPECT_REC(0, REC_WR, IPT_MSR_RTIT_CTL, CTL);
-	EXPECT_REC(1, REC_RD, IPT_MSR_RTIT_OUTPUT_BASE, 0);
-	EXPECT_REC(2, REC_RD, IPT_MSR_RTIT_OUTPUT_MASK, 0);
-	EXPECT_REC(3, REC_RD, IPT_MSR_RTIT_STATUS, 0);
-	EXPECT_REC(4, REC_RD, IPT_MSR_PERF_GLOBAL_STATUS, 0);
+	EXPECT_REC(0, REC_WR, MSR_IA32_RTIT_CTL, CTL);
+	EXPECT_REC(1, REC_RD, MSR_IA32_RTIT_OUTPUT_BASE, 0);
+	EXPECT_REC(2, REC_RD, MSR_IA32_RTIT_OUTPUT_MASK, 0);
+	EXPECT_REC(3, REC_RD, MSR_IA32_RTIT_STATUS, 0);
+	EXPECT_REC(4, REC_RD, MSR_CORE_PERF_GLOBAL_STATUS, 0);
 	KUNIT_EXPECT_EQ(test, f->t.base, regs_base);
 	KUNIT_EXPECT_EQ(test, f->t.mask, regs_mask);
 	KUNIT_EXPECT_EQ(test, f->t.status, regs_status);
@@ -216,9 +216,9 @@ static void msr_unload_order(struct kunit *test)
 	/* The next switch-in restores exactly what was saved. */
 	nr_recs = 0;
 	KUNIT_ASSERT_TRUE(test, load(&f->t));
-	EXPECT_REC(0, REC_WR, IPT_MSR_RTIT_OUTPUT_BASE, regs_base);
-	EXPECT_REC(1, REC_WR, IPT_MSR_RTIT_OUTPUT_MASK, regs_mask);
-	EXPECT_REC(2, REC_WR, IPT_MSR_RTIT_STATUS, regs_status);
+	EXPECT_REC(0, REC_WR, MSR_IA32_RTIT_OUTPUT_BASE, regs_base);
+	EXPECT_REC(1, REC_WR, MSR_IA32_RTIT_OUTPUT_MASK, regs_mask);
+	EXPECT_REC(2, REC_WR, MSR_IA32_RTIT_STATUS, regs_status);
 	unload(&f->t);
 	KUNIT_EXPECT_EQ(test, f->t.th.switches, 2ULL);
 }
@@ -229,13 +229,13 @@ static void unload_settles_pending_pmi(struct kunit *test)
 	struct fixture *f = test->priv;
 
 	KUNIT_ASSERT_TRUE(test, load(&f->t));
-	regs_gs = IPT_GLOBAL_STATUS_TOPA_PMI;
+	regs_gs = GLOBAL_STATUS_TRACE_TOPAPMI;
 	nr_recs = 0;
 	unload(&f->t);
 	KUNIT_ASSERT_EQ(test, nr_recs, 6u);
-	EXPECT_REC(4, REC_RD, IPT_MSR_PERF_GLOBAL_STATUS, 0);
-	EXPECT_REC(5, REC_WR, IPT_MSR_PERF_GLOBAL_OVF_CTRL,
-		   IPT_GLOBAL_STATUS_TOPA_PMI);
+	EXPECT_REC(4, REC_RD, MSR_CORE_PERF_GLOBAL_STATUS, 0);
+	EXPECT_REC(5, REC_WR, MSR_CORE_PERF_GLOBAL_OVF_CTRL,
+		   GLOBAL_STATUS_TRACE_TOPAPMI);
 	KUNIT_EXPECT_EQ(test, regs_gs, 0ULL);
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
 	KUNIT_EXPECT_EQ(test, f->t.pmis_at_stop, 1ULL);
@@ -251,7 +251,7 @@ static void msr_load_busy(struct kunit *test)
 {
 	struct fixture *f = test->priv;
 
-	fail_msr = IPT_MSR_RTIT_OUTPUT_BASE;
+	fail_msr = MSR_IA32_RTIT_OUTPUT_BASE;
 	KUNIT_EXPECT_FALSE(test, load(&f->t));
 	KUNIT_EXPECT_EQ(test, nr_recs, 1u);
 	KUNIT_EXPECT_EQ(test, f->t.th.busy, 1ULL);
@@ -269,7 +269,7 @@ static void msr_load_filters(struct kunit *test)
 	struct fixture *f = test->priv;
 
 	f->s.nr_ranges = 4;
-	f->s.hwcfg.ctl |= IPT_RTIT_CTL_CR3FILTER |
+	f->s.hwcfg.ctl |= RTIT_CTL_CR3EN |
 			  (1ULL << IPT_RTIT_CTL_ADDR_CFG_SHIFT(0)) |
 			  (2ULL << IPT_RTIT_CTL_ADDR_CFG_SHIFT(3));
 	f->s.hwcfg.cr3_match = 0xabc000;
@@ -281,15 +281,15 @@ static void msr_load_filters(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, f->s.nr_switch_msrs, 5u);
 	KUNIT_ASSERT_TRUE(test, load(&f->t));
 	KUNIT_EXPECT_EQ(test, nr_recs, 9u);
-	EXPECT_REC(2, REC_WR, IPT_MSR_RTIT_STATUS,
-		   IPT_RTIT_STATUS_STOPPED | (0x40ULL << 32));
-	EXPECT_REC(3, REC_WR, IPT_MSR_RTIT_CR3_MATCH, 0xabc000);
+	EXPECT_REC(2, REC_WR, MSR_IA32_RTIT_STATUS,
+		   RTIT_STATUS_STOPPED | (0x40ULL << 32));
+	EXPECT_REC(3, REC_WR, MSR_IA32_RTIT_CR3_MATCH, 0xabc000);
 	EXPECT_REC(4, REC_WR, IPT_MSR_RTIT_ADDR_A(0), 0x400000);
 	EXPECT_REC(5, REC_WR, IPT_MSR_RTIT_ADDR_B(0), 0x401000);
 	EXPECT_REC(6, REC_WR, IPT_MSR_RTIT_ADDR_A(3), 0x500000);
 	EXPECT_REC(7, REC_WR, IPT_MSR_RTIT_ADDR_B(3), 0x500fff);
-	EXPECT_REC(8, REC_WR, IPT_MSR_RTIT_CTL,
-		   f->s.hwcfg.ctl | IPT_RTIT_CTL_TRACEEN);
+	EXPECT_REC(8, REC_WR, MSR_IA32_RTIT_CTL,
+		   f->s.hwcfg.ctl | RTIT_CTL_TRACEEN);
 	unload(&f->t);
 
 	/* XSAVES path: the component holds CR3 and ranges 0, 1. */
@@ -323,7 +323,7 @@ static void xsaves_load_unload(struct kunit *test)
 	unload(&f->t);
 	KUNIT_ASSERT_EQ(test, nr_recs, 2u);
 	EXPECT_REC(0, REC_XSAVES, 0, 0);
-	EXPECT_REC(1, REC_RD, IPT_MSR_PERF_GLOBAL_STATUS, 0);
+	EXPECT_REC(1, REC_RD, MSR_CORE_PERF_GLOBAL_STATUS, 0);
 	/* The position comes from the saved component. */
 	KUNIT_EXPECT_EQ(test, f->t.base, regs_base);
 	KUNIT_EXPECT_EQ(test, f->t.mask, regs_mask);
@@ -355,10 +355,10 @@ static void xsave_area_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, IPT_XSAVE_PT_OFFSET, 576);
 	KUNIT_EXPECT_EQ(test, hdr[0], BIT_ULL(8));		/* XSTATE_BV */
 	KUNIT_EXPECT_EQ(test, hdr[1], BIT_ULL(63) | BIT_ULL(8));	/* XCOMP_BV */
-	KUNIT_EXPECT_EQ(test, v[0], CTL | IPT_RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, v[0], CTL | RTIT_CTL_TRACEEN);
 	KUNIT_EXPECT_EQ(test, v[1], 0x1234000ULL);
 	KUNIT_EXPECT_EQ(test, v[2], f->t.mask);
-	KUNIT_EXPECT_EQ(test, v[3], IPT_RTIT_STATUS_STOPPED | (0x40ULL << 32));
+	KUNIT_EXPECT_EQ(test, v[3], RTIT_STATUS_STOPPED | (0x40ULL << 32));
 	KUNIT_EXPECT_EQ(test, v[4], 0xabc000ULL);
 	KUNIT_EXPECT_EQ(test, v[5], 1ULL);
 	KUNIT_EXPECT_EQ(test, v[6], 2ULL);
