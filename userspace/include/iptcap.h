@@ -134,11 +134,67 @@ struct iptcap_config {
 void iptcap_config_init(struct iptcap_config *cfg);
 
 /*
- * Check @cfg against @caps and translate it into @out.  On failure, @msg
- * (if not NULL) receives one sentence saying what is wrong; a missing
- * capability is named by its iptcap_feature_name() ("mtc", "psb_cyc", ...)
- * and gives IPTCAP_ERR_CAPABILITY.  @out->cpu_mask_ptr points into @cfg's
- * @cpu_mask, which must outlive @out's use.  Pure: no system call.
+ * The field of struct iptcap_config a check found wrong.  A library reports
+ * fields, never a tool's option names: a tool maps the field to its own
+ * option (ipttool: IPTCAP_FIELD_MTC_FREQ is --mtc).
+ */
+enum iptcap_field {
+	IPTCAP_FIELD_NONE,		/* not one field: no usable PT unit */
+	IPTCAP_FIELD_CPUS,		/* @all_cpus, @cpu_mask, @cpu_mask_words */
+	IPTCAP_FIELD_MAX_THREADS,
+	IPTCAP_FIELD_BUFFER_SIZE,
+	IPTCAP_FIELD_PRIVILEGE,		/* @user and @kernel */
+	IPTCAP_FIELD_MTC_FREQ,
+	IPTCAP_FIELD_CYC_THRESH,
+	IPTCAP_FIELD_PSB_FREQ,
+	IPTCAP_FIELD_RANGES,		/* @ranges, @nr_ranges */
+	IPTCAP_FIELD_CR3_MATCH,		/* @cr3_filter, @cr3_match */
+};
+
+/* The field's name as in struct iptcap_config ("mtc_freq", ...). */
+const char *iptcap_field_name(enum iptcap_field field);
+
+/**
+ * struct iptcap_config_error - what iptcap_config_check() refused
+ * @field: the field at fault
+ * @index: IPTCAP_FIELD_RANGES: the range at fault (-1: the ranges together)
+ * @value: the offending value as text ("31", "0x1004", "0x2000-0x1000"), or
+ *         "" where the field as a whole is wrong
+ * @reason: what is wrong, one clause without the field's name
+ *          ("this PT unit supports 0,3,7")
+ */
+struct iptcap_config_error {
+	enum iptcap_field field;
+	int index;
+	char value[64];
+	char reason[200];
+};
+
+/*
+ * Check @cfg against @caps and translate it into @out.  On failure @e (if
+ * not NULL) says which field is wrong and why; a missing capability is
+ * named in @e->reason by its iptcap_feature_name() ("mtc", "psb_cyc", ...)
+ * and gives IPTCAP_ERR_CAPABILITY, a value no unit accepts
+ * IPTCAP_ERR_INVALID.  @out->cpu_mask_ptr points into @cfg's @cpu_mask,
+ * which must outlive @out's use.  Pure: no system call.
+ */
+enum iptcap_err iptcap_config_check(const struct iptcap_config *cfg,
+				    const struct ipt_caps *caps,
+				    struct ipt_config *out,
+				    struct iptcap_config_error *e);
+
+/*
+ * One sentence for @e into @msg: "NAME[INDEX] VALUE: REASON", NAME being
+ * @name (a tool's option) or, if NULL, the field's name; the range index is
+ * shown with the field's own name only.
+ */
+void iptcap_config_error_format(const struct iptcap_config_error *e, const char *name,
+				char *msg, size_t msg_len);
+
+/*
+ * iptcap_config_check() with the failure as one sentence in @msg (if not
+ * NULL), the field named as in struct iptcap_config
+ * (iptcap_config_error_format() with no @name).
  */
 enum iptcap_err iptcap_config_to_ipt(const struct iptcap_config *cfg,
 				     const struct ipt_caps *caps,

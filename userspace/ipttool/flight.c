@@ -261,7 +261,7 @@ int cmd_start(struct ipttool *t, int argc, char **argv)
 	}
 	err = iptcap_get_caps(ipt, &c.caps);
 	if (!err)
-		err = iptcap_config_to_ipt(&o.cfg, &c.caps, &c.config, msg, sizeof(msg));
+		err = check_config(&o.cfg, &c.caps, &c.config, msg, sizeof(msg));
 	if (!err)
 		err = iptcap_configure(ipt, &o.cfg, msg, sizeof(msg));
 	if (err) {

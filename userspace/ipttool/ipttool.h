@@ -294,6 +294,12 @@ void capture_thread_file(struct capture_trace *traces, size_t i);
  */
 int capture_collect(struct iptcap *ipt, struct capture *c);
 /* Report a failed session call on stderr with what to do about it. */
+/*
+ * iptcap_config_check() with the failure as one sentence in @msg that names
+ * the record/start option ("--mtc 31: this PT unit supports 0,3").
+ */
+enum iptcap_err check_config(const struct iptcap_config *cfg, const struct ipt_caps *caps,
+			     struct ipt_config *out, char *msg, size_t msg_len);
 void err_session(const struct ipttool *t, enum iptcap_err err, const char *what,
 		 const char *detail);
 /* The outcome of a capture: a line per CPU on stderr, or JSON on stdout. */

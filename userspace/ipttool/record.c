@@ -622,6 +622,49 @@ int capture_collect(struct iptcap *ipt, struct capture *c)
 	return c->complete ? 0 : 1;
 }
 
+/* The record/start option that sets the field @e names. */
+static const char *config_option(const struct iptcap_config *cfg,
+				 const struct iptcap_config_error *e)
+{
+	switch (e->field) {
+	case IPTCAP_FIELD_CPUS:
+		return "-C";
+	case IPTCAP_FIELD_MAX_THREADS:
+		return "--threads";
+	case IPTCAP_FIELD_BUFFER_SIZE:
+		return "--size";
+	case IPTCAP_FIELD_PRIVILEGE:
+		return "--user/--kernel";
+	case IPTCAP_FIELD_MTC_FREQ:
+		return "--mtc";
+	case IPTCAP_FIELD_CYC_THRESH:
+		return "--cyc";
+	case IPTCAP_FIELD_PSB_FREQ:
+		return "--psb";
+	case IPTCAP_FIELD_RANGES:
+		if (e->index < 0 || (unsigned int)e->index >= cfg->nr_ranges)
+			return "--filter/--stop-range";
+		return cfg->ranges[e->index].kind == IPT_RANGE_STOP ? "--stop-range" : "--filter";
+	case IPTCAP_FIELD_CR3_MATCH:
+		return "--cr3";
+	case IPTCAP_FIELD_NONE:
+		break;
+	}
+	return "";
+}
+
+enum iptcap_err check_config(const struct iptcap_config *cfg, const struct ipt_caps *caps,
+			     struct ipt_config *out, char *msg, size_t msg_len)
+{
+	struct iptcap_config_error e;
+	enum iptcap_err err;
+
+	err = iptcap_config_check(cfg, caps, out, &e);
+	if (err)
+		iptcap_config_error_format(&e, config_option(cfg, &e), msg, msg_len);
+	return err;
+}
+
 void err_session(const struct ipttool *t, enum iptcap_err err, const char *what,
 			const char *detail)
 {
@@ -1028,7 +1071,7 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	}
 	c.caps = caps;
 	/* Refuse what the unit cannot do before touching the output. */
-	err = iptcap_config_to_ipt(&o.cfg, &caps, &c.config, msg, sizeof(msg));
+	err = check_config(&o.cfg, &caps, &c.config, msg, sizeof(msg));
 	if (err) {
 		err_session(t, err, "record", msg);
 		ret = err == IPTCAP_ERR_INVALID ? 2 : 1;

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -235,16 +236,59 @@ void iptcap_config_init(struct iptcap_config *cfg)
 	cfg->psb_freq = -1;
 }
 
-#define MSG(...) do { if (msg && msg_len) snprintf(msg, msg_len, __VA_ARGS__); } while (0)
+static const char *const field_names[] = {
+	[IPTCAP_FIELD_NONE] = "",
+	[IPTCAP_FIELD_CPUS] = "cpu_mask",
+	[IPTCAP_FIELD_MAX_THREADS] = "max_threads",
+	[IPTCAP_FIELD_BUFFER_SIZE] = "buffer_size",
+	[IPTCAP_FIELD_PRIVILEGE] = "user/kernel",
+	[IPTCAP_FIELD_MTC_FREQ] = "mtc_freq",
+	[IPTCAP_FIELD_CYC_THRESH] = "cyc_thresh",
+	[IPTCAP_FIELD_PSB_FREQ] = "psb_freq",
+	[IPTCAP_FIELD_RANGES] = "ranges",
+	[IPTCAP_FIELD_CR3_MATCH] = "cr3_match",
+};
 
-/* Check one encoding against its caps mask; names the option on failure. */
-static enum iptcap_err check_encoding(const char *opt, int val, uint32_t mask,
-				      char *msg, size_t msg_len)
+const char *iptcap_field_name(enum iptcap_field field)
 {
-	if (val < 0 || val > 31) {
-		MSG("%s %d: the encoding must be 0..31", opt, val);
-		return IPTCAP_ERR_INVALID;
-	}
+	if ((unsigned int)field >= sizeof(field_names) / sizeof(field_names[0]))
+		return "?";
+	return field_names[field];
+}
+
+/* Record what is wrong: @field (and range @index, or -1), its value, why. */
+__attribute__((format(printf, 5, 6)))
+static enum iptcap_err fail(struct iptcap_config_error *e, enum iptcap_err err,
+			    enum iptcap_field field, int index, const char *reason, ...)
+{
+	va_list ap;
+
+	e->field = field;
+	e->index = index;
+	va_start(ap, reason);
+	vsnprintf(e->reason, sizeof(e->reason), reason, ap);
+	va_end(ap);
+	return err;
+}
+
+/* The offending value, as text. */
+__attribute__((format(printf, 2, 3)))
+static void set_value(struct iptcap_config_error *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e->value, sizeof(e->value), fmt, ap);
+	va_end(ap);
+}
+
+/* Check one encoding against its caps mask. */
+static enum iptcap_err check_encoding(struct iptcap_config_error *e, enum iptcap_field field,
+				      int val, uint32_t mask)
+{
+	snprintf(e->value, sizeof(e->value), "%d", val);
+	if (val < 0 || val > 31)
+		return fail(e, IPTCAP_ERR_INVALID, field, -1, "the encoding must be 0..31");
 	if (!(mask & (1u << val))) {
 		char list[128];
 		size_t used = 0;
@@ -258,25 +302,21 @@ static enum iptcap_err check_encoding(const char *opt, int val, uint32_t mask,
 				if (n > 0)
 					used += (size_t)n;
 			}
-		MSG("%s %d: this PT unit supports %s", opt, val, mask ? list : "none");
-		return IPTCAP_ERR_CAPABILITY;
+		return fail(e, IPTCAP_ERR_CAPABILITY, field, -1, "this PT unit supports %s",
+			    mask ? list : "none");
 	}
 	return IPTCAP_OK;
 }
 
-static enum iptcap_err need_feature(const struct ipt_caps *caps, uint64_t feat,
-				    const char *opt, char *msg, size_t msg_len)
+static enum iptcap_err need_feature(struct iptcap_config_error *e, const struct ipt_caps *caps,
+				    uint64_t feat, enum iptcap_field field, int index)
 {
 	if (caps->features & feat)
 		return IPTCAP_OK;
-	MSG("%s needs the PT capability '%s', which this PT unit lacks", opt,
-	    iptcap_feature_name(feat));
-	return IPTCAP_ERR_CAPABILITY;
-}
-
-static const char *range_opt(uint32_t kind)
-{
-	return kind == IPT_RANGE_STOP ? "--stop-range" : "--filter";
+	e->value[0] = '\0';
+	return fail(e, IPTCAP_ERR_CAPABILITY, field, index,
+		    "needs the PT capability '%s', which this PT unit lacks",
+		    iptcap_feature_name(feat));
 }
 
 /* A canonical 48-bit linear address: bits 63:47 all equal. */
@@ -288,42 +328,38 @@ static bool canonical(uint64_t a)
 }
 
 static enum iptcap_err check_ranges(const struct iptcap_config *cfg, const struct ipt_caps *caps,
-				    struct ipt_config *out, char *msg, size_t msg_len)
+				    struct ipt_config *out, struct iptcap_config_error *e)
 {
 	enum iptcap_err err;
 	unsigned int i;
 
 	if (!cfg->nr_ranges)
 		return IPTCAP_OK;
-	if (cfg->nr_ranges > IPT_MAX_ADDR_RANGES) {
-		MSG("%u address ranges given; at most %d exist", cfg->nr_ranges,
-		    IPT_MAX_ADDR_RANGES);
-		return IPTCAP_ERR_INVALID;
-	}
+	if (cfg->nr_ranges > IPT_MAX_ADDR_RANGES)
+		return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_RANGES, -1,
+			    "%u address ranges given; at most %d exist", cfg->nr_ranges,
+			    IPT_MAX_ADDR_RANGES);
 	for (i = 0; i < cfg->nr_ranges; i++) {
 		const struct ipt_addr_range *r = &cfg->ranges[i];
 
-		if (r->kind != IPT_RANGE_FILTER && r->kind != IPT_RANGE_STOP) {
-			MSG("address range %u has no valid kind", i);
-			return IPTCAP_ERR_INVALID;
-		}
+		if (r->kind != IPT_RANGE_FILTER && r->kind != IPT_RANGE_STOP)
+			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_RANGES, (int)i,
+				    "kind %u is neither IPT_RANGE_FILTER nor IPT_RANGE_STOP",
+				    r->kind);
 		if (!canonical(r->start) || !canonical(r->end) || r->start > r->end) {
-			MSG("%s 0x%llx-0x%llx: give canonical addresses with START <= END",
-			    range_opt(r->kind), (unsigned long long)r->start,
-			    (unsigned long long)r->end);
-			return IPTCAP_ERR_INVALID;
+			set_value(e, "0x%llx-0x%llx", (unsigned long long)r->start,
+				  (unsigned long long)r->end);
+			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_RANGES, (int)i,
+				    "give canonical addresses with START <= END");
 		}
 	}
-	err = need_feature(caps, IPT_FEAT_IP_FILTER, range_opt(cfg->ranges[0].kind), msg, msg_len);
+	err = need_feature(e, caps, IPT_FEAT_IP_FILTER, IPTCAP_FIELD_RANGES, 0);
 	if (err)
 		return err;
-	if (cfg->nr_ranges > caps->num_addr_ranges) {
-		MSG("%s: %u address ranges given (--filter and --stop-range together), "
-		    "this PT unit has %u (its 'num_addr_ranges')",
-		    range_opt(cfg->ranges[cfg->nr_ranges - 1].kind), cfg->nr_ranges,
-		    caps->num_addr_ranges);
-		return IPTCAP_ERR_CAPABILITY;
-	}
+	if (cfg->nr_ranges > caps->num_addr_ranges)
+		return fail(e, IPTCAP_ERR_CAPABILITY, IPTCAP_FIELD_RANGES, -1,
+			    "%u address ranges given, this PT unit has %u (its 'num_addr_ranges')",
+			    cfg->nr_ranges, caps->num_addr_ranges);
 	for (i = 0; i < cfg->nr_ranges; i++) {
 		out->ranges[i] = cfg->ranges[i];
 		out->ranges[i].reserved = 0;
@@ -331,94 +367,137 @@ static enum iptcap_err check_ranges(const struct iptcap_config *cfg, const struc
 	return IPTCAP_OK;
 }
 
-enum iptcap_err iptcap_config_to_ipt(const struct iptcap_config *cfg,
-				     const struct ipt_caps *caps,
-				     struct ipt_config *out,
-				     char *msg, size_t msg_len)
+static enum iptcap_err check_cpus(const struct iptcap_config *cfg, const struct ipt_caps *caps,
+				  struct ipt_config *out, struct iptcap_config_error *e)
 {
-	enum iptcap_err err;
-	uint64_t size;
+	bool any = false;
 	unsigned int w;
 
-	memset(out, 0, sizeof(*out));
-	if (msg && msg_len)
-		msg[0] = '\0';
-	if (caps->backend == IPT_BACKEND_NONE || caps->unavailable != IPT_UNAVAIL_NONE ||
-	    !caps->max_trace_size) {
-		MSG("no usable Intel PT unit");
-		return IPTCAP_ERR_NO_PT;
+	if (cfg->all_cpus) {
+		out->flags |= IPT_CONFIG_ALL_CPUS;
+		return IPTCAP_OK;
 	}
+	if (!cfg->cpu_mask || !cfg->cpu_mask_words || cfg->cpu_mask_words > IPT_MAX_CPU_MASK_WORDS)
+		return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_CPUS, -1, "no CPU given");
+	for (w = 0; w < cfg->cpu_mask_words; w++) {
+		uint64_t m = cfg->cpu_mask[w];
+		int b;
+
+		for (b = 0; b < 64; b++) {
+			unsigned int cpu = w * 64 + (unsigned int)b;
+
+			if (!(m & (1ull << b)))
+				continue;
+			any = true;
+			if (cpu >= caps->nr_cpus)
+				return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_CPUS, -1,
+					    "CPU %u does not exist (this system has %u)", cpu,
+					    caps->nr_cpus);
+		}
+	}
+	if (!any)
+		return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_CPUS, -1, "no CPU given");
+	out->cpu_mask_words = cfg->cpu_mask_words;
+	out->cpu_mask_ptr = (uint64_t)(uintptr_t)cfg->cpu_mask;
+	return IPTCAP_OK;
+}
+
+static enum iptcap_err check_timing(const struct iptcap_config *cfg, const struct ipt_caps *caps,
+				    struct ipt_config *out, struct iptcap_config_error *e)
+{
+	enum iptcap_err err;
+
+	if (cfg->mtc_freq >= 0) {
+		err = need_feature(e, caps, IPT_FEAT_MTC, IPTCAP_FIELD_MTC_FREQ, -1);
+		if (!err)
+			err = check_encoding(e, IPTCAP_FIELD_MTC_FREQ, cfg->mtc_freq,
+					     caps->mtc_freq_mask);
+		if (err)
+			return err;
+		out->trace_flags |= IPT_TRACE_MTC;
+		out->mtc_freq = (uint32_t)cfg->mtc_freq;
+	}
+	if (cfg->cyc_thresh >= 0) {
+		err = need_feature(e, caps, IPT_FEAT_PSB_CYC, IPTCAP_FIELD_CYC_THRESH, -1);
+		if (!err)
+			err = check_encoding(e, IPTCAP_FIELD_CYC_THRESH, cfg->cyc_thresh,
+					     caps->cyc_thresh_mask);
+		if (err)
+			return err;
+		out->trace_flags |= IPT_TRACE_CYC;
+		out->cyc_thresh = (uint32_t)cfg->cyc_thresh;
+	}
+	if (cfg->psb_freq >= 0) {
+		err = need_feature(e, caps, IPT_FEAT_PSB_CYC, IPTCAP_FIELD_PSB_FREQ, -1);
+		if (!err)
+			err = check_encoding(e, IPTCAP_FIELD_PSB_FREQ, cfg->psb_freq,
+					     caps->psb_freq_mask);
+		if (err)
+			return err;
+		out->psb_freq = (uint32_t)cfg->psb_freq;
+	}
+	return IPTCAP_OK;
+}
+
+enum iptcap_err iptcap_config_check(const struct iptcap_config *cfg,
+				    const struct ipt_caps *caps,
+				    struct ipt_config *out,
+				    struct iptcap_config_error *e)
+{
+	struct iptcap_config_error scratch;
+	enum iptcap_err err;
+	uint64_t size;
+
+	if (!e)
+		e = &scratch;
+	memset(e, 0, sizeof(*e));
+	e->index = -1;
+	memset(out, 0, sizeof(*out));
+	if (caps->backend == IPT_BACKEND_NONE || caps->unavailable != IPT_UNAVAIL_NONE ||
+	    !caps->max_trace_size)
+		return fail(e, IPTCAP_ERR_NO_PT, IPTCAP_FIELD_NONE, -1, "no usable Intel PT unit");
 	out->size = sizeof(*out);
 	out->mode = IPT_MODE_CPU;
 	if (cfg->per_thread) {
 		unsigned int max = cfg->max_threads ? cfg->max_threads : IPTCAP_DEFAULT_MAX_THREADS;
 
 		if (max > IPT_MAX_THREADS) {
-			MSG("%u threads: a per-thread session holds at most %d", max,
-			    IPT_MAX_THREADS);
-			return IPTCAP_ERR_INVALID;
+			set_value(e, "%u", max);
+			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_MAX_THREADS, -1,
+				    "a per-thread session holds at most %d threads",
+				    IPT_MAX_THREADS);
 		}
 		out->mode = IPT_MODE_THREAD;
 		out->max_threads = max;
-	} else if (cfg->all_cpus) {
-		out->flags |= IPT_CONFIG_ALL_CPUS;
 	} else {
-		bool any = false;
-
-		if (!cfg->cpu_mask || !cfg->cpu_mask_words ||
-		    cfg->cpu_mask_words > IPT_MAX_CPU_MASK_WORDS) {
-			MSG("no CPU given");
-			return IPTCAP_ERR_INVALID;
-		}
-		for (w = 0; w < cfg->cpu_mask_words; w++) {
-			uint64_t m = cfg->cpu_mask[w];
-			int b;
-
-			for (b = 0; b < 64; b++) {
-				if (!(m & (1ull << b)))
-					continue;
-				any = true;
-				if ((uint64_t)w * 64 + (unsigned int)b >= caps->nr_cpus) {
-					MSG("CPU %u does not exist (this system has %u)",
-					    w * 64 + (unsigned int)b, caps->nr_cpus);
-					return IPTCAP_ERR_INVALID;
-				}
-			}
-		}
-		if (!any) {
-			MSG("no CPU given");
-			return IPTCAP_ERR_INVALID;
-		}
-		out->cpu_mask_words = cfg->cpu_mask_words;
-		out->cpu_mask_ptr = (uint64_t)(uintptr_t)cfg->cpu_mask;
+		err = check_cpus(cfg, caps, out, e);
+		if (err)
+			return err;
 	}
 
 	size = cfg->buffer_size;
 	if (!size)
 		size = IPTCAP_DEFAULT_BUFFER_SIZE < caps->max_trace_size ?
 		       IPTCAP_DEFAULT_BUFFER_SIZE : caps->max_trace_size;
-	if (size % 4096) {
-		MSG("buffer size %llu is not a multiple of 4096", (unsigned long long)size);
-		return IPTCAP_ERR_INVALID;
-	}
-	if (size > caps->max_trace_size) {
-		MSG("buffer size %llu is larger than this PT unit allows (%llu)",
-		    (unsigned long long)size, (unsigned long long)caps->max_trace_size);
-		return IPTCAP_ERR_INVALID;
-	}
-	if (cfg->per_thread && size > UINT64_MAX / out->max_threads) {
-		MSG("%u buffers of %llu bytes overflow", out->max_threads,
-		    (unsigned long long)size);
-		return IPTCAP_ERR_INVALID;
-	}
+	set_value(e, "%llu", (unsigned long long)size);
+	if (size % 4096)
+		return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_BUFFER_SIZE, -1,
+			    "not a multiple of 4096");
+	if (size > caps->max_trace_size)
+		return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_BUFFER_SIZE, -1,
+			    "larger than this PT unit allows (%llu)",
+			    (unsigned long long)caps->max_trace_size);
+	if (cfg->per_thread && size > UINT64_MAX / out->max_threads)
+		return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_BUFFER_SIZE, -1,
+			    "%u buffers of this size overflow", out->max_threads);
+	e->value[0] = '\0';
 	out->buffer_size = size;
 	if (cfg->stop_on_full)
 		out->buffer_flags |= IPT_BUFFER_STOP_ON_FULL;
 
-	if (!cfg->user && !cfg->kernel) {
-		MSG("neither user nor kernel code would be traced");
-		return IPTCAP_ERR_INVALID;
-	}
+	if (!cfg->user && !cfg->kernel)
+		return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_PRIVILEGE, -1,
+			    "neither user nor kernel code would be traced");
 	out->trace_flags = IPT_TRACE_BRANCH;
 	if (cfg->user)
 		out->trace_flags |= IPT_TRACE_USER;
@@ -428,51 +507,60 @@ enum iptcap_err iptcap_config_to_ipt(const struct iptcap_config *cfg,
 		out->trace_flags |= IPT_TRACE_TSC;
 	if (cfg->no_retcomp)
 		out->trace_flags |= IPT_TRACE_NO_RETCOMP;
-	if (cfg->mtc_freq >= 0) {
-		err = need_feature(caps, IPT_FEAT_MTC, "--mtc", msg, msg_len);
-		if (!err)
-			err = check_encoding("--mtc", cfg->mtc_freq, caps->mtc_freq_mask,
-					     msg, msg_len);
-		if (err)
-			return err;
-		out->trace_flags |= IPT_TRACE_MTC;
-		out->mtc_freq = (uint32_t)cfg->mtc_freq;
-	}
-	if (cfg->cyc_thresh >= 0) {
-		err = need_feature(caps, IPT_FEAT_PSB_CYC, "--cyc", msg, msg_len);
-		if (!err)
-			err = check_encoding("--cyc", cfg->cyc_thresh, caps->cyc_thresh_mask,
-					     msg, msg_len);
-		if (err)
-			return err;
-		out->trace_flags |= IPT_TRACE_CYC;
-		out->cyc_thresh = (uint32_t)cfg->cyc_thresh;
-	}
-	if (cfg->psb_freq >= 0) {
-		err = need_feature(caps, IPT_FEAT_PSB_CYC, "--psb", msg, msg_len);
-		if (!err)
-			err = check_encoding("--psb", cfg->psb_freq, caps->psb_freq_mask,
-					     msg, msg_len);
-		if (err)
-			return err;
-		out->psb_freq = (uint32_t)cfg->psb_freq;
-	}
-	err = check_ranges(cfg, caps, out, msg, msg_len);
+	err = check_timing(cfg, caps, out, e);
+	if (!err)
+		err = check_ranges(cfg, caps, out, e);
 	if (err)
 		return err;
 	if (cfg->cr3_filter) {
-		err = need_feature(caps, IPT_FEAT_CR3_FILTER, "--cr3", msg, msg_len);
+		err = need_feature(e, caps, IPT_FEAT_CR3_FILTER, IPTCAP_FIELD_CR3_MATCH, -1);
 		if (err)
 			return err;
 		if (cfg->cr3_match & 0x1f) {
-			MSG("--cr3 0x%llx: a CR3 value has bits 4:0 clear (page-table base)",
-			    (unsigned long long)cfg->cr3_match);
-			return IPTCAP_ERR_INVALID;
+			set_value(e, "0x%llx", (unsigned long long)cfg->cr3_match);
+			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_CR3_MATCH, -1,
+				    "a CR3 value has bits 4:0 clear (page-table base)");
 		}
 		out->trace_flags |= IPT_TRACE_CR3_FILTER;
 		out->cr3_match = cfg->cr3_match;
 	}
+	memset(e, 0, sizeof(*e));
+	e->index = -1;
 	return IPTCAP_OK;
+}
+
+void iptcap_config_error_format(const struct iptcap_config_error *e, const char *name,
+				char *msg, size_t msg_len)
+{
+	char idx[16] = "";
+
+	if (!msg || !msg_len)
+		return;
+	if (!name)
+		name = iptcap_field_name(e->field);
+	if (e->index >= 0 && e->field == IPTCAP_FIELD_RANGES && name == field_names[e->field])
+		snprintf(idx, sizeof(idx), "[%d]", e->index);
+	if (!*name)
+		snprintf(msg, msg_len, "%s", e->reason);
+	else
+		snprintf(msg, msg_len, "%s%s%s%s: %s", name, idx, *e->value ? " " : "", e->value,
+			 e->reason);
+}
+
+enum iptcap_err iptcap_config_to_ipt(const struct iptcap_config *cfg,
+				     const struct ipt_caps *caps,
+				     struct ipt_config *out,
+				     char *msg, size_t msg_len)
+{
+	struct iptcap_config_error e;
+	enum iptcap_err err;
+
+	err = iptcap_config_check(cfg, caps, out, &e);
+	if (msg && msg_len)
+		msg[0] = '\0';
+	if (err)
+		iptcap_config_error_format(&e, NULL, msg, msg_len);
+	return err;
 }
 
 static enum iptcap_err iptcap_cmd(struct iptcap *ipt, unsigned long req)

@@ -254,10 +254,36 @@ static void test_symbols(const char *dir)
 	CHECK(rc == 2 && strstr(msg, "FILE:SYMBOL"), "FILE: without a symbol: %s", msg);
 }
 
+/*
+ * Both layers at once: libiptcap names the field of struct iptcap_config
+ * (its message starts with the field's name and names no option), ipttool's
+ * check_config() names its own option.  @msg receives ipttool's message;
+ * a disagreement between the layers fails the check that called this.
+ */
 static enum iptcap_err check_cfg(const struct iptcap_config *cfg, const struct ipt_caps *caps,
 				 struct ipt_config *ic, char *msg, size_t len)
 {
-	return iptcap_config_to_ipt(cfg, caps, ic, msg, len);
+	struct iptcap_config_error e;
+	enum iptcap_err lib_err, check_err, tool_err;
+	const char *field;
+	char lib[256];
+
+	msg[0] = '\0';
+	lib_err = iptcap_config_to_ipt(cfg, caps, ic, lib, sizeof(lib));
+	check_err = iptcap_config_check(cfg, caps, ic, &e);
+	tool_err = check_config(cfg, caps, ic, msg, len);
+	if (lib_err != check_err || lib_err != tool_err) {
+		snprintf(msg, len, "libiptcap and ipttool disagree (%d, %d, %d)", lib_err,
+			 check_err, tool_err);
+		return (enum iptcap_err)-1;
+	}
+	field = iptcap_field_name(e.field);
+	if (lib_err && (strstr(lib, "--") || strncmp(lib, field, strlen(field)))) {
+		snprintf(msg, len, "libiptcap's message names an option, not field '%s': %.180s",
+			 field, lib);
+		return (enum iptcap_err)-1;
+	}
+	return tool_err;
 }
 
 /* --filter, --stop-range, --cr3 against the caps: refused up front, by name. */
@@ -299,6 +325,9 @@ static void test_config_ranges(void)
 	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
 	      strstr(msg, "--stop-range") && strstr(msg, "canonical"),
 	      "a non-canonical range: %s", msg);
+	CHECK(iptcap_config_to_ipt(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
+	      !strncmp(msg, "ranges[1] 0x800000000000-0x800000001000: ", 41),
+	      "the library names the range by its index: %s", msg);
 	cfg.ranges[1].start = 0xffffffff81000000ull;
 	cfg.ranges[1].end = 0xffffffff81ffffffull;
 	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)), "a kernel range is canonical");
@@ -356,6 +385,15 @@ static void test_config(void)
 	cfg.mtc_freq = 4;
 	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_CAPABILITY &&
 	      strstr(msg, "--mtc 4") && strstr(msg, "0,3,6,9"), "unsupported MTC period: %s", msg);
+	{
+		struct iptcap_config_error e;
+
+		CHECK(iptcap_config_check(&cfg, &caps, &ic, &e) == IPTCAP_ERR_CAPABILITY &&
+		      e.field == IPTCAP_FIELD_MTC_FREQ && e.index == -1 &&
+		      !strcmp(e.value, "4") && !strcmp(e.reason, "this PT unit supports 0,3,6,9"),
+		      "the library reports the field, the value and why: %s %s: %s",
+		      iptcap_field_name(e.field), e.value, e.reason);
+	}
 	cfg.mtc_freq = 3;
 	none.features = IPT_FEAT_TOPA;
 	CHECK(check_cfg(&cfg, &none, &ic, msg, sizeof(msg)) == IPTCAP_ERR_CAPABILITY &&
@@ -727,7 +765,7 @@ static void test_config_thread(void)
 	cfg.max_threads = 2;
 	cfg.mtc_freq = 4;
 	err = iptcap_config_to_ipt(&cfg, &caps, &ic, msg, sizeof(msg));
-	CHECK(err == IPTCAP_ERR_CAPABILITY && strstr(msg, "--mtc 4"),
+	CHECK(err == IPTCAP_ERR_CAPABILITY && !strncmp(msg, "mtc_freq 4: ", 12),
 	      "per-thread options are checked against the caps like per-CPU ones: %s", msg);
 	iptcap_config_init(&cfg);
 	err = iptcap_config_to_ipt(&cfg, &caps, &ic, msg, sizeof(msg));
