@@ -86,6 +86,15 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_chunk_shift);
 #define IPT_CONTIG_TRIES	8
 
 /*
+ * Where the last range allocation of any buffer ended: the next search
+ * starts there, so that a buffer's chunks, and the buffers of one session,
+ * are found in one pass over memory rather than each from the start of the
+ * zone over the ranges taken before it.  Only a hint: racing allocations
+ * may read it stale, which costs a longer scan, nothing else.
+ */
+static unsigned long ipt_contig_hint;
+
+/*
  * Whether [@pfn, @pfn + @nr) is online memory of @zone that the range
  * allocator may try to empty: no reserved or hugetlb pages (the checks of
  * alloc_contig_pages(), which modules cannot call).
@@ -106,34 +115,87 @@ static bool ipt_contig_range_ok(struct zone *zone, unsigned long pfn,
 }
 
 /*
+ * Whether [@pfn, @pfn + @nr) overlaps a chunk @buf already holds: such a
+ * range cannot be had, and trying it would spend one of the chunk's tries.
+ */
+static bool ipt_contig_owned(const struct ipt_buffer *buf, unsigned long pfn,
+			     unsigned long nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < buf->nr_chunks; i++) {
+		unsigned long start = PHYS_PFN(buf->chunks[i].phys);
+		unsigned long end = start + BIT(buf->chunks[i].shift - PAGE_SHIFT);
+
+		if (pfn < end && start < pfn + nr)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Try the naturally aligned range at @pfn: 0 with it allocated and zeroed,
+ * -EAGAIN to go on with the next one, -ENOMEM to stop (tries spent or a
+ * fatal signal).
+ */
+static int ipt_contig_try(struct zone *zone, const struct ipt_buffer *buf,
+			  unsigned long pfn, unsigned long nr,
+			  unsigned int *tries)
+{
+	unsigned long i;
+
+	if (fatal_signal_pending(current) || *tries >= IPT_CONTIG_TRIES)
+		return -ENOMEM;
+	if (ipt_contig_owned(buf, pfn, nr) ||
+	    !ipt_contig_range_ok(zone, pfn, nr))
+		return -EAGAIN;
+	++*tries;
+	if (alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
+			       GFP_KERNEL | __GFP_NOWARN)) {
+		cond_resched();
+		return -EAGAIN;
+	}
+	/* Each page has its own reference, as after split_page(). */
+	for (i = 0; i < nr; i++) {
+		clear_highpage(pfn_to_page(pfn + i));
+		if (!(i % 1024))
+			cond_resched();
+	}
+	return 0;
+}
+
+/*
  * A naturally aligned range of 1 << @order pages of @zone from
- * alloc_contig_range(), zeroed, or NULL after *@tries attempts in all.
+ * alloc_contig_range(), zeroed, or NULL after *@tries attempts in all.  The
+ * scan starts at ipt_contig_hint when that lies in @zone and wraps around
+ * once, skipping the ranges @buf already holds.
  */
 static struct page *ipt_contig_zone(struct zone *zone, unsigned int order,
+				    const struct ipt_buffer *buf,
 				    unsigned int *tries)
 {
-	unsigned long nr = 1UL << order, pfn, i;
+	unsigned long nr = 1UL << order, first, start, pfn, hint;
+	int ret;
 
-	for (pfn = ALIGN(zone->zone_start_pfn, nr);
-	     zone_spans_pfn(zone, pfn + nr - 1); pfn += nr) {
-		if (fatal_signal_pending(current) || *tries >= IPT_CONTIG_TRIES)
+	first = ALIGN(zone->zone_start_pfn, nr);
+	if (!zone_spans_pfn(zone, first + nr - 1))
+		return NULL;
+	hint = ALIGN(READ_ONCE(ipt_contig_hint), nr);
+	start = zone_spans_pfn(zone, hint) && zone_spans_pfn(zone, hint + nr - 1) ?
+		hint : first;
+	pfn = start;
+	do {
+		ret = ipt_contig_try(zone, buf, pfn, nr, tries);
+		if (!ret) {
+			WRITE_ONCE(ipt_contig_hint, pfn + nr);
+			return pfn_to_page(pfn);
+		}
+		if (ret != -EAGAIN)
 			return NULL;
-		if (!ipt_contig_range_ok(zone, pfn, nr))
-			continue;
-		++*tries;
-		if (alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
-				       GFP_KERNEL | __GFP_NOWARN)) {
-			cond_resched();
-			continue;
-		}
-		/* Each page has its own reference, as after split_page(). */
-		for (i = 0; i < nr; i++) {
-			clear_highpage(pfn_to_page(pfn + i));
-			if (!(i % 1024))
-				cond_resched();
-		}
-		return pfn_to_page(pfn);
-	}
+		pfn += nr;
+		if (!zone_spans_pfn(zone, pfn + nr - 1))
+			pfn = first;
+	} while (pfn != start);
 	return NULL;
 }
 
@@ -142,7 +204,8 @@ static struct page *ipt_contig_zone(struct zone *zone, unsigned int order,
  * ZONE_NORMAL (the buffer is pinned, so not ZONE_MOVABLE) of @node first,
  * then of the other nodes.
  */
-static struct page *ipt_buffer_alloc_contig(int node, unsigned int order)
+static struct page *ipt_buffer_alloc_contig(int node, unsigned int order,
+					    const struct ipt_buffer *buf)
 {
 	unsigned int tries = 0, pass;
 	struct page *page;
@@ -161,7 +224,7 @@ static struct page *ipt_buffer_alloc_contig(int node, unsigned int order)
 
 				if (!populated_zone(zone))
 					continue;
-				page = ipt_contig_zone(zone, order, &tries);
+				page = ipt_contig_zone(zone, order, buf, &tries);
 				if (page)
 					return page;
 			}
@@ -176,16 +239,17 @@ static struct page *ipt_buffer_alloc_contig(int node, unsigned int order)
 /*
  * The default chunk allocator: zeroed pages on @node, each with its own
  * reference (split to order 0); above the page allocator's largest block
- * from the range allocator.
+ * from the range allocator, never over a range @buf already holds.
  */
-static struct page *ipt_buffer_alloc_pages(int node, unsigned int order)
+static struct page *ipt_buffer_alloc_pages(int node, unsigned int order,
+					   const struct ipt_buffer *buf)
 {
 	gfp_t gfp = GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN;
 	struct page *page;
 
 #ifdef CONFIG_CONTIG_ALLOC
 	if (order + PAGE_SHIFT > IPT_BUDDY_MAX_SHIFT)
-		return ipt_buffer_alloc_contig(node, order);
+		return ipt_buffer_alloc_contig(node, order, buf);
 #endif
 	/* Fail fast at high orders: the caller falls back to smaller ones. */
 	if (order)
@@ -377,9 +441,6 @@ struct ipt_buffer *ipt_buffer_alloc(u64 size, unsigned int max_shift,
 			return ERR_PTR(-ENOMEM);
 		max_shift = IPT_CHUNK_MAX_SHIFT;
 	}
-	if (!alloc)
-		alloc = ipt_buffer_alloc_pages;
-
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
@@ -393,7 +454,8 @@ struct ipt_buffer *ipt_buffer_alloc(u64 size, unsigned int max_shift,
 
 		if (ipt_buffer_grow(buf, &cap, buf->nr_chunks + 1))
 			goto err;
-		page = alloc(node, s - PAGE_SHIFT);
+		page = alloc ? alloc(node, s - PAGE_SHIFT) :
+		       ipt_buffer_alloc_pages(node, s - PAGE_SHIFT, buf);
 		if (!page) {
 			if (exact || s == PAGE_SHIFT)
 				goto err;

@@ -470,6 +470,42 @@ TEST_F(s, chunks_above_4mib)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
+/*
+ * Ten 16 MiB chunks of one buffer from the range allocator on the test VM
+ * (1 GiB): the search for each chunk goes on from where the last one ended
+ * and never spends its tries on ranges the buffer already holds (it used to
+ * restart at the zone start and fail from the eighth chunk on, ENOMEM with
+ * most of memory free).  Then the same as ten per-CPU-sized buffers in a
+ * row: configure, release, configure again.
+ */
+TEST_F(s, ten_16mib_exact_chunks)
+{
+	const uint64_t size = 160 * KIB * KIB;
+	struct ipt_trace_state ts;
+	uint32_t orders[16];
+	unsigned int i, round;
+
+	if (self->caps.max_chunk_order < 24)
+		SKIP(return, "no range allocator (max_chunk_order %u)",
+		     self->caps.max_chunk_order);
+	if (self->caps.max_trace_size < size)
+		SKIP(return, "max_trace_size %llu is below 160 MiB",
+		     (unsigned long long)self->caps.max_trace_size);
+	for (round = 0; round < 3; round++) {
+		ipt_cfg_cpu(&self->cfg, self->mask, 0, size);
+		self->cfg.chunk_order = 24;
+		self->cfg.buffer_flags = IPT_BUFFER_EXACT_CHUNKS;
+		ASSERT_EQ(0, configure(self->fd, &self->cfg)) {
+			TH_LOG("round %u: 10 x 16 MiB exact chunks refused", round);
+		}
+		ASSERT_EQ(0, chunk_orders(self->fd, &ts, orders, 16));
+		ASSERT_EQ(10, ts.nr_chunks);
+		for (i = 0; i < 10; i++)
+			EXPECT_EQ(24, orders[i]);
+		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	}
+}
+
 /* ---- fuzzer ---------------------------------------------------------------- */
 
 struct fuzz {
