@@ -17,7 +17,7 @@
 #include <linux/string.h>
 
 #include "../ipt.h"
-#include "../ipt_sim.h"
+#include "../sim/ipt_sim.h"
 
 static const struct ipt_sim_model *cfg_model;
 

@@ -17,7 +17,7 @@
 #include <linux/sizes.h>
 #include <linux/string.h>
 
-#include "../ipt.h"
+#include "../../ipt.h"
 #include "../ipt_sim.h"
 
 /* TraceEn | ToPA | User | BranchEn */

@@ -6,7 +6,7 @@
  * then drives it as it would drive the CPU's own unit; unloading it gives
  * ipt.ko back the native probe.  This file is the thin per-CPU layer:
  * locking, the output timer, PMI delivery and debugfs.  The rules live in
- * ipt_sim_rules.c and ipt_sim_output.c.  See Documentation/simulator.rst.
+ * ipt_sim_msr.c and ipt_sim_output.c.  See Documentation/simulator.rst.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

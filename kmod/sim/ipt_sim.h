@@ -13,7 +13,7 @@
 #include <linux/bits.h>
 #include <linux/types.h>
 
-#include "ipt_hw.h"
+#include "../ipt_hw.h"
 
 /* The built-in workload (see ipt_sim_code). */
 #define IPT_SIM_CODE_BASE		0x401000ULL
@@ -171,7 +171,7 @@ extern const size_t ipt_sim_code_size;
 const struct ipt_hw_ops *ipt_sim_live_ops(void);
 #endif
 
-/* ipt_sim_rules.c: CPUID, MSRs, XSAVES */
+/* ipt_sim_msr.c: CPUID, MSRs, XSAVES */
 void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m);
 void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
 		   struct ipt_cpuid_regs *r);
