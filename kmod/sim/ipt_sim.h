@@ -14,6 +14,7 @@
 #include <linux/types.h>
 
 #include "../ipt_hw.h"
+#include "ipt_sim_feed.h"
 
 /* The built-in workload (see ipt_sim_code). */
 #define IPT_SIM_CODE_BASE		0x401000ULL
@@ -206,10 +207,5 @@ u64 ipt_sim_ctc(const struct ipt_sim_cpu *c);
 #define IPT_SIM_PKT_FUP		0x1d
 /* ipt_sim_pkt_ip(): no IP payload (IPBytes 000). */
 #define IPT_SIM_IP_NONE		(~0ULL)
-
-/* Feed record header (little endian); see Documentation/simulator.rst. */
-#define IPT_SIM_FEED_HDR	16
-/* Feed record flag: after this record the program is outside the trace. */
-#define IPT_SIM_FEED_CTX_OFF	BIT(0)
 
 #endif /* _IPT_SIM_H */

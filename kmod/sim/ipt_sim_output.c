@@ -523,6 +523,21 @@ static bool ipt_sim_filter_en(const struct ipt_sim_cpu *c)
 }
 
 /*
+ * The header of the record at @f->pos, which has IPT_SIM_FEED_HDR bytes;
+ * records are not aligned, so it is copied out byte by byte.
+ */
+static void ipt_sim_feed_hdr(const struct ipt_sim_feed *f,
+			     struct ipt_sim_feed_hdr *h)
+{
+	/* The layout is the format: bytes 0, 2, 4, 8 and no padding. */
+	static_assert(sizeof(*h) == IPT_SIM_FEED_HDR);
+	static_assert(offsetof(struct ipt_sim_feed_hdr, flags) == 2 &&
+		      offsetof(struct ipt_sim_feed_hdr, reserved) == 4 &&
+		      offsetof(struct ipt_sim_feed_hdr, ip) == 8);
+	memcpy(h, f->buf + f->pos, sizeof(*h));
+}
+
+/*
  * Take the feed's leading IP-only records (len 0): the IP execution is at
  * when tracing starts, which the enable packets carry.  Without this the
  * first TIP.PGE would name the IP of whatever ran before the feed.
@@ -530,12 +545,14 @@ static bool ipt_sim_filter_en(const struct ipt_sim_cpu *c)
 static void ipt_sim_feed_take_ip(struct ipt_sim_cpu *c)
 {
 	struct ipt_sim_feed *f = &c->feed;
+	struct ipt_sim_feed_hdr h;
 
-	while (f->buf && f->len - f->pos >= IPT_SIM_FEED_HDR &&
-	       !get_unaligned_le16(f->buf + f->pos)) {
-		c->ip = get_unaligned_le64(f->buf + f->pos + 8);
-		c->feed_ctx_off = get_unaligned_le16(f->buf + f->pos + 2) &
-				  IPT_SIM_FEED_CTX_OFF;
+	while (f->buf && f->len - f->pos >= IPT_SIM_FEED_HDR) {
+		ipt_sim_feed_hdr(f, &h);
+		if (h.len)
+			break;
+		c->ip = le64_to_cpu(h.ip);
+		c->feed_ctx_off = le16_to_cpu(h.flags) & IPT_SIM_FEED_CTX_OFF;
 		f->pos += IPT_SIM_FEED_HDR;
 	}
 }
@@ -641,16 +658,17 @@ static bool ipt_sim_feed_next(struct ipt_sim_cpu *c, const u8 **p, size_t *n,
 			      u64 *ip)
 {
 	struct ipt_sim_feed *f = &c->feed;
+	struct ipt_sim_feed_hdr h;
 	size_t len;
 
 	if (f->len - f->pos < IPT_SIM_FEED_HDR)
 		return false;
-	len = get_unaligned_le16(f->buf + f->pos);
+	ipt_sim_feed_hdr(f, &h);
+	len = le16_to_cpu(h.len);
 	if (f->len - f->pos - IPT_SIM_FEED_HDR < len)
 		return false;
-	*ip = get_unaligned_le64(f->buf + f->pos + 8);
-	c->feed_ctx_off = get_unaligned_le16(f->buf + f->pos + 2) &
-			  IPT_SIM_FEED_CTX_OFF;
+	*ip = le64_to_cpu(h.ip);
+	c->feed_ctx_off = le16_to_cpu(h.flags) & IPT_SIM_FEED_CTX_OFF;
 	*p = f->buf + f->pos + IPT_SIM_FEED_HDR;
 	*n = len;
 	f->pos += IPT_SIM_FEED_HDR + len;
