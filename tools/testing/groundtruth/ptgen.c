@@ -24,6 +24,7 @@
  * and the ptrace register layout) is enough with -std=c11.
  */
 #include <Zydis/Zydis.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -46,6 +47,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "ipt_sim_feed.h"
 
 #define CPU_IDENT "6/126/5"
 #define RETSTACK 64
@@ -542,20 +545,19 @@ static void psb_timing(struct thread *t)
 
 static void feed_record(struct thread *t, uint64_t ip)
 {
-	uint8_t hdr[16] = { 0 };
+	struct ipt_sim_feed_hdr hdr = { 0 };
 
-	if (t->record.len > 65535)
+	if (t->record.len > IPT_SIM_FEED_LEN_MAX)
 		die("feed record of %zu bytes (lower --psb-period)", t->record.len);
-	hdr[0] = (uint8_t)t->record.len;
-	hdr[1] = (uint8_t)(t->record.len >> 8);
+	hdr.len = htole16((uint16_t)t->record.len);
 	/*
-	 * Flag 1 (IPT_SIM_FEED_CTX_OFF): the record ends outside the trace
-	 * (after TIP.PGD), so the unit must not add FUPs of its own.
+	 * CTX_OFF: the record ends outside the trace (after TIP.PGD), so the
+	 * unit must not add FUPs of its own.
 	 */
-	hdr[2] = t->enabled ? 0 : 1;
-	for (int i = 0; i < 8; i++)
-		hdr[8 + i] = (uint8_t)(ip >> (8 * i));
-	buf_add(&t->feed, hdr, sizeof(hdr));
+	hdr.flags = htole16(t->enabled ? 0 : IPT_SIM_FEED_CTX_OFF);
+	hdr.ip = htole64(ip);
+	_Static_assert(sizeof(hdr) == IPT_SIM_FEED_HDR, "no padding in a feed header");
+	buf_add(&t->feed, &hdr, sizeof(hdr));
 	buf_add(&t->feed, t->record.p, t->record.len);
 	t->record.len = 0;
 	t->n_records++;

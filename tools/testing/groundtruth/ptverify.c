@@ -20,6 +20,7 @@
  * 0 equal, 1 mismatch or decode error (the first one is reported), 2
  * usage or I/O.
  */
+#include <endian.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -29,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ipt_sim_feed.h"
 
 static uint8_t *out;
 static size_t outlen;
@@ -82,13 +85,15 @@ static uint8_t *replay_feed(const uint8_t *feed, size_t len, unsigned int every,
 	enc = pt_alloc_encoder(&cfg);
 	if (!out || !enc)
 		exit(2);
-	while (pos + 16 <= len) {
-		size_t plen = feed[pos] | (size_t)feed[pos + 1] << 8;
-		uint64_t ip = 0;
+	while (pos + IPT_SIM_FEED_HDR <= len) {
+		struct ipt_sim_feed_hdr hdr;
+		size_t plen;
+		uint64_t ip;
 
-		for (int i = 7; i >= 0; i--)
-			ip = ip << 8 | feed[pos + 8 + i];
-		if (pos + 16 + plen > len)
+		memcpy(&hdr, feed + pos, sizeof(hdr));	/* records are unaligned */
+		plen = le16toh(hdr.len);
+		ip = le64toh(hdr.ip);
+		if (pos + IPT_SIM_FEED_HDR + plen > len)
 			break;
 		if (rec == 0 || rec % every == 0) {
 			put(enc, scratch, ppt_psb, 0, 0);
@@ -101,9 +106,9 @@ static uint8_t *replay_feed(const uint8_t *feed, size_t len, unsigned int every,
 			put(enc, scratch, ppt_mode, 0, 0);
 			put(enc, scratch, ppt_tip_pge, pt_ipc_sext_48, ip);
 		}
-		memcpy(out + outlen, feed + pos + 16, plen);
+		memcpy(out + outlen, feed + pos + IPT_SIM_FEED_HDR, plen);
 		outlen += plen;
-		pos += 16 + plen;
+		pos += IPT_SIM_FEED_HDR + plen;
 		prev = ip;
 		rec++;
 	}
