@@ -3,9 +3,13 @@
  * ipt_sim: the simulated Intel PT unit (see Documentation/simulator.rst).
  *
  * The rules of the unit are pure functions of a struct ipt_sim_cpu: they
- * never look at which CPU they run on, so KUnit drives them directly.  The
- * module glue (ipt_sim_main.c) keeps one state per CPU, serialises access
- * to it, runs the per-CPU output timer and delivers PMIs.
+ * never look at which CPU they run on, so KUnit drives them directly.
+ * They are, one concern a file: the CPU models and CPUID
+ * (ipt_sim_models.c), the registers and XSAVES (ipt_sim_msr.c), what is
+ * traced and when (ipt_sim_trace.c), the output engine (ipt_sim_output.c)
+ * and the packet encoders (ipt_sim_packets.c).  The module around them
+ * (ipt_sim_module.h) keeps one state per CPU, serialises access to it,
+ * runs the per-CPU output timer and delivers PMIs.
  */
 #ifndef _IPT_SIM_H
 #define _IPT_SIM_H
@@ -168,26 +172,31 @@ extern const unsigned int ipt_sim_nr_models;
 extern const u8 ipt_sim_code[];
 extern const size_t ipt_sim_code_size;
 
-#if IS_ENABLED(CONFIG_KUNIT)
-const struct ipt_hw_ops *ipt_sim_live_ops(void);
-#endif
-
-/* ipt_sim_msr.c: CPUID, MSRs, XSAVES */
-void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m);
+/* ipt_sim_models.c: the models and CPUID */
 void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
 		   struct ipt_cpuid_regs *r);
+unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m);
+
+/* ipt_sim_msr.c: reset state, MSRs, XSAVES */
+void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m);
 int ipt_sim_rdmsr(struct ipt_sim_cpu *c, u32 msr, u64 *val);
 int ipt_sim_wrmsr(struct ipt_sim_cpu *c, u32 msr, u64 val);
 int ipt_sim_xsaves(struct ipt_sim_cpu *c, void *area);
 int ipt_sim_xrstors(struct ipt_sim_cpu *c, const void *area);
-unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m);
 
-/* ipt_sim_output.c: packets and the output engine */
+/* ipt_sim_trace.c: what is traced, and when */
 void ipt_sim_trace_enable(struct ipt_sim_cpu *c);
 void ipt_sim_trace_disable(struct ipt_sim_cpu *c);
 void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget);
 void ipt_sim_switch_out(struct ipt_sim_cpu *c);
+u64 ipt_sim_ctc(const struct ipt_sim_cpu *c);
+
+/* ipt_sim_output.c: the output engine */
+bool ipt_sim_output_on(const struct ipt_sim_cpu *c);
+void ipt_sim_put(struct ipt_sim_cpu *c, const u8 *p, size_t n);
 void ipt_sim_force_error(struct ipt_sim_cpu *c);
+
+/* ipt_sim_packets.c: packet encoders */
 size_t ipt_sim_pkt_psb(u8 *p);
 size_t ipt_sim_pkt_psbend(u8 *p);
 size_t ipt_sim_pkt_tsc(u8 *p, u64 tsc);
@@ -198,7 +207,20 @@ size_t ipt_sim_pkt_ip(u8 *p, u8 type, u64 ip);
 size_t ipt_sim_pkt_mtc(u8 *p, u8 ctc);
 size_t ipt_sim_pkt_cyc(u8 *p, u64 cycles);
 size_t ipt_sim_pkt_ovf(u8 *p);
-u64 ipt_sim_ctc(const struct ipt_sim_cpu *c);
+
+/* ipt_sim_pcpu.c: the live units, for KUnit */
+#if IS_ENABLED(CONFIG_KUNIT)
+const struct ipt_hw_ops *ipt_sim_live_ops(void);
+#endif
+
+/*
+ * Whether packets that carry the current IP may be written now: PacketEn,
+ * and the program inside the traced context.
+ */
+static inline bool ipt_sim_ip_valid(const struct ipt_sim_cpu *c)
+{
+	return c->packet_en && !c->feed_ctx_off;
+}
 
 /* Low five bits of byte 0 of the IP packets. */
 #define IPT_SIM_PKT_TIP		0x0d

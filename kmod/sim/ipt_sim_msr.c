@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ipt_sim: the CPU models, CPUID, the MSR write rules and XSAVES of the
- * simulated PT unit.  Every function here works on the state it is given
+ * ipt_sim: the registers of the simulated PT unit: their reset state,
+ * RDMSR, the WRMSR rules (every #GP of the SDM), XSAVES and XRSTORS of the
+ * PT state component.  Every function here works on the state it is given
  * and nothing else.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -14,70 +15,6 @@
 
 #include "ipt_sim.h"
 
-/* "GenuineIntel" in EBX, EDX, ECX order. */
-#define IPT_SIM_GI_EBX	0x756e6547
-#define IPT_SIM_GI_EDX	0x49656e69
-#define IPT_SIM_GI_ECX	0x6c65746e
-
-/* Typical subleaf 1: 2 ranges, MTC 0x249, CYC 0x1fff, PSB 0x3f. */
-#define IPT_SIM_LEAF_14_1_TYPICAL	{ 0x02490002, 0x003f1fff, 0, 0 }
-
-const struct ipt_sim_model ipt_sim_models[] = {
-	{
-		.name = "icl",
-		.desc = "Ice Lake client, every PT feature, multi-entry ToPA, XSAVES-PT",
-		.signature = 0x000706e5,
-		.leaf_14_0 = { 1, 0x1ff, 0x7, 0 },
-		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
-		.leaf_15 = { 2, 104, 38400000, 0 },
-		.xsaves_pt = true,
-		.maxphyaddr = 39,
-		.nom_ratio = 20,
-	},
-	{
-		.name = "icl-noxsaves",
-		.desc = "Ice Lake client as 'icl', but XSAVES does not support PT",
-		.signature = 0x000706e5,
-		.leaf_14_0 = { 1, 0x1ff, 0x7, 0 },
-		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
-		.leaf_15 = { 2, 104, 38400000, 0 },
-		.maxphyaddr = 39,
-		.nom_ratio = 20,
-	},
-	{
-		.name = "skl",
-		.desc = "Skylake client: CR3/IP filter, CYC, MTC, multi-entry ToPA",
-		.signature = 0x000406e3,
-		.leaf_14_0 = { 1, 0xf, 0x7, 0 },
-		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
-		.leaf_15 = { 2, 216, 0, 0 },
-		.maxphyaddr = 39,
-		.nom_ratio = 26,
-	},
-	{
-		.name = "glm",
-		.desc = "Goldmont (Apollo Lake): single-entry ToPA, single-range",
-		.signature = 0x000506c9,
-		.leaf_14_0 = { 1, 0x3f, 0x5, 0 },
-		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
-		.leaf_15 = { 1, 62, 19200000, 0 },
-		.maxphyaddr = 39,
-		.nom_ratio = 12,
-	},
-	{
-		.name = "bdw-sro",
-		.desc = "Broadwell client limited to single-range output, BDM106",
-		.signature = 0x000306d4,
-		.leaf_14_0 = { 0, 0x0, 0x4, 0 },
-		.maxphyaddr = 39,
-		.nom_ratio = 22,
-		.bdm106 = true,
-	},
-};
-EXPORT_SYMBOL_IF_KUNIT(ipt_sim_models);
-const unsigned int ipt_sim_nr_models = ARRAY_SIZE(ipt_sim_models);
-EXPORT_SYMBOL_IF_KUNIT(ipt_sim_nr_models);
-
 /**
  * ipt_sim_cpu_init() - put a simulated unit in its reset state
  * @c: the state
@@ -85,6 +22,9 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_sim_nr_models);
  *
  * Every MSR is 0 (OUTPUT_MASK_PTRS reads 0x7f), the workload is at its
  * first instruction; @c->feed is left alone.
+ *
+ * Context: the owner of @c serialises every call on it (struct
+ * ipt_sim_cpu); no lock of its own.
  */
 void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m)
 {
@@ -97,93 +37,6 @@ void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m)
 	c->ip = IPT_SIM_CODE_BASE;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_cpu_init);
-
-/* The highest basic leaf: 16H when leaf 15H is implemented, else 14H. */
-static u32 ipt_sim_max_leaf(const struct ipt_sim_model *m)
-{
-	return m->leaf_15.ebx ? 0x16 : 0x14;
-}
-
-/**
- * ipt_sim_cpuid() - CPUID as the model answers it
- * @m: the model
- * @leaf: EAX
- * @subleaf: ECX
- * @r: the result
- *
- * Leaves 0, 1, 7, 0DH, 14H, 15H, 16H, 80000000H and 80000008H are
- * answered; every other leaf reads as zero.
- */
-void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
-		   struct ipt_cpuid_regs *r)
-{
-	memset(r, 0, sizeof(*r));
-	if (leaf > ipt_sim_max_leaf(m) && leaf < 0x80000000)
-		return;
-	switch (leaf) {
-	case IPT_CPUID_VENDOR:
-		r->eax = ipt_sim_max_leaf(m);
-		r->ebx = IPT_SIM_GI_EBX;
-		r->edx = IPT_SIM_GI_EDX;
-		r->ecx = IPT_SIM_GI_ECX;
-		break;
-	case IPT_CPUID_SIGNATURE:
-		r->eax = m->signature;
-		r->ecx = BIT(26) | BIT(27);	/* XSAVE, OSXSAVE */
-		r->edx = BIT(5);		/* MSR */
-		break;
-	case IPT_CPUID_EXT_FEATURES:
-		if (subleaf == 0)
-			r->ebx = IPT_CPUID_EXT_FEATURES_EBX_PT;
-		break;
-	case IPT_CPUID_XSAVE:
-		if (subleaf == 0) {
-			r->eax = 0x3;		/* x87, SSE */
-			r->ebx = 576;
-			r->ecx = 576;
-		} else if (subleaf == 1) {
-			r->eax = 0xb;		/* XSAVEOPT, XSAVEC, XSAVES */
-			r->ecx = m->xsaves_pt ? BIT(IPT_CPUID_XSAVE_PT_COMPONENT) : 0;
-		} else if (subleaf == IPT_CPUID_XSAVE_PT_COMPONENT && m->xsaves_pt) {
-			r->eax = IPT_XSAVE_PT_SIZE;
-			r->ecx = BIT(0);	/* supervisor */
-		}
-		break;
-	case IPT_CPUID_PT:
-		if (subleaf == 0)
-			*r = m->leaf_14_0;
-		else if (subleaf == 1 && m->leaf_14_0.eax >= 1)
-			*r = m->leaf_14_1;
-		break;
-	case IPT_CPUID_TSC:
-		*r = m->leaf_15;
-		break;
-	case 0x16:
-		r->eax = m->nom_ratio * 100;	/* base MHz */
-		break;
-	case 0x80000000:
-		r->eax = 0x80000008;
-		break;
-	case 0x80000008:
-		r->eax = m->maxphyaddr | (48 << 8);
-		break;
-	}
-}
-EXPORT_SYMBOL_IF_KUNIT(ipt_sim_cpuid);
-
-/**
- * ipt_sim_nr_ranges() - number of ADDRn ranges the model has
- * @m: the model
- *
- * Return: CPUID.(14H,1):EAX[2:0] capped at 4, or 0 without IP filtering.
- */
-unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m)
-{
-	if (!(m->leaf_14_0.ebx & BIT(2)) || m->leaf_14_0.eax < 1)
-		return 0;
-	return min_t(unsigned int, m->leaf_14_1.eax & 0x7, 4);
-}
-EXPORT_SYMBOL_IF_KUNIT(ipt_sim_nr_ranges);
 
 #define IPT_SIM_CTL_DEFINED						\
 	(RTIT_CTL_TRACEEN | RTIT_CTL_CYCLEACC | RTIT_CTL_OS |	\
@@ -373,6 +226,9 @@ static void ipt_sim_wrmsr_apply(struct ipt_sim_cpu *c, u32 msr, u64 val)
  * @msr: MSR address
  * @val: the value
  *
+ * Context: the owner of @c serialises every call on it (struct
+ * ipt_sim_cpu); no lock of its own.
+ *
  * Return: 0, or -EIO for #GP, in which case nothing changed but the
  * counters.
  */
@@ -439,6 +295,9 @@ static int ipt_sim_msr_value(const struct ipt_sim_cpu *c, u32 msr, u64 *val)
  * @msr: MSR address
  * @val: the value read
  *
+ * Context: the owner of @c serialises every call on it (struct
+ * ipt_sim_cpu); no lock of its own.
+ *
  * Return: 0, or -EIO for #GP (MSR absent on this model).
  */
 int ipt_sim_rdmsr(struct ipt_sim_cpu *c, u32 msr, u64 *val)
@@ -498,6 +357,9 @@ static bool ipt_sim_xsave_field_absent(const struct ipt_sim_model *m,
  * and the nine fields; the legacy area, the rest of the header and the
  * component's reserved bytes are left alone.
  *
+ * Context: the owner of @c serialises every call on it (struct
+ * ipt_sim_cpu); no lock of its own.
+ *
  * Return: 0, or -EIO (#GP) if @area is misaligned, the model's XSAVES does
  * not support PT, or IA32_XSS bit 8 is clear.
  */
@@ -539,6 +401,9 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_sim_xsaves);
  * a subset of it, header bytes 16..63 zero), that TraceEn is 0, and that
  * every field would be accepted by WRMSR; only then writes them, CTL last.
  * XSTATE_BV bit 8 clear restores the initial state (all zero).
+ *
+ * Context: the owner of @c serialises every call on it (struct
+ * ipt_sim_cpu); no lock of its own.
  *
  * Return: 0, or -EIO (#GP) with nothing changed.
  */

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt_sim: /sys/kernel/debug/ipt_sim, the simulator's knobs.  Fault
+ * injection and inspection live only here, never in ipt.ko's ABI: each
+ * CPU's counters and registers, operational errors, dropped bytes, a
+ * foreign owner of the unit, a reset, the output rate; the model and the
+ * built-in workload; and the feed files of ipt_sim_prog.c.  See "debugfs"
+ * in Documentation/simulator.rst.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/kernel.h>
+#include <linux/percpu.h>
+#include <linux/seq_file.h>
+#include <linux/spinlock.h>
+
+#include "ipt_sim_module.h"
+
+static struct dentry *ipt_sim_dir;
+
+static int ipt_sim_stats_show(struct seq_file *m, void *v)
+{
+	struct ipt_sim_pcpu *pc = m->private;
+	struct ipt_sim_cpu st;
+	unsigned long flags;
+	unsigned int i;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	st = pc->st;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+
+	seq_printf(m, "rdmsr %llu\nwrmsr %llu\ngp %llu\nop_errors %llu\n",
+		   st.stats.rdmsr, st.stats.wrmsr, st.stats.gp,
+		   st.stats.op_errors);
+	seq_printf(m, "pmis %llu\npmis_lost %llu\nbytes %llu\ndropped %llu\n",
+		   st.stats.pmis, st.stats.pmis_lost, st.stats.bytes,
+		   st.stats.dropped);
+	seq_printf(m, "ovf %llu\npsb %llu\nxsaves %llu\nxrstors %llu\n",
+		   st.stats.ovf, st.stats.psb, st.stats.xsaves,
+		   st.stats.xrstors);
+	seq_printf(m, "clobbered %llu\nswitches %llu\nforeign %u\n",
+		   st.stats.clobbered, st.stats.switches, st.foreign);
+	seq_printf(m, "ctl %#llx\nstatus %#llx\noutput_base %#llx\noutput_mask %#llx\n",
+		   st.ctl, st.status, st.output_base, st.output_mask | 0x7f);
+	seq_printf(m, "cr3_match %#llx\nglobal_status %#llx\nxss %#llx\n",
+		   st.cr3_match, st.global_status, st.xss);
+	for (i = 0; i < 4; i++)
+		seq_printf(m, "addr%u %#llx %#llx\n", i, st.addr_a[i],
+			   st.addr_b[i]);
+	seq_printf(m, "ip %#llx\nfeed %s %zu/%zu\ndrop %llu\n", st.ip,
+		   st.feed.buf ? "on" : "off", st.feed.pos, st.feed.len,
+		   st.drop);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ipt_sim_stats);
+
+static int ipt_sim_force_error_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+
+	if (!val)
+		return 0;
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	ipt_sim_force_error(&pc->st);
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_force_error_fops, NULL,
+			 ipt_sim_force_error_set, "%llu\n");
+
+static int ipt_sim_drop_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	pc->st.drop = val;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_drop_fops, NULL, ipt_sim_drop_set,
+			 "%llu\n");
+
+/*
+ * Another tracer takes (1) or gives back (0) the unit: TraceEn set with
+ * no output of ours, so that every write but one clearing TraceEn faults.
+ */
+static int ipt_sim_foreign_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+	int ret = 0;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	if (val && (pc->st.ctl & RTIT_CTL_TRACEEN)) {
+		ret = -EBUSY;
+	} else if (val) {
+		pc->st.ctl = RTIT_CTL_TRACEEN | RTIT_CTL_TOPA |
+			     RTIT_CTL_USR | RTIT_CTL_BRANCH_EN;
+		pc->st.foreign = true;
+	} else if (pc->st.foreign) {
+		pc->st.ctl = 0;
+		pc->st.foreign = false;
+	}
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return ret;
+}
+
+static int ipt_sim_foreign_get(void *data, u64 *val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	*val = pc->st.foreign;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_foreign_fops, ipt_sim_foreign_get,
+			 ipt_sim_foreign_set, "%llu\n");
+
+/* Reset the unit to its power-on state; refused while TraceEn = 1. */
+static int ipt_sim_reset_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+	int ret = 0;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	if (pc->st.ctl & RTIT_CTL_TRACEEN)
+		ret = -EBUSY;
+	else
+		ipt_sim_cpu_init(&pc->st, ipt_sim_model);
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return ret;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_reset_fops, NULL, ipt_sim_reset_set,
+			 "%llu\n");
+
+static int ipt_sim_rate_get(void *data, u64 *val)
+{
+	*val = READ_ONCE(ipt_sim_rate);
+	return 0;
+}
+
+static int ipt_sim_rate_set(void *data, u64 val)
+{
+	if (val > IPT_SIM_RATE_MAX)
+		return -EINVAL;
+	WRITE_ONCE(ipt_sim_rate, val);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_rate_fops, ipt_sim_rate_get,
+			 ipt_sim_rate_set, "%llu\n");
+
+static int ipt_sim_model_show(struct seq_file *m, void *v)
+{
+	const struct ipt_sim_model *sm = ipt_sim_model;
+	struct ipt_cpuid_regs r;
+
+	ipt_sim_cpuid(sm, IPT_CPUID_SIGNATURE, 0, &r);
+	seq_printf(m, "%s: %s\nsignature %#x\ncode_base %#llx\ncode_size %zu\n",
+		   sm->name, sm->desc, r.eax, IPT_SIM_CODE_BASE,
+		   ipt_sim_code_size);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ipt_sim_model);
+
+static struct debugfs_blob_wrapper ipt_sim_code_blob;
+
+/**
+ * ipt_sim_debugfs_init() - create /sys/kernel/debug/ipt_sim
+ *
+ * One directory cpuN for each possible CPU's unit; debugfs errors are
+ * not fatal, as for any debugfs user.
+ *
+ * Context: module init, after ipt_sim_pcpu_init().
+ */
+void ipt_sim_debugfs_init(void)
+{
+	char name[16];
+	unsigned int cpu;
+
+	ipt_sim_dir = debugfs_create_dir("ipt_sim", NULL);
+	debugfs_create_file("model", 0444, ipt_sim_dir, NULL,
+			    &ipt_sim_model_fops);
+	ipt_sim_code_blob.data = (void *)ipt_sim_code;
+	ipt_sim_code_blob.size = ipt_sim_code_size;
+	debugfs_create_blob("code", 0444, ipt_sim_dir, &ipt_sim_code_blob);
+	debugfs_create_file_unsafe("rate", 0644, ipt_sim_dir, NULL,
+				   &ipt_sim_rate_fops);
+	debugfs_create_u32("fail_alloc", 0644, ipt_sim_dir,
+			   &ipt_sim_fail_alloc);
+	debugfs_create_file("task_feed", 0600, ipt_sim_dir, NULL,
+			    &ipt_sim_task_feed_fops);
+	for_each_possible_cpu(cpu) {
+		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
+		struct dentry *d;
+
+		snprintf(name, sizeof(name), "cpu%u", cpu);
+		d = debugfs_create_dir(name, ipt_sim_dir);
+		debugfs_create_file("stats", 0444, d, pc, &ipt_sim_stats_fops);
+		debugfs_create_file_unsafe("force_error", 0200, d, pc,
+					   &ipt_sim_force_error_fops);
+		debugfs_create_file_unsafe("drop", 0200, d, pc,
+					   &ipt_sim_drop_fops);
+		debugfs_create_file_unsafe("reset", 0200, d, pc,
+					   &ipt_sim_reset_fops);
+		debugfs_create_file("feed", 0200, d, pc, &ipt_sim_feed_fops);
+		debugfs_create_file_unsafe("foreign", 0600, d, pc,
+					   &ipt_sim_foreign_fops);
+	}
+}
+
+/**
+ * ipt_sim_debugfs_exit() - remove /sys/kernel/debug/ipt_sim
+ *
+ * Returns once no file operation runs any more.
+ *
+ * Context: process context, after ipt_sim_debugfs_init().
+ */
+void ipt_sim_debugfs_exit(void)
+{
+	debugfs_remove_recursive(ipt_sim_dir);
+}

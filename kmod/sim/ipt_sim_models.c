@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt_sim: the CPU models the simulated unit can present and CPUID as
+ * each answers it.  See "Models" in Documentation/simulator.rst.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/string.h>
+#include <kunit/visibility.h>
+
+#include "ipt_sim.h"
+
+/* "GenuineIntel" in EBX, EDX, ECX order. */
+#define IPT_SIM_GI_EBX	0x756e6547
+#define IPT_SIM_GI_EDX	0x49656e69
+#define IPT_SIM_GI_ECX	0x6c65746e
+
+/* Typical subleaf 1: 2 ranges, MTC 0x249, CYC 0x1fff, PSB 0x3f. */
+#define IPT_SIM_LEAF_14_1_TYPICAL	{ 0x02490002, 0x003f1fff, 0, 0 }
+
+const struct ipt_sim_model ipt_sim_models[] = {
+	{
+		.name = "icl",
+		.desc = "Ice Lake client, every PT feature, multi-entry ToPA, XSAVES-PT",
+		.signature = 0x000706e5,
+		.leaf_14_0 = { 1, 0x1ff, 0x7, 0 },
+		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
+		.leaf_15 = { 2, 104, 38400000, 0 },
+		.xsaves_pt = true,
+		.maxphyaddr = 39,
+		.nom_ratio = 20,
+	},
+	{
+		.name = "icl-noxsaves",
+		.desc = "Ice Lake client as 'icl', but XSAVES does not support PT",
+		.signature = 0x000706e5,
+		.leaf_14_0 = { 1, 0x1ff, 0x7, 0 },
+		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
+		.leaf_15 = { 2, 104, 38400000, 0 },
+		.maxphyaddr = 39,
+		.nom_ratio = 20,
+	},
+	{
+		.name = "skl",
+		.desc = "Skylake client: CR3/IP filter, CYC, MTC, multi-entry ToPA",
+		.signature = 0x000406e3,
+		.leaf_14_0 = { 1, 0xf, 0x7, 0 },
+		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
+		.leaf_15 = { 2, 216, 0, 0 },
+		.maxphyaddr = 39,
+		.nom_ratio = 26,
+	},
+	{
+		.name = "glm",
+		.desc = "Goldmont (Apollo Lake): single-entry ToPA, single-range",
+		.signature = 0x000506c9,
+		.leaf_14_0 = { 1, 0x3f, 0x5, 0 },
+		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
+		.leaf_15 = { 1, 62, 19200000, 0 },
+		.maxphyaddr = 39,
+		.nom_ratio = 12,
+	},
+	{
+		.name = "bdw-sro",
+		.desc = "Broadwell client limited to single-range output, BDM106",
+		.signature = 0x000306d4,
+		.leaf_14_0 = { 0, 0x0, 0x4, 0 },
+		.maxphyaddr = 39,
+		.nom_ratio = 22,
+		.bdm106 = true,
+	},
+};
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_models);
+const unsigned int ipt_sim_nr_models = ARRAY_SIZE(ipt_sim_models);
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_nr_models);
+
+/* The highest basic leaf: 16H when leaf 15H is implemented, else 14H. */
+static u32 ipt_sim_max_leaf(const struct ipt_sim_model *m)
+{
+	return m->leaf_15.ebx ? 0x16 : 0x14;
+}
+
+/**
+ * ipt_sim_cpuid() - CPUID as the model answers it
+ * @m: the model
+ * @leaf: EAX
+ * @subleaf: ECX
+ * @r: the result
+ *
+ * Leaves 0, 1, 7, 0DH, 14H, 15H, 16H, 80000000H and 80000008H are
+ * answered; every other leaf reads as zero.
+ *
+ * Context: any; models are constant.
+ */
+void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
+		   struct ipt_cpuid_regs *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (leaf > ipt_sim_max_leaf(m) && leaf < 0x80000000)
+		return;
+	switch (leaf) {
+	case IPT_CPUID_VENDOR:
+		r->eax = ipt_sim_max_leaf(m);
+		r->ebx = IPT_SIM_GI_EBX;
+		r->edx = IPT_SIM_GI_EDX;
+		r->ecx = IPT_SIM_GI_ECX;
+		break;
+	case IPT_CPUID_SIGNATURE:
+		r->eax = m->signature;
+		r->ecx = BIT(26) | BIT(27);	/* XSAVE, OSXSAVE */
+		r->edx = BIT(5);		/* MSR */
+		break;
+	case IPT_CPUID_EXT_FEATURES:
+		if (subleaf == 0)
+			r->ebx = IPT_CPUID_EXT_FEATURES_EBX_PT;
+		break;
+	case IPT_CPUID_XSAVE:
+		if (subleaf == 0) {
+			r->eax = 0x3;		/* x87, SSE */
+			r->ebx = 576;
+			r->ecx = 576;
+		} else if (subleaf == 1) {
+			r->eax = 0xb;		/* XSAVEOPT, XSAVEC, XSAVES */
+			r->ecx = m->xsaves_pt ? BIT(IPT_CPUID_XSAVE_PT_COMPONENT) : 0;
+		} else if (subleaf == IPT_CPUID_XSAVE_PT_COMPONENT && m->xsaves_pt) {
+			r->eax = IPT_XSAVE_PT_SIZE;
+			r->ecx = BIT(0);	/* supervisor */
+		}
+		break;
+	case IPT_CPUID_PT:
+		if (subleaf == 0)
+			*r = m->leaf_14_0;
+		else if (subleaf == 1 && m->leaf_14_0.eax >= 1)
+			*r = m->leaf_14_1;
+		break;
+	case IPT_CPUID_TSC:
+		*r = m->leaf_15;
+		break;
+	case 0x16:
+		r->eax = m->nom_ratio * 100;	/* base MHz */
+		break;
+	case 0x80000000:
+		r->eax = 0x80000008;
+		break;
+	case 0x80000008:
+		r->eax = m->maxphyaddr | (48 << 8);
+		break;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_cpuid);
+
+/**
+ * ipt_sim_nr_ranges() - number of ADDRn ranges the model has
+ * @m: the model
+ *
+ * Context: any; models are constant.
+ *
+ * Return: CPUID.(14H,1):EAX[2:0] capped at 4, or 0 without IP filtering.
+ */
+unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m)
+{
+	if (!(m->leaf_14_0.ebx & BIT(2)) || m->leaf_14_0.eax < 1)
+		return 0;
+	return min_t(unsigned int, m->leaf_14_1.eax & 0x7, 4);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_nr_ranges);

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ipt_sim: what the files of the module share, around the unit's rules
+ * (ipt_sim.h): the selected model and parameters (ipt_sim_main.c), the
+ * per-CPU units with their timer and PMI delivery (ipt_sim_pcpu.c), the
+ * programs and feeds (ipt_sim_prog.c) and debugfs (ipt_sim_debugfs.c).
+ *
+ * Lock order: ipt_sim_feed_lock (a mutex), then a unit's
+ * ipt_sim_pcpu.lock, then ipt_sim_task_lock (both raw spinlocks, taken
+ * with interrupts off).
+ */
+#ifndef _IPT_SIM_MODULE_H
+#define _IPT_SIM_MODULE_H
+
+#include <linux/fs.h>
+#include <linux/hrtimer.h>
+#include <linux/percpu.h>
+#include <linux/sizes.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+
+#include "ipt_sim.h"
+
+/* Largest rate, bytes/s per tracing CPU (module parameter and debugfs). */
+#define IPT_SIM_RATE_MAX	(64UL * SZ_1M)
+
+struct ipt_sim_task;
+
+/**
+ * struct ipt_sim_prog - a program's place: its feed and where it is
+ * @feed: the feed (see struct ipt_sim_feed)
+ * @ip: its instruction pointer
+ * @ctx_off: it is outside the traced context (IPT_SIM_FEED_CTX_OFF)
+ */
+struct ipt_sim_prog {
+	struct ipt_sim_feed feed;
+	u64 ip;
+	bool ctx_off;
+};
+
+/**
+ * struct ipt_sim_pcpu - one CPU of the simulator
+ * @lock: protects @st; taken with interrupts off (the timer and PMI run
+ *        in hard interrupt context)
+ * @st: the unit's state
+ * @timer: produces output while TraceEn = 1; pinned to @cpu
+ * @cpu: the CPU this is
+ * @own: the CPU's own program (built-in loop or cpuN/feed) while a
+ *       thread's program is on the unit
+ * @bound: the thread whose program is on the unit, or NULL
+ *
+ * Locking: @st, @own and @bound only under @lock.  The MSR and XSAVES
+ * operations run on @cpu with preemption disabled; debugfs may take
+ * @lock from any CPU.  @lock nests outside ipt_sim_task_lock.
+ */
+struct ipt_sim_pcpu {
+	raw_spinlock_t lock;
+	struct ipt_sim_cpu st;
+	struct hrtimer timer;
+	unsigned int cpu;
+	struct ipt_sim_prog own;
+	struct ipt_sim_task *bound;
+};
+
+/* ipt_sim_main.c: fixed once the module is loaded */
+extern const struct ipt_sim_model *ipt_sim_model;
+extern unsigned int ipt_sim_period_us;
+extern unsigned long ipt_sim_feed_size;
+
+/* ipt_sim_pcpu.c: the per-CPU units, their timer and PMI delivery */
+extern struct ipt_sim_pcpu __percpu *ipt_sim_pcpu;
+extern u64 ipt_sim_rate;
+extern const struct ipt_hw_ops ipt_sim_ops;
+int ipt_sim_pcpu_init(void);
+void ipt_sim_pcpu_free(void);
+void ipt_sim_kick(struct ipt_sim_pcpu *pc, bool on, bool pmi);
+
+/* ipt_sim_prog.c: programs of CPUs and threads, and their feeds */
+extern u32 ipt_sim_fail_alloc;
+extern const struct file_operations ipt_sim_feed_fops;
+extern const struct file_operations ipt_sim_task_feed_fops;
+int ipt_sim_prog_init(void);
+void ipt_sim_prog_exit(void);
+void ipt_sim_prog_cpu_free(struct ipt_sim_pcpu *pc);
+void ipt_sim_prog_free_tasks(void);
+
+/* ipt_sim_debugfs.c: /sys/kernel/debug/ipt_sim */
+void ipt_sim_debugfs_init(void);
+void ipt_sim_debugfs_exit(void);
+
+#endif /* _IPT_SIM_MODULE_H */

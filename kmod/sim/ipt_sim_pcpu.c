@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt_sim: the per-CPU units behind ipt.ko's backend interface.
+ *
+ * One struct ipt_sim_pcpu per possible CPU holds a unit's state under a
+ * raw spinlock.  The backend operations (struct ipt_hw_ops) run the unit's
+ * rules (ipt_sim_msr.c) on the calling CPU's state; a pinned hard-interrupt
+ * hrtimer per CPU produces output while TraceEn = 1 and delivers the PMIs
+ * that output raises to the handler ipt.ko installed.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/hrtimer.h>
+#include <linux/kernel.h>
+#include <linux/ktime.h>
+#include <linux/lockdep.h>
+#include <linux/math64.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/spinlock.h>
+#include <kunit/visibility.h>
+
+#include "ipt_sim_module.h"
+
+struct ipt_sim_pcpu __percpu *ipt_sim_pcpu;
+u64 ipt_sim_rate;			/* bytes/s, READ_ONCE */
+
+static ipt_pmi_fn ipt_sim_pmi_fn;	/* READ_ONCE in the timer */
+static DEFINE_MUTEX(ipt_sim_pmi_lock);
+
+/* The simulated TSC runs at the nominal ratio times 100 MHz. */
+static void ipt_sim_clock(struct ipt_sim_pcpu *pc)
+{
+	lockdep_assert_held(&pc->lock);
+	pc->st.tsc = mul_u64_u32_div(ktime_get_ns(), ipt_sim_model->nom_ratio, 10);
+}
+
+static void ipt_sim_deliver_pmi(struct ipt_sim_pcpu *pc)
+{
+	ipt_pmi_fn fn = READ_ONCE(ipt_sim_pmi_fn);
+	bool raised;
+
+	/* Acknowledged meanwhile (a driver that settled it): nothing to do. */
+	raw_spin_lock(&pc->lock);
+	raised = pc->st.global_status & GLOBAL_STATUS_TRACE_TOPAPMI;
+	raw_spin_unlock(&pc->lock);
+	if (!raised)
+		return;
+	if (!fn) {
+		raw_spin_lock(&pc->lock);
+		pc->st.stats.pmis_lost++;
+		raw_spin_unlock(&pc->lock);
+		return;
+	}
+	fn();
+	/* The acknowledgment: IA32_PERF_GLOBAL_OVF_CTRL bit 55. */
+	raw_spin_lock(&pc->lock);
+	pc->st.global_status &= ~GLOBAL_STATUS_TRACE_TOPAPMI;
+	raw_spin_unlock(&pc->lock);
+}
+
+static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
+{
+	struct ipt_sim_pcpu *pc = container_of(timer, struct ipt_sim_pcpu, timer);
+	u64 period_ns = (u64)ipt_sim_period_us * NSEC_PER_USEC;
+	u64 budget = div_u64(READ_ONCE(ipt_sim_rate) * period_ns, NSEC_PER_SEC);
+	bool pmi, on;
+
+	WARN_ON_ONCE(smp_processor_id() != pc->cpu);
+
+	raw_spin_lock(&pc->lock);
+	ipt_sim_clock(pc);
+	ipt_sim_run(&pc->st, budget ?: 1);
+	pmi = pc->st.pmi_pending;
+	pc->st.pmi_pending = false;
+	raw_spin_unlock(&pc->lock);
+
+	if (pmi)
+		ipt_sim_deliver_pmi(pc);
+	/* The handler's WRMSR may have re-armed the timer already. */
+	if (hrtimer_is_queued(timer))
+		return HRTIMER_NORESTART;
+
+	raw_spin_lock(&pc->lock);
+	on = pc->st.ctl & RTIT_CTL_TRACEEN;
+	pmi = pc->st.pmi_pending;
+	raw_spin_unlock(&pc->lock);
+	if (!on && !pmi)
+		return HRTIMER_NORESTART;
+	hrtimer_forward_now(timer, ns_to_ktime(pmi ? 1 : period_ns));
+	return HRTIMER_RESTART;
+}
+
+/**
+ * ipt_sim_kick() - keep a unit's output timer running while there is work
+ * @pc: the unit
+ * @on: its TraceEn
+ * @pmi: it has a PMI pending
+ *
+ * Called after anything that may have turned output on or raised a PMI: a
+ * pending PMI is delivered at once, output is produced every period.
+ *
+ * Context: on @pc's CPU (the timer is pinned), @pc->lock held.
+ */
+void ipt_sim_kick(struct ipt_sim_pcpu *pc, bool on, bool pmi)
+{
+	lockdep_assert_held(&pc->lock);
+	if (!on && !pmi)
+		return;
+	if (pmi)
+		hrtimer_start(&pc->timer, 0, HRTIMER_MODE_REL_PINNED_HARD);
+	else if (!hrtimer_active(&pc->timer))
+		hrtimer_start(&pc->timer,
+			      ns_to_ktime((u64)ipt_sim_period_us * NSEC_PER_USEC),
+			      HRTIMER_MODE_REL_PINNED_HARD);
+}
+
+/* ---- the backend operations ------------------------------------------- */
+
+static struct ipt_sim_pcpu *ipt_sim_this_cpu(void)
+{
+	lockdep_assert_preemption_disabled();
+	return this_cpu_ptr(ipt_sim_pcpu);
+}
+
+static void ipt_sim_op_cpuid(u32 leaf, u32 subleaf, struct ipt_cpuid_regs *r)
+{
+	ipt_sim_cpuid(ipt_sim_model, leaf, subleaf, r);
+}
+
+static int ipt_sim_op_rdmsr(u32 msr, u64 *val)
+{
+	struct ipt_sim_pcpu *pc = ipt_sim_this_cpu();
+	unsigned long flags;
+	int ret;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	ret = ipt_sim_rdmsr(&pc->st, msr, val);
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return ret;
+}
+
+/* Run @op on this CPU's state; -EIO for the ops' #GP. */
+enum ipt_sim_op { IPT_SIM_WRMSR, IPT_SIM_XSAVES, IPT_SIM_XRSTORS };
+
+static int ipt_sim_op(enum ipt_sim_op op, u32 msr, u64 val, void *area)
+{
+	struct ipt_sim_pcpu *pc = ipt_sim_this_cpu();
+	unsigned long flags;
+	bool on, pmi;
+	int ret;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	ipt_sim_clock(pc);
+	if (op == IPT_SIM_WRMSR)
+		ret = ipt_sim_wrmsr(&pc->st, msr, val);
+	else if (op == IPT_SIM_XSAVES)
+		ret = ipt_sim_xsaves(&pc->st, area);
+	else
+		ret = ipt_sim_xrstors(&pc->st, area);
+	on = pc->st.ctl & RTIT_CTL_TRACEEN;
+	pmi = pc->st.pmi_pending;
+	ipt_sim_kick(pc, on, pmi);
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return ret;
+}
+
+static int ipt_sim_op_wrmsr(u32 msr, u64 val)
+{
+	return ipt_sim_op(IPT_SIM_WRMSR, msr, val, NULL);
+}
+
+static int ipt_sim_op_xsaves(void *area)
+{
+	return ipt_sim_op(IPT_SIM_XSAVES, 0, 0, area);
+}
+
+static int ipt_sim_op_xrstors(const void *area)
+{
+	return ipt_sim_op(IPT_SIM_XRSTORS, 0, 0, (void *)area);
+}
+
+static int ipt_sim_op_pmi_request(ipt_pmi_fn fn)
+{
+	int ret = 0;
+
+	mutex_lock(&ipt_sim_pmi_lock);
+	if (ipt_sim_pmi_fn)
+		ret = -EBUSY;
+	else
+		WRITE_ONCE(ipt_sim_pmi_fn, fn);
+	mutex_unlock(&ipt_sim_pmi_lock);
+	return ret;
+}
+
+static void ipt_sim_op_pmi_release(void)
+{
+	mutex_lock(&ipt_sim_pmi_lock);
+	WRITE_ONCE(ipt_sim_pmi_fn, NULL);
+	/* PMIs are delivered with interrupts off: an RCU read side. */
+	synchronize_rcu();
+	mutex_unlock(&ipt_sim_pmi_lock);
+}
+
+const struct ipt_hw_ops ipt_sim_ops = {
+	.name = "sim",
+	.backend = IPT_BACKEND_SIM,
+	.owner = THIS_MODULE,
+	.cpuid = ipt_sim_op_cpuid,
+	.read_msr = ipt_sim_op_rdmsr,
+	.write_msr = ipt_sim_op_wrmsr,
+	.xsaves = ipt_sim_op_xsaves,
+	.xrstors = ipt_sim_op_xrstors,
+	.pmi_request = ipt_sim_op_pmi_request,
+	.pmi_release = ipt_sim_op_pmi_release,
+};
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/**
+ * ipt_sim_live_ops() - the registered operations, for KUnit
+ *
+ * Lets the live suite drive the per-CPU units through the same interface
+ * ipt.ko uses: timer, PMI delivery and locking run for real.
+ *
+ * Context: any; the operations have ipt.ko's calling rules (struct
+ * ipt_hw_ops).
+ *
+ * Return: the simulator's struct ipt_hw_ops.
+ */
+const struct ipt_hw_ops *ipt_sim_live_ops(void)
+{
+	return &ipt_sim_ops;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_live_ops);
+#endif
+
+/* ---- set-up and tear-down --------------------------------------------- */
+
+/**
+ * ipt_sim_pcpu_init() - a unit in its reset state for every possible CPU
+ *
+ * Each presents ipt_sim_model, with its output timer ready but not
+ * running.
+ *
+ * Context: module init, before anything can reach the units.
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int ipt_sim_pcpu_init(void)
+{
+	unsigned int cpu;
+
+	ipt_sim_pcpu = alloc_percpu(struct ipt_sim_pcpu);
+	if (!ipt_sim_pcpu)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
+
+		raw_spin_lock_init(&pc->lock);
+		ipt_sim_cpu_init(&pc->st, ipt_sim_model);
+		hrtimer_init(&pc->timer, CLOCK_MONOTONIC,
+			     HRTIMER_MODE_REL_PINNED_HARD);
+		pc->timer.function = ipt_sim_tick;
+		pc->cpu = cpu;
+	}
+	return 0;
+}
+
+/**
+ * ipt_sim_pcpu_free() - stop and free every unit, and their programs
+ *
+ * Context: process context; no backend operation, sched_switch hook or
+ * debugfs file can reach the units any more, and no CPU traces.
+ */
+void ipt_sim_pcpu_free(void)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
+
+		hrtimer_cancel(&pc->timer);
+		ipt_sim_prog_cpu_free(pc);
+	}
+	free_percpu(ipt_sim_pcpu);
+}
