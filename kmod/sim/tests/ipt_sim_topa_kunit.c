@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests of ipt.ko's ToPA buffers driven by the simulator's output
+ * engine (ipt_sim_output.c): ipt_sim_topa: a buffer from
+ * ipt_buffer_alloc() filled by the unit's output rules; the position
+ * arithmetic and the wrap count (INT on the last region) match the bytes
+ * the unit wrote, and STOP stops it full.
+ */
+#include <kunit/test.h>
+#include <linux/kernel.h>
+#include <linux/numa.h>
+#include <linux/sizes.h>
+
+#include "../../ipt.h"
+#include "ipt_sim_test.h"
+
+struct topa_run {
+	struct ipt_sim_cpu c;
+	struct ipt_buffer *buf;
+	u64 pmis;
+};
+
+/* Enable on a fresh icl unit with the buffer's first table. */
+static void topa_start(struct kunit *test, struct topa_run *r)
+{
+	ipt_sim_cpu_init(&r->c, &ipt_sim_models[0]);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_OUTPUT_BASE,
+					    r->buf->table_phys[0]), 0);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_OUTPUT_MASK,
+					    IPT_RTIT_MASK_LOW), 0);
+	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_CTL,
+					    RTIT_CTL_TRACEEN | RTIT_CTL_TOPA |
+					    RTIT_CTL_USR |
+					    RTIT_CTL_BRANCH_EN), 0);
+}
+
+/* Run in slices, counting PMIs as the handler would (one per slice max). */
+static void topa_produce(struct topa_run *r, u64 bytes, u64 slice)
+{
+	u64 start = r->c.stats.bytes;
+
+	while (r->c.stats.bytes - start < bytes &&
+	       !(r->c.status & RTIT_STATUS_STOPPED)) {
+		ipt_sim_run(&r->c, slice);
+		if (r->c.pmi_pending) {
+			r->pmis++;
+			r->c.pmi_pending = false;
+		}
+	}
+}
+
+static u64 topa_stop(struct kunit *test, struct topa_run *r)
+{
+	u64 base, mask, off;
+
+	KUNIT_EXPECT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_CTL,
+					    RTIT_CTL_TOPA), 0);
+	if (r->c.pmi_pending) {
+		r->pmis++;
+		r->c.pmi_pending = false;
+	}
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(&r->c, MSR_IA32_RTIT_OUTPUT_BASE,
+					    &base), 0);
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(&r->c, MSR_IA32_RTIT_OUTPUT_MASK,
+					    &mask), 0);
+	KUNIT_EXPECT_EQ(test, ipt_topa_offset(r->buf, base, mask, &off), 0);
+	KUNIT_EXPECT_EQ(test, r->c.status & RTIT_STATUS_ERROR, 0ULL);
+	return off;
+}
+
+static void topa_ring_counts_wraps(struct kunit *test)
+{
+	static const struct { u64 size; unsigned int shift; u64 bytes; } cases[] = {
+		{ SZ_4K, 12, 3 * SZ_4K + 1000 },
+		{ SZ_16K, 12, 3 * SZ_16K + 1000 },
+		{ SZ_64K + SZ_4K, 27, 3 * (SZ_64K + SZ_4K) },
+		/* Two tables: through both END links once. */
+		{ 512 * SZ_4K, 12, 512 * SZ_4K + SZ_8K },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct topa_run *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+		u64 head, total, want;
+
+		KUNIT_ASSERT_NOT_NULL(test, r);
+		r->buf = ipt_buffer_alloc(cases[i].size, cases[i].shift, false,
+					  false, NUMA_NO_NODE, NULL);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(r->buf));
+		topa_start(test, r);
+		/* Slices below the size: one wrap per PMI at most. */
+		topa_produce(r, cases[i].bytes, min_t(u64, cases[i].size / 2, SZ_4K));
+		head = topa_stop(test, r);
+		if (head == r->buf->size)
+			head = 0;
+		total = r->c.stats.bytes;
+		want = total;
+		KUNIT_EXPECT_EQ_MSG(test, r->pmis * r->buf->size + head, want,
+				    "size %llu", cases[i].size);
+		KUNIT_EXPECT_EQ(test, r->pmis, total / r->buf->size);
+		ipt_buffer_free(r->buf);
+	}
+}
+
+static void topa_stop_on_full(struct kunit *test)
+{
+	struct topa_run *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	u64 head;
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	r->buf = ipt_buffer_alloc(SZ_64K, 12, true, true, NUMA_NO_NODE, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(r->buf));
+	topa_start(test, r);
+	topa_produce(r, 2 * r->buf->size, 4096);
+	KUNIT_EXPECT_NE(test, r->c.status & RTIT_STATUS_STOPPED, 0ULL);
+	head = topa_stop(test, r);
+	KUNIT_EXPECT_EQ(test, head, r->buf->size);
+	KUNIT_EXPECT_EQ(test, r->c.stats.bytes, r->buf->size);
+	KUNIT_EXPECT_EQ(test, r->pmis, 1ULL);
+	ipt_buffer_free(r->buf);
+}
+
+static struct kunit_case topa_cases[] = {
+	KUNIT_CASE(topa_ring_counts_wraps),
+	KUNIT_CASE(topa_stop_on_full),
+	{}
+};
+
+static struct kunit_suite topa_suite = {
+	.name = "ipt_sim_topa",
+	.test_cases = topa_cases,
+};
+
+kunit_test_suites(&topa_suite);

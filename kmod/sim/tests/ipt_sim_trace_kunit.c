@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests of what the unit traces and when (ipt_sim_trace.c): the
+ * enable and disable packets, PSB+ at its period, OVF after dropped
+ * bytes, MTC and CYC, feed records, and context switches between
+ * programs.
+ */
+#include <kunit/test.h>
+#include <linux/bitfield.h>
+#include <linux/kernel.h>
+#include <linux/sizes.h>
+#include <linux/string.h>
+
+#include "ipt_sim_test.h"
+
+/* A 32 KiB single range for packet tests; returns its kernel address. */
+static u8 *pkt_start(struct kunit *test, struct ipt_sim_cpu *c, u64 ctl)
+{
+	u64 pa;
+	u8 *out = sim_mem(test, 3, &pa);
+
+	sim_start(test, c, pa, SZ_32K - 1, ctl);
+	return out;
+}
+
+/* PacketByteCnt = 0: PSB+ (without FUP), then TIP.PGE. */
+static void pkt_enable_psb(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out;
+
+	c->tsc = 0x123456789aULL;
+	out = pkt_start(test, c, CTL_RANGE | RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN);
+	/* CTC = TSC / 104 * 2 = 0x599f338c */
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 46ULL);
+	EXPECT_BYTES(test, out, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		     0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		     0x19, 0x9a, 0x78, 0x56, 0x34, 0x12, 0x00, 0x00,
+		     0x02, 0x73, 0x8c, 0x33, 0x00, 0x00, 0x00,
+		     0x02, 0x03, 0x14, 0x00,
+		     0x99, 0x01,
+		     0x02, 0x23,
+		     0x71, 0x00, 0x10, 0x40, 0x00, 0x00, 0x00);
+	KUNIT_EXPECT_EQ(test, c->stats.psb, 1ULL);
+	KUNIT_EXPECT_TRUE(test, c->packet_en);
+}
+
+/* PacketByteCnt > 0: TSC, TMA, CBR, MODE.Exec, TIP.PGE; no PSB. */
+static void pkt_enable_no_psb(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u64 ctl = CTL_RANGE | RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN;
+	u8 *out;
+
+	out = pkt_start(test, c, ctl);
+	ipt_sim_run(c, 3);
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, ctl & ~RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 46ULL + 3 + 8);
+	/* Disable: FUP at the loop's jmp, TIP.PGD without IP. */
+	EXPECT_BYTES(test, out + 46, LOOP_TNT, LOOP_TNT, LOOP_TNT,
+		     0x7d, 0x09, 0x10, 0x40, 0x00, 0x00, 0x00, 0x01);
+	c->tsc = 208;	/* CTC 4 */
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, ctl);
+	EXPECT_BYTES(test, out + 57, 0x19, 0xd0, 0, 0, 0, 0, 0, 0,
+		     0x02, 0x73, 0x04, 0x00, 0x00, 0x00, 0x00,
+		     0x02, 0x03, 0x14, 0x00, 0x99, 0x01,
+		     0x71, 0x09, 0x10, 0x40, 0x00, 0x00, 0x00);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 57ULL + 28);
+	KUNIT_EXPECT_EQ(test, c->stats.psb, 1ULL);
+}
+
+/* No PacketEn (User = 0 for user code): PSB+ only, no TIP.PGE. */
+static void pkt_enable_no_packet_en(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out;
+
+	out = pkt_start(test, c, CTL_RANGE & ~RTIT_CTL_USR);
+	KUNIT_EXPECT_FALSE(test, c->packet_en);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 24ULL);
+	EXPECT_BYTES(test, out + 16, 0x02, 0x03, 0x14, 0x00, 0x99, 0x01,
+		     0x02, 0x23);
+	ipt_sim_run(c, 100);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 24ULL);
+}
+
+/* A PSB+ (with FUP) every 2K << PSBFreq bytes. */
+static void pkt_psb_interval(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u64 ctl = CTL_RANGE | FIELD_PREP(RTIT_CTL_PSB_FREQ, 1);
+	u8 *out;
+
+	out = pkt_start(test, c, ctl);
+	ipt_sim_run(c, SZ_8K + 100);
+	KUNIT_EXPECT_EQ(test, out[SZ_4K - 1], LOOP_TNT);
+	EXPECT_BYTES(test, out + SZ_4K, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		     0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		     0x02, 0x03, 0x14, 0x00, 0x99, 0x01,
+		     0x7d, 0x09, 0x10, 0x40, 0x00, 0x00, 0x00, 0x02, 0x23,
+		     LOOP_TNT);
+	EXPECT_BYTES(test, out + SZ_8K, 0x02, 0x82);
+	KUNIT_EXPECT_EQ(test, out[SZ_8K - 1], LOOP_TNT);
+	KUNIT_EXPECT_EQ(test, c->stats.psb, 3ULL);
+}
+
+/* Dropped bytes: OVF then FUP with the current IP. */
+static void pkt_ovf(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out;
+
+	out = pkt_start(test, c, CTL_RANGE);
+	c->drop = 10;
+	ipt_sim_run(c, 12);
+	KUNIT_EXPECT_EQ(test, c->stats.dropped, 10ULL);
+	KUNIT_EXPECT_EQ(test, c->stats.ovf, 1ULL);
+	EXPECT_BYTES(test, out + 31, 0x02, 0xf3,
+		     0x7d, 0x09, 0x10, 0x40, 0x00, 0x00, 0x00, LOOP_TNT);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 10);
+}
+
+static void pkt_mtc_cyc(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out;
+
+	out = pkt_start(test, c, CTL_RANGE | RTIT_CTL_MTC_EN | RTIT_CTL_CYCLEACC);
+	c->tsc = 1040;	/* CTC 20 */
+	ipt_sim_run(c, 3);	/* the MTC counts against the budget */
+	/* MTC with CTC[7:0], CYC of 1040 cycles, then the TNT. */
+	EXPECT_BYTES(test, out + 31, 0x59, 0x14, 0x87, 0x40, LOOP_TNT);
+	ipt_sim_run(c, 1);
+	/* Same time: no MTC, no CYC. */
+	KUNIT_EXPECT_EQ(test, out[31 + 5], LOOP_TNT);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 6);
+}
+
+/*
+ * Feed records are written verbatim, the IP follows them, and a leading
+ * IP-only record sets the IP the enable packets carry.
+ */
+static void pkt_feed(struct kunit *test)
+{
+	static const u8 feed[] = {
+		/* len 0: set the IP to 0x400100 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x01, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* len 8: TNT-8 (T), TIP 0x400200 (IPBytes 011) */
+		0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x06, 0x6d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00,
+	};
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out, *buf;
+
+	buf = kunit_kzalloc(test, sizeof(feed) + 8, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memcpy(buf, feed, sizeof(feed));
+	/* A partial header at the end waits for more. */
+	c->feed.buf = buf;
+	c->feed.len = sizeof(feed) + 8;
+	c->feed.cap = sizeof(feed) + 8;
+	ipt_sim_run(c, 100);	/* TraceEn = 0: nothing consumed */
+	KUNIT_EXPECT_EQ(test, c->feed.pos, (size_t)0);
+	out = pkt_start(test, c, CTL_RANGE);
+	/* The leading IP-only record gave the enable's TIP.PGE its IP. */
+	KUNIT_EXPECT_EQ(test, c->feed.pos, (size_t)16);
+	EXPECT_BYTES(test, out + 24, 0x71, 0x00, 0x01, 0x40, 0x00, 0x00, 0x00);
+	ipt_sim_run(c, 100);
+	KUNIT_EXPECT_EQ(test, c->feed.pos, sizeof(feed));
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 8);
+	EXPECT_BYTES(test, out + 31, 0x06, 0x6d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00);
+	KUNIT_EXPECT_EQ(test, c->ip, 0x400200ULL);
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+	EXPECT_BYTES(test, out + 39, 0x7d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x01);
+}
+
+/*
+ * A record flagged CTX_OFF (the program left the traced context, e.g. a
+ * system call) keeps the unit's own FUPs out: PSB+ without FUP, and no
+ * FUP + TIP.PGD when TraceEn is cleared.
+ */
+static void pkt_feed_ctx_off(struct kunit *test)
+{
+	static const u8 feed[] = {
+		/* len 0: start at 0x400100 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x01, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* len 1, CTX_OFF: TIP.PGD without IP; at 0x400200 */
+		0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x01,
+	};
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out, *buf;
+
+	buf = kunit_kzalloc(test, sizeof(feed), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memcpy(buf, feed, sizeof(feed));
+	c->feed.buf = buf;
+	c->feed.len = sizeof(feed);
+	c->feed.cap = sizeof(feed);
+	out = pkt_start(test, c, CTL_RANGE);
+	ipt_sim_run(c, 100);
+	KUNIT_EXPECT_EQ(test, c->feed.pos, sizeof(feed));
+	KUNIT_EXPECT_TRUE(test, c->feed_ctx_off);
+	KUNIT_EXPECT_EQ(test, out[31], 0x01);
+	/* Disable: nothing more is written. */
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 1);
+	KUNIT_EXPECT_EQ(test, out[32], 0x00);
+}
+
+/*
+ * A context switch to another program (ipt_sim_switch_out()): FUP and
+ * TIP.PGD for the program leaving, then nothing until the next program
+ * runs user code, which starts with TIP.PGE at its IP.  An enable in
+ * between (the driver's switch-in) writes no TIP.PGE of its own.
+ */
+static void pkt_switch_programs(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out;
+
+	out = pkt_start(test, c, CTL_RANGE);
+	ipt_sim_run(c, 1);
+	KUNIT_ASSERT_EQ(test, c->stats.bytes, 31ULL + 1);
+	ipt_sim_switch_out(c);
+	KUNIT_EXPECT_EQ(test, c->stats.switches, 1ULL);
+	KUNIT_EXPECT_FALSE(test, c->packet_en);
+	KUNIT_EXPECT_TRUE(test, c->pge_pending);
+	EXPECT_BYTES(test, out + 32, 0x7d, 0x09, 0x10, 0x40, 0x00, 0x00, 0x00, 0x01);
+	/* The driver's switch-out and switch-in, in the kernel. */
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 1 + 8);
+	c->ip = 0x400500;
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE);
+	KUNIT_EXPECT_FALSE(test, c->packet_en);
+	/* CBR only (PacketByteCnt > 0, no TSC), no MODE.Exec, no TIP.PGE. */
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 1 + 8 + 4);
+	EXPECT_BYTES(test, out + 40, 0x02, 0x03, 0x14, 0x00);
+	/* The new program runs: TIP.PGE at its IP, then its packets. */
+	ipt_sim_run(c, 8);
+	KUNIT_EXPECT_FALSE(test, c->pge_pending);
+	KUNIT_EXPECT_TRUE(test, c->packet_en);
+	EXPECT_BYTES(test, out + 44, 0x71, 0x00, 0x05, 0x40, 0x00, 0x00, 0x00, LOOP_TNT);
+}
+
+/* Without output on (TraceEn = 0) a switch writes nothing. */
+static void pkt_switch_untraced(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+
+	ipt_sim_switch_out(c);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 0ULL);
+	KUNIT_EXPECT_TRUE(test, c->pge_pending);
+}
+
+static struct kunit_case sim_trace_cases[] = {
+	KUNIT_CASE(pkt_enable_psb),
+	KUNIT_CASE(pkt_enable_no_psb),
+	KUNIT_CASE(pkt_enable_no_packet_en),
+	KUNIT_CASE(pkt_psb_interval),
+	KUNIT_CASE(pkt_ovf),
+	KUNIT_CASE(pkt_mtc_cyc),
+	KUNIT_CASE(pkt_feed),
+	KUNIT_CASE(pkt_feed_ctx_off),
+	KUNIT_CASE(pkt_switch_programs),
+	KUNIT_CASE(pkt_switch_untraced),
+	{}
+};
+
+static struct kunit_suite sim_trace_suite = {
+	.name = "ipt_sim_trace",
+	.init = sim_test_init,
+	.exit = sim_test_exit,
+	.test_cases = sim_trace_cases,
+};
+
+kunit_test_suites(&sim_trace_suite);
