@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ipt: sessions - the state machine of one open /dev/ipt, per-CPU tracing
- * through cross-CPU calls, the ToPA PMI, CPU hotplug and mmap.
+ * ipt: sessions - the state machine of one open /dev/ipt, which runs its
+ * mode (ipt_cpu.c, ipt_thread.c) through struct ipt_mode_ops; the ToPA
+ * PMI, CPU hotplug and mmap.
  *
  * See Documentation/design.rst (sessions, locking, PMI, hotplug, mmap
  * lifetime) and Documentation/abi.rst (the commands).
@@ -15,7 +16,6 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
-#include <linux/delay.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/lockdep.h>
@@ -30,10 +30,6 @@
 
 #include "ipt_session.h"
 
-/* How long stop waits for a pending ToPA PMI to be handled: 100 ms. */
-#define IPT_PMI_DRAIN_TRIES	1000
-#define IPT_PMI_DRAIN_US	100
-
 /* See ipt_session.h. */
 DEFINE_PER_CPU(atomic64_t *, ipt_pmi_count);
 DEFINE_PER_CPU(u64 *, ipt_pmi_sample);
@@ -41,6 +37,12 @@ const struct ipt_hw_ops *ipt_pmi_hw;
 
 static struct ipt_device *ipt_session_dev;
 static enum cpuhp_state ipt_cpuhp_state;
+
+/* The modes, by enum ipt_mode. */
+static const struct ipt_mode_ops *const ipt_modes[] = {
+	[IPT_MODE_CPU] = &ipt_cpu_mode_ops,
+	[IPT_MODE_THREAD] = &ipt_thread_mode_ops,
+};
 
 /*
  * The ToPA PMI.  Context: NMI (native) or hard interrupt (sim), on the CPU
@@ -69,198 +71,6 @@ static void ipt_pmi_handler(void)
 	atomic64_inc(count);
 }
 
-/* ---- cross-CPU calls: run on t->cpu with interrupts off ------------- */
-
-static void ipt_trace_check_free_on_cpu(void *arg)
-{
-	struct ipt_trace *t = arg;
-	u64 ctl;
-
-	t->err = t->s->hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
-	if (!t->err && (ctl & RTIT_CTL_TRACEEN))
-		t->err = -EBUSY;
-}
-
-/*
- * Start: the SDM order, OUTPUT_BASE, OUTPUT_MASK_PTRS, STATUS, CR3_MATCH,
- * ADDRn, and RTIT_CTL last.  Refuses a unit someone else has enabled.
- */
-static void ipt_trace_start_on_cpu(void *arg)
-{
-	struct ipt_trace *t = arg;
-	const struct ipt_session *s = t->s;
-	const struct ipt_hw_ops *hw = s->hw;
-	unsigned int i;
-	u64 ctl;
-	int ret;
-
-	ret = hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
-	if (!ret && (ctl & RTIT_CTL_TRACEEN))
-		ret = -EBUSY;
-	if (!ret)
-		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_BASE, t->base);
-	if (!ret)
-		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_MASK, t->mask);
-	/* Error and Stopped are sticky; PacketByteCnt keeps the PSB rhythm. */
-	if (!ret)
-		ret = hw->write_msr(MSR_IA32_RTIT_STATUS, t->status &
-				    (RTIT_STATUS_ERROR |
-				     RTIT_STATUS_STOPPED |
-				     RTIT_STATUS_BYTECNT));
-	if (!ret && s->has_cr3)
-		ret = hw->write_msr(MSR_IA32_RTIT_CR3_MATCH, s->hwcfg.cr3_match);
-	for (i = 0; !ret && i < s->nr_ranges; i++) {
-		ret = hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), s->hwcfg.addr_a[i]);
-		if (!ret)
-			ret = hw->write_msr(IPT_MSR_RTIT_ADDR_B(i),
-					    s->hwcfg.addr_b[i]);
-	}
-	if (!ret)
-		ret = hw->write_msr(MSR_IA32_RTIT_CTL,
-				    s->hwcfg.ctl | RTIT_CTL_TRACEEN);
-	t->err = ret;
-	if (!ret)
-		t->running = true;
-}
-
-/* Stop: CTL without TraceEn, then read OUTPUT_BASE, MASK_PTRS, STATUS. */
-static void ipt_trace_stop_on_cpu(void *arg)
-{
-	struct ipt_trace *t = arg;
-	const struct ipt_hw_ops *hw = t->s->hw;
-	int ret;
-
-	ret = hw->write_msr(MSR_IA32_RTIT_CTL, t->s->hwcfg.ctl);
-	if (!ret)
-		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &t->base);
-	if (!ret)
-		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &t->mask);
-	if (!ret)
-		ret = hw->read_msr(MSR_IA32_RTIT_STATUS, &t->status);
-	t->err = ret;
-	t->running = false;
-}
-
-static void ipt_trace_pmi_pending_on_cpu(void *arg)
-{
-	struct ipt_trace *t = arg;
-	u64 v;
-
-	t->err = 0;
-	if (!t->s->hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &v) &&
-	    (v & GLOBAL_STATUS_TRACE_TOPAPMI))
-		t->err = -EAGAIN;
-}
-
-/* ---- per-trace operations (process context, device lock held) ------- */
-
-/**
- * ipt_trace_start() - start tracing on the trace's CPU
- * @t: the trace; its CPU is online
- *
- * Context: process context; device lock held; CPU hotplug excluded (cpus
- * read lock or a hotplug callback).
- * Return: 0, -EBUSY when the unit already traces, -EIO when an MSR write
- * faulted.
- */
-static int ipt_trace_start(struct ipt_trace *t)
-{
-	lockdep_assert_held(&t->s->idev->lock);
-	smp_call_function_single(t->cpu, ipt_trace_start_on_cpu, t, 1);
-	if (t->err && t->running)
-		t->running = false;
-	return t->err;
-}
-
-/**
- * ipt_trace_stop() - stop tracing on the trace's CPU and settle its state
- * @t: the trace
- *
- * Stops the unit, reads its position, then waits until a PMI raised by
- * output up to the stop has been handled (IA32_PERF_GLOBAL_STATUS bit 55
- * clear on that CPU), so that the wrap count matches the position.
- *
- * Context: process context, may sleep; device lock held; CPU hotplug
- * excluded.
- */
-static void ipt_trace_stop(struct ipt_trace *t)
-{
-	unsigned int i;
-
-	lockdep_assert_held(&t->s->idev->lock);
-	if (!t->running)
-		return;
-	smp_call_function_single(t->cpu, ipt_trace_stop_on_cpu, t, 1);
-	for (i = 0; i < IPT_PMI_DRAIN_TRIES; i++) {
-		smp_call_function_single(t->cpu, ipt_trace_pmi_pending_on_cpu,
-					 t, 1);
-		if (!t->err)
-			break;
-		usleep_range(IPT_PMI_DRAIN_US, 2 * IPT_PMI_DRAIN_US);
-	}
-	if (i == IPT_PMI_DRAIN_TRIES)
-		t->pmi_late = true;
-	t->err = 0;
-	t->pmis_at_stop = atomic64_read(&t->pmis);
-	t->sample_at_stop = READ_ONCE(t->sample);
-}
-
-static void ipt_session_stop_locked(struct ipt_session *s)
-{
-	unsigned int i;
-
-	lockdep_assert_held(&s->idev->lock);
-	for (i = 0; i < s->nr_traces; i++)
-		ipt_trace_stop(&s->traces[i]);
-	s->state = IPT_STATE_STOPPED;
-}
-
-static int ipt_session_start_locked(struct ipt_session *s)
-{
-	unsigned int i;
-	int ret = 0;
-
-	lockdep_assert_held(&s->idev->lock);
-
-	/* Refuse before touching anything if any unit is someone else's. */
-	for (i = 0; i < s->nr_traces; i++) {
-		struct ipt_trace *t = &s->traces[i];
-
-		if (!cpu_online(t->cpu))
-			continue;
-		smp_call_function_single(t->cpu, ipt_trace_check_free_on_cpu,
-					 t, 1);
-		if (t->err)
-			return t->err;
-	}
-	for (i = 0; i < s->nr_traces; i++) {
-		if (!cpu_online(s->traces[i].cpu))
-			continue;	/* starts when it comes online */
-		ret = ipt_trace_start(&s->traces[i]);
-		if (ret)
-			break;
-	}
-	if (ret) {
-		while (i--)
-			ipt_trace_stop(&s->traces[i]);
-		return ret;
-	}
-	s->state = IPT_STATE_TRACING;
-	return 0;
-}
-
-static struct ipt_trace *ipt_session_trace(struct ipt_session *s,
-					   unsigned int cpu)
-{
-	unsigned int i;
-
-	lockdep_assert_held(&s->idev->lock);
-	for (i = 0; i < s->nr_traces; i++)
-		if (s->traces[i].cpu == cpu)
-			return &s->traces[i];
-	return NULL;
-}
-
 /* ---- CPU hotplug ------------------------------------------------------ */
 
 /*
@@ -268,42 +78,28 @@ static struct ipt_trace *ipt_session_trace(struct ipt_session *s,
  * process context, with CPU hotplug excluded.  Ioctls that make cross-CPU
  * calls take the cpus read lock before the device lock, as these do.
  */
-static int ipt_cpu_online(unsigned int cpu)
+static int ipt_session_cpu_online(unsigned int cpu)
 {
 	struct ipt_device *idev = ipt_session_dev;
 	struct ipt_session *s;
-	struct ipt_trace *t;
 
 	mutex_lock(&idev->lock);
 	s = idev->owner;
-	if (s && s->mode == IPT_MODE_THREAD) {
-		ipt_thread_cpu_hotplug(s, true);
-	} else if (s && s->state == IPT_STATE_TRACING) {
-		t = ipt_session_trace(s, cpu);
-		/* A unit someone else took meanwhile stays theirs. */
-		if (t && !t->running)
-			ipt_trace_start(t);
-	}
+	if (s)
+		s->mops->cpu_online(s, cpu);
 	mutex_unlock(&idev->lock);
 	return 0;
 }
 
-static int ipt_cpu_offline(unsigned int cpu)
+static int ipt_session_cpu_offline(unsigned int cpu)
 {
 	struct ipt_device *idev = ipt_session_dev;
 	struct ipt_session *s;
-	struct ipt_trace *t;
 
 	mutex_lock(&idev->lock);
 	s = idev->owner;
-	/* A thread on this CPU is switched out, and its state saved, first. */
-	if (s && s->mode == IPT_MODE_THREAD) {
-		ipt_thread_cpu_hotplug(s, false);
-	} else if (s) {
-		t = ipt_session_trace(s, cpu);
-		if (t)
-			ipt_trace_stop(t);
-	}
+	if (s)
+		s->mops->cpu_offline(s, cpu);
 	mutex_unlock(&idev->lock);
 	return 0;
 }
@@ -323,42 +119,51 @@ static void ipt_session_free_traces(struct ipt_session *s)
 }
 
 /*
- * Back to IDLE: let the threads go (per-thread), release the PMI handler
- * (waits for running calls), then free what the handler could see, then
- * let the unit go.  Context: cpus read lock and device lock held.
+ * The PMI handler's per-CPU pointers at @s's traces, cleared once the
+ * handler is released: per-CPU mode set them at configure time; a
+ * per-thread session's last unloads cleared them already.
  */
-static void ipt_session_teardown_locked(struct ipt_session *s)
+static void ipt_session_pmi_clear(struct ipt_session *s)
 {
-	struct ipt_device *idev = s->idev;
-	bool thread = s->mode == IPT_MODE_THREAD;
 	unsigned int i;
 
-	lockdep_assert_held(&idev->lock);
-	if (thread)
-		ipt_thread_teardown(s);
-	s->hw->pmi_release();
-	for (i = 0; !thread && i < s->nr_traces; i++) {
+	for (i = 0; i < s->nr_traces; i++) {
 		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu), NULL);
 		WRITE_ONCE(per_cpu(ipt_pmi_sample, s->traces[i].cpu), NULL);
 	}
 	WRITE_ONCE(ipt_pmi_hw, NULL);
+}
+
+/*
+ * Back to IDLE: let the mode undo its configuration (per-thread: let the
+ * threads go), release the PMI handler (waits for running calls), then
+ * free what the handler could see, then let the unit go.  Context: cpus
+ * read lock and device lock held.
+ */
+static void ipt_session_teardown_locked(struct ipt_session *s)
+{
+	struct ipt_device *idev = s->idev;
+
+	lockdep_assert_held(&idev->lock);
+	if (s->mops->teardown)
+		s->mops->teardown(s);
+	s->hw->pmi_release();
+	ipt_session_pmi_clear(s);
 	ipt_session_free_traces(s);
 	idev->owner = NULL;
 	idev->users--;
 	module_put(s->hw->owner);
 	s->hw = NULL;
+	s->mops = NULL;
 	s->state = IPT_STATE_IDLE;
 }
 
-/* Stop whichever mode runs.  Context: cpus read lock, device lock held. */
-static void ipt_session_stop_any(struct ipt_session *s)
+/* Stop the mode.  Context: cpus read lock, device lock held. */
+static void ipt_session_stop_locked(struct ipt_session *s)
 {
-	if (s->mode == IPT_MODE_THREAD) {
-		ipt_thread_stop(s);
-		s->state = IPT_STATE_STOPPED;
-	} else {
-		ipt_session_stop_locked(s);
-	}
+	lockdep_assert_held(&s->idev->lock);
+	s->mops->stop(s);
+	s->state = IPT_STATE_STOPPED;
 }
 
 /**
@@ -391,7 +196,7 @@ void ipt_session_close(struct ipt_session *s)
 	cpus_read_lock();
 	mutex_lock(&idev->lock);
 	if (s->state == IPT_STATE_TRACING)
-		ipt_session_stop_any(s);
+		ipt_session_stop_locked(s);
 	if (s->state != IPT_STATE_IDLE)
 		ipt_session_teardown_locked(s);
 	mutex_unlock(&idev->lock);
@@ -467,13 +272,24 @@ static int ipt_config_args(const struct ipt_config *cfg)
 	return 0;
 }
 
-/*
- * One trace per CPU of @cpus, or @nr for a per-thread session (@cpus NULL),
- * each with its buffer.
+/**
+ * ipt_session_alloc_traces() - a session's traces, each with its buffer
+ * @s: the session, configuring
+ * @cfg: the validated configuration (buffer size, chunk order and flags)
+ * @cpus: per-CPU mode: one trace per CPU of @cpus, its buffer on that
+ *        CPU's node; NULL for traces not bound to a CPU
+ * @nr: the number of traces (the weight of @cpus when given)
+ *
+ * Lays the buffers out one after the other in the mmap space and sets
+ * each trace's initial position: the first entry of its first ToPA table.
+ *
+ * Context: process context; device lock held.
+ * Return: 0; -ENOMEM or another allocation error, with nothing left
+ * allocated.
  */
-static int ipt_session_alloc_traces(struct ipt_session *s,
-				    const struct ipt_config *cfg,
-				    const struct cpumask *cpus, unsigned int nr)
+int ipt_session_alloc_traces(struct ipt_session *s,
+			     const struct ipt_config *cfg,
+			     const struct cpumask *cpus, unsigned int nr)
 {
 	unsigned int shift = cfg->chunk_order ?: ipt_buffer_default_chunk_shift();
 	bool exact = cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS;
@@ -485,6 +301,7 @@ static int ipt_session_alloc_traces(struct ipt_session *s,
 	bool stop = cfg->buffer_flags & IPT_BUFFER_STOP_ON_FULL;
 	unsigned int cpu = 0, i;
 
+	lockdep_assert_held(&s->idev->lock);
 	s->nr_traces = cpus ? cpumask_weight(cpus) : nr;
 	s->traces = kcalloc(s->nr_traces, sizeof(*s->traces), GFP_KERNEL);
 	if (!s->traces) {
@@ -522,20 +339,22 @@ static int ipt_session_alloc_traces(struct ipt_session *s,
 static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 {
 	struct ipt_device *idev = s->idev;
+	const struct ipt_mode_ops *mops;
 	const struct ipt_hw_ops *hw;
 	struct ipt_config cfg;
 	struct ipt_hwcfg hwcfg;
 	cpumask_var_t cpus;
 	bool thread, privileged = perfmon_capable();
-	unsigned int i, nr;
+	unsigned int nr;
 	u64 ram;
 	int ret;
 
 	ret = ipt_arg_in(&cfg, sizeof(cfg), IPT_CONFIG_SIZE_VER0, uarg);
 	if (ret)
 		return ret;
-	if (cfg.mode != IPT_MODE_CPU && cfg.mode != IPT_MODE_THREAD)
+	if (cfg.mode >= ARRAY_SIZE(ipt_modes) || !ipt_modes[cfg.mode])
 		return -EINVAL;
+	mops = ipt_modes[cfg.mode];
 	thread = cfg.mode == IPT_MODE_THREAD;
 	ret = ipt_config_args(&cfg);
 	if (ret)
@@ -591,25 +410,19 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 	s->hw = hw;
 	s->hwcfg = hwcfg;
 	s->mode = cfg.mode;
+	s->mops = mops;
 	s->privileged = privileged;
 	s->nr_ranges = idev->caps.num_addr_ranges;
 	s->has_cr3 = idev->caps.features & IPT_FEAT_CR3_FILTER;
-	ret = ipt_session_alloc_traces(s, &cfg, thread ? NULL : cpus, nr);
-	if (ret)
-		goto out_put;
 	WRITE_ONCE(ipt_pmi_hw, hw);
-	for (i = 0; !thread && i < s->nr_traces; i++) {
-		struct ipt_trace *t = &s->traces[i];
-
-		WRITE_ONCE(per_cpu(ipt_pmi_count, t->cpu), &t->pmis);
-		if (s->single && !t->buf->stop_on_full)
-			WRITE_ONCE(per_cpu(ipt_pmi_sample, t->cpu), &t->sample);
-	}
-	ret = hw->pmi_request(ipt_pmi_handler);
+	ret = mops->alloc(s, &cfg, cpus);
 	if (ret)
 		goto out_clear_pmi;
-	if (thread) {
-		ret = ipt_thread_configure(s);
+	ret = hw->pmi_request(ipt_pmi_handler);
+	if (ret)
+		goto out_free_traces;
+	if (mops->configure) {
+		ret = mops->configure(s);
 		if (ret)
 			goto out_release_pmi;
 	}
@@ -623,16 +436,16 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 
 out_release_pmi:
 	hw->pmi_release();
-out_clear_pmi:
-	for (i = 0; !thread && i < s->nr_traces; i++) {
-		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu), NULL);
-		WRITE_ONCE(per_cpu(ipt_pmi_sample, s->traces[i].cpu), NULL);
-	}
-	WRITE_ONCE(ipt_pmi_hw, NULL);
+out_free_traces:
+	ipt_session_pmi_clear(s);
 	ipt_session_free_traces(s);
+	goto out_put;
+out_clear_pmi:
+	WRITE_ONCE(ipt_pmi_hw, NULL);
 out_put:
 	module_put(hw->owner);
 	s->hw = NULL;
+	s->mops = NULL;
 out_unlock:
 	mutex_unlock(&idev->lock);
 	cpus_read_unlock();
@@ -666,11 +479,10 @@ static long ipt_ioctl_start(struct ipt_session *s, void __user *uarg)
 		ret = -EBUSY;
 	} else if (s->state == IPT_STATE_IDLE) {
 		ret = -EINVAL;
-	} else if (s->mode == IPT_MODE_THREAD) {
-		ipt_thread_start(s);
-		s->state = IPT_STATE_TRACING;
 	} else {
-		ret = ipt_session_start_locked(s);
+		ret = s->mops->start(s);
+		if (!ret)
+			s->state = IPT_STATE_TRACING;
 	}
 	mutex_unlock(&s->idev->lock);
 	cpus_read_unlock();
@@ -688,7 +500,7 @@ static long ipt_ioctl_stop(struct ipt_session *s, void __user *uarg)
 	if (s->state != IPT_STATE_TRACING)
 		ret = -EINVAL;
 	else
-		ipt_session_stop_any(s);
+		ipt_session_stop_locked(s);
 	mutex_unlock(&s->idev->lock);
 	cpus_read_unlock();
 	return ret;
@@ -785,23 +597,6 @@ void ipt_trace_fill_pos(const struct ipt_session *s,
 	}
 }
 
-/* A per-CPU trace's state as of its last stop.  Device lock held. */
-static void ipt_trace_fill(const struct ipt_trace *t,
-			   struct ipt_trace_state *ts)
-{
-	struct ipt_trace_pos pos = {
-		.base = t->base,
-		.mask = t->mask,
-		.status = t->status,
-		.wraps = t->pmis_at_stop,
-		.running = t->running,
-		.pmi_late = t->pmi_late,
-		.sample = t->sample_at_stop,
-	};
-
-	ipt_trace_fill_pos(t->s, t->buf, t->mmap_offset, &pos, ts);
-}
-
 static long ipt_ioctl_get_trace(struct ipt_session *s, void __user *uarg)
 {
 	struct ipt_trace_state ts;
@@ -831,18 +626,12 @@ static long ipt_ioctl_get_trace(struct ipt_session *s, void __user *uarg)
 		ret = -EINVAL;
 		goto out_unlock;
 	}
-	if (s->mode == IPT_MODE_THREAD)
-		t = ipt_thread_trace(s, cpu);
-	else
-		t = ipt_session_trace(s, cpu);
+	t = s->mops->trace(s, cpu);
 	if (!t) {
 		ret = -ENOENT;
 		goto out_unlock;
 	}
-	if (s->mode == IPT_MODE_THREAD)
-		ipt_thread_fill(t, &ts);
-	else
-		ipt_trace_fill(t, &ts);
+	s->mops->fill(t, &ts);
 	if (chunks_ptr) {
 		/* Copied out after the lock: no user access under it. */
 		n = min_t(u32, len, t->buf->nr_chunks);
@@ -986,7 +775,8 @@ int ipt_session_init(struct ipt_device *idev)
 
 	ipt_session_dev = idev;
 	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "ipt:online",
-					ipt_cpu_online, ipt_cpu_offline);
+					ipt_session_cpu_online,
+					ipt_session_cpu_offline);
 	if (ret < 0)
 		return ret;
 	ipt_cpuhp_state = ret;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * ipt: sessions and traces, shared by the per-CPU code (ipt_session.c)
- * and the per-thread code (ipt_thread.c).  See Documentation/design.rst.
+ * ipt: sessions and traces, shared by the session state machine
+ * (ipt_session.c) and the modes it runs through struct ipt_mode_ops:
+ * per-CPU (ipt_cpu.c) and per-thread (ipt_thread.c).  See
+ * Documentation/design.rst.
  */
 #ifndef _IPT_SESSION_H
 #define _IPT_SESSION_H
@@ -14,8 +16,10 @@
 
 #include "ipt.h"
 
+struct cpumask;
 struct pid_namespace;
 struct task_struct;
+struct ipt_mode_ops;
 
 /**
  * struct ipt_thread - the per-thread part of a trace (IPT_MODE_THREAD)
@@ -107,6 +111,7 @@ struct ipt_msr_val {
  * @idev: the device
  * @state: enum ipt_state
  * @mode: enum ipt_mode (valid when not IDLE)
+ * @mops: the mode's operations (valid when not IDLE)
  * @hw: the backend, pinned (module reference, @idev->users) while the
  *      session is not IDLE
  * @hwcfg: the MSR values the configuration programs
@@ -136,6 +141,7 @@ struct ipt_session {
 	struct ipt_device *idev;
 	enum ipt_state state;
 	enum ipt_mode mode;
+	const struct ipt_mode_ops *mops;
 	const struct ipt_hw_ops *hw;
 	struct ipt_hwcfg hwcfg;
 	unsigned int nr_ranges;
@@ -184,24 +190,61 @@ DECLARE_PER_CPU(u64 *, ipt_pmi_sample);
 /* The backend the PMI handler reads the position with, for ipt_pmi_sample. */
 extern const struct ipt_hw_ops *ipt_pmi_hw;
 
-/* ipt_session.c */
+/**
+ * struct ipt_mode_ops - a tracing mode, as the session state machine sees it
+ * @alloc: allocate @s's traces and buffers for @cfg (per-CPU: one per CPU
+ *         of @cpus; per-thread: @cfg->max_threads, @cpus unused), before
+ *         the PMI handler is installed.  0 or a negative errno, with
+ *         nothing left allocated.
+ * @configure: optional; finish configuring once the PMI handler is
+ *         installed.  0 or a negative errno, with nothing left to undo.
+ * @start: start tracing.  0 or a negative errno, with nothing started.
+ * @stop: stop tracing; every trace's position and wrap count settled.
+ * @teardown: optional; undo @configure, before the PMI handler goes.
+ * @cpu_online: the hotplug callback of @cpu, which came online.
+ * @cpu_offline: the hotplug callback of @cpu, which goes offline.
+ * @trace: the trace IPT_IOC_GET_TRACE names by @idx (a CPU or a trace
+ *         index), or NULL.
+ * @fill: that trace's state, for IPT_IOC_GET_TRACE.
+ *
+ * The state machine keeps @s->state; the operations do not change it.
+ *
+ * Locking: every operation is called with the device lock held; all but
+ * @trace and @fill also with CPU hotplug excluded (the cpus read lock, or
+ * the hotplug callback @cpu_online and @cpu_offline run in).
+ */
+struct ipt_mode_ops {
+	int (*alloc)(struct ipt_session *s, const struct ipt_config *cfg,
+		     const struct cpumask *cpus);
+	int (*configure)(struct ipt_session *s);
+	int (*start)(struct ipt_session *s);
+	void (*stop)(struct ipt_session *s);
+	void (*teardown)(struct ipt_session *s);
+	void (*cpu_online)(struct ipt_session *s, unsigned int cpu);
+	void (*cpu_offline)(struct ipt_session *s, unsigned int cpu);
+	struct ipt_trace *(*trace)(struct ipt_session *s, u32 idx);
+	void (*fill)(const struct ipt_trace *t, struct ipt_trace_state *ts);
+};
+
+/* ipt_cpu.c */
+extern const struct ipt_mode_ops ipt_cpu_mode_ops;
+
+/* ipt_thread.c */
+extern const struct ipt_mode_ops ipt_thread_mode_ops;
+long ipt_thread_attach(struct ipt_session *s, void __user *uarg);
+long ipt_thread_detach(struct ipt_session *s, void __user *uarg);
+int ipt_thread_init(void);
+void ipt_thread_exit(void);
+
+/* ipt_session.c: what the modes share */
+int ipt_session_alloc_traces(struct ipt_session *s,
+			     const struct ipt_config *cfg,
+			     const struct cpumask *cpus, unsigned int nr);
 void ipt_trace_fill_pos(const struct ipt_session *s,
 			const struct ipt_buffer *buf, u64 mmap_offset,
 			const struct ipt_trace_pos *pos,
 			struct ipt_trace_state *ts);
 
-/* ipt_thread.c */
-int ipt_thread_configure(struct ipt_session *s);
-void ipt_thread_start(struct ipt_session *s);
-void ipt_thread_stop(struct ipt_session *s);
-void ipt_thread_teardown(struct ipt_session *s);
-void ipt_thread_cpu_hotplug(struct ipt_session *s, bool online);
-long ipt_thread_attach(struct ipt_session *s, void __user *uarg);
-long ipt_thread_detach(struct ipt_session *s, void __user *uarg);
-void ipt_thread_fill(const struct ipt_trace *t, struct ipt_trace_state *ts);
-struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx);
-int ipt_thread_init(void);
-void ipt_thread_exit(void);
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_thread_area_init(const struct ipt_session *s, struct ipt_trace *t);
 bool ipt_thread_load(struct ipt_trace *t);

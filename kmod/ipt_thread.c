@@ -566,7 +566,7 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_thread_switch_msrs);
  * Context: process context; cpus read lock and device lock held.
  * Return: 0 or -ENOMEM (then nothing is left to undo).
  */
-int ipt_thread_configure(struct ipt_session *s)
+static int ipt_thread_configure(struct ipt_session *s)
 {
 	unsigned int i;
 
@@ -672,12 +672,14 @@ static void ipt_thread_settle(struct ipt_trace *t)
  * @s: the session
  *
  * Context: process context; cpus read lock and device lock held.
+ * Return: 0.
  */
-void ipt_thread_start(struct ipt_session *s)
+static int ipt_thread_start(struct ipt_session *s)
 {
 	lockdep_assert_held(&s->idev->lock);
 	WRITE_ONCE(s->tracing, true);
 	ipt_thread_kick(s);
+	return 0;
 }
 
 /**
@@ -687,7 +689,7 @@ void ipt_thread_start(struct ipt_session *s)
  * Context: process context, sleeps (a grace period); cpus read lock and
  * device lock held.
  */
-void ipt_thread_stop(struct ipt_session *s)
+static void ipt_thread_stop(struct ipt_session *s)
 {
 	unsigned int i, n;
 
@@ -706,7 +708,7 @@ void ipt_thread_stop(struct ipt_session *s)
  *
  * Context: process context, sleeps; cpus read lock and device lock held.
  */
-void ipt_thread_teardown(struct ipt_session *s)
+static void ipt_thread_teardown(struct ipt_session *s)
 {
 	unsigned int i, n;
 
@@ -757,7 +759,7 @@ void ipt_thread_teardown(struct ipt_session *s)
  *
  * Context: the CPU's own hotplug callback, device lock held.
  */
-void ipt_thread_cpu_hotplug(struct ipt_session *s, bool online)
+static void ipt_thread_cpu_hotplug(struct ipt_session *s, bool online)
 {
 	lockdep_assert_held(&s->idev->lock);
 	if (!s->xsaves)
@@ -768,6 +770,17 @@ void ipt_thread_cpu_hotplug(struct ipt_session *s, bool online)
 	else
 		ipt_xss_restore_on_cpu(s);
 	local_irq_enable();
+}
+
+static void ipt_thread_cpu_online(struct ipt_session *s, unsigned int cpu)
+{
+	ipt_thread_cpu_hotplug(s, true);
+}
+
+/* A thread on this CPU is switched out, and its state saved, first. */
+static void ipt_thread_cpu_offline(struct ipt_session *s, unsigned int cpu)
+{
+	ipt_thread_cpu_hotplug(s, false);
 }
 
 /* ---- IPT_IOC_ATTACH / IPT_IOC_DETACH ------------------------------------- */
@@ -924,7 +937,8 @@ out_unlock:
  *
  * Context: device lock held.
  */
-void ipt_thread_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
+static void ipt_thread_fill(const struct ipt_trace *t,
+			    struct ipt_trace_state *ts)
 {
 	struct ipt_trace_pos pos;
 	unsigned int seq;
@@ -970,11 +984,34 @@ void ipt_thread_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
  * Context: device lock held.
  * Return: the trace or NULL.
  */
-struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx)
+static struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx)
 {
 	lockdep_assert_held(&s->idev->lock);
 	return idx < ipt_thread_nr_used(s) ? &s->traces[idx] : NULL;
 }
+
+/*
+ * The session's max_threads traces, not bound to a CPU; handed out by
+ * attach and inheritance.  Context: as ipt_mode_ops.alloc.
+ */
+static int ipt_thread_alloc(struct ipt_session *s, const struct ipt_config *cfg,
+			    const struct cpumask *cpus)
+{
+	lockdep_assert_held(&s->idev->lock);
+	return ipt_session_alloc_traces(s, cfg, NULL, cfg->max_threads);
+}
+
+const struct ipt_mode_ops ipt_thread_mode_ops = {
+	.alloc = ipt_thread_alloc,
+	.configure = ipt_thread_configure,
+	.start = ipt_thread_start,
+	.stop = ipt_thread_stop,
+	.teardown = ipt_thread_teardown,
+	.cpu_online = ipt_thread_cpu_online,
+	.cpu_offline = ipt_thread_cpu_offline,
+	.trace = ipt_thread_trace,
+	.fill = ipt_thread_fill,
+};
 
 /* ---- debugfs: the cost of switching --------------------------------------- */
 

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt: per-CPU mode - one trace per chosen CPU, whatever runs on it,
+ * started and stopped by cross-CPU calls.
+ *
+ * The session state machine (ipt_session.c) calls this file only through
+ * ipt_cpu_mode_ops.  See Documentation/design.rst (sessions, PMI, hotplug).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/cpu.h>
+#include <linux/cpumask.h>
+#include <linux/delay.h>
+#include <linux/lockdep.h>
+#include <linux/percpu.h>
+#include <linux/smp.h>
+
+#include "ipt_session.h"
+
+/* How long stop waits for a pending ToPA PMI to be handled: 100 ms. */
+#define IPT_PMI_DRAIN_TRIES	1000
+#define IPT_PMI_DRAIN_US	100
+
+/* ---- cross-CPU calls: run on t->cpu with interrupts off ------------- */
+
+static void ipt_trace_check_free_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+	u64 ctl;
+
+	t->err = t->s->hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
+	if (!t->err && (ctl & RTIT_CTL_TRACEEN))
+		t->err = -EBUSY;
+}
+
+/*
+ * Start: the SDM order, OUTPUT_BASE, OUTPUT_MASK_PTRS, STATUS, CR3_MATCH,
+ * ADDRn, and RTIT_CTL last.  Refuses a unit someone else has enabled.
+ */
+static void ipt_trace_start_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+	const struct ipt_session *s = t->s;
+	const struct ipt_hw_ops *hw = s->hw;
+	unsigned int i;
+	u64 ctl;
+	int ret;
+
+	ret = hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
+	if (!ret && (ctl & RTIT_CTL_TRACEEN))
+		ret = -EBUSY;
+	if (!ret)
+		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_BASE, t->base);
+	if (!ret)
+		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_MASK, t->mask);
+	/* Error and Stopped are sticky; PacketByteCnt keeps the PSB rhythm. */
+	if (!ret)
+		ret = hw->write_msr(MSR_IA32_RTIT_STATUS, t->status &
+				    (RTIT_STATUS_ERROR |
+				     RTIT_STATUS_STOPPED |
+				     RTIT_STATUS_BYTECNT));
+	if (!ret && s->has_cr3)
+		ret = hw->write_msr(MSR_IA32_RTIT_CR3_MATCH, s->hwcfg.cr3_match);
+	for (i = 0; !ret && i < s->nr_ranges; i++) {
+		ret = hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), s->hwcfg.addr_a[i]);
+		if (!ret)
+			ret = hw->write_msr(IPT_MSR_RTIT_ADDR_B(i),
+					    s->hwcfg.addr_b[i]);
+	}
+	if (!ret)
+		ret = hw->write_msr(MSR_IA32_RTIT_CTL,
+				    s->hwcfg.ctl | RTIT_CTL_TRACEEN);
+	t->err = ret;
+	if (!ret)
+		t->running = true;
+}
+
+/* Stop: CTL without TraceEn, then read OUTPUT_BASE, MASK_PTRS, STATUS. */
+static void ipt_trace_stop_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+	const struct ipt_hw_ops *hw = t->s->hw;
+	int ret;
+
+	ret = hw->write_msr(MSR_IA32_RTIT_CTL, t->s->hwcfg.ctl);
+	if (!ret)
+		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &t->base);
+	if (!ret)
+		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &t->mask);
+	if (!ret)
+		ret = hw->read_msr(MSR_IA32_RTIT_STATUS, &t->status);
+	t->err = ret;
+	t->running = false;
+}
+
+static void ipt_trace_pmi_pending_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+	u64 v;
+
+	t->err = 0;
+	if (!t->s->hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &v) &&
+	    (v & GLOBAL_STATUS_TRACE_TOPAPMI))
+		t->err = -EAGAIN;
+}
+
+/* ---- per-trace operations (process context, device lock held) ------- */
+
+/*
+ * Start tracing on the trace's CPU, which is online.  Context: process
+ * context; device lock held; CPU hotplug excluded (cpus read lock or a
+ * hotplug callback).  Return: 0, -EBUSY when the unit already traces,
+ * -EIO when an MSR write faulted.
+ */
+static int ipt_trace_start(struct ipt_trace *t)
+{
+	lockdep_assert_held(&t->s->idev->lock);
+	smp_call_function_single(t->cpu, ipt_trace_start_on_cpu, t, 1);
+	if (t->err && t->running)
+		t->running = false;
+	return t->err;
+}
+
+/*
+ * Stop tracing on the trace's CPU and settle its state: stops the unit,
+ * reads its position, then waits until a PMI raised by output up to the
+ * stop has been handled (IA32_PERF_GLOBAL_STATUS bit 55 clear on that
+ * CPU), so that the wrap count matches the position.
+ *
+ * Context: process context, may sleep; device lock held; CPU hotplug
+ * excluded.
+ */
+static void ipt_trace_stop(struct ipt_trace *t)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&t->s->idev->lock);
+	if (!t->running)
+		return;
+	smp_call_function_single(t->cpu, ipt_trace_stop_on_cpu, t, 1);
+	for (i = 0; i < IPT_PMI_DRAIN_TRIES; i++) {
+		smp_call_function_single(t->cpu, ipt_trace_pmi_pending_on_cpu,
+					 t, 1);
+		if (!t->err)
+			break;
+		usleep_range(IPT_PMI_DRAIN_US, 2 * IPT_PMI_DRAIN_US);
+	}
+	if (i == IPT_PMI_DRAIN_TRIES)
+		t->pmi_late = true;
+	t->err = 0;
+	t->pmis_at_stop = atomic64_read(&t->pmis);
+	t->sample_at_stop = READ_ONCE(t->sample);
+}
+
+/* ---- the mode operations ---------------------------------------------- */
+
+/*
+ * One trace per CPU of @cpus, each buffer on its CPU's node, and the PMI
+ * handler's per-CPU pointers at them.  Context: as ipt_mode_ops.alloc.
+ */
+static int ipt_cpu_alloc(struct ipt_session *s, const struct ipt_config *cfg,
+			 const struct cpumask *cpus)
+{
+	unsigned int i;
+	int ret;
+
+	lockdep_assert_held(&s->idev->lock);
+	ret = ipt_session_alloc_traces(s, cfg, cpus, cpumask_weight(cpus));
+	if (ret)
+		return ret;
+	for (i = 0; i < s->nr_traces; i++) {
+		struct ipt_trace *t = &s->traces[i];
+
+		WRITE_ONCE(per_cpu(ipt_pmi_count, t->cpu), &t->pmis);
+		if (s->single && !t->buf->stop_on_full)
+			WRITE_ONCE(per_cpu(ipt_pmi_sample, t->cpu), &t->sample);
+	}
+	return 0;
+}
+
+/* Start every online CPU's trace, or none.  Context: as ipt_mode_ops. */
+static int ipt_cpu_start(struct ipt_session *s)
+{
+	unsigned int i;
+	int ret = 0;
+
+	lockdep_assert_held(&s->idev->lock);
+
+	/* Refuse before touching anything if any unit is someone else's. */
+	for (i = 0; i < s->nr_traces; i++) {
+		struct ipt_trace *t = &s->traces[i];
+
+		if (!cpu_online(t->cpu))
+			continue;
+		smp_call_function_single(t->cpu, ipt_trace_check_free_on_cpu,
+					 t, 1);
+		if (t->err)
+			return t->err;
+	}
+	for (i = 0; i < s->nr_traces; i++) {
+		if (!cpu_online(s->traces[i].cpu))
+			continue;	/* starts when it comes online */
+		ret = ipt_trace_start(&s->traces[i]);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		while (i--)
+			ipt_trace_stop(&s->traces[i]);
+		return ret;
+	}
+	return 0;
+}
+
+static void ipt_cpu_stop(struct ipt_session *s)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&s->idev->lock);
+	for (i = 0; i < s->nr_traces; i++)
+		ipt_trace_stop(&s->traces[i]);
+}
+
+/* The trace of @cpu, or NULL.  Context: device lock held. */
+static struct ipt_trace *ipt_cpu_trace(struct ipt_session *s, u32 cpu)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&s->idev->lock);
+	for (i = 0; i < s->nr_traces; i++)
+		if (s->traces[i].cpu == cpu)
+			return &s->traces[i];
+	return NULL;
+}
+
+/* A CPU comes online: its trace starts if the session traces. */
+static void ipt_cpu_online(struct ipt_session *s, unsigned int cpu)
+{
+	struct ipt_trace *t;
+
+	lockdep_assert_held(&s->idev->lock);
+	if (s->state != IPT_STATE_TRACING)
+		return;
+	t = ipt_cpu_trace(s, cpu);
+	/* A unit someone else took meanwhile stays theirs. */
+	if (t && !t->running)
+		ipt_trace_start(t);
+}
+
+/* A CPU goes offline: its trace stops, its position settled. */
+static void ipt_cpu_offline(struct ipt_session *s, unsigned int cpu)
+{
+	struct ipt_trace *t;
+
+	lockdep_assert_held(&s->idev->lock);
+	t = ipt_cpu_trace(s, cpu);
+	if (t)
+		ipt_trace_stop(t);
+}
+
+/* A per-CPU trace's state as of its last stop.  Device lock held. */
+static void ipt_cpu_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
+{
+	struct ipt_trace_pos pos = {
+		.base = t->base,
+		.mask = t->mask,
+		.status = t->status,
+		.wraps = t->pmis_at_stop,
+		.running = t->running,
+		.pmi_late = t->pmi_late,
+		.sample = t->sample_at_stop,
+	};
+
+	lockdep_assert_held(&t->s->idev->lock);
+	ipt_trace_fill_pos(t->s, t->buf, t->mmap_offset, &pos, ts);
+}
+
+const struct ipt_mode_ops ipt_cpu_mode_ops = {
+	.alloc = ipt_cpu_alloc,
+	.start = ipt_cpu_start,
+	.stop = ipt_cpu_stop,
+	.cpu_online = ipt_cpu_online,
+	.cpu_offline = ipt_cpu_offline,
+	.trace = ipt_cpu_trace,
+	.fill = ipt_cpu_fill,
+};
