@@ -11,16 +11,10 @@
 #include <linux/atomic.h>
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
-#include <linux/delay.h>
 #include <linux/lockdep.h>
-#include <linux/percpu.h>
 #include <linux/smp.h>
 
 #include "ipt_session.h"
-
-/* How long stop waits for a pending ToPA PMI to be handled: 100 ms. */
-#define IPT_PMI_DRAIN_TRIES	1000
-#define IPT_PMI_DRAIN_US	100
 
 /* ---- cross-CPU calls: run on t->cpu with interrupts off ------------- */
 
@@ -94,17 +88,6 @@ static void ipt_trace_stop_on_cpu(void *arg)
 	t->running = false;
 }
 
-static void ipt_trace_pmi_pending_on_cpu(void *arg)
-{
-	struct ipt_trace *t = arg;
-	u64 v;
-
-	t->err = 0;
-	if (!t->s->hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &v) &&
-	    (v & GLOBAL_STATUS_TRACE_TOPAPMI))
-		t->err = -EAGAIN;
-}
-
 /* ---- per-trace operations (process context, device lock held) ------- */
 
 /*
@@ -124,33 +107,19 @@ static int ipt_trace_start(struct ipt_trace *t)
 
 /*
  * Stop tracing on the trace's CPU and settle its state: stops the unit,
- * reads its position, then waits until a PMI raised by output up to the
- * stop has been handled (IA32_PERF_GLOBAL_STATUS bit 55 clear on that
- * CPU), so that the wrap count matches the position.
+ * reads its position, then drains the PMI (ipt_pmi_drain()) so that the
+ * wrap count matches the position.
  *
  * Context: process context, may sleep; device lock held; CPU hotplug
  * excluded.
  */
 static void ipt_trace_stop(struct ipt_trace *t)
 {
-	unsigned int i;
-
 	lockdep_assert_held(&t->s->idev->lock);
 	if (!t->running)
 		return;
 	smp_call_function_single(t->cpu, ipt_trace_stop_on_cpu, t, 1);
-	for (i = 0; i < IPT_PMI_DRAIN_TRIES; i++) {
-		smp_call_function_single(t->cpu, ipt_trace_pmi_pending_on_cpu,
-					 t, 1);
-		if (!t->err)
-			break;
-		usleep_range(IPT_PMI_DRAIN_US, 2 * IPT_PMI_DRAIN_US);
-	}
-	if (i == IPT_PMI_DRAIN_TRIES)
-		t->pmi_late = true;
-	t->err = 0;
-	t->pmis_at_stop = atomic64_read(&t->pmis);
-	t->sample_at_stop = READ_ONCE(t->sample);
+	ipt_pmi_drain(t);
 }
 
 /* ---- the mode operations ---------------------------------------------- */
@@ -169,13 +138,8 @@ static int ipt_cpu_alloc(struct ipt_session *s, const struct ipt_config *cfg,
 	ret = ipt_session_alloc_traces(s, cfg, cpus, cpumask_weight(cpus));
 	if (ret)
 		return ret;
-	for (i = 0; i < s->nr_traces; i++) {
-		struct ipt_trace *t = &s->traces[i];
-
-		WRITE_ONCE(per_cpu(ipt_pmi_count, t->cpu), &t->pmis);
-		if (s->single && !t->buf->stop_on_full)
-			WRITE_ONCE(per_cpu(ipt_pmi_sample, t->cpu), &t->sample);
-	}
+	for (i = 0; i < s->nr_traces; i++)
+		ipt_pmi_arm(&s->traces[i], s->traces[i].cpu);
 	return 0;
 }
 

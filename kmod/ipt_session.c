@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ipt: sessions - the state machine of one open /dev/ipt, which runs its
- * mode (ipt_cpu.c, ipt_thread.c) through struct ipt_mode_ops; the ToPA
- * PMI, CPU hotplug and mmap.
+ * mode (ipt_cpu.c, ipt_thread.c) through struct ipt_mode_ops and the ToPA
+ * PMI protocol (ipt_pmi.c); CPU hotplug and mmap.
  *
  * See Documentation/design.rst (sessions, locking, PMI, hotplug, mmap
  * lifetime) and Documentation/abi.rst (the commands).
@@ -30,11 +30,6 @@
 
 #include "ipt_session.h"
 
-/* See ipt_session.h. */
-DEFINE_PER_CPU(atomic64_t *, ipt_pmi_count);
-DEFINE_PER_CPU(u64 *, ipt_pmi_sample);
-const struct ipt_hw_ops *ipt_pmi_hw;
-
 static struct ipt_device *ipt_session_dev;
 static enum cpuhp_state ipt_cpuhp_state;
 
@@ -43,33 +38,6 @@ static const struct ipt_mode_ops *const ipt_modes[] = {
 	[IPT_MODE_CPU] = &ipt_cpu_mode_ops,
 	[IPT_MODE_THREAD] = &ipt_thread_mode_ops,
 };
-
-/*
- * The ToPA PMI.  Context: NMI (native) or hard interrupt (sim), on the CPU
- * whose unit raised it.  Only NMI-safe work: a per-CPU read and an atomic
- * increment.  The counter stays valid while the handler is installed: its
- * trace is freed only after hw->pmi_release(), which waits for running
- * handlers.
- */
-static void ipt_pmi_handler(void)
-{
-	atomic64_t *count = this_cpu_read(ipt_pmi_count);
-	u64 *sample = this_cpu_read(ipt_pmi_sample);
-	u64 mask;
-
-	if (!count)
-		return;
-	/*
-	 * Single-entry ToPA: the PMI comes shortly before the one region is
-	 * full, so whether the wrap it announces has happened depends on
-	 * where the unit is now.  OutputOffset read while tracing may lag a
-	 * little; it only has to tell the two sides of the wrap apart.
-	 */
-	if (sample && !READ_ONCE(ipt_pmi_hw)->read_msr(MSR_IA32_RTIT_OUTPUT_MASK,
-						       &mask))
-		WRITE_ONCE(*sample, mask >> 32);
-	atomic64_inc(count);
-}
 
 /* ---- CPU hotplug ------------------------------------------------------ */
 
@@ -119,22 +87,6 @@ static void ipt_session_free_traces(struct ipt_session *s)
 }
 
 /*
- * The PMI handler's per-CPU pointers at @s's traces, cleared once the
- * handler is released: per-CPU mode set them at configure time; a
- * per-thread session's last unloads cleared them already.
- */
-static void ipt_session_pmi_clear(struct ipt_session *s)
-{
-	unsigned int i;
-
-	for (i = 0; i < s->nr_traces; i++) {
-		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu), NULL);
-		WRITE_ONCE(per_cpu(ipt_pmi_sample, s->traces[i].cpu), NULL);
-	}
-	WRITE_ONCE(ipt_pmi_hw, NULL);
-}
-
-/*
  * Back to IDLE: let the mode undo its configuration (per-thread: let the
  * threads go), release the PMI handler (waits for running calls), then
  * free what the handler could see, then let the unit go.  Context: cpus
@@ -147,8 +99,7 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	lockdep_assert_held(&idev->lock);
 	if (s->mops->teardown)
 		s->mops->teardown(s);
-	s->hw->pmi_release();
-	ipt_session_pmi_clear(s);
+	ipt_pmi_release(s);
 	ipt_session_free_traces(s);
 	idev->owner = NULL;
 	idev->users--;
@@ -414,11 +365,10 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 	s->privileged = privileged;
 	s->nr_ranges = idev->caps.num_addr_ranges;
 	s->has_cr3 = idev->caps.features & IPT_FEAT_CR3_FILTER;
-	WRITE_ONCE(ipt_pmi_hw, hw);
 	ret = mops->alloc(s, &cfg, cpus);
 	if (ret)
-		goto out_clear_pmi;
-	ret = hw->pmi_request(ipt_pmi_handler);
+		goto out_put;
+	ret = ipt_pmi_request(s);
 	if (ret)
 		goto out_free_traces;
 	if (mops->configure) {
@@ -435,13 +385,12 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 	return 0;
 
 out_release_pmi:
-	hw->pmi_release();
-out_free_traces:
-	ipt_session_pmi_clear(s);
+	ipt_pmi_release(s);
 	ipt_session_free_traces(s);
 	goto out_put;
-out_clear_pmi:
-	WRITE_ONCE(ipt_pmi_hw, NULL);
+out_free_traces:
+	ipt_pmi_disarm(s);
+	ipt_session_free_traces(s);
 out_put:
 	module_put(hw->owner);
 	s->hw = NULL;

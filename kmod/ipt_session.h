@@ -180,16 +180,6 @@ struct ipt_trace_pos {
 	u64 sample;
 };
 
-/*
- * The counter the ToPA PMI handler increments on this CPU: the loaded
- * trace's @pmis, or NULL.
- */
-DECLARE_PER_CPU(atomic64_t *, ipt_pmi_count);
-/* Single-entry rings: where the handler stores the offset (or NULL). */
-DECLARE_PER_CPU(u64 *, ipt_pmi_sample);
-/* The backend the PMI handler reads the position with, for ipt_pmi_sample. */
-extern const struct ipt_hw_ops *ipt_pmi_hw;
-
 /**
  * struct ipt_mode_ops - a tracing mode, as the session state machine sees it
  * @alloc: allocate @s's traces and buffers for @cfg (per-CPU: one per CPU
@@ -225,6 +215,17 @@ struct ipt_mode_ops {
 	struct ipt_trace *(*trace)(struct ipt_session *s, u32 idx);
 	void (*fill)(const struct ipt_trace *t, struct ipt_trace_state *ts);
 };
+
+/* ipt_pmi.c */
+int ipt_pmi_request(struct ipt_session *s);
+void ipt_pmi_release(struct ipt_session *s);
+void ipt_pmi_disarm(struct ipt_session *s);
+void ipt_pmi_arm(struct ipt_trace *t, unsigned int cpu);
+void ipt_pmi_arm_here(struct ipt_trace *t);
+void ipt_pmi_disarm_here(void);
+bool ipt_pmi_settle_here(struct ipt_trace *t, u64 mask, unsigned int *rdmsr,
+			 unsigned int *wrmsr);
+void ipt_pmi_drain(struct ipt_trace *t);
 
 /* ipt_cpu.c */
 extern const struct ipt_mode_ops ipt_cpu_mode_ops;

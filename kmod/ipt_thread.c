@@ -73,9 +73,6 @@ static DEFINE_PER_CPU(struct ipt_trace *, ipt_thread_loaded);
 static DEFINE_PER_CPU(u64, ipt_xss_orig);
 static DEFINE_PER_CPU(bool, ipt_xss_changed);
 
-/* Takes the count of a PMI that arrives while a thread is being unloaded. */
-static DEFINE_PER_CPU(atomic64_t, ipt_pmi_orphans);
-
 /**
  * struct ipt_switch_stats - what the switching path did on one CPU
  * @loads: thread states loaded (switch-in, start, attach)
@@ -184,9 +181,7 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 
 	lockdep_assert_irqs_disabled();
 	/* Counted from the first byte on: set before TraceEn. */
-	this_cpu_write(ipt_pmi_count, &t->pmis);
-	if (s->single && !t->buf->stop_on_full)
-		this_cpu_write(ipt_pmi_sample, &t->sample);
+	ipt_pmi_arm_here(t);
 	if (s->xsaves) {
 		for (i = 0; !ret && i < s->nr_switch_msrs; i++)
 			ret = ipt_th_wr(hw, s->switch_msrs[i].msr,
@@ -221,8 +216,7 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	write_seqcount_end(&t->th.seq);
 
 	if (ret) {
-		this_cpu_write(ipt_pmi_count, NULL);
-		this_cpu_write(ipt_pmi_sample, NULL);
+		ipt_pmi_disarm_here();
 		this_cpu_inc(ipt_switch_stats.busy);
 		return false;
 	}
@@ -237,13 +231,10 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_thread_load);
  * @t: this CPU's loaded trace
  *
  * XSAVES (which clears TraceEn) or, on the MSR path, CTL without TraceEn
- * and then OUTPUT_BASE, OUTPUT_MASK_PTRS and STATUS.  Then the ToPA PMI:
- * one raised by this thread's output but not yet handled (PMIs are NMIs
- * on hardware and hard interrupts in the simulator, which cannot run
- * here) is counted for @t and acknowledged, so that it is neither lost
- * nor counted for the next thread.  While that is settled, a PMI that
- * does arrive is counted into a per-CPU orphan counter instead, and one
- * PMI is counted for @t if either saw it.
+ * and then OUTPUT_BASE, OUTPUT_MASK_PTRS and STATUS.  Then the ToPA PMI
+ * is settled (ipt_pmi_settle_here()): one raised by this thread's output
+ * but not yet handled is counted for @t, neither lost nor counted for the
+ * next thread.
  *
  * Context: interrupts off, on the CPU @t is loaded on.
  */
@@ -251,10 +242,8 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 {
 	const struct ipt_session *s = t->s;
 	const struct ipt_hw_ops *hw = s->hw;
-	atomic64_t *orphans = this_cpu_ptr(&ipt_pmi_orphans);
-	u64 base = t->base, mask = t->mask, status = t->status, gs = 0;
-	s64 orphaned;
-	bool pending;
+	u64 base = t->base, mask = t->mask, status = t->status;
+	unsigned int rd = 0, wr = 0;
 
 	lockdep_assert_irqs_disabled();
 	if (s->xsaves) {
@@ -272,21 +261,10 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 		ipt_th_rd(hw, MSR_IA32_RTIT_STATUS, &status);
 	}
 
-	orphaned = atomic64_read(orphans);
-	this_cpu_write(ipt_pmi_sample, NULL);
-	this_cpu_write(ipt_pmi_count, orphans);
-	pending = !ipt_th_rd(hw, MSR_CORE_PERF_GLOBAL_STATUS, &gs) &&
-		  (gs & GLOBAL_STATUS_TRACE_TOPAPMI);
-	if (pending)
-		ipt_th_wr(hw, MSR_CORE_PERF_GLOBAL_OVF_CTRL,
-			  GLOBAL_STATUS_TRACE_TOPAPMI);
-	this_cpu_write(ipt_pmi_count, NULL);
-	if (pending || atomic64_read(orphans) != orphaned) {
-		atomic64_inc(&t->pmis);
+	if (ipt_pmi_settle_here(t, mask, &rd, &wr))
 		this_cpu_inc(ipt_switch_stats.pmis);
-		/* Settled here: where the unit stopped is the PMI's sample. */
-		WRITE_ONCE(t->sample, mask >> 32);
-	}
+	this_cpu_add(ipt_switch_stats.rdmsr, rd);
+	this_cpu_add(ipt_switch_stats.wrmsr, wr);
 
 	write_seqcount_begin(&t->th.seq);
 	t->base = base;

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt: the ToPA PMI protocol - how the wrap count of a trace follows the
+ * PMIs its output raises.
+ *
+ * A ToPA buffer has INT on its last region only, so each PMI is one wrap
+ * of a ring or a full stop-on-full buffer.  The protocol, in one place:
+ *
+ *  - request / release: the handler is installed for a configured session
+ *    and removed at teardown; removal waits for running calls, after which
+ *    the per-CPU pointers are cleared and the traces may be freed.
+ *  - arm: a per-CPU pointer says which trace's counter the handler of that
+ *    CPU increments: set at configure time for per-CPU mode, at each load
+ *    (switch-in) for per-thread mode.  Single-entry ToPA rings also get a
+ *    pointer to where the handler stores the output offset (the sample).
+ *  - drain at stop (per-CPU mode): after the unit stops, wait until a PMI
+ *    raised by output up to the stop has been handled, so that the wrap
+ *    count matches the position.
+ *  - settle at unload (per-thread mode, interrupts off): a PMI raised by
+ *    the outgoing thread but not yet handled is counted for it and
+ *    acknowledged there.
+ *
+ * See Documentation/design.rst ("The ToPA PMI").
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/delay.h>
+#include <linux/lockdep.h>
+#include <linux/percpu.h>
+#include <linux/smp.h>
+
+#include "ipt_session.h"
+
+/* How long stop waits for a pending ToPA PMI to be handled: 100 ms. */
+#define IPT_PMI_DRAIN_TRIES	1000
+#define IPT_PMI_DRAIN_US	100
+
+/* The counter the handler increments on this CPU: a trace's @pmis, or NULL. */
+static DEFINE_PER_CPU(atomic64_t *, ipt_pmi_count);
+/* Single-entry rings: where the handler stores the offset (or NULL). */
+static DEFINE_PER_CPU(u64 *, ipt_pmi_sample);
+/* The backend the handler reads the position with, for ipt_pmi_sample. */
+static const struct ipt_hw_ops *ipt_pmi_hw;
+/* Takes the count of a PMI that arrives while a thread is being unloaded. */
+static DEFINE_PER_CPU(atomic64_t, ipt_pmi_orphans);
+
+/*
+ * The ToPA PMI.  Context: NMI (native) or hard interrupt (sim), on the CPU
+ * whose unit raised it.  Only NMI-safe work: a per-CPU read and an atomic
+ * increment.  The counter stays valid while the handler is installed: its
+ * trace is freed only after hw->pmi_release(), which waits for running
+ * handlers.
+ */
+static void ipt_pmi_handler(void)
+{
+	atomic64_t *count = this_cpu_read(ipt_pmi_count);
+	u64 *sample = this_cpu_read(ipt_pmi_sample);
+	u64 mask;
+
+	if (!count)
+		return;
+	/*
+	 * Single-entry ToPA: the PMI comes shortly before the one region is
+	 * full, so whether the wrap it announces has happened depends on
+	 * where the unit is now.  OutputOffset read while tracing may lag a
+	 * little; it only has to tell the two sides of the wrap apart.
+	 */
+	if (sample && !READ_ONCE(ipt_pmi_hw)->read_msr(MSR_IA32_RTIT_OUTPUT_MASK,
+						       &mask))
+		WRITE_ONCE(*sample, mask >> 32);
+	atomic64_inc(count);
+}
+
+/* The trace's ring needs the handler's sample: single-entry ToPA. */
+static bool ipt_pmi_wants_sample(const struct ipt_trace *t)
+{
+	return t->s->single && !t->buf->stop_on_full;
+}
+
+/**
+ * ipt_pmi_request() - install the handler for a session being configured
+ * @s: the session; its backend chosen, its per-CPU traces armed
+ *
+ * Context: process context; device lock held.
+ * Return: 0 or the backend's error (nothing installed then).
+ */
+int ipt_pmi_request(struct ipt_session *s)
+{
+	lockdep_assert_held(&s->idev->lock);
+	WRITE_ONCE(ipt_pmi_hw, s->hw);
+	return s->hw->pmi_request(ipt_pmi_handler);
+}
+
+/**
+ * ipt_pmi_disarm() - clear the per-CPU pointers at @s's traces
+ * @s: the session; the handler is not installed (any more)
+ *
+ * Per-CPU traces were armed at configure time; a per-thread session's
+ * pointers are NULL already once its threads are unloaded.
+ *
+ * Context: process context; device lock held.
+ */
+void ipt_pmi_disarm(struct ipt_session *s)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&s->idev->lock);
+	for (i = 0; i < s->nr_traces; i++) {
+		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu), NULL);
+		WRITE_ONCE(per_cpu(ipt_pmi_sample, s->traces[i].cpu), NULL);
+	}
+	WRITE_ONCE(ipt_pmi_hw, NULL);
+}
+
+/**
+ * ipt_pmi_release() - remove the handler, then forget @s's traces
+ * @s: the session, tearing down: nothing traces any more
+ *
+ * On return no handler call is running and none will start: the traces
+ * may be freed.
+ *
+ * Context: process context, may sleep; device lock held.
+ */
+void ipt_pmi_release(struct ipt_session *s)
+{
+	lockdep_assert_held(&s->idev->lock);
+	s->hw->pmi_release();
+	ipt_pmi_disarm(s);
+}
+
+/**
+ * ipt_pmi_arm() - count the PMIs of @cpu for the per-CPU trace @t
+ * @t: the trace
+ * @cpu: its CPU
+ *
+ * Context: process context; device lock held; the handler not installed
+ * yet (configure time).
+ */
+void ipt_pmi_arm(struct ipt_trace *t, unsigned int cpu)
+{
+	lockdep_assert_held(&t->s->idev->lock);
+	WRITE_ONCE(per_cpu(ipt_pmi_count, cpu), &t->pmis);
+	if (ipt_pmi_wants_sample(t))
+		WRITE_ONCE(per_cpu(ipt_pmi_sample, cpu), &t->sample);
+}
+
+/**
+ * ipt_pmi_arm_here() - count this CPU's PMIs for @t, about to be loaded
+ * @t: a thread's trace
+ *
+ * Set before TraceEn, so that the count holds from the first byte on.
+ *
+ * Context: interrupts off, on the CPU @t is being loaded on.
+ */
+void ipt_pmi_arm_here(struct ipt_trace *t)
+{
+	lockdep_assert_irqs_disabled();
+	this_cpu_write(ipt_pmi_count, &t->pmis);
+	if (ipt_pmi_wants_sample(t))
+		this_cpu_write(ipt_pmi_sample, &t->sample);
+}
+
+/**
+ * ipt_pmi_disarm_here() - count no PMI on this CPU (a load that failed)
+ *
+ * Context: interrupts off.
+ */
+void ipt_pmi_disarm_here(void)
+{
+	lockdep_assert_irqs_disabled();
+	this_cpu_write(ipt_pmi_count, NULL);
+	this_cpu_write(ipt_pmi_sample, NULL);
+}
+
+/**
+ * ipt_pmi_settle_here() - settle the PMI of a thread's trace leaving this CPU
+ * @t: the trace; the unit has just stopped tracing into it
+ * @mask: OUTPUT_MASK_PTRS as saved at the stop
+ * @rdmsr: incremented for each MSR read done here
+ * @wrmsr: incremented for each MSR write done here
+ *
+ * A PMI raised by @t's output but not yet handled (PMIs are NMIs on
+ * hardware and hard interrupts in the simulator, which cannot run here)
+ * is counted for @t and acknowledged, so that it is neither lost nor
+ * counted for the next thread.  While that is settled, a PMI that does
+ * arrive is counted into a per-CPU orphan counter instead, and one PMI is
+ * counted for @t if either saw it; where the unit stopped is then its
+ * sample.  On return this CPU counts no PMI.
+ *
+ * Context: interrupts off, on the CPU @t was loaded on.
+ * Return: true when a PMI was counted for @t here.
+ */
+bool ipt_pmi_settle_here(struct ipt_trace *t, u64 mask, unsigned int *rdmsr,
+			 unsigned int *wrmsr)
+{
+	const struct ipt_hw_ops *hw = t->s->hw;
+	atomic64_t *orphans = this_cpu_ptr(&ipt_pmi_orphans);
+	s64 orphaned;
+	bool pending;
+	u64 gs = 0;
+
+	lockdep_assert_irqs_disabled();
+	orphaned = atomic64_read(orphans);
+	this_cpu_write(ipt_pmi_sample, NULL);
+	this_cpu_write(ipt_pmi_count, orphans);
+	(*rdmsr)++;
+	pending = !hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &gs) &&
+		  (gs & GLOBAL_STATUS_TRACE_TOPAPMI);
+	if (pending) {
+		(*wrmsr)++;
+		hw->write_msr(MSR_CORE_PERF_GLOBAL_OVF_CTRL,
+			      GLOBAL_STATUS_TRACE_TOPAPMI);
+	}
+	this_cpu_write(ipt_pmi_count, NULL);
+	if (!pending && atomic64_read(orphans) == orphaned)
+		return false;
+	atomic64_inc(&t->pmis);
+	/* Settled here: where the unit stopped is the PMI's sample. */
+	WRITE_ONCE(t->sample, mask >> 32);
+	return true;
+}
+
+static void ipt_pmi_pending_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+	u64 v;
+
+	t->err = 0;
+	if (!t->s->hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &v) &&
+	    (v & GLOBAL_STATUS_TRACE_TOPAPMI))
+		t->err = -EAGAIN;
+}
+
+/**
+ * ipt_pmi_drain() - wait for the PMI of a per-CPU trace that just stopped
+ * @t: the trace; its unit stopped and its position read
+ *
+ * Waits (up to 100 ms) until IA32_PERF_GLOBAL_STATUS bit 55 is clear on
+ * @t's CPU, so that a PMI raised by output up to the stop has been
+ * handled; then takes the wrap count and sample that go with the
+ * position.  A PMI still pending then sets @t->pmi_late.
+ *
+ * Context: process context, may sleep; device lock held; CPU hotplug
+ * excluded.
+ */
+void ipt_pmi_drain(struct ipt_trace *t)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&t->s->idev->lock);
+	for (i = 0; i < IPT_PMI_DRAIN_TRIES; i++) {
+		smp_call_function_single(t->cpu, ipt_pmi_pending_on_cpu, t, 1);
+		if (!t->err)
+			break;
+		usleep_range(IPT_PMI_DRAIN_US, 2 * IPT_PMI_DRAIN_US);
+	}
+	if (i == IPT_PMI_DRAIN_TRIES)
+		t->pmi_late = true;
+	t->err = 0;
+	t->pmis_at_stop = atomic64_read(&t->pmis);
+	t->sample_at_stop = READ_ONCE(t->sample);
+}
