@@ -129,14 +129,44 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 		     bool privileged, struct ipt_hwcfg *hwcfg);
 u64 ipt_config_max_trace_size(void);
 
+/* ipt_pos.c */
+
+/**
+ * struct ipt_trace_pos - a trace's position, as one snapshot
+ * @base: IA32_RTIT_OUTPUT_BASE
+ * @mask: IA32_RTIT_OUTPUT_MASK_PTRS
+ * @status: IA32_RTIT_STATUS
+ * @wraps: PMIs counted up to that moment
+ * @running: the unit was tracing into it at the time of the call
+ * @pmi_late: a PMI could not be waited for
+ * @sample: single-entry ring: the offset when the last counted PMI was
+ *          handled (struct ipt_trace)
+ *
+ * Locking: a value; taken by the modes under their trace's rules.
+ */
+struct ipt_trace_pos {
+	u64 base;
+	u64 mask;
+	u64 status;
+	u64 wraps;
+	bool running;
+	bool pmi_late;
+	u64 sample;
+};
+
+void ipt_pos_fill(const struct ipt_buffer *buf, bool single,
+		  const struct ipt_trace_pos *pos, struct ipt_trace_state *ts);
+
 /* ipt_session.c */
 struct ipt_session *ipt_session_new(struct ipt_device *idev);
 void ipt_session_close(struct ipt_session *s);
 long ipt_session_ioctl(struct ipt_session *s, unsigned int key,
 		       void __user *uarg);
-int ipt_session_mmap(struct ipt_session *s, struct vm_area_struct *vma);
 int ipt_session_init(struct ipt_device *idev);
 void ipt_session_exit(void);
+
+/* ipt_mmap.c */
+int ipt_session_mmap(struct ipt_session *s, struct vm_area_struct *vma);
 
 /* ipt_caps.c */
 const char *ipt_unavail_str(enum ipt_unavail why);

@@ -237,7 +237,7 @@ static void ipt_cpu_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
 	};
 
 	lockdep_assert_held(&t->s->idev->lock);
-	ipt_trace_fill_pos(t->s, t->buf, t->mmap_offset, &pos, ts);
+	ipt_pos_fill(t->buf, t->s->single, &pos, ts);
 }
 
 const struct ipt_mode_ops ipt_cpu_mode_ops = {

@@ -2,21 +2,19 @@
 /*
  * ipt: sessions - the state machine of one open /dev/ipt, which runs its
  * mode (ipt_cpu.c, ipt_thread.c) through struct ipt_mode_ops and the ToPA
- * PMI protocol (ipt_pmi.c); CPU hotplug and mmap.
+ * PMI protocol (ipt_pmi.c); CPU hotplug.
  *
  * See Documentation/design.rst (sessions, locking, PMI, hotplug, mmap
  * lifetime) and Documentation/abi.rst (the commands).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/anon_inodes.h>
 #include <linux/atomic.h>
 #include <linux/bitmap.h>
 #include <linux/capability.h>
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
-#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
@@ -476,76 +474,6 @@ static long ipt_ioctl_release(struct ipt_session *s, void __user *uarg)
 
 /* ---- IPT_IOC_GET_TRACE ------------------------------------------------- */
 
-/**
- * ipt_trace_fill_pos() - a trace's state from a snapshot of its position
- * @s: the session
- * @buf: the trace's buffer
- * @mmap_offset: where it maps
- * @pos: the snapshot
- * @ts: receives everything but size, flags, cpu and the chunk array
- *
- * Ring: each PMI is one wrap (INT is on the last region only), and the
- * position read at stop is where the next byte goes; a position at the
- * very end of the buffer is the start of the next lap, whose PMI is
- * already counted.  Stop-on-full: the position is the number of bytes,
- * STATUS.Stopped or a PMI says it is full.
- *
- * Context: device lock held.
- */
-void ipt_trace_fill_pos(const struct ipt_session *s,
-			const struct ipt_buffer *buf, u64 mmap_offset,
-			const struct ipt_trace_pos *pos,
-			struct ipt_trace_state *ts)
-{
-	u64 head = 0, wraps = pos->wraps;
-
-	lockdep_assert_held(&s->idev->lock);
-	if (ipt_topa_offset(buf, pos->base, pos->mask, &head))
-		head = 0;	/* not ours: the unit was reset under us */
-	ts->state = s->state;
-	ts->buffer_size = buf->size;
-	ts->mmap_offset = mmap_offset;
-	ts->nr_chunks = buf->nr_chunks;
-	ts->nr_tables = buf->nr_tables;
-	ts->parent = IPT_TRACE_NONE;
-	if (pos->running)
-		ts->status |= IPT_TS_RUNNING;
-	if (pos->status & RTIT_STATUS_ERROR)
-		ts->status |= IPT_TS_ERROR;
-	if (pos->pmi_late)
-		ts->status |= IPT_TS_PMI_LATE;
-	/*
-	 * A single-entry ring's PMI comes before its wrap: if it was handled
-	 * before the wrap (the sample near the end) and the unit has not
-	 * passed that point since, that wrap has not happened yet.
-	 */
-	if (s->single && !buf->stop_on_full && wraps &&
-	    pos->sample >= buf->size / 2 && head >= pos->sample)
-		wraps--;
-	if (buf->stop_on_full) {
-		ts->status |= IPT_TS_STOP_ON_FULL;
-		if ((pos->status & RTIT_STATUS_STOPPED) || wraps)
-			ts->status |= IPT_TS_FULL;
-		ts->head = head;
-		ts->bytes_captured = head;
-		ts->bytes_valid = head;
-		return;
-	}
-	if (head == buf->size)
-		head = 0;
-	ts->head = head;
-	ts->wrap_count = wraps;
-	ts->bytes_captured = wraps * buf->size + head;
-	if (wraps) {
-		ts->status |= IPT_TS_WRAPPED;
-		ts->bytes_valid = buf->size;
-		ts->oldest = head;
-		ts->bytes_lost = ts->bytes_captured - buf->size;
-	} else {
-		ts->bytes_valid = head;
-	}
-}
-
 static long ipt_ioctl_get_trace(struct ipt_session *s, void __user *uarg)
 {
 	struct ipt_trace_state ts;
@@ -580,6 +508,9 @@ static long ipt_ioctl_get_trace(struct ipt_session *s, void __user *uarg)
 		ret = -ENOENT;
 		goto out_unlock;
 	}
+	ts.state = s->state;
+	ts.mmap_offset = t->mmap_offset;
+	ts.parent = IPT_TRACE_NONE;
 	s->mops->fill(t, &ts);
 	if (chunks_ptr) {
 		/* Copied out after the lock: no user access under it. */
@@ -634,79 +565,6 @@ long ipt_session_ioctl(struct ipt_session *s, unsigned int key,
 	default:
 		return -ENOTTY;
 	}
-}
-
-/* ---- mmap ------------------------------------------------------------- */
-
-/*
- * The file a mapping refers to.  Each mapping gets its own anonymous file
- * instead of /dev/ipt's: closing /dev/ipt then ends the session even while
- * buffers are mapped, and this file's owner reference keeps ipt.ko loaded
- * until the last mapping is gone.  The mapped pages carry references of
- * their own (vm_insert_page()), so they outlive the buffer.
- */
-static const struct file_operations ipt_map_fops = {
-	.owner = THIS_MODULE,
-	.llseek = noop_llseek,
-};
-
-/**
- * ipt_session_mmap() - map (part of) one trace's buffer, read-only
- * @s: the session
- * @vma: the mapping; its offset selects the buffer (mmap_offset)
- *
- * Context: mmap_lock held for writing; takes the device lock.
- * Return: 0; -EPERM for a writable mapping; -EINVAL when the session has
- * no buffers or the range is not inside one buffer; -ENOMEM or another
- * error from mapping the pages.
- */
-int ipt_session_mmap(struct ipt_session *s, struct vm_area_struct *vma)
-{
-	unsigned long pgoff = vma->vm_pgoff, npages = vma_pages(vma), i;
-	struct ipt_trace *t = NULL;
-	struct file *file;
-	int ret = 0;
-
-	if (vma->vm_flags & VM_WRITE)
-		return -EPERM;
-
-	mutex_lock(&s->idev->lock);
-	for (i = 0; s->state != IPT_STATE_IDLE && i < s->nr_traces; i++) {
-		struct ipt_trace *c = &s->traces[i];
-		unsigned long first = c->mmap_offset >> PAGE_SHIFT;
-		unsigned long pages = c->buf->size >> PAGE_SHIFT;
-
-		if (pgoff >= first && pgoff - first < pages) {
-			if (npages <= pages - (pgoff - first))
-				t = c;
-			break;
-		}
-	}
-	if (!t) {
-		ret = -EINVAL;
-		goto out_unlock;
-	}
-	file = anon_inode_getfile("[ipt-trace]", &ipt_map_fops, NULL, O_RDONLY);
-	if (IS_ERR(file)) {
-		ret = PTR_ERR(file);
-		goto out_unlock;
-	}
-	vma->vm_flags &= ~VM_MAYWRITE;
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
-	for (i = 0; i < npages; i++) {
-		u64 off = ((u64)(pgoff + i) << PAGE_SHIFT) - t->mmap_offset;
-
-		ret = vm_insert_page(vma, vma->vm_start + (i << PAGE_SHIFT),
-				     ipt_buffer_page(t->buf, off));
-		if (ret)
-			break;
-	}
-	if (!ret)
-		vma_set_file(vma, file);
-	fput(file);
-out_unlock:
-	mutex_unlock(&s->idev->lock);
-	return ret;
 }
 
 /* ---- module ----------------------------------------------------------- */

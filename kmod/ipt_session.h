@@ -160,27 +160,6 @@ struct ipt_session {
 };
 
 /**
- * struct ipt_trace_pos - a trace's position, as one snapshot
- * @base: IA32_RTIT_OUTPUT_BASE
- * @mask: IA32_RTIT_OUTPUT_MASK_PTRS
- * @status: IA32_RTIT_STATUS
- * @wraps: PMIs counted up to that moment
- * @running: the unit was tracing into it at the time of the call
- * @pmi_late: a PMI could not be waited for
- * @sample: single-entry ring: the offset when the last counted PMI was
- *          handled (struct ipt_trace)
- */
-struct ipt_trace_pos {
-	u64 base;
-	u64 mask;
-	u64 status;
-	u64 wraps;
-	bool running;
-	bool pmi_late;
-	u64 sample;
-};
-
-/**
  * struct ipt_mode_ops - a tracing mode, as the session state machine sees it
  * @alloc: allocate @s's traces and buffers for @cfg (per-CPU: one per CPU
  *         of @cpus; per-thread: @cfg->max_threads, @cpus unused), before
@@ -195,7 +174,9 @@ struct ipt_trace_pos {
  * @cpu_offline: the hotplug callback of @cpu, which goes offline.
  * @trace: the trace IPT_IOC_GET_TRACE names by @idx (a CPU or a trace
  *         index), or NULL.
- * @fill: that trace's state, for IPT_IOC_GET_TRACE.
+ * @fill: that trace's state, for IPT_IOC_GET_TRACE: the position
+ *         (ipt_pos_fill()) and what the mode adds; @ts's state,
+ *         mmap_offset and parent (IPT_TRACE_NONE) are set already.
  *
  * The state machine keeps @s->state; the operations do not change it.
  *
@@ -241,10 +222,6 @@ void ipt_thread_exit(void);
 int ipt_session_alloc_traces(struct ipt_session *s,
 			     const struct ipt_config *cfg,
 			     const struct cpumask *cpus, unsigned int nr);
-void ipt_trace_fill_pos(const struct ipt_session *s,
-			const struct ipt_buffer *buf, u64 mmap_offset,
-			const struct ipt_trace_pos *pos,
-			struct ipt_trace_state *ts);
 
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_thread_area_init(const struct ipt_session *s, struct ipt_trace *t);

@@ -944,7 +944,7 @@ static void ipt_thread_fill(const struct ipt_trace *t,
 		busy = t->th.busy;
 	} while (read_seqcount_retry(&t->th.seq, seq));
 	pos.pmi_late = false;
-	ipt_trace_fill_pos(t->s, t->buf, t->mmap_offset, &pos, ts);
+	ipt_pos_fill(t->buf, t->s->single, &pos, ts);
 
 	ts->status |= IPT_TS_THREAD | flags;
 	ts->missed = missed;
