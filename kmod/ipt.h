@@ -157,13 +157,50 @@ struct ipt_trace_pos {
 void ipt_pos_fill(const struct ipt_buffer *buf, bool single,
 		  const struct ipt_trace_pos *pos, struct ipt_trace_state *ts);
 
+/* ipt_core.c: the ioctl table */
+
+/**
+ * struct ipt_ioctl_call - one ioctl call, as its handlers see it
+ * @s: the file's session
+ * @arg: the kernel copy of the argument, the command's struct (copied in
+ *       by the table, and out again for IPT_IOCTL_OUT commands)
+ * @uarg: the user's argument, for the unlocked pre and post handlers
+ *        only (user memory beyond @arg)
+ * @data: what a pre or the locked handler hands on (freed by post)
+ * @data_len: a length that goes with @data
+ *
+ * Locking: private to one call.
+ */
+struct ipt_ioctl_call {
+	struct ipt_session *s;
+	void *arg;
+	void __user *uarg;
+	void *data;
+	u32 data_len;
+};
+
 /* ipt_session.c */
 struct ipt_session *ipt_session_new(struct ipt_device *idev);
 void ipt_session_close(struct ipt_session *s);
-long ipt_session_ioctl(struct ipt_session *s, unsigned int key,
-		       void __user *uarg);
 int ipt_session_init(struct ipt_device *idev);
 void ipt_session_exit(void);
+int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c);
+long ipt_ioctl_configure(struct ipt_ioctl_call *c);
+long ipt_ioctl_configure_post(struct ipt_ioctl_call *c, long ret);
+int ipt_ioctl_cmd_pre(struct ipt_ioctl_call *c);
+long ipt_ioctl_start(struct ipt_ioctl_call *c);
+long ipt_ioctl_stop(struct ipt_ioctl_call *c);
+long ipt_ioctl_release(struct ipt_ioctl_call *c);
+int ipt_ioctl_get_trace_pre(struct ipt_ioctl_call *c);
+long ipt_ioctl_get_trace(struct ipt_ioctl_call *c);
+long ipt_ioctl_get_trace_post(struct ipt_ioctl_call *c, long ret);
+
+/* ipt_thread.c */
+int ipt_ioctl_attach_pre(struct ipt_ioctl_call *c);
+long ipt_ioctl_attach(struct ipt_ioctl_call *c);
+long ipt_ioctl_attach_post(struct ipt_ioctl_call *c, long ret);
+int ipt_ioctl_detach_pre(struct ipt_ioctl_call *c);
+long ipt_ioctl_detach(struct ipt_ioctl_call *c);
 
 /* ipt_mmap.c */
 int ipt_session_mmap(struct ipt_session *s, struct vm_area_struct *vma);

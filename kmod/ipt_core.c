@@ -7,10 +7,13 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cpu.h>
 #include <linux/fs.h>
+#include <linux/lockdep.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/string.h>
 #include <linux/uaccess.h>
 
 #include "ipt_session.h"
@@ -19,38 +22,151 @@ static struct ipt_device ipt_dev = {
 	.lock = __MUTEX_INITIALIZER(ipt_dev.lock),
 };
 
-static long ipt_ioctl_get_caps(struct ipt_device *idev, void __user *uarg)
-{
+/* ---- the ioctl table --------------------------------------------------- */
+
+/* Flags of struct ipt_ioctl_desc. */
+#define IPT_IOCTL_LOCKED	BIT(0)	/* the handler runs under the device lock */
+#define IPT_IOCTL_CPUS		BIT(1)	/* ... and the cpus read lock, taken first */
+#define IPT_IOCTL_OUT		BIT(2)	/* the argument is copied back out */
+
+/**
+ * struct ipt_ioctl_desc - one command: its argument, locks and handlers
+ * @key: IPT_IOC_KEY() of the command
+ * @size: the kernel's size of the argument struct
+ * @min_size: its first published size (_SIZE_VER0)
+ * @flags: IPT_IOCTL_LOCKED, IPT_IOCTL_CPUS, IPT_IOCTL_OUT
+ * @pre: optional; checks of the argument and user memory beyond it, with
+ *       no lock held; 0 or a negative errno (then nothing else runs)
+ * @func: the command, under the locks @flags declare
+ * @post: optional; with no lock held, after @func whatever it returned
+ *        (when @pre succeeded): user memory beyond the argument, freeing
+ *        what @pre or @func left in the call; returns the result
+ *
+ * Locking: immutable.
+ */
+struct ipt_ioctl_desc {
+	unsigned int key;
+	u32 size;
+	u32 min_size;
+	unsigned int flags;
+	int (*pre)(struct ipt_ioctl_call *c);
+	long (*func)(struct ipt_ioctl_call *c);
+	long (*post)(struct ipt_ioctl_call *c, long ret);
+};
+
+#define IPT_IOCTL(_cmd, _type, _min, _flags, _pre, _func, _post)	\
+	{ .key = IPT_IOC_KEY(_cmd), .size = sizeof(_type),		\
+	  .min_size = (_min), .flags = (_flags), .pre = (_pre),		\
+	  .func = (_func), .post = (_post) }
+
+/* The largest argument: the kernel copy every command uses. */
+union ipt_ioctl_arg {
 	struct ipt_caps caps;
-	u32 usize;
-	int ret;
+	struct ipt_config config;
+	struct ipt_cmd cmd;
+	struct ipt_trace_state trace;
+	struct ipt_attach attach;
+	struct ipt_detach detach;
+};
 
-	ret = ipt_arg_in(&caps, sizeof(caps), IPT_CAPS_SIZE_VER0, uarg);
-	if (ret)
-		return ret;
-	if (caps.flags)
-		return -EINVAL;
-	usize = caps.size;
+static int ipt_ioctl_get_caps_pre(struct ipt_ioctl_call *c)
+{
+	const struct ipt_caps *caps = c->arg;
 
-	mutex_lock(&idev->lock);
-	caps = idev->caps;
-	mutex_unlock(&idev->lock);
-
-	return ipt_arg_out(uarg, usize, &caps, sizeof(caps));
+	return caps->flags ? -EINVAL : 0;
 }
 
+/* IPT_IOC_GET_CAPS.  Context: device lock held. */
+static long ipt_ioctl_get_caps(struct ipt_ioctl_call *c)
+{
+	struct ipt_device *idev = c->s->idev;
+
+	lockdep_assert_held(&idev->lock);
+	memcpy(c->arg, &idev->caps, sizeof(idev->caps));
+	return 0;
+}
+
+static const struct ipt_ioctl_desc ipt_ioctls[] = {
+	IPT_IOCTL(IPT_IOC_GET_CAPS, struct ipt_caps, IPT_CAPS_SIZE_VER0,
+		  IPT_IOCTL_LOCKED | IPT_IOCTL_OUT,
+		  ipt_ioctl_get_caps_pre, ipt_ioctl_get_caps, NULL),
+	IPT_IOCTL(IPT_IOC_CONFIGURE, struct ipt_config, IPT_CONFIG_SIZE_VER0,
+		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS,
+		  ipt_ioctl_configure_pre, ipt_ioctl_configure,
+		  ipt_ioctl_configure_post),
+	IPT_IOCTL(IPT_IOC_START, struct ipt_cmd, IPT_CMD_SIZE_VER0,
+		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS,
+		  ipt_ioctl_cmd_pre, ipt_ioctl_start, NULL),
+	IPT_IOCTL(IPT_IOC_STOP, struct ipt_cmd, IPT_CMD_SIZE_VER0,
+		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS,
+		  ipt_ioctl_cmd_pre, ipt_ioctl_stop, NULL),
+	IPT_IOCTL(IPT_IOC_GET_TRACE, struct ipt_trace_state,
+		  IPT_TRACE_STATE_SIZE_VER0, IPT_IOCTL_LOCKED | IPT_IOCTL_OUT,
+		  ipt_ioctl_get_trace_pre, ipt_ioctl_get_trace,
+		  ipt_ioctl_get_trace_post),
+	IPT_IOCTL(IPT_IOC_RELEASE, struct ipt_cmd, IPT_CMD_SIZE_VER0,
+		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS,
+		  ipt_ioctl_cmd_pre, ipt_ioctl_release, NULL),
+	IPT_IOCTL(IPT_IOC_ATTACH, struct ipt_attach, IPT_ATTACH_SIZE_VER0,
+		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS | IPT_IOCTL_OUT,
+		  ipt_ioctl_attach_pre, ipt_ioctl_attach,
+		  ipt_ioctl_attach_post),
+	IPT_IOCTL(IPT_IOC_DETACH, struct ipt_detach, IPT_DETACH_SIZE_VER0,
+		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS,
+		  ipt_ioctl_detach_pre, ipt_ioctl_detach, NULL),
+};
+
+/*
+ * Commands are matched on type, number and direction, not size: the
+ * argument carries its own (ipt_arg_in()).  The argument is copied in,
+ * checked (pre), the command runs under the locks it declares, then post,
+ * then the argument is copied out.
+ */
 static long ipt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	struct ipt_device *idev = &ipt_dev;
-	void __user *uarg = (void __user *)arg;
+	const struct ipt_ioctl_desc *d = NULL;
+	union ipt_ioctl_arg karg;
+	struct ipt_ioctl_call c = {
+		.s = file->private_data,
+		.arg = &karg,
+		.uarg = (void __user *)arg,
+	};
+	struct mutex *lock = &c.s->idev->lock;
+	unsigned int i;
+	long ret;
+	u32 usize;
 
-	switch (IPT_IOC_KEY(cmd)) {
-	case IPT_IOC_KEY(IPT_IOC_GET_CAPS):
-		return ipt_ioctl_get_caps(idev, uarg);
-	default:
-		return ipt_session_ioctl(file->private_data, IPT_IOC_KEY(cmd),
-					 uarg);
+	for (i = 0; i < ARRAY_SIZE(ipt_ioctls); i++) {
+		if (ipt_ioctls[i].key == IPT_IOC_KEY(cmd)) {
+			d = &ipt_ioctls[i];
+			break;
+		}
 	}
+	if (!d)
+		return -ENOTTY;
+	ret = ipt_arg_in(&karg, d->size, d->min_size, c.uarg);
+	if (ret)
+		return ret;
+	usize = *(u32 *)&karg;
+	if (d->pre) {
+		ret = d->pre(&c);
+		if (ret)
+			return ret;
+	}
+	if (d->flags & IPT_IOCTL_CPUS)
+		cpus_read_lock();
+	if (d->flags & IPT_IOCTL_LOCKED)
+		mutex_lock(lock);
+	ret = d->func(&c);
+	if (d->flags & IPT_IOCTL_LOCKED)
+		mutex_unlock(lock);
+	if (d->flags & IPT_IOCTL_CPUS)
+		cpus_read_unlock();
+	if (d->post)
+		ret = d->post(&c, ret);
+	if (!ret && (d->flags & IPT_IOCTL_OUT))
+		ret = ipt_arg_out(c.uarg, usize, &karg, d->size);
+	return ret;
 }
 
 static int ipt_open(struct inode *inode, struct file *file)

@@ -285,85 +285,120 @@ int ipt_session_alloc_traces(struct ipt_session *s,
 	return 0;
 }
 
-static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
-{
-	struct ipt_device *idev = s->idev;
-	const struct ipt_mode_ops *mops;
-	const struct ipt_hw_ops *hw;
-	struct ipt_config cfg;
-	struct ipt_hwcfg hwcfg;
+/**
+ * struct ipt_configure_req - what IPT_IOC_CONFIGURE checked before locking
+ * @cpus: per-CPU mode: the chosen CPUs (empty in per-thread mode)
+ * @nr: the number of traces the session will have
+ * @privileged: the caller had CAP_PERFMON or CAP_SYS_ADMIN
+ *
+ * Locking: private to one call.
+ */
+struct ipt_configure_req {
 	cpumask_var_t cpus;
-	bool thread, privileged = perfmon_capable();
 	unsigned int nr;
-	u64 ram;
+	bool privileged;
+};
+
+static void ipt_configure_req_free(struct ipt_configure_req *req)
+{
+	if (req)
+		free_cpumask_var(req->cpus);
+	kfree(req);
+}
+
+/**
+ * ipt_ioctl_configure_pre() - IPT_IOC_CONFIGURE's checks of the argument
+ * @c: the call; on success @c->data is a struct ipt_configure_req
+ *
+ * Context: process context, no lock held (reads the CPU mask from
+ * userspace).
+ * Return: 0; -EINVAL, -EPERM, -ENOMEM or -EFAULT.
+ */
+int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
+{
+	const struct ipt_config *cfg = c->arg;
+	struct ipt_configure_req *req;
+	bool thread, privileged = perfmon_capable();
 	int ret;
 
-	ret = ipt_arg_in(&cfg, sizeof(cfg), IPT_CONFIG_SIZE_VER0, uarg);
-	if (ret)
-		return ret;
-	if (cfg.mode >= ARRAY_SIZE(ipt_modes) || !ipt_modes[cfg.mode])
+	if (cfg->mode >= ARRAY_SIZE(ipt_modes) || !ipt_modes[cfg->mode])
 		return -EINVAL;
-	mops = ipt_modes[cfg.mode];
-	thread = cfg.mode == IPT_MODE_THREAD;
-	ret = ipt_config_args(&cfg);
+	thread = cfg->mode == IPT_MODE_THREAD;
+	ret = ipt_config_args(cfg);
 	if (ret)
 		return ret;
 	/* A CPU's trace shows every process that runs on it. */
 	if (!thread && !privileged)
 		return -EPERM;
-	if (!zalloc_cpumask_var(&cpus, GFP_KERNEL))
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req || !zalloc_cpumask_var(&req->cpus, GFP_KERNEL)) {
+		kfree(req);
 		return -ENOMEM;
+	}
 	if (!thread) {
-		ret = ipt_config_cpus(&cfg, cpus);
-		if (ret)
-			goto out_free_mask;
+		ret = ipt_config_cpus(cfg, req->cpus);
+		if (ret) {
+			ipt_configure_req_free(req);
+			return ret;
+		}
 	}
-	nr = thread ? cfg.max_threads : cpumask_weight(cpus);
+	req->nr = thread ? cfg->max_threads : cpumask_weight(req->cpus);
+	req->privileged = privileged;
+	c->data = req;
+	return 0;
+}
 
-	cpus_read_lock();
-	mutex_lock(&idev->lock);
-	hw = idev->hw;
-	if (s->state != IPT_STATE_IDLE || idev->owner) {
-		ret = -EBUSY;
-		goto out_unlock;
-	}
-	if (!hw) {
-		ret = -ENODEV;
-		goto out_unlock;
-	}
-	ret = ipt_config_check(&cfg, &idev->caps, privileged, &hwcfg);
+/**
+ * ipt_ioctl_configure() - IPT_IOC_CONFIGURE: IDLE to CONFIGURED
+ * @c: the call, its argument checked by ipt_ioctl_configure_pre()
+ *
+ * Context: process context; cpus read lock and device lock held.
+ * Return: 0; -EBUSY (not IDLE, or the unit is another session's),
+ * -ENODEV (no PT unit), -EFBIG, -EINVAL, -EOPNOTSUPP, -EPERM (per
+ * ipt_config_check()), -ENOMEM, or the backend's error.
+ */
+long ipt_ioctl_configure(struct ipt_ioctl_call *c)
+{
+	const struct ipt_configure_req *req = c->data;
+	const struct ipt_config *cfg = c->arg;
+	struct ipt_session *s = c->s;
+	struct ipt_device *idev = s->idev;
+	const struct ipt_mode_ops *mops = ipt_modes[cfg->mode];
+	const struct ipt_hw_ops *hw = idev->hw;
+	struct ipt_hwcfg hwcfg;
+	u64 ram;
+	int ret;
+
+	lockdep_assert_held(&idev->lock);
+	if (s->state != IPT_STATE_IDLE || idev->owner)
+		return -EBUSY;
+	if (!hw)
+		return -ENODEV;
+	ret = ipt_config_check(cfg, &idev->caps, req->privileged, &hwcfg);
 	if (ret)
-		goto out_unlock;
-	if (cfg.buffer_size > idev->caps.max_trace_size) {
-		ret = -EFBIG;
-		goto out_unlock;
-	}
+		return ret;
+	if (cfg->buffer_size > idev->caps.max_trace_size)
+		return -EFBIG;
 	/* One region per buffer: 4 KiB << n, as the chunk order says. */
 	s->single = !(idev->caps.features & IPT_FEAT_TOPA_MULTI);
-	if (s->single && (!is_power_of_2(cfg.buffer_size) ||
-			  (cfg.chunk_order &&
-			   BIT_ULL(cfg.chunk_order) != cfg.buffer_size))) {
-		ret = -EINVAL;
-		goto out_unlock;
-	}
+	if (s->single && (!is_power_of_2(cfg->buffer_size) ||
+			  (cfg->chunk_order &&
+			   BIT_ULL(cfg->chunk_order) != cfg->buffer_size)))
+		return -EINVAL;
 	/* All buffers of a session together: at most half of RAM. */
 	ram = (u64)totalram_pages() << PAGE_SHIFT;
-	if (cfg.buffer_size > ram / 2 / nr) {
-		ret = -ENOMEM;
-		goto out_unlock;
-	}
-	if (!try_module_get(hw->owner)) {
-		ret = -ENODEV;
-		goto out_unlock;
-	}
+	if (cfg->buffer_size > ram / 2 / req->nr)
+		return -ENOMEM;
+	if (!try_module_get(hw->owner))
+		return -ENODEV;
 	s->hw = hw;
 	s->hwcfg = hwcfg;
-	s->mode = cfg.mode;
+	s->mode = cfg->mode;
 	s->mops = mops;
-	s->privileged = privileged;
+	s->privileged = req->privileged;
 	s->nr_ranges = idev->caps.num_addr_ranges;
 	s->has_cr3 = idev->caps.features & IPT_FEAT_CR3_FILTER;
-	ret = mops->alloc(s, &cfg, cpus);
+	ret = mops->alloc(s, cfg, req->cpus);
 	if (ret)
 		goto out_put;
 	ret = ipt_pmi_request(s);
@@ -377,9 +412,6 @@ static long ipt_ioctl_configure(struct ipt_session *s, void __user *uarg)
 	idev->owner = s;
 	idev->users++;
 	s->state = IPT_STATE_CONFIGURED;
-	mutex_unlock(&idev->lock);
-	cpus_read_unlock();
-	free_cpumask_var(cpus);
 	return 0;
 
 out_release_pmi:
@@ -393,35 +425,53 @@ out_put:
 	module_put(hw->owner);
 	s->hw = NULL;
 	s->mops = NULL;
-out_unlock:
-	mutex_unlock(&idev->lock);
-	cpus_read_unlock();
-out_free_mask:
-	free_cpumask_var(cpus);
+	return ret;
+}
+
+/**
+ * ipt_ioctl_configure_post() - free what ipt_ioctl_configure_pre() made
+ * @c: the call
+ * @ret: the command's result so far
+ *
+ * Context: process context, no lock held.
+ * Return: @ret.
+ */
+long ipt_ioctl_configure_post(struct ipt_ioctl_call *c, long ret)
+{
+	ipt_configure_req_free(c->data);
 	return ret;
 }
 
 /* ---- IPT_IOC_START / STOP / RELEASE ------------------------------------ */
 
-static int ipt_cmd_in(void __user *uarg)
+/**
+ * ipt_ioctl_cmd_pre() - the checks of a struct ipt_cmd argument
+ * @c: the call
+ *
+ * Context: process context, no lock held.
+ * Return: 0, or -EINVAL for flags.
+ */
+int ipt_ioctl_cmd_pre(struct ipt_ioctl_call *c)
 {
-	struct ipt_cmd cmd;
-	int ret;
+	const struct ipt_cmd *cmd = c->arg;
 
-	ret = ipt_arg_in(&cmd, sizeof(cmd), IPT_CMD_SIZE_VER0, uarg);
-	if (ret)
-		return ret;
-	return cmd.flags ? -EINVAL : 0;
+	return cmd->flags ? -EINVAL : 0;
 }
 
-static long ipt_ioctl_start(struct ipt_session *s, void __user *uarg)
+/**
+ * ipt_ioctl_start() - IPT_IOC_START: CONFIGURED or STOPPED to TRACING
+ * @c: the call
+ *
+ * Context: process context; cpus read lock and device lock held.
+ * Return: 0; -EBUSY (tracing already, or a unit is someone else's),
+ * -EINVAL (IDLE), -EIO.
+ */
+long ipt_ioctl_start(struct ipt_ioctl_call *c)
 {
-	int ret = ipt_cmd_in(uarg);
+	struct ipt_session *s = c->s;
+	int ret = 0;
 
-	if (ret)
-		return ret;
-	cpus_read_lock();
-	mutex_lock(&s->idev->lock);
+	lockdep_assert_held(&s->idev->lock);
 	if (s->state == IPT_STATE_TRACING) {
 		ret = -EBUSY;
 	} else if (s->state == IPT_STATE_IDLE) {
@@ -431,140 +481,130 @@ static long ipt_ioctl_start(struct ipt_session *s, void __user *uarg)
 		if (!ret)
 			s->state = IPT_STATE_TRACING;
 	}
-	mutex_unlock(&s->idev->lock);
-	cpus_read_unlock();
-	return ret;
-}
-
-static long ipt_ioctl_stop(struct ipt_session *s, void __user *uarg)
-{
-	int ret = ipt_cmd_in(uarg);
-
-	if (ret)
-		return ret;
-	cpus_read_lock();
-	mutex_lock(&s->idev->lock);
-	if (s->state != IPT_STATE_TRACING)
-		ret = -EINVAL;
-	else
-		ipt_session_stop_locked(s);
-	mutex_unlock(&s->idev->lock);
-	cpus_read_unlock();
-	return ret;
-}
-
-static long ipt_ioctl_release(struct ipt_session *s, void __user *uarg)
-{
-	int ret = ipt_cmd_in(uarg);
-
-	if (ret)
-		return ret;
-	cpus_read_lock();
-	mutex_lock(&s->idev->lock);
-	if (s->state == IPT_STATE_TRACING)
-		ret = -EBUSY;
-	else if (s->state == IPT_STATE_IDLE)
-		ret = -EINVAL;
-	else
-		ipt_session_teardown_locked(s);
-	mutex_unlock(&s->idev->lock);
-	cpus_read_unlock();
-	return ret;
-}
-
-/* ---- IPT_IOC_GET_TRACE ------------------------------------------------- */
-
-static long ipt_ioctl_get_trace(struct ipt_session *s, void __user *uarg)
-{
-	struct ipt_trace_state ts;
-	struct ipt_trace *t;
-	u32 *orders = NULL, usize, n = 0, cpu, len, i;
-	u64 chunks_ptr;
-	int ret;
-
-	ret = ipt_arg_in(&ts, sizeof(ts), IPT_TRACE_STATE_SIZE_VER0, uarg);
-	if (ret)
-		return ret;
-	if (ts.flags || ts.tid || ts.parent || ts.missed || ts.switches ||
-	    ts.busy || memchr_inv(ts.reserved, 0, sizeof(ts.reserved)) ||
-	    (!ts.chunks_ptr && ts.chunks_len))
-		return -EINVAL;
-	usize = ts.size;
-	cpu = ts.cpu;
-	chunks_ptr = ts.chunks_ptr;
-	len = ts.chunks_len;
-	memset(&ts, 0, sizeof(ts));
-	ts.cpu = cpu;
-	ts.chunks_ptr = chunks_ptr;
-	ts.chunks_len = len;
-
-	mutex_lock(&s->idev->lock);
-	if (s->state == IPT_STATE_IDLE) {
-		ret = -EINVAL;
-		goto out_unlock;
-	}
-	t = s->mops->trace(s, cpu);
-	if (!t) {
-		ret = -ENOENT;
-		goto out_unlock;
-	}
-	ts.state = s->state;
-	ts.mmap_offset = t->mmap_offset;
-	ts.parent = IPT_TRACE_NONE;
-	s->mops->fill(t, &ts);
-	if (chunks_ptr) {
-		/* Copied out after the lock: no user access under it. */
-		n = min_t(u32, len, t->buf->nr_chunks);
-		orders = kvcalloc(n ?: 1, sizeof(*orders), GFP_KERNEL);
-		if (!orders) {
-			ret = -ENOMEM;
-			goto out_unlock;
-		}
-		for (i = 0; i < n; i++)
-			orders[i] = t->buf->chunks[i].shift;
-	}
-out_unlock:
-	mutex_unlock(&s->idev->lock);
-	if (ret)
-		return ret;
-	if (n && copy_to_user(u64_to_user_ptr(chunks_ptr), orders,
-			      n * sizeof(*orders)))
-		ret = -EFAULT;
-	kvfree(orders);
-	if (!ret)
-		ret = ipt_arg_out(uarg, usize, &ts, sizeof(ts));
 	return ret;
 }
 
 /**
- * ipt_session_ioctl() - the session commands
- * @s: the file's session
- * @key: the command, without its size bits
- * @uarg: the argument
+ * ipt_ioctl_stop() - IPT_IOC_STOP: TRACING to STOPPED
+ * @c: the call
  *
- * Return: the command's result; -ENOTTY for a command that is not one.
+ * Context: process context, sleeps; cpus read lock and device lock held.
+ * Return: 0, or -EINVAL when not tracing.
  */
-long ipt_session_ioctl(struct ipt_session *s, unsigned int key,
-		       void __user *uarg)
+long ipt_ioctl_stop(struct ipt_ioctl_call *c)
 {
-	switch (key) {
-	case IPT_IOC_KEY(IPT_IOC_CONFIGURE):
-		return ipt_ioctl_configure(s, uarg);
-	case IPT_IOC_KEY(IPT_IOC_START):
-		return ipt_ioctl_start(s, uarg);
-	case IPT_IOC_KEY(IPT_IOC_STOP):
-		return ipt_ioctl_stop(s, uarg);
-	case IPT_IOC_KEY(IPT_IOC_GET_TRACE):
-		return ipt_ioctl_get_trace(s, uarg);
-	case IPT_IOC_KEY(IPT_IOC_RELEASE):
-		return ipt_ioctl_release(s, uarg);
-	case IPT_IOC_KEY(IPT_IOC_ATTACH):
-		return ipt_thread_attach(s, uarg);
-	case IPT_IOC_KEY(IPT_IOC_DETACH):
-		return ipt_thread_detach(s, uarg);
-	default:
-		return -ENOTTY;
-	}
+	struct ipt_session *s = c->s;
+
+	lockdep_assert_held(&s->idev->lock);
+	if (s->state != IPT_STATE_TRACING)
+		return -EINVAL;
+	ipt_session_stop_locked(s);
+	return 0;
+}
+
+/**
+ * ipt_ioctl_release() - IPT_IOC_RELEASE: back to IDLE
+ * @c: the call
+ *
+ * Context: process context, sleeps; cpus read lock and device lock held.
+ * Return: 0; -EBUSY while tracing; -EINVAL when IDLE.
+ */
+long ipt_ioctl_release(struct ipt_ioctl_call *c)
+{
+	struct ipt_session *s = c->s;
+
+	lockdep_assert_held(&s->idev->lock);
+	if (s->state == IPT_STATE_TRACING)
+		return -EBUSY;
+	if (s->state == IPT_STATE_IDLE)
+		return -EINVAL;
+	ipt_session_teardown_locked(s);
+	return 0;
+}
+
+/* ---- IPT_IOC_GET_TRACE ------------------------------------------------- */
+
+/**
+ * ipt_ioctl_get_trace_pre() - IPT_IOC_GET_TRACE's checks of the argument
+ * @c: the call; the argument is cleared but for its inputs
+ *
+ * Context: process context, no lock held.
+ * Return: 0 or -EINVAL.
+ */
+int ipt_ioctl_get_trace_pre(struct ipt_ioctl_call *c)
+{
+	struct ipt_trace_state *ts = c->arg;
+	u64 chunks_ptr = ts->chunks_ptr;
+	u32 cpu = ts->cpu, len = ts->chunks_len;
+
+	if (ts->flags || ts->tid || ts->parent || ts->missed || ts->switches ||
+	    ts->busy || memchr_inv(ts->reserved, 0, sizeof(ts->reserved)) ||
+	    (!ts->chunks_ptr && ts->chunks_len))
+		return -EINVAL;
+	memset(ts, 0, sizeof(*ts));
+	ts->cpu = cpu;
+	ts->chunks_ptr = chunks_ptr;
+	ts->chunks_len = len;
+	return 0;
+}
+
+/**
+ * ipt_ioctl_get_trace() - IPT_IOC_GET_TRACE: one trace's state
+ * @c: the call; on success with a chunk array wanted, @c->data holds the
+ *     chunk orders for ipt_ioctl_get_trace_post() to copy out
+ *
+ * Context: process context; device lock held.
+ * Return: 0; -EINVAL (IDLE), -ENOENT (no such trace), -ENOMEM.
+ */
+long ipt_ioctl_get_trace(struct ipt_ioctl_call *c)
+{
+	struct ipt_trace_state *ts = c->arg;
+	struct ipt_session *s = c->s;
+	struct ipt_trace *t;
+	u32 *orders, n, i;
+
+	lockdep_assert_held(&s->idev->lock);
+	if (s->state == IPT_STATE_IDLE)
+		return -EINVAL;
+	t = s->mops->trace(s, ts->cpu);
+	if (!t)
+		return -ENOENT;
+	ts->state = s->state;
+	ts->mmap_offset = t->mmap_offset;
+	ts->parent = IPT_TRACE_NONE;
+	s->mops->fill(t, ts);
+	if (!ts->chunks_ptr)
+		return 0;
+	/* Copied out after the lock: no user access under it. */
+	n = min_t(u32, ts->chunks_len, t->buf->nr_chunks);
+	orders = kvcalloc(n ?: 1, sizeof(*orders), GFP_KERNEL);
+	if (!orders)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		orders[i] = t->buf->chunks[i].shift;
+	c->data = orders;
+	c->data_len = n;
+	return 0;
+}
+
+/**
+ * ipt_ioctl_get_trace_post() - copy the chunk orders out, free them
+ * @c: the call
+ * @ret: the command's result so far
+ *
+ * Context: process context, no lock held.
+ * Return: @ret, or -EFAULT.
+ */
+long ipt_ioctl_get_trace_post(struct ipt_ioctl_call *c, long ret)
+{
+	const struct ipt_trace_state *ts = c->arg;
+
+	if (!ret && c->data_len &&
+	    copy_to_user(u64_to_user_ptr(ts->chunks_ptr), c->data,
+			 c->data_len * sizeof(u32)))
+		ret = -EFAULT;
+	kvfree(c->data);
+	return ret;
 }
 
 /* ---- module ----------------------------------------------------------- */

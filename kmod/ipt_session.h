@@ -213,8 +213,6 @@ extern const struct ipt_mode_ops ipt_cpu_mode_ops;
 
 /* ipt_thread.c */
 extern const struct ipt_mode_ops ipt_thread_mode_ops;
-long ipt_thread_attach(struct ipt_session *s, void __user *uarg);
-long ipt_thread_detach(struct ipt_session *s, void __user *uarg);
 int ipt_thread_init(void);
 void ipt_thread_exit(void);
 

@@ -778,55 +778,63 @@ static struct task_struct *ipt_thread_get_task(u32 tid)
 }
 
 /**
- * ipt_thread_attach() - IPT_IOC_ATTACH
- * @s: the session
- * @uarg: struct ipt_attach
+ * ipt_ioctl_attach_pre() - IPT_IOC_ATTACH's checks, without the device
+ * @c: the call; on success @c->data holds a reference to the thread, which
+ *     ipt_ioctl_attach_post() drops
  *
- * Context: process context; takes the cpus read lock and the device lock.
- * Return: 0 with the trace index stored; -EINVAL (bad argument, not a
- * per-thread session, a kernel thread), -ESRCH (no such thread, or it is
- * exiting), -EPERM (another process's thread without CAP_PERFMON), -EEXIST
- * (already traced), -ENOSPC (every trace used), -EFAULT.
+ * Checks the argument, that the answer can be delivered (before anything
+ * changes), and that the caller may trace the thread.
+ *
+ * Context: process context, no lock held.
+ * Return: 0; -EINVAL (bad argument, a kernel thread), -EFAULT, -ESRCH (no
+ * such thread), -EPERM (another process's thread without CAP_PERFMON).
  */
-long ipt_thread_attach(struct ipt_session *s, void __user *uarg)
+int ipt_ioctl_attach_pre(struct ipt_ioctl_call *c)
 {
-	struct ipt_attach __user *ua = uarg;
-	struct ipt_device *idev = s->idev;
+	struct ipt_attach __user *ua = c->uarg;
+	const struct ipt_attach *a = c->arg;
 	struct task_struct *task;
-	struct ipt_attach a;
-	struct ipt_trace *t = NULL;
-	u32 usize;
-	int ret;
 
-	ret = ipt_arg_in(&a, sizeof(a), IPT_ATTACH_SIZE_VER0, uarg);
-	if (ret)
-		return ret;
-	if ((a.flags & ~IPT_ATTACH_INHERIT) || a.trace ||
-	    memchr_inv(a.reserved, 0, sizeof(a.reserved)))
+	if ((a->flags & ~IPT_ATTACH_INHERIT) || a->trace ||
+	    memchr_inv(a->reserved, 0, sizeof(a->reserved)))
 		return -EINVAL;
 	/* The answer must be deliverable before anything changes. */
 	if (put_user(0U, &ua->trace))
 		return -EFAULT;
-	usize = a.size;
-
-	task = ipt_thread_get_task(a.tid);
+	task = ipt_thread_get_task(a->tid);
 	if (!task)
 		return -ESRCH;
-	if (task->flags & PF_KTHREAD) {
-		ret = -EINVAL;
-		goto out_put;
-	}
-	if (!same_thread_group(task, current) && !perfmon_capable()) {
-		ret = -EPERM;
-		goto out_put;
-	}
+	if ((task->flags & PF_KTHREAD) ||
+	    (!same_thread_group(task, current) && !perfmon_capable())) {
+		int ret = task->flags & PF_KTHREAD ? -EINVAL : -EPERM;
 
-	cpus_read_lock();
-	mutex_lock(&idev->lock);
-	if (s->state == IPT_STATE_IDLE || s->mode != IPT_MODE_THREAD) {
-		ret = -EINVAL;
-		goto out_unlock;
+		put_task_struct(task);
+		return ret;
 	}
+	c->data = task;
+	return 0;
+}
+
+/**
+ * ipt_ioctl_attach() - IPT_IOC_ATTACH: trace a thread
+ * @c: the call, checked by ipt_ioctl_attach_pre(); on success the
+ *     argument's trace is the index of the thread's trace
+ *
+ * Context: process context; cpus read lock and device lock held.
+ * Return: 0; -EINVAL (not a per-thread session), -ESRCH (the thread is
+ * exiting), -EEXIST (already traced), -ENOSPC (every trace used).
+ */
+long ipt_ioctl_attach(struct ipt_ioctl_call *c)
+{
+	struct ipt_attach *a = c->arg;
+	struct task_struct *task = c->data;
+	struct ipt_session *s = c->s;
+	struct ipt_trace *t = NULL;
+	int ret = 0;
+
+	lockdep_assert_held(&s->idev->lock);
+	if (s->state == IPT_STATE_IDLE || s->mode != IPT_MODE_THREAD)
+		return -EINVAL;
 	raw_spin_lock_irq(&ipt_thread_lock);
 	if (task->flags & PF_EXITING)
 		ret = -ESRCH;
@@ -836,59 +844,68 @@ long ipt_thread_attach(struct ipt_session *s, void __user *uarg)
 		ret = -ENOSPC;
 	else
 		t = ipt_thread_bind(s, task, IPT_TRACE_NONE,
-				    (a.flags & IPT_ATTACH_INHERIT) ?
+				    (a->flags & IPT_ATTACH_INHERIT) ?
 				    IPT_TS_INHERIT : 0);
 	raw_spin_unlock_irq(&ipt_thread_lock);
 	if (t && s->tracing)
 		ipt_thread_kick(s);
-out_unlock:
-	mutex_unlock(&idev->lock);
-	cpus_read_unlock();
-out_put:
-	put_task_struct(task);
-	if (ret)
-		return ret;
-	a.trace = t - s->traces;
-	return ipt_arg_out(uarg, usize, &a, sizeof(a));
+	if (t)
+		a->trace = t - s->traces;
+	return ret;
 }
 
 /**
- * ipt_thread_detach() - IPT_IOC_DETACH
- * @s: the session
- * @uarg: struct ipt_detach
+ * ipt_ioctl_attach_post() - drop ipt_ioctl_attach_pre()'s reference
+ * @c: the call
+ * @ret: the command's result so far
+ *
+ * Context: process context, no lock held.
+ * Return: @ret.
+ */
+long ipt_ioctl_attach_post(struct ipt_ioctl_call *c, long ret)
+{
+	put_task_struct(c->data);
+	return ret;
+}
+
+/**
+ * ipt_ioctl_detach_pre() - IPT_IOC_DETACH's checks of the argument
+ * @c: the call
+ *
+ * Context: process context, no lock held.
+ * Return: 0 or -EINVAL.
+ */
+int ipt_ioctl_detach_pre(struct ipt_ioctl_call *c)
+{
+	const struct ipt_detach *d = c->arg;
+
+	return d->flags || d->reserved ? -EINVAL : 0;
+}
+
+/**
+ * ipt_ioctl_detach() - IPT_IOC_DETACH: stop tracing a thread
+ * @c: the call
  *
  * The thread's state is saved and its trace stays readable and mapped
  * until the session is released.
  *
- * Context: process context, sleeps; takes the cpus read lock and the
- * device lock.
- * Return: 0; -EINVAL (bad argument, not a per-thread session); -ENOENT (no
- * such trace); -ESRCH (its thread already exited or was detached).
+ * Context: process context, sleeps; cpus read lock and device lock held.
+ * Return: 0; -EINVAL (not a per-thread session); -ENOENT (no such trace);
+ * -ESRCH (its thread already exited or was detached).
  */
-long ipt_thread_detach(struct ipt_session *s, void __user *uarg)
+long ipt_ioctl_detach(struct ipt_ioctl_call *c)
 {
-	struct ipt_device *idev = s->idev;
-	struct ipt_detach d;
+	const struct ipt_detach *d = c->arg;
+	struct ipt_session *s = c->s;
 	struct ipt_trace *t;
-	int ret;
+	int ret = 0;
 
-	ret = ipt_arg_in(&d, sizeof(d), IPT_DETACH_SIZE_VER0, uarg);
-	if (ret)
-		return ret;
-	if (d.flags || d.reserved)
+	lockdep_assert_held(&s->idev->lock);
+	if (s->state == IPT_STATE_IDLE || s->mode != IPT_MODE_THREAD)
 		return -EINVAL;
-
-	cpus_read_lock();
-	mutex_lock(&idev->lock);
-	if (s->state == IPT_STATE_IDLE || s->mode != IPT_MODE_THREAD) {
-		ret = -EINVAL;
-		goto out_unlock;
-	}
-	if (d.trace >= ipt_thread_nr_used(s)) {
-		ret = -ENOENT;
-		goto out_unlock;
-	}
-	t = &s->traces[d.trace];
+	if (d->trace >= ipt_thread_nr_used(s))
+		return -ENOENT;
+	t = &s->traces[d->trace];
 	raw_spin_lock_irq(&ipt_thread_lock);
 	if (!ipt_thread_live(t))
 		ret = -ESRCH;
@@ -899,9 +916,6 @@ long ipt_thread_detach(struct ipt_session *s, void __user *uarg)
 		synchronize_rcu();
 		ipt_thread_settle(t);
 	}
-out_unlock:
-	mutex_unlock(&idev->lock);
-	cpus_read_unlock();
 	return ret;
 }
 
