@@ -5,6 +5,7 @@
 #ifndef _IPT_H
 #define _IPT_H
 
+#include <linux/cpumask.h>
 #include <linux/miscdevice.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
@@ -125,9 +126,30 @@ struct ipt_hwcfg {
 	u64 addr_b[IPT_MAX_ADDR_RANGES];
 };
 
+/**
+ * struct ipt_config_req - what a configuration asks for, as checked by
+ * ipt_config_parse()
+ * @cpus: per-CPU mode: the chosen CPUs (empty in per-thread mode)
+ * @nr_traces: the traces the session will have
+ * @privileged: the caller had CAP_PERFMON or CAP_SYS_ADMIN
+ *
+ * Locking: private to one IPT_IOC_CONFIGURE call.
+ */
+struct ipt_config_req {
+	cpumask_var_t cpus;
+	unsigned int nr_traces;
+	bool privileged;
+};
+
 int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 		     bool privileged, struct ipt_hwcfg *hwcfg);
-u64 ipt_config_max_trace_size(void);
+struct ipt_config_req *ipt_config_parse(const struct ipt_config *cfg,
+					bool privileged);
+void ipt_config_req_free(struct ipt_config_req *req);
+int ipt_config_validate(const struct ipt_config *cfg,
+			const struct ipt_config_req *req,
+			const struct ipt_caps *caps, struct ipt_hwcfg *hwcfg);
+void ipt_config_limits(struct ipt_caps *caps);
 
 /* ipt_pos.c */
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ipt: validating a session's trace configuration against the unit's
- * capabilities and turning it into MSR values.
+ * ipt: validating a session's configuration - all of it: the fields, the
+ * caller's privilege and CPU mask (ipt_config_parse(), before the device
+ * lock), the trace fields against the unit's capabilities, turned into
+ * MSR values, and the buffer limits (ipt_config_validate(), under it);
+ * and the limits the capabilities report (ipt_config_limits()).
  *
  * Userspace names what it wants (struct ipt_config); it never passes a raw
  * IA32_RTIT_CTL.  Every field is checked here, against struct ipt_caps,
@@ -11,12 +14,17 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bitfield.h>
+#include <linux/cpumask.h>
+#include <linux/err.h>
 #include <linux/bits.h>
 #include <linux/errno.h>
 #include <linux/kernel.h>
+#include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/sizes.h>
+#include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/uaccess.h>
 #include <kunit/visibility.h>
 
 #include "ipt.h"
@@ -191,16 +199,203 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_config_check);
 
+#define IPT_BUFFER_FLAGS_ALL	(IPT_BUFFER_STOP_ON_FULL | IPT_BUFFER_EXACT_CHUNKS)
+
+/* The CPUs of @cfg into @mask; only argument checks, no state. */
+static int ipt_config_cpus(const struct ipt_config *cfg, struct cpumask *mask)
+{
+	unsigned int words = cfg->cpu_mask_words, cpu;
+	u64 *bits;
+	int ret = 0;
+
+	cpumask_clear(mask);
+	if (cfg->flags & IPT_CONFIG_ALL_CPUS) {
+		if (words || cfg->cpu_mask_ptr)
+			return -EINVAL;
+		cpumask_copy(mask, cpu_present_mask);
+		return 0;
+	}
+	if (!words || words > IPT_MAX_CPU_MASK_WORDS || !cfg->cpu_mask_ptr)
+		return -EINVAL;
+	bits = memdup_user(u64_to_user_ptr(cfg->cpu_mask_ptr),
+			   words * sizeof(u64));
+	if (IS_ERR(bits))
+		return PTR_ERR(bits);
+	for (cpu = 0; cpu < words * 64; cpu++) {
+		if (!(bits[cpu / 64] & BIT_ULL(cpu % 64)))
+			continue;
+		if (cpu >= nr_cpu_ids || !cpu_present(cpu)) {
+			ret = -EINVAL;
+			break;
+		}
+		cpumask_set_cpu(cpu, mask);
+	}
+	kfree(bits);
+	if (!ret && cpumask_empty(mask))
+		ret = -EINVAL;
+	return ret;
+}
+
+static int ipt_config_args(const struct ipt_config *cfg)
+{
+	unsigned int i;
+
+	if (cfg->flags & ~IPT_CONFIG_ALL_CPUS || cfg->reserved0)
+		return -EINVAL;
+	if (cfg->mode == IPT_MODE_CPU && cfg->max_threads)
+		return -EINVAL;
+	/* Threads run anywhere: no CPUs to choose. */
+	if (cfg->mode == IPT_MODE_THREAD &&
+	    (!cfg->max_threads || cfg->max_threads > IPT_MAX_THREADS ||
+	     cfg->flags || cfg->cpu_mask_words || cfg->cpu_mask_ptr))
+		return -EINVAL;
+	if (cfg->buffer_flags & ~IPT_BUFFER_FLAGS_ALL)
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(cfg->reserved); i++)
+		if (cfg->reserved[i])
+			return -EINVAL;
+	if (cfg->chunk_order && (cfg->chunk_order < IPT_TOPA_MIN_SHIFT ||
+				 cfg->chunk_order > IPT_TOPA_MAX_SHIFT))
+		return -EINVAL;
+	if (!cfg->buffer_size || !IS_ALIGNED(cfg->buffer_size, SZ_4K))
+		return -EINVAL;
+	if (cfg->chunk_order && (cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS) &&
+	    !IS_ALIGNED(cfg->buffer_size, BIT_ULL(cfg->chunk_order)))
+		return -EINVAL;
+	return 0;
+}
+
 /**
- * ipt_config_max_trace_size() - the largest buffer one trace may have
+ * ipt_config_parse() - check what a configuration asks for, without the unit
+ * @cfg: the configuration, as copied from userspace
+ * @privileged: the caller has CAP_PERFMON or CAP_SYS_ADMIN
  *
- * A quarter of RAM, in whole 4 KiB pages: no single number from userspace
- * can ask for more.  A session's buffers together are bounded separately
- * (half of RAM, see ipt_session.c).
+ * The first half of validating a configuration: the fields on their own
+ * (mode, flags, reserved fields, CPU mask or max_threads, buffer size and
+ * chunk order), the caller's privilege (per-CPU mode shows every process
+ * on a CPU) and the CPU mask, read from userspace.  ipt_config_validate()
+ * does the rest, against the unit.
  *
- * Return: bytes.
+ * Context: process context, may fault: no lock that mmap nests in held.
+ * Return: the request, to free with ipt_config_req_free(); ERR_PTR of
+ * -EINVAL (a malformed field, an absent CPU), -EPERM (per-CPU mode
+ * unprivileged), -ENOMEM or -EFAULT.  Nothing changed on error.
  */
-u64 ipt_config_max_trace_size(void)
+struct ipt_config_req *ipt_config_parse(const struct ipt_config *cfg,
+					bool privileged)
+{
+	struct ipt_config_req *req;
+	bool thread;
+	int ret;
+
+	if (cfg->mode != IPT_MODE_CPU && cfg->mode != IPT_MODE_THREAD)
+		return ERR_PTR(-EINVAL);
+	thread = cfg->mode == IPT_MODE_THREAD;
+	ret = ipt_config_args(cfg);
+	if (ret)
+		return ERR_PTR(ret);
+	/* A CPU's trace shows every process that runs on it. */
+	if (!thread && !privileged)
+		return ERR_PTR(-EPERM);
+	req = kzalloc(sizeof(*req), GFP_KERNEL);
+	if (!req || !zalloc_cpumask_var(&req->cpus, GFP_KERNEL)) {
+		kfree(req);
+		return ERR_PTR(-ENOMEM);
+	}
+	if (!thread) {
+		ret = ipt_config_cpus(cfg, req->cpus);
+		if (ret) {
+			ipt_config_req_free(req);
+			return ERR_PTR(ret);
+		}
+	}
+	req->nr_traces = thread ? cfg->max_threads : cpumask_weight(req->cpus);
+	req->privileged = privileged;
+	return req;
+}
+
+/**
+ * ipt_config_req_free() - free what ipt_config_parse() returned
+ * @req: the request, or NULL
+ *
+ * Context: any process context.
+ */
+void ipt_config_req_free(struct ipt_config_req *req)
+{
+	if (req)
+		free_cpumask_var(req->cpus);
+	kfree(req);
+}
+
+/**
+ * ipt_config_validate() - check a parsed configuration against the unit
+ * @cfg: the configuration, as accepted by ipt_config_parse()
+ * @req: what ipt_config_parse() made of it
+ * @caps: what the unit can do
+ * @hwcfg: receives the MSR values; untouched on failure
+ *
+ * The second half: the trace fields against @caps (ipt_config_check()),
+ * the buffer size against the limit ipt_config_limits() set, the
+ * single-entry ToPA rule (one region per buffer: 4 KiB << n, as the chunk
+ * order says) and the memory of the session's buffers together (at most
+ * half of RAM).
+ *
+ * Context: the caller holds the lock @caps is under (the device lock).
+ * Return: 0; as ipt_config_check(); -EFBIG (a buffer above the limit);
+ * -EINVAL (a buffer a single-entry unit cannot have); -ENOMEM (more than
+ * half of RAM).  Nothing changed on error.
+ */
+int ipt_config_validate(const struct ipt_config *cfg,
+			const struct ipt_config_req *req,
+			const struct ipt_caps *caps, struct ipt_hwcfg *hwcfg)
+{
+	struct ipt_hwcfg hw;
+	u64 ram;
+	int ret;
+
+	ret = ipt_config_check(cfg, caps, req->privileged, &hw);
+	if (ret)
+		return ret;
+	if (cfg->buffer_size > caps->max_trace_size)
+		return -EFBIG;
+	if (!(caps->features & IPT_FEAT_TOPA_MULTI) &&
+	    (!is_power_of_2(cfg->buffer_size) ||
+	     (cfg->chunk_order &&
+	      BIT_ULL(cfg->chunk_order) != cfg->buffer_size)))
+		return -EINVAL;
+	ram = (u64)totalram_pages() << PAGE_SHIFT;
+	if (cfg->buffer_size > ram / 2 / req->nr_traces)
+		return -ENOMEM;
+	*hwcfg = hw;
+	return 0;
+}
+
+/*
+ * The largest buffer one trace may have: a quarter of RAM, in whole 4 KiB
+ * pages, so that no single number from userspace can ask for more.  A
+ * session's buffers together are bounded separately (half of RAM, see
+ * ipt_config_validate()).
+ */
+static u64 ipt_config_max_trace_size(void)
 {
 	return ALIGN_DOWN(((u64)totalram_pages() << PAGE_SHIFT) / 4, SZ_4K);
+}
+
+/**
+ * ipt_config_limits() - the buffer limits a unit with ToPA output reports
+ * @caps: the unit's capabilities, just probed; receives max_trace_size and
+ *        max_chunk_order
+ *
+ * Where a table holds one output entry (no IPT_FEAT_TOPA_MULTI), a trace
+ * is one contiguous region: at most the largest chunk.
+ *
+ * Context: the caller holds the lock @caps is under (the device lock).
+ */
+void ipt_config_limits(struct ipt_caps *caps)
+{
+	caps->max_trace_size = ipt_config_max_trace_size();
+	caps->max_chunk_order = ipt_buffer_max_chunk_shift();
+	if (!(caps->features & IPT_FEAT_TOPA_MULTI))
+		caps->max_trace_size = min(caps->max_trace_size,
+					   BIT_ULL(ipt_buffer_max_chunk_shift()));
 }

@@ -70,14 +70,8 @@ void ipt_hw_select_locked(struct ipt_device *idev)
 	 * Sessions need ToPA output (Documentation/design.rst).  Where a
 	 * table holds one output entry, a trace is one contiguous region.
 	 */
-	if (idev->hw && (idev->caps.features & IPT_FEAT_TOPA)) {
-		idev->caps.max_trace_size = ipt_config_max_trace_size();
-		idev->caps.max_chunk_order = ipt_buffer_max_chunk_shift();
-		if (!(idev->caps.features & IPT_FEAT_TOPA_MULTI))
-			idev->caps.max_trace_size =
-				min(idev->caps.max_trace_size,
-				    BIT_ULL(ipt_buffer_max_chunk_shift()));
-	}
+	if (idev->hw && (idev->caps.features & IPT_FEAT_TOPA))
+		ipt_config_limits(&idev->caps);
 
 	if (why != IPT_UNAVAIL_NONE)
 		pr_info("no Intel PT on this CPU (%s %u/%u/%u): %s; /dev/ipt reports capabilities only\n",

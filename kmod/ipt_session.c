@@ -155,72 +155,6 @@ void ipt_session_close(struct ipt_session *s)
 
 /* ---- IPT_IOC_CONFIGURE ------------------------------------------------- */
 
-#define IPT_BUFFER_FLAGS_ALL	(IPT_BUFFER_STOP_ON_FULL | IPT_BUFFER_EXACT_CHUNKS)
-
-/* The CPUs of @cfg into @mask; only argument checks, no state. */
-static int ipt_config_cpus(const struct ipt_config *cfg, struct cpumask *mask)
-{
-	unsigned int words = cfg->cpu_mask_words, cpu;
-	u64 *bits;
-	int ret = 0;
-
-	cpumask_clear(mask);
-	if (cfg->flags & IPT_CONFIG_ALL_CPUS) {
-		if (words || cfg->cpu_mask_ptr)
-			return -EINVAL;
-		cpumask_copy(mask, cpu_present_mask);
-		return 0;
-	}
-	if (!words || words > IPT_MAX_CPU_MASK_WORDS || !cfg->cpu_mask_ptr)
-		return -EINVAL;
-	bits = memdup_user(u64_to_user_ptr(cfg->cpu_mask_ptr),
-			   words * sizeof(u64));
-	if (IS_ERR(bits))
-		return PTR_ERR(bits);
-	for (cpu = 0; cpu < words * 64; cpu++) {
-		if (!(bits[cpu / 64] & BIT_ULL(cpu % 64)))
-			continue;
-		if (cpu >= nr_cpu_ids || !cpu_present(cpu)) {
-			ret = -EINVAL;
-			break;
-		}
-		cpumask_set_cpu(cpu, mask);
-	}
-	kfree(bits);
-	if (!ret && cpumask_empty(mask))
-		ret = -EINVAL;
-	return ret;
-}
-
-static int ipt_config_args(const struct ipt_config *cfg)
-{
-	unsigned int i;
-
-	if (cfg->flags & ~IPT_CONFIG_ALL_CPUS || cfg->reserved0)
-		return -EINVAL;
-	if (cfg->mode == IPT_MODE_CPU && cfg->max_threads)
-		return -EINVAL;
-	/* Threads run anywhere: no CPUs to choose. */
-	if (cfg->mode == IPT_MODE_THREAD &&
-	    (!cfg->max_threads || cfg->max_threads > IPT_MAX_THREADS ||
-	     cfg->flags || cfg->cpu_mask_words || cfg->cpu_mask_ptr))
-		return -EINVAL;
-	if (cfg->buffer_flags & ~IPT_BUFFER_FLAGS_ALL)
-		return -EINVAL;
-	for (i = 0; i < ARRAY_SIZE(cfg->reserved); i++)
-		if (cfg->reserved[i])
-			return -EINVAL;
-	if (cfg->chunk_order && (cfg->chunk_order < IPT_TOPA_MIN_SHIFT ||
-				 cfg->chunk_order > IPT_TOPA_MAX_SHIFT))
-		return -EINVAL;
-	if (!cfg->buffer_size || !IS_ALIGNED(cfg->buffer_size, SZ_4K))
-		return -EINVAL;
-	if (cfg->chunk_order && (cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS) &&
-	    !IS_ALIGNED(cfg->buffer_size, BIT_ULL(cfg->chunk_order)))
-		return -EINVAL;
-	return 0;
-}
-
 /**
  * ipt_session_alloc_traces() - a session's traces, each with its buffer
  * @s: the session, configuring
@@ -286,29 +220,10 @@ int ipt_session_alloc_traces(struct ipt_session *s,
 }
 
 /**
- * struct ipt_configure_req - what IPT_IOC_CONFIGURE checked before locking
- * @cpus: per-CPU mode: the chosen CPUs (empty in per-thread mode)
- * @nr: the number of traces the session will have
- * @privileged: the caller had CAP_PERFMON or CAP_SYS_ADMIN
- *
- * Locking: private to one call.
- */
-struct ipt_configure_req {
-	cpumask_var_t cpus;
-	unsigned int nr;
-	bool privileged;
-};
-
-static void ipt_configure_req_free(struct ipt_configure_req *req)
-{
-	if (req)
-		free_cpumask_var(req->cpus);
-	kfree(req);
-}
-
-/**
  * ipt_ioctl_configure_pre() - IPT_IOC_CONFIGURE's checks of the argument
- * @c: the call; on success @c->data is a struct ipt_configure_req
+ * @c: the call; on success @c->data is a struct ipt_config_req
+ *
+ * ipt_config_parse(), with the caller's privilege.
  *
  * Context: process context, no lock held (reads the CPU mask from
  * userspace).
@@ -316,34 +231,11 @@ static void ipt_configure_req_free(struct ipt_configure_req *req)
  */
 int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
 {
-	const struct ipt_config *cfg = c->arg;
-	struct ipt_configure_req *req;
-	bool thread, privileged = perfmon_capable();
-	int ret;
+	struct ipt_config_req *req;
 
-	if (cfg->mode >= ARRAY_SIZE(ipt_modes) || !ipt_modes[cfg->mode])
-		return -EINVAL;
-	thread = cfg->mode == IPT_MODE_THREAD;
-	ret = ipt_config_args(cfg);
-	if (ret)
-		return ret;
-	/* A CPU's trace shows every process that runs on it. */
-	if (!thread && !privileged)
-		return -EPERM;
-	req = kzalloc(sizeof(*req), GFP_KERNEL);
-	if (!req || !zalloc_cpumask_var(&req->cpus, GFP_KERNEL)) {
-		kfree(req);
-		return -ENOMEM;
-	}
-	if (!thread) {
-		ret = ipt_config_cpus(cfg, req->cpus);
-		if (ret) {
-			ipt_configure_req_free(req);
-			return ret;
-		}
-	}
-	req->nr = thread ? cfg->max_threads : cpumask_weight(req->cpus);
-	req->privileged = privileged;
+	req = ipt_config_parse(c->arg, perfmon_capable());
+	if (IS_ERR(req))
+		return PTR_ERR(req);
 	c->data = req;
 	return 0;
 }
@@ -355,18 +247,17 @@ int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
  * Context: process context; cpus read lock and device lock held.
  * Return: 0; -EBUSY (not IDLE, or the unit is another session's),
  * -ENODEV (no PT unit), -EFBIG, -EINVAL, -EOPNOTSUPP, -EPERM (per
- * ipt_config_check()), -ENOMEM, or the backend's error.
+ * ipt_config_validate()), -ENOMEM, or the backend's error.
  */
 long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 {
-	const struct ipt_configure_req *req = c->data;
+	const struct ipt_config_req *req = c->data;
 	const struct ipt_config *cfg = c->arg;
 	struct ipt_session *s = c->s;
 	struct ipt_device *idev = s->idev;
 	const struct ipt_mode_ops *mops = ipt_modes[cfg->mode];
 	const struct ipt_hw_ops *hw = idev->hw;
 	struct ipt_hwcfg hwcfg;
-	u64 ram;
 	int ret;
 
 	lockdep_assert_held(&idev->lock);
@@ -374,23 +265,12 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 		return -EBUSY;
 	if (!hw)
 		return -ENODEV;
-	ret = ipt_config_check(cfg, &idev->caps, req->privileged, &hwcfg);
+	ret = ipt_config_validate(cfg, req, &idev->caps, &hwcfg);
 	if (ret)
 		return ret;
-	if (cfg->buffer_size > idev->caps.max_trace_size)
-		return -EFBIG;
-	/* One region per buffer: 4 KiB << n, as the chunk order says. */
-	s->single = !(idev->caps.features & IPT_FEAT_TOPA_MULTI);
-	if (s->single && (!is_power_of_2(cfg->buffer_size) ||
-			  (cfg->chunk_order &&
-			   BIT_ULL(cfg->chunk_order) != cfg->buffer_size)))
-		return -EINVAL;
-	/* All buffers of a session together: at most half of RAM. */
-	ram = (u64)totalram_pages() << PAGE_SHIFT;
-	if (cfg->buffer_size > ram / 2 / req->nr)
-		return -ENOMEM;
 	if (!try_module_get(hw->owner))
 		return -ENODEV;
+	s->single = !(idev->caps.features & IPT_FEAT_TOPA_MULTI);
 	s->hw = hw;
 	s->hwcfg = hwcfg;
 	s->mode = cfg->mode;
@@ -438,7 +318,7 @@ out_put:
  */
 long ipt_ioctl_configure_post(struct ipt_ioctl_call *c, long ret)
 {
-	ipt_configure_req_free(c->data);
+	ipt_config_req_free(c->data);
 	return ret;
 }
 
