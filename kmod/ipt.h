@@ -6,6 +6,7 @@
 #define _IPT_H
 
 #include <linux/cpumask.h>
+#include <linux/lockdep.h>
 #include <linux/miscdevice.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
@@ -178,6 +179,25 @@ struct ipt_trace_pos {
 
 void ipt_pos_fill(const struct ipt_buffer *buf, bool single,
 		  const struct ipt_trace_pos *pos, struct ipt_trace_state *ts);
+
+/*
+ * CPU hotplug excluded.  Code that makes cross-CPU calls or touches
+ * per-CPU state of other CPUs runs with CPU hotplug excluded: under the
+ * cpus read lock (taken before the device lock) or in one of ipt's
+ * hotplug callbacks.  lockdep_assert_cpus_held() would check the first
+ * only, and Linux 6.1 does not export it to modules; so ipt marks both
+ * with a lockdep map of its own, ipt_cpus_map, held (recursive read)
+ * inside the cpus read lock or for the callback's duration, and
+ * ipt_lockdep_assert_cpus_held() asserts it where a rule says "CPU
+ * hotplug excluded".
+ */
+extern struct lockdep_map ipt_cpus_map;
+
+#define ipt_lockdep_assert_cpus_held() \
+	lockdep_assert(lock_is_held(&ipt_cpus_map))
+
+void ipt_cpus_read_lock(void);
+void ipt_cpus_read_unlock(void);
 
 /* ipt_core.c: the ioctl table */
 

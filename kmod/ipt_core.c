@@ -154,14 +154,14 @@ static long ipt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 			return ret;
 	}
 	if (d->flags & IPT_IOCTL_CPUS)
-		cpus_read_lock();
+		ipt_cpus_read_lock();
 	if (d->flags & IPT_IOCTL_LOCKED)
 		mutex_lock(lock);
 	ret = d->func(&c);
 	if (d->flags & IPT_IOCTL_LOCKED)
 		mutex_unlock(lock);
 	if (d->flags & IPT_IOCTL_CPUS)
-		cpus_read_unlock();
+		ipt_cpus_read_unlock();
 	if (d->post)
 		ret = d->post(&c, ret);
 	if (!ret && (d->flags & IPT_IOCTL_OUT))

@@ -98,6 +98,7 @@ static void ipt_trace_stop_on_cpu(void *arg)
  */
 static int ipt_trace_start(struct ipt_trace *t)
 {
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&t->s->idev->lock);
 	smp_call_function_single(t->cpu, ipt_trace_start_on_cpu, t, 1);
 	if (t->err && t->running)
@@ -115,6 +116,7 @@ static int ipt_trace_start(struct ipt_trace *t)
  */
 static void ipt_trace_stop(struct ipt_trace *t)
 {
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&t->s->idev->lock);
 	if (!t->running)
 		return;
@@ -134,6 +136,7 @@ static int ipt_cpu_alloc(struct ipt_session *s, const struct ipt_config *cfg,
 	unsigned int i;
 	int ret;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	ret = ipt_session_alloc_traces(s, cfg, cpus, cpumask_weight(cpus));
 	if (ret)
@@ -149,6 +152,7 @@ static int ipt_cpu_start(struct ipt_session *s)
 	unsigned int i;
 	int ret = 0;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 
 	/* Refuse before touching anything if any unit is someone else's. */
@@ -181,6 +185,7 @@ static void ipt_cpu_stop(struct ipt_session *s)
 {
 	unsigned int i;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	for (i = 0; i < s->nr_traces; i++)
 		ipt_trace_stop(&s->traces[i]);
@@ -203,6 +208,7 @@ static void ipt_cpu_online(struct ipt_session *s, unsigned int cpu)
 {
 	struct ipt_trace *t;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	if (s->state != IPT_STATE_TRACING)
 		return;
@@ -217,6 +223,7 @@ static void ipt_cpu_offline(struct ipt_session *s, unsigned int cpu)
 {
 	struct ipt_trace *t;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	t = ipt_cpu_trace(s, cpu);
 	if (t)

@@ -248,6 +248,7 @@ void ipt_pmi_drain(struct ipt_trace *t)
 {
 	unsigned int i;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&t->s->idev->lock);
 	for (i = 0; i < IPT_PMI_DRAIN_TRIES; i++) {
 		smp_call_function_single(t->cpu, ipt_pmi_pending_on_cpu, t, 1);

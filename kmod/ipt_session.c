@@ -31,6 +31,38 @@
 static struct ipt_device *ipt_session_dev;
 static enum cpuhp_state ipt_cpuhp_state;
 
+#ifdef CONFIG_LOCKDEP
+static struct lock_class_key ipt_cpus_key;
+/* See ipt.h: CPU hotplug excluded. */
+struct lockdep_map ipt_cpus_map = STATIC_LOCKDEP_MAP_INIT("ipt_cpus_held",
+							  &ipt_cpus_key);
+#endif
+
+/**
+ * ipt_cpus_read_lock() - exclude CPU hotplug: the cpus read lock
+ *
+ * cpus_read_lock(), and ipt_cpus_map held for
+ * ipt_lockdep_assert_cpus_held().
+ *
+ * Context: process context, may sleep; before the device lock.
+ */
+void ipt_cpus_read_lock(void)
+{
+	cpus_read_lock();
+	lock_map_acquire_read(&ipt_cpus_map);
+}
+
+/**
+ * ipt_cpus_read_unlock() - undo ipt_cpus_read_lock()
+ *
+ * Context: process context; after the device lock is dropped.
+ */
+void ipt_cpus_read_unlock(void)
+{
+	lock_map_release(&ipt_cpus_map);
+	cpus_read_unlock();
+}
+
 /* The modes, by enum ipt_mode. */
 static const struct ipt_mode_ops *const ipt_modes[] = {
 	[IPT_MODE_CPU] = &ipt_cpu_mode_ops,
@@ -49,11 +81,13 @@ static int ipt_session_cpu_online(unsigned int cpu)
 	struct ipt_device *idev = ipt_session_dev;
 	struct ipt_session *s;
 
+	lock_map_acquire_read(&ipt_cpus_map);
 	mutex_lock(&idev->lock);
 	s = idev->owner;
 	if (s)
 		s->mops->cpu_online(s, cpu);
 	mutex_unlock(&idev->lock);
+	lock_map_release(&ipt_cpus_map);
 	return 0;
 }
 
@@ -62,11 +96,13 @@ static int ipt_session_cpu_offline(unsigned int cpu)
 	struct ipt_device *idev = ipt_session_dev;
 	struct ipt_session *s;
 
+	lock_map_acquire_read(&ipt_cpus_map);
 	mutex_lock(&idev->lock);
 	s = idev->owner;
 	if (s)
 		s->mops->cpu_offline(s, cpu);
 	mutex_unlock(&idev->lock);
+	lock_map_release(&ipt_cpus_map);
 	return 0;
 }
 
@@ -94,6 +130,7 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 {
 	struct ipt_device *idev = s->idev;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&idev->lock);
 	if (s->mops->teardown)
 		s->mops->teardown(s);
@@ -110,6 +147,7 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 /* Stop the mode.  Context: cpus read lock, device lock held. */
 static void ipt_session_stop_locked(struct ipt_session *s)
 {
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	s->mops->stop(s);
 	s->state = IPT_STATE_STOPPED;
@@ -142,14 +180,14 @@ void ipt_session_close(struct ipt_session *s)
 {
 	struct ipt_device *idev = s->idev;
 
-	cpus_read_lock();
+	ipt_cpus_read_lock();
 	mutex_lock(&idev->lock);
 	if (s->state == IPT_STATE_TRACING)
 		ipt_session_stop_locked(s);
 	if (s->state != IPT_STATE_IDLE)
 		ipt_session_teardown_locked(s);
 	mutex_unlock(&idev->lock);
-	cpus_read_unlock();
+	ipt_cpus_read_unlock();
 	kfree(s);
 }
 
@@ -260,6 +298,7 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 	struct ipt_hwcfg hwcfg;
 	int ret;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&idev->lock);
 	if (s->state != IPT_STATE_IDLE || idev->owner)
 		return -EBUSY;
@@ -351,6 +390,7 @@ long ipt_ioctl_start(struct ipt_ioctl_call *c)
 	struct ipt_session *s = c->s;
 	int ret = 0;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	if (s->state == IPT_STATE_TRACING) {
 		ret = -EBUSY;
@@ -375,6 +415,7 @@ long ipt_ioctl_stop(struct ipt_ioctl_call *c)
 {
 	struct ipt_session *s = c->s;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	if (s->state != IPT_STATE_TRACING)
 		return -EINVAL;
@@ -393,6 +434,7 @@ long ipt_ioctl_release(struct ipt_ioctl_call *c)
 {
 	struct ipt_session *s = c->s;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	if (s->state == IPT_STATE_TRACING)
 		return -EBUSY;

@@ -548,6 +548,7 @@ static int ipt_thread_configure(struct ipt_session *s)
 {
 	unsigned int i;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 
 	s->xsaves = !READ_ONCE(force_msr) &&
@@ -654,6 +655,7 @@ static void ipt_thread_settle(struct ipt_trace *t)
  */
 static int ipt_thread_start(struct ipt_session *s)
 {
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	WRITE_ONCE(s->tracing, true);
 	ipt_thread_kick(s);
@@ -671,6 +673,7 @@ static void ipt_thread_stop(struct ipt_session *s)
 {
 	unsigned int i, n;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	WRITE_ONCE(s->tracing, false);
 	/* Every hook that could still load a thread has returned. */
@@ -690,6 +693,7 @@ static void ipt_thread_teardown(struct ipt_session *s)
 {
 	unsigned int i, n;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	raw_spin_lock_irq(&ipt_thread_lock);
 	RCU_INIT_POINTER(ipt_thread_session, NULL);
@@ -739,6 +743,7 @@ static void ipt_thread_teardown(struct ipt_session *s)
  */
 static void ipt_thread_cpu_hotplug(struct ipt_session *s, bool online)
 {
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	if (!s->xsaves)
 		return;
@@ -832,6 +837,7 @@ long ipt_ioctl_attach(struct ipt_ioctl_call *c)
 	struct ipt_trace *t = NULL;
 	int ret = 0;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	if (s->state == IPT_STATE_IDLE || s->mode != IPT_MODE_THREAD)
 		return -EINVAL;
@@ -900,6 +906,7 @@ long ipt_ioctl_detach(struct ipt_ioctl_call *c)
 	struct ipt_trace *t;
 	int ret = 0;
 
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	if (s->state == IPT_STATE_IDLE || s->mode != IPT_MODE_THREAD)
 		return -EINVAL;
@@ -989,6 +996,7 @@ static struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx)
 static int ipt_thread_alloc(struct ipt_session *s, const struct ipt_config *cfg,
 			    const struct cpumask *cpus)
 {
+	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	return ipt_session_alloc_traces(s, cfg, NULL, cfg->max_threads);
 }
