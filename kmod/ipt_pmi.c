@@ -29,6 +29,7 @@
 #include <linux/lockdep.h>
 #include <linux/percpu.h>
 #include <linux/smp.h>
+#include <kunit/visibility.h>
 
 #include "ipt_session.h"
 
@@ -91,6 +92,7 @@ int ipt_pmi_request(struct ipt_session *s)
 	WRITE_ONCE(ipt_pmi_hw, s->hw);
 	return s->hw->pmi_request(ipt_pmi_handler);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_request);
 
 /**
  * ipt_pmi_disarm() - clear the per-CPU pointers at @s's traces
@@ -112,6 +114,7 @@ void ipt_pmi_disarm(struct ipt_session *s)
 	}
 	WRITE_ONCE(ipt_pmi_hw, NULL);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_disarm);
 
 /**
  * ipt_pmi_release() - remove the handler, then forget @s's traces
@@ -128,6 +131,7 @@ void ipt_pmi_release(struct ipt_session *s)
 	s->hw->pmi_release();
 	ipt_pmi_disarm(s);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_release);
 
 /**
  * ipt_pmi_arm() - count the PMIs of @cpu for the per-CPU trace @t
@@ -144,6 +148,7 @@ void ipt_pmi_arm(struct ipt_trace *t, unsigned int cpu)
 	if (ipt_pmi_wants_sample(t))
 		WRITE_ONCE(per_cpu(ipt_pmi_sample, cpu), &t->sample);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_arm);
 
 /**
  * ipt_pmi_arm_here() - count this CPU's PMIs for @t, about to be loaded
@@ -160,6 +165,7 @@ void ipt_pmi_arm_here(struct ipt_trace *t)
 	if (ipt_pmi_wants_sample(t))
 		this_cpu_write(ipt_pmi_sample, &t->sample);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_arm_here);
 
 /**
  * ipt_pmi_disarm_here() - count no PMI on this CPU (a load that failed)
@@ -172,6 +178,7 @@ void ipt_pmi_disarm_here(void)
 	this_cpu_write(ipt_pmi_count, NULL);
 	this_cpu_write(ipt_pmi_sample, NULL);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_disarm_here);
 
 /**
  * ipt_pmi_settle_here() - settle the PMI of a thread's trace leaving this CPU
@@ -220,6 +227,7 @@ bool ipt_pmi_settle_here(struct ipt_trace *t, u64 mask, unsigned int *rdmsr,
 	WRITE_ONCE(t->sample, mask >> 32);
 	return true;
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_settle_here);
 
 static void ipt_pmi_pending_on_cpu(void *arg)
 {

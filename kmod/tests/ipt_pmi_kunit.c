@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for ipt_pmi.c: the ToPA PMI protocol.  A fake backend hands
+ * the test the handler ipt_pmi_request() installs, so that a "PMI" is a
+ * call of it on this CPU; reading IA32_PERF_GLOBAL_STATUS can deliver one
+ * in the middle of the settling at unload, as an NMI could.
+ */
+#include <kunit/test.h>
+#include <linux/irqflags.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/preempt.h>
+#include <linux/sched.h>
+#include <linux/sizes.h>
+#include <linux/smp.h>
+
+#include "../ipt_session.h"
+
+static ipt_pmi_fn pmi_fn;	/* the installed handler, or NULL */
+static unsigned int pmi_releases;
+static u64 fake_gs;		/* IA32_PERF_GLOBAL_STATUS */
+static u64 fake_mask;		/* IA32_RTIT_OUTPUT_MASK_PTRS */
+static bool pmi_on_gs_read;	/* a PMI arrives as GLOBAL_STATUS is read */
+static unsigned int ovf_acks;
+
+static int fake_rd(u32 msr, u64 *val)
+{
+	switch (msr) {
+	case MSR_CORE_PERF_GLOBAL_STATUS:
+		*val = fake_gs;
+		if (pmi_on_gs_read && pmi_fn) {
+			pmi_on_gs_read = false;
+			pmi_fn();
+		}
+		return 0;
+	case MSR_IA32_RTIT_OUTPUT_MASK:
+		*val = fake_mask;
+		return 0;
+	}
+	return -EIO;
+}
+
+static int fake_wr(u32 msr, u64 val)
+{
+	if (msr == MSR_CORE_PERF_GLOBAL_OVF_CTRL) {
+		fake_gs &= ~val;
+		ovf_acks++;
+	}
+	return 0;
+}
+
+static int fake_pmi_request(ipt_pmi_fn fn)
+{
+	if (pmi_fn)
+		return -EBUSY;
+	pmi_fn = fn;
+	return 0;
+}
+
+static void fake_pmi_release(void)
+{
+	pmi_fn = NULL;
+	pmi_releases++;
+}
+
+static const struct ipt_hw_ops fake_ops = {
+	.name = "kunit",
+	.read_msr = fake_rd,
+	.write_msr = fake_wr,
+	.pmi_request = fake_pmi_request,
+	.pmi_release = fake_pmi_release,
+};
+
+struct fixture {
+	struct ipt_device idev;
+	struct ipt_session s;
+	struct ipt_trace t;
+	struct ipt_buffer buf;
+};
+
+static int pmi_test_init(struct kunit *test)
+{
+	struct fixture *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	mutex_init(&f->idev.lock);
+	f->s.idev = &f->idev;
+	f->s.hw = &fake_ops;
+	f->s.nr_traces = 1;
+	f->s.traces = &f->t;
+	f->buf.size = SZ_64K;
+	f->t.s = &f->s;
+	f->t.buf = &f->buf;
+	atomic64_set(&f->t.pmis, 0);
+	pmi_fn = NULL;
+	pmi_releases = 0;
+	fake_gs = 0;
+	fake_mask = 0;
+	pmi_on_gs_read = false;
+	ovf_acks = 0;
+	test->priv = f;
+	return 0;
+}
+
+/* The calls made under the device lock, each taking it. */
+static int request(struct fixture *f)
+{
+	int ret;
+
+	mutex_lock(&f->idev.lock);
+	ret = ipt_pmi_request(&f->s);
+	mutex_unlock(&f->idev.lock);
+	return ret;
+}
+
+static void release(struct fixture *f)
+{
+	mutex_lock(&f->idev.lock);
+	ipt_pmi_release(&f->s);
+	mutex_unlock(&f->idev.lock);
+}
+
+static void arm(struct fixture *f, unsigned int cpu)
+{
+	mutex_lock(&f->idev.lock);
+	ipt_pmi_arm(&f->t, cpu);
+	mutex_unlock(&f->idev.lock);
+}
+
+static void pmi_test_exit(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	if (pmi_fn)
+		release(f);
+}
+
+/* A "PMI" on this CPU, as the backend would deliver it. */
+static void pmi(void)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	pmi_fn();
+	local_irq_restore(flags);
+}
+
+/*
+ * Arm this CPU for @t and deliver @n PMIs, staying on this CPU; then
+ * disarm.  Returns with preemption as it was.
+ */
+static void arm_here_and_pmi(struct ipt_trace *t, unsigned int n)
+{
+	unsigned long flags;
+
+	preempt_disable();
+	local_irq_save(flags);
+	ipt_pmi_arm_here(t);
+	while (n--)
+		pmi_fn();
+	ipt_pmi_disarm_here();
+	local_irq_restore(flags);
+	preempt_enable();
+}
+
+/* Request installs the handler; release removes it and disarms. */
+static void pmi_request_release(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	KUNIT_ASSERT_NOT_NULL(test, pmi_fn);
+	/* Not armed: the handler counts nothing. */
+	pmi();
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 0LL);
+	release(f);
+	KUNIT_EXPECT_NULL(test, pmi_fn);
+	KUNIT_EXPECT_EQ(test, pmi_releases, 1u);
+}
+
+/* Armed for a CPU's trace, the handler of that CPU counts for it. */
+static void pmi_arm_counts(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	ipt_pmi_fn fn;
+
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	arm_here_and_pmi(&f->t, 3);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 3LL);
+	/* Multi-entry ToPA: no sample taken. */
+	KUNIT_EXPECT_EQ(test, f->t.sample, 0ULL);
+
+	/*
+	 * Armed for its CPU, as configure arms a per-CPU trace; then
+	 * released: disarmed, nothing counts any more.
+	 */
+	migrate_disable();
+	f->t.cpu = smp_processor_id();
+	arm(f, f->t.cpu);
+	pmi();
+	fn = pmi_fn;
+	release(f);
+	pmi_fn = fn;
+	pmi();
+	pmi_fn = NULL;
+	migrate_enable();
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 4LL);
+}
+
+/* A single-entry ring: the handler samples where the unit is. */
+static void pmi_single_entry_sample(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	f->s.single = true;
+	fake_mask = (u64)(SZ_64K - 0x40) << 32;
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	arm_here_and_pmi(&f->t, 1);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
+	KUNIT_EXPECT_EQ(test, f->t.sample, (u64)SZ_64K - 0x40);
+
+	/* Stop-on-full: a PMI means full, no sample. */
+	f->buf.stop_on_full = true;
+	f->t.sample = 0;
+	arm_here_and_pmi(&f->t, 1);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 2LL);
+	KUNIT_EXPECT_EQ(test, f->t.sample, 0ULL);
+}
+
+static bool settle(struct ipt_trace *t, u64 mask, unsigned int *rd,
+		   unsigned int *wr)
+{
+	unsigned long flags;
+	bool ret;
+
+	preempt_disable();
+	local_irq_save(flags);
+	ipt_pmi_arm_here(t);
+	ret = ipt_pmi_settle_here(t, mask, rd, wr);
+	local_irq_restore(flags);
+	preempt_enable();
+	return ret;
+}
+
+/* Settling at unload: nothing pending, nothing counted. */
+static void pmi_settle_none(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	unsigned int rd = 0, wr = 0;
+
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	KUNIT_EXPECT_FALSE(test, settle(&f->t, 0x100ULL << 32, &rd, &wr));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 0LL);
+	KUNIT_EXPECT_EQ(test, rd, 1u);
+	KUNIT_EXPECT_EQ(test, wr, 0u);
+	KUNIT_EXPECT_EQ(test, ovf_acks, 0u);
+	/* Disarmed: a late PMI counts for nobody. */
+	pmi();
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 0LL);
+}
+
+/* A PMI pending at unload: counted for the trace, acked, sampled. */
+static void pmi_settle_pending(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	unsigned int rd = 0, wr = 0;
+
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	fake_gs = GLOBAL_STATUS_TRACE_TOPAPMI;
+	KUNIT_EXPECT_TRUE(test, settle(&f->t, 0x100ULL << 32, &rd, &wr));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
+	KUNIT_EXPECT_EQ(test, f->t.sample, 0x100ULL);
+	KUNIT_EXPECT_EQ(test, fake_gs, 0ULL);
+	KUNIT_EXPECT_EQ(test, ovf_acks, 1u);
+	KUNIT_EXPECT_EQ(test, rd, 1u);
+	KUNIT_EXPECT_EQ(test, wr, 1u);
+}
+
+/*
+ * A PMI delivered while the unload settles (after the pointer moved to
+ * the orphan counter): counted once for the trace, not for the next.
+ */
+static void pmi_settle_arriving(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	unsigned int rd = 0, wr = 0;
+
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	pmi_on_gs_read = true;
+	KUNIT_EXPECT_TRUE(test, settle(&f->t, 0x80ULL << 32, &rd, &wr));
+	KUNIT_EXPECT_FALSE(test, pmi_on_gs_read);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
+	KUNIT_EXPECT_EQ(test, f->t.sample, 0x80ULL);
+	KUNIT_EXPECT_EQ(test, ovf_acks, 0u);
+
+	/* The next settle of the same CPU finds nothing left over. */
+	KUNIT_EXPECT_FALSE(test, settle(&f->t, 0, &rd, &wr));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
+}
+
+static struct kunit_case pmi_cases[] = {
+	KUNIT_CASE(pmi_request_release),
+	KUNIT_CASE(pmi_arm_counts),
+	KUNIT_CASE(pmi_single_entry_sample),
+	KUNIT_CASE(pmi_settle_none),
+	KUNIT_CASE(pmi_settle_pending),
+	KUNIT_CASE(pmi_settle_arriving),
+	{}
+};
+
+static struct kunit_suite pmi_suite = {
+	.name = "ipt_pmi",
+	.init = pmi_test_init,
+	.exit = pmi_test_exit,
+	.test_cases = pmi_cases,
+};
+
+kunit_test_suites(&pmi_suite);
