@@ -10,19 +10,16 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
-#include <linux/bitmap.h>
 #include <linux/capability.h>
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
-#include <linux/fs.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
-#include <linux/percpu.h>
 #include <linux/slab.h>
-#include <linux/smp.h>
+#include <linux/string.h>
 #include <linux/topology.h>
 #include <linux/uaccess.h>
 
