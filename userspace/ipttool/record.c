@@ -1107,6 +1107,17 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	capture_time_conv(&c);
 	c.meta_reserve = 4096 + 1024 * (c.per_thread ? (nr_slots < 16 ? nr_slots : 16) :
 					(size_t)caps.nr_cpus);
+	/*
+	 * From the moment the capture exists on disk a SIGINT or SIGTERM ends
+	 * the recording cleanly (the loop below sees stop_signal): whoever
+	 * waits for meta.json to appear may signal at once.
+	 */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
 	/* Until the end, the capture on disk says it is incomplete. */
 	c.complete = false;
 	snprintf(c.reason, sizeof(c.reason), "the recording did not finish");
@@ -1129,12 +1140,6 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	if (o.no_sideband)
 		snprintf(c.sb.perf_skipped, sizeof(c.sb.perf_skipped),
 			 "disabled with --no-sideband");
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 
 	if (o.prog_argv) {
 		/* The child waits until tracing runs, then execs. */
