@@ -46,18 +46,24 @@ typedef void (*ipt_pmi_fn)(void);
  *         where the instruction would fault (#GP), in which case nothing
  *         changed (like wrmsrl_safe()).  The caller keeps preemption
  *         disabled.
- * @xsaves: XSAVES with RFBM = bit 8 (the PT component only) into @area, on
- *         the current CPU: saves CTL, clears TraceEn (ending output as a
- *         WRMSR would), then saves the other fields.  @area is
- *         IPT_XSAVE_AREA_SIZE bytes, IPT_XSAVE_ALIGN aligned.  Returns 0,
- *         or -EIO where the instruction would fault (#GP / #UD: misaligned
- *         area, no XSAVES support for PT, IA32_XSS bit 8 clear).  The
- *         caller keeps preemption disabled.
- * @xrstors: XRSTORS with RFBM = bit 8 from @area on the current CPU.
+ * @xsaves: XSAVES with EDX:EAX = bit 8 (the PT component only) into @area,
+ *         on the current CPU.  The instruction's RFBM is (XCR0 | IA32_XSS)
+ *         & bit 8 (SDM vol. 1, 13.11): with IA32_XSS bit 8 set it saves
+ *         CTL, clears TraceEn (ending output as a WRMSR would), then saves
+ *         the other fields (13.5.6); with it clear it saves nothing of PT,
+ *         leaves TraceEn as it was and does not fault.  Either way it
+ *         writes XSTATE_BV and XCOMP_BV = bit 63 | RFBM, so XCOMP_BV bit 8
+ *         tells whether PT was saved.  @area is
+ *         IPT_XSAVE_AREA_BYTES(CPUID.(0DH,8):EAX) bytes, IPT_XSAVE_ALIGN
+ *         aligned.  Returns 0, or -EIO where the instruction would fault
+ *         (#GP / #UD: misaligned area, no XSAVES).  The caller keeps
+ *         preemption disabled.
+ * @xrstors: XRSTORS with EDX:EAX = bit 8 from @area on the current CPU.
  *         Returns 0, or -EIO where the instruction would fault: as for
- *         @xsaves, a malformed XSAVE header, TraceEn = 1 at the time, or
- *         a restored value that a WRMSR of it would #GP on; then nothing
- *         changed.  The caller keeps preemption disabled.
+ *         @xsaves, a malformed XSAVE header (XCOMP_BV bit 8 while IA32_XSS
+ *         lacks it, 13.12), TraceEn = 1 at the time, or a restored value
+ *         that a WRMSR of it would #GP on; then nothing changed.  The
+ *         caller keeps preemption disabled.
  * @pmi_request: install @fn as the ToPA PMI handler for every CPU.  Only one
  *         handler can be installed (-EBUSY).  Process context; may sleep.
  * @pmi_release: remove the handler; on return no call to it is running

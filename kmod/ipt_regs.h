@@ -15,6 +15,7 @@
 #ifndef _IPT_REGS_H
 #define _IPT_REGS_H
 
+#include <linux/align.h>
 #include <linux/bits.h>
 #include <linux/types.h>
 #include <asm/page_types.h>
@@ -61,10 +62,13 @@
 #define IPT_CPUID_TSC			0x00000015
 
 /*
- * XSAVES / XRSTORS of the PT component alone, compacted format: the
- * 512-byte legacy area, the 64-byte XSAVE header (XSTATE_BV at 512,
- * XCOMP_BV at 520), then the component at 576.  It holds nine 8-byte
- * fields, in this order, followed by reserved bytes up to its size.
+ * XSAVES / XRSTORS of the PT component alone, compacted format (SDM vol.
+ * 1, 13.4.3): the 512-byte legacy area, the 64-byte XSAVE header
+ * (XSTATE_BV at 512, XCOMP_BV at 520), then the component at 576 (the
+ * first and only one, so 64-byte aligned whatever CPUID.(0DH,8):ECX[1]
+ * says).  It holds nine 8-byte fields, in this order, followed by
+ * reserved bytes up to its size, CPUID.(0DH,8):EAX; the area is sized
+ * from that (IPT_XSAVE_AREA_BYTES()), never from a constant.
  */
 #define IPT_XSAVE_ALIGN			64
 #define IPT_XSAVE_HDR_OFFSET		512
@@ -97,5 +101,11 @@ enum ipt_xsave_pt_field {
 	IPT_XSAVE_ADDR1_B,
 	IPT_XSAVE_NR_FIELDS,
 };
+
+/* The nine fields ipt reads: a smaller component is not used. */
+#define IPT_XSAVE_PT_MIN_SIZE		(IPT_XSAVE_NR_FIELDS * 8)
+/* The area for a component of @pt_size bytes (CPUID.(0DH,8):EAX). */
+#define IPT_XSAVE_AREA_BYTES(pt_size)	\
+	ALIGN(IPT_XSAVE_PT_OFFSET + (pt_size), IPT_XSAVE_ALIGN)
 
 #endif /* _IPT_REGS_H */

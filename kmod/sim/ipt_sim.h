@@ -28,6 +28,9 @@
 /* On single-entry ToPA parts, the INT PMI comes this early. */
 #define IPT_SIM_SINGLE_PMI_EARLY	256
 
+/* CPUID.(0DH,8):EAX of the models that have XSAVES-PT (Ice Lake's). */
+#define IPT_SIM_XSAVE_PT_SIZE		128
+
 /* Largest group of packets the unit writes in one piece. */
 #define IPT_SIM_PKT_MAX			64
 
@@ -40,6 +43,8 @@
  * @leaf_14_1: CPUID.(14H,1)
  * @leaf_15: CPUID.15H (TSC / core crystal clock)
  * @xsaves_pt: XSAVES supports the PT component (CPUID.(0DH,1):ECX[8])
+ * @xsave_pt_size: size of the PT component, CPUID.(0DH,8):EAX (0 without
+ *        @xsaves_pt); the module parameter xsave_pt_size overrides it
  * @maxphyaddr: physical address width (CPUID.80000008H:EAX[7:0])
  * @nom_ratio: MSR_PLATFORM_INFO[15:8]
  * @bdm106: erratum BDM106: enabling with BranchEn = 0 is #GP
@@ -52,6 +57,7 @@ struct ipt_sim_model {
 	struct ipt_cpuid_regs leaf_14_1;
 	struct ipt_cpuid_regs leaf_15;
 	bool xsaves_pt;
+	u32 xsave_pt_size;
 	u8 maxphyaddr;
 	u8 nom_ratio;
 	bool bdm106;
@@ -70,6 +76,8 @@ struct ipt_sim_model {
  * @ovf: OVF packets written
  * @psb: PSB packets written
  * @xsaves: XSAVES executed
+ * @xsaves_empty: XSAVES that saved nothing of PT (IA32_XSS bit 8 clear):
+ *        TraceEn was left as it was
  * @xrstors: XRSTORS executed
  * @clobbered: TraceEn of a foreign owner (debugfs "foreign") cleared by
  *        a write: what a driver must never do
@@ -87,6 +95,7 @@ struct ipt_sim_stats {
 	u64 ovf;
 	u64 psb;
 	u64 xsaves;
+	u64 xsaves_empty;
 	u64 xrstors;
 	u64 clobbered;
 	u64 switches;

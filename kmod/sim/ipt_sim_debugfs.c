@@ -37,9 +37,9 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "pmis %llu\npmis_lost %llu\nbytes %llu\ndropped %llu\n",
 		   st.stats.pmis, st.stats.pmis_lost, st.stats.bytes,
 		   st.stats.dropped);
-	seq_printf(m, "ovf %llu\npsb %llu\nxsaves %llu\nxrstors %llu\n",
+	seq_printf(m, "ovf %llu\npsb %llu\nxsaves %llu\nxsaves_empty %llu\nxrstors %llu\n",
 		   st.stats.ovf, st.stats.psb, st.stats.xsaves,
-		   st.stats.xrstors);
+		   st.stats.xsaves_empty, st.stats.xrstors);
 	seq_printf(m, "clobbered %llu\nswitches %llu\nforeign %u\n",
 		   st.stats.clobbered, st.stats.switches, st.foreign);
 	seq_printf(m, "ctl %#llx\nstatus %#llx\noutput_base %#llx\noutput_mask %#llx\n",
@@ -121,6 +121,27 @@ static int ipt_sim_foreign_get(void *data, u64 *val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_foreign_fops, ipt_sim_foreign_get,
 			 ipt_sim_foreign_set, "%llu\n");
+
+/*
+ * Clear IA32_XSS bit 8 now, whatever the unit does, as KVM's VM exit
+ * (kvm_load_host_xsave_state()) or a resume (fpu__resume_cpu()) rewrites
+ * it with the kernel's value: the next XSAVES saves nothing of PT and
+ * leaves TraceEn set.
+ */
+static int ipt_sim_clear_xss_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+
+	if (!val)
+		return 0;
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	pc->st.xss &= ~XFEATURE_MASK_PT;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_clear_xss_fops, NULL, ipt_sim_clear_xss_set,
+			 "%llu\n");
 
 /* Reset the unit to its power-on state; refused while TraceEn = 1. */
 static int ipt_sim_reset_set(void *data, u64 val)
@@ -212,6 +233,8 @@ void ipt_sim_debugfs_init(void)
 		debugfs_create_file("feed", 0200, d, pc, &ipt_sim_feed_fops);
 		debugfs_create_file_unsafe("foreign", 0600, d, pc,
 					   &ipt_sim_foreign_fops);
+		debugfs_create_file_unsafe("clear_xss", 0200, d, pc,
+					   &ipt_sim_clear_xss_fops);
 	}
 }
 

@@ -33,6 +33,10 @@ unsigned int ipt_sim_period_us = 1000;
 module_param_named(period_us, ipt_sim_period_us, uint, 0444);
 MODULE_PARM_DESC(period_us, "output timer period in microseconds (100..100000)");
 
+static uint xsave_pt_size;
+module_param(xsave_pt_size, uint, 0444);
+MODULE_PARM_DESC(xsave_pt_size, "CPUID.(0DH,8):EAX, the XSAVES PT component's size, on models with XSAVES-PT (0: the model's, 128)");
+
 unsigned long ipt_sim_feed_size = SZ_1M;
 module_param_named(feed_size, ipt_sim_feed_size, ulong, 0444);
 MODULE_PARM_DESC(feed_size, "bytes of feed buffer per CPU (4096..64 MiB)");
@@ -40,6 +44,8 @@ MODULE_PARM_DESC(feed_size, "bytes of feed buffer per CPU (4096..64 MiB)");
 #define IPT_SIM_FEED_MAX	(64UL * SZ_1M)
 
 const struct ipt_sim_model *ipt_sim_model;
+/* The selected model, with the parameters that vary it applied. */
+static struct ipt_sim_model ipt_sim_model_buf;
 
 static const struct ipt_sim_model *ipt_sim_find_model(const char *name)
 {
@@ -68,6 +74,15 @@ static int __init ipt_sim_init(void)
 		       model);
 		return -EINVAL;
 	}
+	ipt_sim_model_buf = *ipt_sim_model;
+	if (xsave_pt_size && ipt_sim_model_buf.xsaves_pt) {
+		if (xsave_pt_size > SZ_4K) {
+			pr_err("xsave_pt_size out of range\n");
+			return -EINVAL;
+		}
+		ipt_sim_model_buf.xsave_pt_size = xsave_pt_size;
+	}
+	ipt_sim_model = &ipt_sim_model_buf;
 	if (rate > IPT_SIM_RATE_MAX || ipt_sim_period_us < 100 ||
 	    ipt_sim_period_us > 100000 || ipt_sim_feed_size < SZ_4K ||
 	    ipt_sim_feed_size > IPT_SIM_FEED_MAX) {

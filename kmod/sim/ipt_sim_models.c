@@ -28,6 +28,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
 		.leaf_15 = { 2, 104, 38400000, 0 },
 		.xsaves_pt = true,
+		.xsave_pt_size = IPT_SIM_XSAVE_PT_SIZE,
 		.maxphyaddr = 39,
 		.nom_ratio = 20,
 	},
@@ -124,7 +125,7 @@ void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
 			r->eax = 0xb;		/* XSAVEOPT, XSAVEC, XSAVES */
 			r->ecx = m->xsaves_pt ? BIT(IPT_CPUID_XSAVE_PT_COMPONENT) : 0;
 		} else if (subleaf == IPT_CPUID_XSAVE_PT_COMPONENT && m->xsaves_pt) {
-			r->eax = IPT_XSAVE_PT_SIZE;
+			r->eax = m->xsave_pt_size;
 			r->ecx = BIT(0);	/* supervisor */
 		}
 		break;

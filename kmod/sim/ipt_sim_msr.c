@@ -327,12 +327,15 @@ static const u32 ipt_sim_xsave_msrs[IPT_XSAVE_NR_FIELDS] = {
 	[IPT_XSAVE_ADDR1_B] = IPT_MSR_RTIT_ADDR_B(1),
 };
 
-/* Whether XSAVES / XRSTORS may touch the PT component at all. */
-static bool ipt_sim_xsaves_usable(const struct ipt_sim_cpu *c,
-				  const void *area)
+/*
+ * RFBM for an instruction with EDX:EAX = bit 8: (XCR0 | IA32_XSS) & bit 8
+ * (SDM vol. 1, 13.8 and 13.11).  The simulated XCR0 never has bit 8 (it
+ * is a supervisor component), so it is IA32_XSS bit 8 alone; a model whose
+ * XSAVES lacks PT cannot set it (WRMSR of IA32_XSS #GPs).
+ */
+static u64 ipt_sim_rfbm(const struct ipt_sim_cpu *c)
 {
-	return IS_ALIGNED((unsigned long)area, IPT_XSAVE_ALIGN) &&
-	       c->model->xsaves_pt && (c->xss & XFEATURE_MASK_PT);
+	return c->xss & XFEATURE_MASK_PT;
 }
 
 /* Fields that a model without the MSR behind them must hold as zero. */
@@ -347,32 +350,43 @@ static bool ipt_sim_xsave_field_absent(const struct ipt_sim_model *m,
 }
 
 /**
- * ipt_sim_xsaves() - XSAVES with RFBM = bit 8
+ * ipt_sim_xsaves() - XSAVES with EDX:EAX = bit 8
  * @c: the state
- * @area: IPT_XSAVE_AREA_SIZE bytes, 64-byte aligned
+ * @area: IPT_XSAVE_AREA_BYTES(model's xsave_pt_size) bytes, 64-byte aligned
  *
- * Stores CTL, clears TraceEn (with the packets a WRMSR clearing it would
- * write), then stores the other eight fields: the saved positions are
- * those after the disable.  Writes XSTATE_BV and XCOMP_BV of the header
- * and the nine fields; the legacy area, the rest of the header and the
- * component's reserved bytes are left alone.
+ * As the SDM has it (vol. 1, 13.11 and 13.5.6): RFBM is IA32_XSS bit 8.
+ * With it, stores CTL, clears TraceEn (with the packets a WRMSR clearing
+ * it would write), then stores the other eight fields, so the saved
+ * positions are those after the disable; the component's bytes after the
+ * nine fields, up to the size CPUID.(0DH,8):EAX reports, are written as
+ * zero (a real CPU may write its whole component: an area sized for less
+ * is overrun, which KASAN sees).  Without it (IA32_XSS rewritten by KVM or
+ * a resume) nothing of PT is saved and TraceEn stays as it was.  Either
+ * way the header's XSTATE_BV becomes RFBM and XCOMP_BV becomes bit 63 |
+ * RFBM; the legacy area and the rest of the header are left alone.
  *
  * Context: the owner of @c serialises every call on it (struct
  * ipt_sim_cpu); no lock of its own.
  *
- * Return: 0, or -EIO (#GP) if @area is misaligned, the model's XSAVES does
- * not support PT, or IA32_XSS bit 8 is clear.
+ * Return: 0, or -EIO (#GP) if @area is misaligned.
  */
 int ipt_sim_xsaves(struct ipt_sim_cpu *c, void *area)
 {
 	u64 *hdr = area + IPT_XSAVE_HDR_OFFSET;
 	u64 *f = area + IPT_XSAVE_PT_OFFSET;
+	u64 rfbm = ipt_sim_rfbm(c);
 	unsigned int i;
 
 	c->stats.xsaves++;
-	if (!ipt_sim_xsaves_usable(c, area)) {
+	if (!IS_ALIGNED((unsigned long)area, IPT_XSAVE_ALIGN)) {
 		c->stats.gp++;
 		return -EIO;
+	}
+	hdr[0] = rfbm;
+	hdr[1] = IPT_SIM_XCOMP_COMPACTED | rfbm;
+	if (!rfbm) {
+		c->stats.xsaves_empty++;
+		return 0;
 	}
 	f[IPT_XSAVE_CTL] = c->ctl;
 	if (c->ctl & RTIT_CTL_TRACEEN) {
@@ -386,21 +400,24 @@ int ipt_sim_xsaves(struct ipt_sim_cpu *c, void *area)
 		}
 		ipt_sim_msr_value(c, ipt_sim_xsave_msrs[i], &f[i]);
 	}
-	hdr[0] = IPT_SIM_XFEATURE_PT;
-	hdr[1] = IPT_SIM_XCOMP_COMPACTED | IPT_SIM_XFEATURE_PT;
+	if (c->model->xsave_pt_size > IPT_XSAVE_PT_MIN_SIZE)
+		memset(&f[IPT_XSAVE_NR_FIELDS], 0,
+		       c->model->xsave_pt_size - IPT_XSAVE_PT_MIN_SIZE);
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_xsaves);
 
 /**
- * ipt_sim_xrstors() - XRSTORS with RFBM = bit 8
+ * ipt_sim_xrstors() - XRSTORS with EDX:EAX = bit 8
  * @c: the state
  * @area: as written by ipt_sim_xsaves()
  *
- * Checks the header (XCOMP_BV must be exactly compacted | bit 8, XSTATE_BV
- * a subset of it, header bytes 16..63 zero), that TraceEn is 0, and that
- * every field would be accepted by WRMSR; only then writes them, CTL last.
- * XSTATE_BV bit 8 clear restores the initial state (all zero).
+ * Checks the header (SDM vol. 1, 13.12): XCOMP_BV must have bit 63 and no
+ * bit but 8, and bit 8 only when IA32_XSS has it (RFBM); XSTATE_BV a
+ * subset of XCOMP_BV; header bytes 16..63 zero.  Without IA32_XSS bit 8
+ * a header that passes restores nothing.  With it: that TraceEn is 0, and
+ * that every field would be accepted by WRMSR; only then writes them, CTL
+ * last.  XSTATE_BV bit 8 clear restores the initial state (all zero).
  *
  * Context: the owner of @c serialises every call on it (struct
  * ipt_sim_cpu); no lock of its own.
@@ -415,15 +432,19 @@ int ipt_sim_xrstors(struct ipt_sim_cpu *c, const void *area)
 	unsigned int i;
 
 	c->stats.xrstors++;
-	if (!ipt_sim_xsaves_usable(c, area) ||
-	    (c->ctl & RTIT_CTL_TRACEEN))
+	if (!IS_ALIGNED((unsigned long)area, IPT_XSAVE_ALIGN))
 		goto gp;
-	if (hdr[1] != (IPT_SIM_XCOMP_COMPACTED | IPT_SIM_XFEATURE_PT) ||
-	    (hdr[0] & ~IPT_SIM_XFEATURE_PT))
+	if (!(hdr[1] & IPT_SIM_XCOMP_COMPACTED) ||
+	    (hdr[1] & ~(IPT_SIM_XCOMP_COMPACTED | ipt_sim_rfbm(c))) ||
+	    (hdr[0] & ~hdr[1]))
 		goto gp;
 	for (i = 2; i < 8; i++)
 		if (hdr[i])
 			goto gp;
+	if (!ipt_sim_rfbm(c))
+		return 0;
+	if (c->ctl & RTIT_CTL_TRACEEN)
+		goto gp;
 	if (hdr[0] & IPT_SIM_XFEATURE_PT)
 		memcpy(v, f, sizeof(v));
 

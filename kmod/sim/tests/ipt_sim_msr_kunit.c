@@ -351,7 +351,7 @@ static void xsaves_layout_order(struct kunit *test)
 	/* Nothing beyond the nine fields, nothing in the legacy area. */
 	KUNIT_EXPECT_TRUE(test, !memchr_inv(area, 0, IPT_XSAVE_HDR_OFFSET));
 	KUNIT_EXPECT_TRUE(test, !memchr_inv(area + IPT_XSAVE_PT_OFFSET + 72, 0,
-					    IPT_XSAVE_PT_SIZE - 72));
+					    IPT_SIM_XSAVE_PT_SIZE - 72));
 }
 
 /* XRSTORS puts everything back, CTL last: trace resumes without PSB. */
@@ -425,9 +425,6 @@ static void xsaves_gp(struct kunit *test)
 	u8 *area = sim_mem(test, 0, &apa);
 	u64 *hdr = (u64 *)(area + IPT_XSAVE_HDR_OFFSET);
 
-	/* IA32_XSS bit 8 clear. */
-	KUNIT_EXPECT_EQ(test, ipt_sim_xsaves(c, area), -EIO);
-	KUNIT_EXPECT_EQ(test, ipt_sim_xrstors(c, area), -EIO);
 	sim_expect_ok(test, c, MSR_IA32_XSS, XFEATURE_MASK_PT);
 	/* Misaligned. */
 	KUNIT_EXPECT_EQ(test, ipt_sim_xsaves(c, area + 32), -EIO);
@@ -442,15 +439,71 @@ static void xsaves_gp(struct kunit *test)
 	hdr[3] = 0;
 	hdr[0] = BIT_ULL(9);
 	KUNIT_EXPECT_EQ(test, ipt_sim_xrstors(c, area), -EIO);
-	KUNIT_EXPECT_EQ(test, c->stats.gp, 7ULL);
+	KUNIT_EXPECT_EQ(test, c->stats.gp, 5ULL);
 	/* XSTATE_BV bit 8 clear: the initial state. */
 	hdr[0] = 0;
 	sim_expect_ok(test, c, MSR_IA32_RTIT_CR3_MATCH, 0x5000);
 	KUNIT_EXPECT_EQ(test, ipt_sim_xrstors(c, area), 0);
 	KUNIT_EXPECT_EQ(test, c->cr3_match, 0ULL);
-	/* A model whose XSAVES lacks PT. */
+}
+
+/*
+ * IA32_XSS bit 8 clear (KVM's VM exit or a resume rewrote it), SDM vol. 1
+ * 13.11 and 13.5.6: RFBM lacks PT, so XSAVES saves nothing of it, leaves
+ * TraceEn set and writes XCOMP_BV = bit 63 only; XRSTORS of an area that
+ * holds PT faults, and of one that does not restores nothing.
+ */
+static void xsaves_xss_clear(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out, *area = xs_start(test, c, &out);
+	u64 *hdr = (u64 *)(area + IPT_XSAVE_HDR_OFFSET);
+	u64 base = c->output_base;
+
+	*xfield(area, IPT_XSAVE_OUTPUT_BASE) = 0x1234000;
+	sim_expect_ok(test, c, MSR_IA32_XSS, 0);
+	KUNIT_EXPECT_EQ(test, ipt_sim_xsaves(c, area), 0);
+	KUNIT_EXPECT_EQ(test, c->stats.xsaves_empty, 1ULL);
+	KUNIT_EXPECT_TRUE(test, c->ctl & RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->output_base, base);
+	KUNIT_EXPECT_EQ(test, hdr[0], 0ULL);
+	KUNIT_EXPECT_EQ(test, hdr[1], BIT_ULL(63));
+	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_OUTPUT_BASE), 0x1234000ULL);
+	/* Nothing to restore: no fault, no change. */
+	KUNIT_EXPECT_EQ(test, ipt_sim_xrstors(c, area), 0);
+	KUNIT_EXPECT_TRUE(test, c->ctl & RTIT_CTL_TRACEEN);
+	/* An area that holds PT: XCOMP_BV bit 8 is not in XCR0 | XSS. */
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+	hdr[0] = BIT_ULL(8);
+	hdr[1] = BIT_ULL(63) | BIT_ULL(8);
+	KUNIT_EXPECT_EQ(test, ipt_sim_xrstors(c, area), -EIO);
+	/* A model whose XSAVES lacks PT cannot set the bit at all. */
 	c = sim_cpu(test, "icl-noxsaves");
-	KUNIT_EXPECT_EQ(test, ipt_sim_xsaves(c, area), -EIO);
+	sim_expect_gp(test, c, MSR_IA32_XSS, XFEATURE_MASK_PT);
+	KUNIT_EXPECT_EQ(test, ipt_sim_xsaves(c, area), 0);
+	KUNIT_EXPECT_EQ(test, hdr[1], BIT_ULL(63));
+}
+
+/* The component is written up to the size CPUID.(0DH,8):EAX reports. */
+static void xsaves_component_size(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	static struct ipt_sim_model big;
+	struct ipt_cpuid_regs r;
+	u8 *out, *area;
+
+	big = *c->model;
+	big.xsave_pt_size = 256;
+	c->model = &big;
+	ipt_sim_cpuid(&big, IPT_CPUID_XSAVE, IPT_CPUID_XSAVE_PT_COMPONENT, &r);
+	KUNIT_EXPECT_EQ(test, r.eax, 256u);
+	area = xs_start(test, c, &out);
+	memset(area + IPT_XSAVE_PT_OFFSET, 0xaa, 512);
+	KUNIT_ASSERT_EQ(test, ipt_sim_xsaves(c, area), 0);
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(area + IPT_XSAVE_PT_OFFSET + 72, 0,
+					    256 - 72));
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(area + IPT_XSAVE_PT_OFFSET + 256,
+					    0xaa, 256));
 }
 
 static struct kunit_case sim_xsaves_cases[] = {
@@ -459,6 +512,8 @@ static struct kunit_case sim_xsaves_cases[] = {
 	KUNIT_CASE(xrstors_gp_tracing),
 	KUNIT_CASE(xrstors_gp_write_rules),
 	KUNIT_CASE(xsaves_gp),
+	KUNIT_CASE(xsaves_xss_clear),
+	KUNIT_CASE(xsaves_component_size),
 	{}
 };
 
