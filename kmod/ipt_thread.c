@@ -456,7 +456,7 @@ static void ipt_probe_lookup(struct tracepoint *tp, void *priv)
  * someone else has enabled is left alone: its XRSTORS will fault, which
  * counts as busy.  Context: interrupts off, on the CPU.
  */
-static void ipt_xss_set_on_cpu(void *arg)
+VISIBLE_IF_KUNIT void ipt_xss_set_on_cpu(void *arg)
 {
 	const struct ipt_session *s = arg;
 	const struct ipt_hw_ops *hw = s->hw;
@@ -482,9 +482,10 @@ static void ipt_xss_set_on_cpu(void *arg)
 		this_cpu_write(ipt_xss_changed, true);
 	}
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_xss_set_on_cpu);
 
 /* Put IA32_XSS back, PT MSRs at their initial values first. */
-static void ipt_xss_restore_on_cpu(void *arg)
+VISIBLE_IF_KUNIT void ipt_xss_restore_on_cpu(void *arg)
 {
 	const struct ipt_session *s = arg;
 	const struct ipt_hw_ops *hw = s->hw;
@@ -502,6 +503,7 @@ static void ipt_xss_restore_on_cpu(void *arg)
 	hw->write_msr(MSR_IA32_XSS, this_cpu_read(ipt_xss_orig));
 	this_cpu_write(ipt_xss_changed, false);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_xss_restore_on_cpu);
 
 /* ---- session operations (device lock held) ------------------------------ */
 
