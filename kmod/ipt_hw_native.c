@@ -36,29 +36,22 @@ static int ipt_native_wrmsr(u32 msr, u64 val)
 }
 
 /*
- * XSAVES / XRSTORS of the PT component run only when the CPU says they can
- * handle it (CPUID.(0DH,1):EAX[3] and ECX[8]), the kernel has enabled
- * XSAVE (CR4.OSXSAVE) and IA32_XSS has bit 8 set: everywhere else the
- * instruction is not executed and the operation fails as it would.
+ * XSAVES / XRSTORS of the PT component: ipt calls them only where
+ * CPUID.(0DH,1) enumerates XSAVES with PT support (IPT_FEAT_XSAVES_PT) and
+ * on a CPU where it set IA32_XSS bit 8 and read it back.  Nothing is
+ * checked here per call: a CPUID and an RDMSR of IA32_XSS at every context
+ * switch are two VM exits in a guest.  If IA32_XSS loses bit 8 underneath
+ * (KVM's VM exit, a resume), XSAVES saves nothing of PT without a fault
+ * and XRSTORS of an area holding PT faults (SDM vol. 1, 13.11, 13.12);
+ * ipt_thread.c checks the XSAVES header for the one and catches the fault
+ * of the other.  Only what cannot change is checked: the CPU has XSAVES,
+ * the kernel enabled XSAVE (CR4.OSXSAVE), the area is aligned.
  */
 static bool ipt_native_xsaves_usable(const void *area)
 {
-	u32 eax, ebx, ecx, edx;
-	u64 xss;
-
-	if (!IS_ALIGNED((unsigned long)area, IPT_XSAVE_ALIGN))
-		return false;
-	if (!boot_cpu_has(X86_FEATURE_OSXSAVE) ||
-	    !boot_cpu_has(X86_FEATURE_XSAVES))
-		return false;
-	if (boot_cpu_data.cpuid_level < IPT_CPUID_XSAVE)
-		return false;
-	cpuid_count(IPT_CPUID_XSAVE, 1, &eax, &ebx, &ecx, &edx);
-	if (!(eax & BIT(3)) || !(ecx & BIT(IPT_CPUID_XSAVE_PT_COMPONENT)))
-		return false;
-	if (rdmsrl_safe(MSR_IA32_XSS, &xss) || !(xss & XFEATURE_MASK_PT))
-		return false;
-	return true;
+	return IS_ALIGNED((unsigned long)area, IPT_XSAVE_ALIGN) &&
+	       boot_cpu_has(X86_FEATURE_OSXSAVE) &&
+	       boot_cpu_has(X86_FEATURE_XSAVES);
 }
 
 /*

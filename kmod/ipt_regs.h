@@ -73,8 +73,6 @@
 #define IPT_XSAVE_ALIGN			64
 #define IPT_XSAVE_HDR_OFFSET		512
 #define IPT_XSAVE_PT_OFFSET		576
-#define IPT_XSAVE_PT_SIZE		128
-#define IPT_XSAVE_AREA_SIZE		(IPT_XSAVE_PT_OFFSET + IPT_XSAVE_PT_SIZE)
 
 /**
  * enum ipt_xsave_pt_field - the fields of the XSAVES PT component, by index

@@ -123,7 +123,10 @@ struct ipt_msr_val {
  * @map_size: bytes of all buffers together: the mmap space
  * @single: the unit's ToPA tables hold one output entry: each buffer is
  *          one region (Documentation/design.rst, "Single-entry ToPA")
- * @xsaves: per-thread: threads are switched with XSAVES / XRSTORS
+ * @xsaves: per-thread: threads are switched with XSAVES / XRSTORS on the
+ *          CPUs where IA32_XSS bit 8 holds (ipt_thread.c), MSRs elsewhere
+ * @xsave_size: per-thread, XSAVES path: bytes of each XSAVES area,
+ *              IPT_XSAVE_AREA_BYTES(CPUID.(0DH,8):EAX)
  * @tracing: per-thread: threads are loaded at switch-in (READ_ONCE in
  *           the scheduler hooks)
  * @nr_used: per-thread: traces handed out (under ipt_thread_lock)
@@ -132,7 +135,9 @@ struct ipt_msr_val {
  * @nr_switch_msrs: entries of @switch_msrs
  * @switch_msrs: filter MSRs each switch-in writes before enabling: on
  *               the MSR path CR3_MATCH and the ADDRn pairs in use; on the
- *               XSAVES path only the ADDRn pairs it does not hold
+ *               XSAVES path only the ADDRn pairs it does not hold, the
+ *               entries from @xsaves_switch_from on
+ * @xsaves_switch_from: see @switch_msrs
  *
  * Locking: every field under @idev->lock, except where noted.  A session
  * that is not IDLE is @idev->owner.
@@ -151,11 +156,13 @@ struct ipt_session {
 	u64 map_size;
 	bool single;
 	bool xsaves;
+	u32 xsave_size;
 	bool tracing;
 	unsigned int nr_used;
 	bool privileged;
 	struct pid_namespace *pid_ns;
 	unsigned int nr_switch_msrs;
+	unsigned int xsaves_switch_from;
 	struct ipt_msr_val switch_msrs[1 + 2 * IPT_MAX_ADDR_RANGES];
 };
 

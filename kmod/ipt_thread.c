@@ -72,6 +72,14 @@ static DEFINE_PER_CPU(struct ipt_trace *, ipt_thread_loaded);
 /* IA32_XSS as found, on CPUs where a session set bit 8. */
 static DEFINE_PER_CPU(u64, ipt_xss_orig);
 static DEFINE_PER_CPU(bool, ipt_xss_changed);
+/*
+ * Threads are switched on this CPU with XSAVES / XRSTORS: decided when a
+ * session on the XSAVES path set IA32_XSS bit 8 here and read it back
+ * (configure, CPU online); cleared when an XSAVES did not save PT or an
+ * XRSTORS faulted with bit 8 gone (IA32_XSS rewritten underneath), and
+ * when the bit is put back.  Only this CPU writes it, interrupts off.
+ */
+static DEFINE_PER_CPU(bool, ipt_xsaves_here);
 
 /**
  * struct ipt_switch_stats - what the switching path did on one CPU
@@ -83,6 +91,8 @@ static DEFINE_PER_CPU(bool, ipt_xss_changed);
  * @xsaves: XSAVES executed
  * @xrstors: XRSTORS executed
  * @pmis: ToPA PMIs found pending at unload and counted there
+ * @fallbacks: switches on the XSAVES path that found PT not saved or not
+ *             restorable (IA32_XSS bit 8 gone) and used the MSR sequence
  */
 struct ipt_switch_stats {
 	u64 loads;
@@ -93,6 +103,7 @@ struct ipt_switch_stats {
 	u64 xsaves;
 	u64 xrstors;
 	u64 pmis;
+	u64 fallbacks;
 };
 
 static DEFINE_PER_CPU(struct ipt_switch_stats, ipt_switch_stats);
@@ -116,6 +127,17 @@ static u64 *ipt_xsave_fields(void *area)
 	return area + IPT_XSAVE_PT_OFFSET;
 }
 
+/*
+ * IA32_XSS no longer has bit 8 on this CPU (KVM's VM exit or a resume
+ * rewrote it).  Context: interrupts off.
+ */
+static bool ipt_xss_lost_here(const struct ipt_hw_ops *hw)
+{
+	u64 xss;
+
+	return ipt_th_rd(hw, MSR_IA32_XSS, &xss) || !(xss & XFEATURE_MASK_PT);
+}
+
 /* STATUS bits a restore keeps: sticky Error / Stopped and the PSB rhythm. */
 #define IPT_STATUS_KEEP	(RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED | \
 			 RTIT_STATUS_BYTECNT)
@@ -123,15 +145,18 @@ static u64 *ipt_xsave_fields(void *area)
 /**
  * ipt_thread_area_init() - the XSAVES area of a thread that never ran
  * @s: the session (its configuration)
- * @t: the trace; @t->th.xsave is zeroed, IPT_XSAVE_AREA_SIZE bytes
+ * @t: the trace; @t->th.xsave is @s->xsave_size bytes
  *
- * Builds what XSAVES would have stored for the trace at its start: the
- * compacted-format header with XSTATE_BV = XCOMP_BV = bit 8 (XCOMP_BV
- * also bit 63), and the component: CTL with TraceEn, OUTPUT_BASE at the
- * first ToPA table, OUTPUT_MASK_PTRS at its first entry, STATUS 0, the
- * CR3 and ADDR0/1 filter values.
+ * Builds what XSAVES would have stored for the trace at its position
+ * (@t->base, @t->mask, @t->status: at its start, the first ToPA table and
+ * entry): the compacted-format header with XSTATE_BV = XCOMP_BV = bit 8
+ * (XCOMP_BV also bit 63), and the component: CTL with TraceEn,
+ * OUTPUT_BASE, OUTPUT_MASK_PTRS, the STATUS bits a restore keeps, the CR3
+ * and ADDR0/1 filter values.  Also used after a switch-out that saved the
+ * state with MSR accesses, so that an XRSTORS on another CPU resumes it.
  *
- * Context: any; @t is not loaded anywhere.
+ * Context: any; @t is not loaded anywhere, or is being unloaded by the
+ * caller (interrupts off).
  */
 VISIBLE_IF_KUNIT void ipt_thread_area_init(const struct ipt_session *s,
 					   struct ipt_trace *t)
@@ -161,8 +186,10 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_thread_area_init);
  * ipt_thread_load() - put a thread's PT state on this CPU's unit, enabled
  * @t: the trace of the thread that runs (or is about to run) here
  *
- * XSAVES path: the ADDRn pairs the component lacks (ranges 2 and 3, when
- * used), then XRSTORS.  MSR path, in the SDM order: OUTPUT_BASE,
+ * XSAVES path (this CPU's, see ipt_xsaves_here): the ADDRn pairs the
+ * component lacks (ranges 2 and 3, when used), then XRSTORS.  If that
+ * faults because IA32_XSS lost bit 8, this CPU goes over to the MSR path
+ * and the load is done again that way.  MSR path, in the SDM order: OUTPUT_BASE,
  * OUTPUT_MASK_PTRS, STATUS, CR3_MATCH and the ADDRn pairs in use, CTL with
  * TraceEn last.  A unit that someone else enabled makes the first write
  * fault (every one of them is #GP while TraceEn = 1), so nothing of theirs
@@ -176,21 +203,34 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 {
 	const struct ipt_session *s = t->s;
 	const struct ipt_hw_ops *hw = s->hw;
+	bool xsaves = s->xsaves && this_cpu_read(ipt_xsaves_here);
 	unsigned int i;
 	int ret = 0;
 
 	lockdep_assert_irqs_disabled();
 	/* Counted from the first byte on: set before TraceEn. */
 	ipt_pmi_arm_here(t);
-	if (s->xsaves) {
-		for (i = 0; !ret && i < s->nr_switch_msrs; i++)
+	if (xsaves) {
+		for (i = s->xsaves_switch_from; !ret && i < s->nr_switch_msrs; i++)
 			ret = ipt_th_wr(hw, s->switch_msrs[i].msr,
 					s->switch_msrs[i].val);
 		if (!ret) {
 			this_cpu_inc(ipt_switch_stats.xrstors);
 			ret = hw->xrstors(t->th.xsave);
 		}
-	} else {
+		/*
+		 * The area holds PT (XCOMP_BV bit 8), so XRSTORS faults if
+		 * IA32_XSS lost the bit (SDM vol. 1, 13.12): checked here,
+		 * where it costs nothing on the way that works.
+		 */
+		if (ret && ipt_xss_lost_here(hw)) {
+			this_cpu_write(ipt_xsaves_here, false);
+			this_cpu_inc(ipt_switch_stats.fallbacks);
+			xsaves = false;
+			ret = 0;
+		}
+	}
+	if (!xsaves && !ret) {
 		ret = ipt_th_wr(hw, MSR_IA32_RTIT_OUTPUT_BASE, t->base);
 		if (!ret)
 			ret = ipt_th_wr(hw, MSR_IA32_RTIT_OUTPUT_MASK, t->mask);
@@ -226,15 +266,39 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_load);
 
+/*
+ * XSAVES of @t's state on the XSAVES path; whether it saved PT.  XSAVES
+ * writes XCOMP_BV = bit 63 | RFBM and RFBM holds bit 8 only while
+ * IA32_XSS does (SDM vol. 1, 13.11); saving PT clears TraceEn (13.5.6).
+ * So XCOMP_BV bit 8, cleared first, set again by this XSAVES means the
+ * state is saved and the unit is off; anything else (IA32_XSS rewritten
+ * by a KVM VM exit, a resume, a fault) means neither, and costs no RDMSR
+ * (a VM exit in a guest) to find out.
+ */
+static bool ipt_thread_xsaves(const struct ipt_hw_ops *hw, struct ipt_trace *t)
+{
+	u64 *xcomp_bv = t->th.xsave + IPT_XSAVE_HDR_OFFSET + 8;
+
+	WRITE_ONCE(*xcomp_bv, 0);
+	this_cpu_inc(ipt_switch_stats.xsaves);
+	if (hw->xsaves(t->th.xsave))
+		return false;
+	return READ_ONCE(*xcomp_bv) & XFEATURE_MASK_PT;
+}
+
 /**
  * ipt_thread_unload() - save the state of the thread loaded on this CPU
  * @t: this CPU's loaded trace
  *
- * XSAVES (which clears TraceEn) or, on the MSR path, CTL without TraceEn
- * and then OUTPUT_BASE, OUTPUT_MASK_PTRS and STATUS.  Then the ToPA PMI
- * is settled (ipt_pmi_settle_here()): one raised by this thread's output
- * but not yet handled is counted for @t, neither lost nor counted for the
- * next thread.
+ * On this CPU's XSAVES path, XSAVES, which clears TraceEn when it saves
+ * PT.  When it did not (see ipt_thread_xsaves()), or on the MSR path, CTL
+ * without TraceEn and then OUTPUT_BASE, OUTPUT_MASK_PTRS and STATUS; on
+ * the XSAVES path that is a fallback: counted, this CPU stays on the MSR
+ * path, and the trace's XSAVES area is rebuilt from the registers read so
+ * that an XRSTORS elsewhere resumes from there.  So the unit is off on
+ * return either way.  Then the ToPA PMI is settled
+ * (ipt_pmi_settle_here()): one raised by this thread's output but not yet
+ * handled is counted for @t, neither lost nor counted for the next thread.
  *
  * Context: interrupts off, on the CPU @t is loaded on.
  */
@@ -244,18 +308,23 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 	const struct ipt_hw_ops *hw = s->hw;
 	u64 base = t->base, mask = t->mask, status = t->status;
 	unsigned int rd = 0, wr = 0;
+	bool saved = false;
 
 	lockdep_assert_irqs_disabled();
-	if (s->xsaves) {
+	if (s->xsaves && this_cpu_read(ipt_xsaves_here)) {
 		u64 *v = ipt_xsave_fields(t->th.xsave);
 
-		this_cpu_inc(ipt_switch_stats.xsaves);
-		if (!hw->xsaves(t->th.xsave)) {
+		saved = ipt_thread_xsaves(hw, t);
+		if (saved) {
 			base = v[IPT_XSAVE_OUTPUT_BASE];
 			mask = v[IPT_XSAVE_OUTPUT_MASK];
 			status = v[IPT_XSAVE_STATUS];
+		} else {
+			this_cpu_write(ipt_xsaves_here, false);
+			this_cpu_inc(ipt_switch_stats.fallbacks);
 		}
-	} else if (!ipt_th_wr(hw, MSR_IA32_RTIT_CTL, s->hwcfg.ctl)) {
+	}
+	if (!saved && !ipt_th_wr(hw, MSR_IA32_RTIT_CTL, s->hwcfg.ctl)) {
 		ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_BASE, &base);
 		ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_MASK, &mask);
 		ipt_th_rd(hw, MSR_IA32_RTIT_STATUS, &status);
@@ -273,6 +342,9 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 	t->pmis_at_stop = atomic64_read(&t->pmis);
 	t->sample_at_stop = READ_ONCE(t->sample);
 	t->running = false;
+	/* Saved with MSRs: the area an XRSTORS resumes from says so too. */
+	if (s->xsaves && !saved)
+		ipt_thread_area_init(s, t);
 	write_seqcount_end(&t->th.seq);
 
 	this_cpu_write(ipt_thread_loaded, NULL);
@@ -452,9 +524,11 @@ static void ipt_probe_lookup(struct tracepoint *tp, void *priv)
 
 /*
  * Set IA32_XSS bit 8 on this CPU for the session, with every PT MSR at
- * its initial value first (the only time changing XSS is safe).  A unit
- * someone else has enabled is left alone: its XRSTORS will fault, which
- * counts as busy.  Context: interrupts off, on the CPU.
+ * its initial value first (the only time changing XSS is safe), and
+ * decide this CPU's path: XSAVES if the bit reads back.  A unit someone
+ * else has enabled is left alone: the CPU stays on the MSR path, whose
+ * first write faults, which counts as busy.  Context: interrupts off, on
+ * the CPU.
  */
 VISIBLE_IF_KUNIT void ipt_xss_set_on_cpu(void *arg)
 {
@@ -480,6 +554,10 @@ VISIBLE_IF_KUNIT void ipt_xss_set_on_cpu(void *arg)
 	if (!hw->write_msr(MSR_IA32_XSS, xss | XFEATURE_MASK_PT)) {
 		this_cpu_write(ipt_xss_orig, xss);
 		this_cpu_write(ipt_xss_changed, true);
+		/* This CPU's path, decided once: the bit must read back. */
+		this_cpu_write(ipt_xsaves_here,
+			       !hw->read_msr(MSR_IA32_XSS, &xss) &&
+			       (xss & XFEATURE_MASK_PT));
 	}
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_xss_set_on_cpu);
@@ -491,6 +569,7 @@ VISIBLE_IF_KUNIT void ipt_xss_restore_on_cpu(void *arg)
 	const struct ipt_hw_ops *hw = s->hw;
 	u64 ctl;
 
+	this_cpu_write(ipt_xsaves_here, false);
 	if (!this_cpu_read(ipt_xss_changed))
 		return;
 	if (!hw->read_msr(MSR_IA32_RTIT_CTL, &ctl) &&
@@ -507,23 +586,45 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_xss_restore_on_cpu);
 
 /* ---- session operations (device lock held) ------------------------------ */
 
+/*
+ * The XSAVES path: XSAVES enumerates PT (CPUID.(0DH,1):ECX[8]) and its
+ * component, CPUID.(0DH,8):EAX bytes, holds the nine fields ipt reads;
+ * unless the force_msr parameter says otherwise.
+ */
+static bool ipt_thread_use_xsaves(const struct ipt_caps *caps)
+{
+	if (READ_ONCE(force_msr) || !(caps->features & IPT_FEAT_XSAVES_PT))
+		return false;
+	if (caps->xsave_pt_size < IPT_XSAVE_PT_MIN_SIZE) {
+		pr_notice_once("XSAVES PT component of %u bytes, less than the %u read: switching with MSRs\n",
+			       caps->xsave_pt_size, IPT_XSAVE_PT_MIN_SIZE);
+		return false;
+	}
+	return true;
+}
+
 /**
  * ipt_thread_switch_msrs() - the filter MSRs each switch-in writes
- * @s: the session, its configuration and path chosen
+ * @s: the session, its configuration chosen
  *
  * MSR path: CR3_MATCH when CR3 filtering is on, and each ADDRn pair whose
- * ADDRn_CFG is not 0.  XSAVES path: only such pairs beyond the two the
- * XSAVES component holds.  Stored in @s->switch_msrs.
+ * ADDRn_CFG is not 0, in @s->switch_msrs.  XSAVES path: only such pairs
+ * beyond the two the XSAVES component holds: the entries from
+ * @s->xsaves_switch_from on.  Both lists are kept, since each CPU has its
+ * own path.
  */
 VISIBLE_IF_KUNIT void ipt_thread_switch_msrs(struct ipt_session *s)
 {
 	unsigned int i, n = 0;
 
-	if (!s->xsaves && (s->hwcfg.ctl & RTIT_CTL_CR3EN)) {
+	if (s->hwcfg.ctl & RTIT_CTL_CR3EN) {
 		s->switch_msrs[n].msr = MSR_IA32_RTIT_CR3_MATCH;
 		s->switch_msrs[n++].val = s->hwcfg.cr3_match;
 	}
-	for (i = s->xsaves ? 2 : 0; i < s->nr_ranges; i++) {
+	s->xsaves_switch_from = n;
+	for (i = 0; i < s->nr_ranges; i++) {
+		if (i == 2)
+			s->xsaves_switch_from = n;
 		if (!(s->hwcfg.ctl & (0xfULL << IPT_RTIT_CTL_ADDR_CFG_SHIFT(i))))
 			continue;
 		s->switch_msrs[n].msr = IPT_MSR_RTIT_ADDR_A(i);
@@ -531,6 +632,8 @@ VISIBLE_IF_KUNIT void ipt_thread_switch_msrs(struct ipt_session *s)
 		s->switch_msrs[n].msr = IPT_MSR_RTIT_ADDR_B(i);
 		s->switch_msrs[n++].val = s->hwcfg.addr_b[i];
 	}
+	if (s->nr_ranges <= 2)
+		s->xsaves_switch_from = n;
 	s->nr_switch_msrs = n;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_switch_msrs);
@@ -539,8 +642,9 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_thread_switch_msrs);
  * ipt_thread_configure() - make a configured session a per-thread one
  * @s: the session, its traces allocated, not yet published
  *
- * Chooses the switching path, prepares each trace (and its XSAVES area),
- * sets IA32_XSS bit 8 on the online CPUs for the XSAVES path, and
+ * Chooses the switching path, prepares each trace (and its XSAVES area,
+ * sized from CPUID.(0DH,8):EAX), sets IA32_XSS bit 8 on the online CPUs
+ * for the XSAVES path (each CPU then uses it if the bit reads back), and
  * publishes the session to the scheduler hooks.
  *
  * Context: process context; cpus read lock and device lock held.
@@ -553,12 +657,13 @@ static int ipt_thread_configure(struct ipt_session *s)
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 
-	s->xsaves = !READ_ONCE(force_msr) &&
-		    (s->idev->caps.features & IPT_FEAT_XSAVES_PT);
+	s->xsaves = ipt_thread_use_xsaves(&s->idev->caps);
+	s->xsave_size = s->xsaves ?
+		IPT_XSAVE_AREA_BYTES(s->idev->caps.xsave_pt_size) : 0;
 	for (i = 0; s->xsaves && i < s->nr_traces; i++) {
 		struct ipt_trace *t = &s->traces[i];
 
-		t->th.xsave_mem = kzalloc(IPT_XSAVE_AREA_SIZE + IPT_XSAVE_ALIGN,
+		t->th.xsave_mem = kzalloc(s->xsave_size + IPT_XSAVE_ALIGN,
 					  GFP_KERNEL);
 		if (!t->th.xsave_mem)
 			goto err_free;
@@ -1024,7 +1129,7 @@ static int ipt_switch_stats_show(struct seq_file *m, void *v)
 	struct ipt_switch_stats sum = {};
 	struct ipt_session *s;
 	const char *path = "none";
-	unsigned int cpu;
+	unsigned int cpu, xsaves_cpus = 0;
 	u64 switches, ops;
 
 	for_each_possible_cpu(cpu) {
@@ -1039,6 +1144,9 @@ static int ipt_switch_stats_show(struct seq_file *m, void *v)
 		sum.xsaves += READ_ONCE(c->xsaves);
 		sum.xrstors += READ_ONCE(c->xrstors);
 		sum.pmis += READ_ONCE(c->pmis);
+		sum.fallbacks += READ_ONCE(c->fallbacks);
+		if (cpu_online(cpu) && READ_ONCE(per_cpu(ipt_xsaves_here, cpu)))
+			xsaves_cpus++;
 	}
 	rcu_read_lock();
 	s = rcu_dereference(ipt_thread_session);
@@ -1052,6 +1160,8 @@ static int ipt_switch_stats_show(struct seq_file *m, void *v)
 		   sum.loads, sum.unloads, sum.busy);
 	seq_printf(m, "rdmsr %llu\nwrmsr %llu\nxsaves %llu\nxrstors %llu\npmis %llu\n",
 		   sum.rdmsr, sum.wrmsr, sum.xsaves, sum.xrstors, sum.pmis);
+	seq_printf(m, "fallbacks %llu\nxsaves_cpus %u\n", sum.fallbacks,
+		   xsaves_cpus);
 	/* Hundredths of an operation per load or unload. */
 	seq_printf(m, "ops_per_switch_x100 %llu\n",
 		   switches ? div64_u64(ops * 100, switches) : 0);
@@ -1081,6 +1191,7 @@ static ssize_t ipt_switch_stats_write(struct file *file, const char __user *buf,
 		WRITE_ONCE(c->xsaves, 0);
 		WRITE_ONCE(c->xrstors, 0);
 		WRITE_ONCE(c->pmis, 0);
+		WRITE_ONCE(c->fallbacks, 0);
 	}
 	return len;
 }

@@ -30,7 +30,8 @@ static struct rec recs[REC_MAX];
 static unsigned int nr_recs;
 static u32 fail_msr;		/* a write to this MSR faults (0: none) */
 static bool fail_xrstors;
-static u64 regs_base, regs_mask, regs_status, regs_gs;
+static bool xsaves_empty;	/* XSAVES saves nothing: IA32_XSS lost bit 8 */
+static u64 regs_base, regs_mask, regs_status, regs_gs, regs_xss;
 
 static void rec(enum rec_op op, u32 msr, u64 val)
 {
@@ -54,6 +55,12 @@ static int fake_rd(u32 msr, u64 *val)
 	case MSR_CORE_PERF_GLOBAL_STATUS:
 		*val = regs_gs;
 		return 0;
+	case MSR_IA32_RTIT_CTL:
+		*val = 0;
+		return 0;
+	case MSR_IA32_XSS:
+		*val = regs_xss;
+		return 0;
 	}
 	return -EIO;
 }
@@ -65,14 +72,23 @@ static int fake_wr(u32 msr, u64 val)
 		return -EIO;
 	if (msr == MSR_CORE_PERF_GLOBAL_OVF_CTRL)
 		regs_gs &= ~val;
+	if (msr == MSR_IA32_XSS)
+		regs_xss = val;
 	return 0;
 }
 
 static int fake_xsaves(void *area)
 {
+	u64 *hdr = area + IPT_XSAVE_HDR_OFFSET;
 	u64 *f = area + IPT_XSAVE_PT_OFFSET;
+	u64 rfbm = xsaves_empty ? 0 : XFEATURE_MASK_PT;
 
 	rec(REC_XSAVES, 0, 0);
+	/* SDM vol. 1, 13.11: XSTATE_BV and XCOMP_BV say what was saved. */
+	hdr[0] = rfbm;
+	hdr[1] = BIT_ULL(63) | rfbm;
+	if (!rfbm)
+		return 0;
 	f[IPT_XSAVE_OUTPUT_BASE] = regs_base;
 	f[IPT_XSAVE_OUTPUT_MASK] = regs_mask;
 	f[IPT_XSAVE_STATUS] = regs_status;
@@ -94,12 +110,14 @@ static const struct ipt_hw_ops fake_ops = {
 };
 
 #define CTL	(RTIT_CTL_TOPA | RTIT_CTL_USR | RTIT_CTL_BRANCH_EN)
+/* CPUID.(0DH,8):EAX the fixture's areas are sized for. */
+#define TEST_PT_SIZE	128
 
 struct fixture {
 	struct ipt_device idev;
 	struct ipt_session s;
 	struct ipt_trace t;
-	u8 area[IPT_XSAVE_AREA_SIZE + IPT_XSAVE_ALIGN];
+	u8 area[IPT_XSAVE_AREA_BYTES(TEST_PT_SIZE) + IPT_XSAVE_ALIGN];
 };
 
 static int thread_test_init(struct kunit *test)
@@ -112,6 +130,7 @@ static int thread_test_init(struct kunit *test)
 	f->s.hwcfg.ctl = CTL;
 	f->s.nr_ranges = 2;
 	f->s.has_cr3 = true;
+	f->s.xsave_size = IPT_XSAVE_AREA_BYTES(TEST_PT_SIZE);
 	f->t.s = &f->s;
 	f->t.base = 0x1234000;
 	f->t.mask = IPT_RTIT_MASK_LOW | (3ULL << 7) | (0x80ULL << 32);
@@ -123,6 +142,8 @@ static int thread_test_init(struct kunit *test)
 	nr_recs = 0;
 	fail_msr = 0;
 	fail_xrstors = false;
+	xsaves_empty = false;
+	regs_xss = 0;
 	regs_base = 0x5678000;
 	regs_mask = IPT_RTIT_MASK_LOW | (5ULL << 7) | (0x10ULL << 32);
 	regs_status = 0x20ULL << 32;
@@ -149,6 +170,29 @@ static void expect_rec(struct kunit *test, unsigned int i, enum rec_op op,
  * accesses land in the records (seen: 9 records where the load made 4).
  * So between the two only EXPECTs, no ASSERTs (an ASSERT ends the test).
  */
+/*
+ * On the XSAVES path the CPU is armed as a session's configure does
+ * (IA32_XSS bit 8 set and read back) and disarmed after the unload, in
+ * the same preemption-off span; the records of both are dropped.
+ */
+static void arm(struct ipt_trace *t)
+{
+	unsigned int n = nr_recs;
+
+	if (t->s->xsaves)
+		ipt_xss_set_on_cpu(t->s);
+	nr_recs = n;
+}
+
+static void disarm(struct ipt_trace *t)
+{
+	unsigned int n = nr_recs;
+
+	if (t->s->xsaves)
+		ipt_xss_restore_on_cpu(t->s);
+	nr_recs = n;
+}
+
 static bool load(struct ipt_trace *t)
 {
 	unsigned long flags;
@@ -156,7 +200,10 @@ static bool load(struct ipt_trace *t)
 
 	preempt_disable();
 	local_irq_save(flags);
+	arm(t);
 	ret = ipt_thread_load(t);
+	if (!ret)
+		disarm(t);
 	local_irq_restore(flags);
 	if (!ret)
 		preempt_enable();
@@ -169,6 +216,7 @@ static void unload(struct ipt_trace *t)
 
 	local_irq_save(flags);
 	ipt_thread_unload(t);
+	disarm(t);
 	local_irq_restore(flags);
 	preempt_enable();
 }
@@ -279,6 +327,7 @@ static void msr_load_filters(struct kunit *test)
 	f->s.hwcfg.addr_b[3] = 0x500fff;
 	ipt_thread_switch_msrs(&f->s);
 	KUNIT_ASSERT_EQ(test, f->s.nr_switch_msrs, 5u);
+	KUNIT_ASSERT_EQ(test, f->s.xsaves_switch_from, 3u);
 	KUNIT_ASSERT_TRUE(test, load(&f->t));
 	KUNIT_EXPECT_EQ(test, nr_recs, 9u);
 	EXPECT_REC(2, REC_WR, MSR_IA32_RTIT_STATUS,
@@ -295,9 +344,10 @@ static void msr_load_filters(struct kunit *test)
 	/* XSAVES path: the component holds CR3 and ranges 0, 1. */
 	f->s.xsaves = true;
 	ipt_thread_switch_msrs(&f->s);
-	KUNIT_ASSERT_EQ(test, f->s.nr_switch_msrs, 2u);
-	KUNIT_EXPECT_EQ(test, f->s.switch_msrs[0].msr, IPT_MSR_RTIT_ADDR_A(3));
-	KUNIT_EXPECT_EQ(test, f->s.switch_msrs[1].msr, IPT_MSR_RTIT_ADDR_B(3));
+	KUNIT_ASSERT_EQ(test, f->s.nr_switch_msrs, 5u);
+	KUNIT_ASSERT_EQ(test, f->s.xsaves_switch_from, 3u);
+	KUNIT_EXPECT_EQ(test, f->s.switch_msrs[3].msr, IPT_MSR_RTIT_ADDR_A(3));
+	KUNIT_EXPECT_EQ(test, f->s.switch_msrs[4].msr, IPT_MSR_RTIT_ADDR_B(3));
 	ipt_thread_area_init(&f->s, &f->t);
 	nr_recs = 0;
 	KUNIT_ASSERT_TRUE(test, load(&f->t));
@@ -336,6 +386,101 @@ static void xsaves_load_unload(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, f->t.running);
 }
 
+/*
+ * XSAVES path, IA32_XSS lost bit 8 under the thread: XSAVES saves nothing
+ * and says so in XCOMP_BV.  The unload clears TraceEn and reads the
+ * position with MSRs, rebuilds the area from it, and this CPU stays on the
+ * MSR path; nothing but the header was needed to find out.
+ */
+static void xsaves_unload_fallback(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	u64 *hdr = f->t.th.xsave + IPT_XSAVE_HDR_OFFSET;
+	u64 *v = f->t.th.xsave + IPT_XSAVE_PT_OFFSET;
+	unsigned long flags;
+	unsigned int n1, n2;
+	bool loaded;
+
+	f->s.xsaves = true;
+	ipt_thread_switch_msrs(&f->s);
+	ipt_thread_area_init(&f->s, &f->t);
+	preempt_disable();
+	local_irq_save(flags);
+	arm(&f->t);
+	loaded = ipt_thread_load(&f->t);
+	xsaves_empty = true;
+	nr_recs = 0;
+	if (loaded)
+		ipt_thread_unload(&f->t);
+	n1 = nr_recs;
+	/* The next switch-in on this CPU: the MSR sequence. */
+	xsaves_empty = false;
+	loaded = loaded && ipt_thread_load(&f->t);
+	n2 = nr_recs;
+	if (loaded)
+		ipt_thread_unload(&f->t);
+	disarm(&f->t);
+	local_irq_restore(flags);
+	preempt_enable();
+
+	KUNIT_ASSERT_TRUE(test, loaded);
+	KUNIT_ASSERT_EQ(test, n1, 6u);
+	EXPECT_REC(0, REC_XSAVES, 0, 0);
+	EXPECT_REC(1, REC_WR, MSR_IA32_RTIT_CTL, CTL);
+	EXPECT_REC(2, REC_RD, MSR_IA32_RTIT_OUTPUT_BASE, 0);
+	EXPECT_REC(3, REC_RD, MSR_IA32_RTIT_OUTPUT_MASK, 0);
+	EXPECT_REC(4, REC_RD, MSR_IA32_RTIT_STATUS, 0);
+	EXPECT_REC(5, REC_RD, MSR_CORE_PERF_GLOBAL_STATUS, 0);
+	KUNIT_ASSERT_EQ(test, n2, n1 + 4);
+	EXPECT_REC(6, REC_WR, MSR_IA32_RTIT_OUTPUT_BASE, regs_base);
+	EXPECT_REC(9, REC_WR, MSR_IA32_RTIT_CTL, CTL | RTIT_CTL_TRACEEN);
+	/* The area holds the position read, for an XRSTORS elsewhere. */
+	KUNIT_EXPECT_EQ(test, hdr[1], BIT_ULL(63) | BIT_ULL(8));
+	KUNIT_EXPECT_EQ(test, v[IPT_XSAVE_OUTPUT_BASE], regs_base);
+	KUNIT_EXPECT_EQ(test, v[IPT_XSAVE_OUTPUT_MASK], regs_mask);
+	KUNIT_EXPECT_EQ(test, f->t.base, regs_base);
+}
+
+/*
+ * XSAVES path, IA32_XSS lost bit 8 while the thread was out: XRSTORS of
+ * its area faults; IA32_XSS, read only then, says why, and the load is
+ * done with MSRs instead of counting as busy.
+ */
+static void xsaves_load_fallback(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	unsigned long flags;
+	unsigned int n;
+	bool loaded;
+
+	f->s.xsaves = true;
+	ipt_thread_switch_msrs(&f->s);
+	ipt_thread_area_init(&f->s, &f->t);
+	preempt_disable();
+	local_irq_save(flags);
+	arm(&f->t);
+	regs_xss &= ~XFEATURE_MASK_PT;
+	fail_xrstors = true;
+	nr_recs = 0;
+	loaded = ipt_thread_load(&f->t);
+	n = nr_recs;
+	if (loaded)
+		ipt_thread_unload(&f->t);
+	disarm(&f->t);
+	local_irq_restore(flags);
+	preempt_enable();
+
+	KUNIT_ASSERT_TRUE(test, loaded);
+	KUNIT_ASSERT_EQ(test, n, 6u);
+	EXPECT_REC(0, REC_XRSTORS, 0, 0);
+	EXPECT_REC(1, REC_RD, MSR_IA32_XSS, 0);
+	EXPECT_REC(2, REC_WR, MSR_IA32_RTIT_OUTPUT_BASE, 0x1234000);
+	EXPECT_REC(5, REC_WR, MSR_IA32_RTIT_CTL, CTL | RTIT_CTL_TRACEEN);
+	/* The unload used the MSR path too: no XSAVES. */
+	EXPECT_REC(6, REC_WR, MSR_IA32_RTIT_CTL, CTL);
+	KUNIT_EXPECT_EQ(test, f->t.th.busy, 0ULL);
+}
+
 /* The area a thread starts from: what XSAVES would have stored. */
 static void xsave_area_layout(struct kunit *test)
 {
@@ -367,10 +512,10 @@ static void xsave_area_layout(struct kunit *test)
 	/* The legacy area and the rest of the header stay zero. */
 	KUNIT_EXPECT_NULL(test, memchr_inv(a, 0, IPT_XSAVE_HDR_OFFSET));
 	KUNIT_EXPECT_NULL(test, memchr_inv(&hdr[2], 0, 48));
-	KUNIT_EXPECT_NULL(test, memchr_inv(&v[9], 0, IPT_XSAVE_PT_SIZE - 72));
+	KUNIT_EXPECT_NULL(test, memchr_inv(&v[9], 0, TEST_PT_SIZE - 72));
 
 	/* Without CR3 filtering or ranges the fields are zero. */
-	memset(a, 0, IPT_XSAVE_AREA_SIZE);
+	memset(a, 0, IPT_XSAVE_AREA_BYTES(TEST_PT_SIZE));
 	f->s.has_cr3 = false;
 	f->s.nr_ranges = 0;
 	ipt_thread_area_init(&f->s, &f->t);
@@ -384,6 +529,8 @@ static struct kunit_case thread_cases[] = {
 	KUNIT_CASE(msr_load_busy),
 	KUNIT_CASE(msr_load_filters),
 	KUNIT_CASE(xsaves_load_unload),
+	KUNIT_CASE(xsaves_unload_fallback),
+	KUNIT_CASE(xsaves_load_fallback),
 	KUNIT_CASE(xsave_area_layout),
 	{}
 };

@@ -31,7 +31,7 @@ struct ts_fixture {
 static void ts_trace(struct kunit *test, struct ts_fixture *f, unsigned int i)
 {
 	struct ipt_trace *t = &f->t[i];
-	size_t area = IPT_XSAVE_AREA_SIZE + IPT_XSAVE_ALIGN;
+	size_t area = IPT_XSAVE_AREA_BYTES(4096) + IPT_XSAVE_ALIGN;
 	u64 *table = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
 	u8 *out = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
 
