@@ -1167,6 +1167,62 @@ TEST_F(thr, xss_set_and_restored)
 	}
 }
 
+/*
+ * IA32_XSS loses bit 8 on a CPU while a traced thread is loaded there, as
+ * after KVM's VM exit or a resume (debugfs cpuN/clear_xss): XSAVES then
+ * saves nothing and leaves TraceEn set.  Every unload must still leave
+ * the unit off (ipt falls back to MSRs and counts it), and the trace
+ * keeps its data; at release nothing is left tracing.
+ */
+TEST_F_TIMEOUT(thr, xss_lost_under_a_thread, 120)
+{
+	char path[96];
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	struct worker w;
+	cpu_set_t set;
+	pthread_t th;
+	int cpu = nr_cpus() - 1;
+
+	cfg_thread(&c, 1, 1 * MIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	if (!want_xsaves(self->fd, variant->force_msr)) {
+		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+		SKIP(return, "not on the XSAVES path");
+	}
+	ASSERT_EQ(0, ipt_write_file(SWITCH_STATS, "0"));
+	memset(&w, 0, sizeof(w));
+	ASSERT_EQ(0, pthread_create(&th, NULL, spinner_fn, &w));
+	wait_ready(&w);
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	ASSERT_EQ(0, sched_setaffinity(w.tid, sizeof(set), &set));
+	ASSERT_EQ(0, attach(self->fd, w.tid, 0, NULL));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	msleep(50);
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/clear_xss", cpu);
+	ASSERT_EQ(0, ipt_write_file(path, "1"));
+	msleep(50);
+	/* The stop unloads the thread where it runs: with IA32_XSS bit 8 gone. */
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "ctl") & 1)
+		TH_LOG("TraceEn left on on CPU %d after the stop", cpu);
+	EXPECT_LE(1LL, switch_stat("fallbacks"));
+	TH_LOG("fallbacks %lld, XSAVES that saved nothing %llu",
+	       switch_stat("fallbacks"),
+	       (unsigned long long)ipt_sim_stat(cpu, "xsaves_empty"));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(0, ts.status & (IPT_TS_RUNNING | IPT_TS_ERROR));
+	EXPECT_LT(0ULL, ts.bytes_captured);
+	atomic_store(&w.quit, 1);
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "ctl") & 1);
+	EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "xss"));
+	/* An XRSTORS after the bit went faults, by design (then MSRs). */
+	self->gp = sim_sum("gp");
+}
+
 static int cpu_online_set(int cpu, int on)
 {
 	char path[64];
