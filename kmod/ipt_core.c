@@ -37,7 +37,9 @@ static struct ipt_device ipt_dev = {
  * @flags: IPT_IOCTL_LOCKED, IPT_IOCTL_CPUS, IPT_IOCTL_OUT
  * @pre: optional; checks of the argument and user memory beyond it, with
  *       no lock held; 0 or a negative errno (then nothing else runs)
- * @func: the command, under the locks @flags declare
+ * @func: the command, under the locks @flags declare; what it returns in
+ *        the argument is computed here, from state the locks keep (the
+ *        copy out happens after they are dropped)
  * @post: optional; with no lock held, after @func whatever it returned
  *        (when @pre succeeded): user memory beyond the argument, freeing
  *        what @pre or @func left in the call; returns the result

@@ -962,6 +962,11 @@ long ipt_ioctl_attach(struct ipt_ioctl_call *c)
 	raw_spin_unlock_irq(&ipt_thread_lock);
 	if (t && s->tracing)
 		ipt_thread_kick(s);
+	/*
+	 * The index is taken here, under the device lock: a RELEASE or
+	 * CONFIGURE on this file frees or replaces @s->traces only under it,
+	 * and ipt_ioctl() copies this kernel copy out after dropping it.
+	 */
 	if (t)
 		a->trace = t - s->traces;
 	return ret;

@@ -591,6 +591,133 @@ TEST_F(abi, module_references)
 #undef REFCNT
 }
 
+/* ---- ATTACH against RELEASE and CONFIGURE on one file -------------------- */
+
+#define RACE_ATTACHERS	4	/* threads that call ATTACH */
+#define RACE_IDLE	2	/* threads that only exist, to be attached */
+#define RACE_TIDS	(RACE_ATTACHERS + RACE_IDLE)
+#define RACE_ROUNDS	400	/* RELEASE + CONFIGURE rounds */
+#define RACE_MAX	4	/* the sessions' max_threads: 1 .. RACE_MAX */
+
+struct attach_race {
+	int fd;
+	int idle_pipe[2];		/* idle threads read until EOF */
+	pid_t tids[RACE_TIDS];
+	atomic_int next_tid;		/* the next free slot of @tids */
+	atomic_int nr_tids;		/* slots written */
+	atomic_int done;		/* the configuring thread's rounds are over */
+	atomic_uint attached;		/* ATTACHes that succeeded */
+	atomic_uint refused;		/* EINVAL (IDLE), EEXIST, ENOSPC */
+	atomic_uint bad_index;		/* succeeded with trace >= RACE_MAX */
+	atomic_uint bad_errno;		/* failed with another errno */
+	atomic_uint first_bad;		/* the first bad index or -errno */
+};
+
+static void race_add_tid(struct attach_race *r)
+{
+	r->tids[atomic_fetch_add(&r->next_tid, 1)] = gettid_();
+	atomic_fetch_add(&r->nr_tids, 1);
+}
+
+static void *race_idle_fn(void *arg)
+{
+	struct attach_race *r = arg;
+	char c;
+
+	race_add_tid(r);
+	while (read(r->idle_pipe[0], &c, 1) > 0)
+		;
+	return NULL;
+}
+
+static void race_bad(struct attach_race *r, atomic_uint *count, uint32_t v)
+{
+	unsigned int zero = 0;
+
+	if (!atomic_fetch_add(count, 1))
+		atomic_compare_exchange_strong(&r->first_bad, &zero, v);
+}
+
+/* ATTACH the threads in turn until the configuring thread is done. */
+static void *race_attach_fn(void *arg)
+{
+	struct attach_race *r = arg;
+	unsigned int i;
+
+	race_add_tid(r);
+	while (atomic_load(&r->nr_tids) < RACE_TIDS)
+		sched_yield();
+	for (i = 0; !atomic_load(&r->done); i++) {
+		uint32_t trace = ~0U;
+		int ret = attach(r->fd, r->tids[i % RACE_TIDS], 0, &trace);
+
+		if (!ret && trace < RACE_MAX)
+			atomic_fetch_add(&r->attached, 1);
+		else if (!ret)
+			race_bad(r, &r->bad_index, trace);
+		else if (ret == -EINVAL || ret == -EEXIST || ret == -ENOSPC)
+			atomic_fetch_add(&r->refused, 1);
+		else
+			race_bad(r, &r->bad_errno, ret);
+	}
+	return NULL;
+}
+
+/*
+ * Issue 16: ATTACH, RELEASE and CONFIGURE on one file from several threads.
+ * The index ATTACH returns must come from the session it attached to, so
+ * it is always below the largest max_threads configured: never a
+ * difference of two heap addresses (the index computed after RELEASE freed
+ * the traces, or CONFIGURE allocated new ones).  max_threads varies so
+ * that consecutive sessions' traces come from different slab caches.
+ * Bounded by RACE_ROUNDS, not by time; a race it cannot provoke passes.
+ */
+TEST_F_TIMEOUT(abi, attach_races_release_and_configure, 300)
+{
+	pthread_t idle[RACE_IDLE], att[RACE_ATTACHERS];
+	struct attach_race r = { .fd = self->fd };
+	unsigned int round, i;
+	struct ipt_config c;
+	int ret;
+
+	ASSERT_EQ(0, pipe(r.idle_pipe));
+	for (i = 0; i < RACE_IDLE; i++)
+		ASSERT_EQ(0, pthread_create(&idle[i], NULL, race_idle_fn, &r));
+	for (i = 0; i < RACE_ATTACHERS; i++)
+		ASSERT_EQ(0, pthread_create(&att[i], NULL, race_attach_fn, &r));
+	while (atomic_load(&r.nr_tids) < RACE_TIDS)
+		sched_yield();
+
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		ret = ipt_cmd(self->fd, IPT_IOC_RELEASE);
+		if (ret && !(ret == -EINVAL && round == 0))
+			break;
+		cfg_thread(&c, 1 + round % RACE_MAX, 4 * KIB);
+		ret = ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c);
+		if (ret)
+			break;
+	}
+	atomic_store(&r.done, 1);
+	for (i = 0; i < RACE_ATTACHERS; i++)
+		pthread_join(att[i], NULL);
+	close(r.idle_pipe[1]);
+	for (i = 0; i < RACE_IDLE; i++)
+		pthread_join(idle[i], NULL);
+	close(r.idle_pipe[0]);
+
+	TH_LOG("%u rounds: %u attached, %u refused, %u bad indexes, %u bad errnos (first bad %#x)",
+	       round, atomic_load(&r.attached), atomic_load(&r.refused),
+	       atomic_load(&r.bad_index), atomic_load(&r.bad_errno),
+	       atomic_load(&r.first_bad));
+	EXPECT_EQ(0, ret);
+	EXPECT_EQ(RACE_ROUNDS, round);
+	EXPECT_EQ(0U, atomic_load(&r.bad_index));
+	EXPECT_EQ(0U, atomic_load(&r.bad_errno));
+	/* Not vacuous: threads were attached. */
+	EXPECT_LT(0U, atomic_load(&r.attached));
+	ipt_cmd(self->fd, IPT_IOC_RELEASE);
+}
+
 /* ---- tracing, on both switching paths ------------------------------------ */
 
 FIXTURE(thr) {
