@@ -606,6 +606,7 @@ struct attach_race {
 	atomic_int next_tid;		/* the next free slot of @tids */
 	atomic_int nr_tids;		/* slots written */
 	atomic_int done;		/* the configuring thread's rounds are over */
+	atomic_int stopped;		/* attaching threads out of their loop */
 	atomic_uint attached;		/* ATTACHes that succeeded */
 	atomic_uint refused;		/* EINVAL (IDLE), EEXIST, ENOSPC */
 	atomic_uint bad_index;		/* succeeded with trace >= RACE_MAX */
@@ -660,6 +661,10 @@ static void *race_attach_fn(void *arg)
 		else
 			race_bad(r, &r->bad_errno, ret);
 	}
+	/* No thread ends while another may still attach it (ESRCH). */
+	atomic_fetch_add(&r->stopped, 1);
+	while (atomic_load(&r->stopped) < RACE_ATTACHERS)
+		sched_yield();
 	return NULL;
 }
 
