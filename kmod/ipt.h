@@ -210,6 +210,8 @@ void ipt_cpus_read_unlock(void);
  *        only (user memory beyond @arg)
  * @data: what a pre or the locked handler hands on (freed by post)
  * @data_len: a length that goes with @data
+ * @privileged: the caller has CAP_PERFMON or CAP_SYS_ADMIN, as a pre
+ *              handler found (set by the pre handlers that ask)
  *
  * Locking: private to one call.
  */
@@ -219,6 +221,7 @@ struct ipt_ioctl_call {
 	void __user *uarg;
 	void *data;
 	u32 data_len;
+	bool privileged;
 };
 
 /* ipt_session.c */

@@ -31,15 +31,20 @@ struct ipt_mode_ops;
  * @missed: threads it created that found no free trace
  * @switches: times its state was loaded onto a CPU
  * @busy: times a load found the unit enabled by someone else
+ * @privileged: attached by a caller with CAP_PERFMON or CAP_SYS_ADMIN (or
+ *              inherited from such a thread): in a privileged session it
+ *              stays traced when it execs an image that is not
+ *              user-dumpable
  * @seq: makes @base, @mask, @status, @pmis_at_stop and @running of the
  *       trace readable as one snapshot by IPT_IOC_GET_TRACE
  * @xsave: the XSAVES area (IPT_XSAVE_ALIGN aligned), on the XSAVES path
  * @xsave_mem: the allocation @xsave is in
  *
- * Locking: @flags, @missed and @node under ipt_thread_lock (a raw
- * spinlock, also taken by the scheduler hooks).  @switches, @busy, @xsave
- * and the trace's saved registers are written only by the CPU the thread
- * is loaded on or being loaded on, with interrupts off, inside @seq.
+ * Locking: @flags, @missed, @privileged and @node under ipt_thread_lock
+ * (a raw spinlock, also taken by the scheduler hooks); @privileged is
+ * set before the trace is published and not changed.  @switches, @busy,
+ * @xsave and the trace's saved registers are written only by the CPU the
+ * thread is loaded on or being loaded on, with interrupts off, inside @seq.
  */
 struct ipt_thread {
 	struct hlist_node node;
@@ -50,6 +55,7 @@ struct ipt_thread {
 	u32 missed;
 	u64 switches;
 	u64 busy;
+	bool privileged;
 	seqcount_t seq;
 	void *xsave;
 	void *xsave_mem;

@@ -19,8 +19,10 @@
  *    a thread traced with IPT_ATTACH_INHERIT hands one of the session's
  *    free traces to the new thread, so it is traced from its first
  *    instruction.
- *  - sched_process_exec: a thread of an unprivileged session that execs a
- *    program gaining privilege (setuid, file capabilities) is detached.
+ *  - sched_process_exec: a thread that execs an image its owner may not
+ *    inspect (not user-dumpable: setuid, setgid, not readable; or
+ *    AT_SECURE) is detached, unless both the session and the thread's
+ *    attach were privileged (ipt_thread_may_follow()).
  *
  * Documentation/design.rst ("Per-thread mode") describes what runs where
  * and under which lock; the per-switch cost is measured there.
@@ -41,6 +43,7 @@
 #include <linux/pid_namespace.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/coredump.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/seq_file.h>
@@ -372,12 +375,13 @@ static bool ipt_thread_live(const struct ipt_trace *t)
 }
 
 /*
- * Hand the next free trace to @task.  Context: ipt_thread_lock held;
- * @s has a free trace.
+ * Hand the next free trace to @task; @privileged: the attach (or the one
+ * it inherits from) was privileged.  Context: ipt_thread_lock held; @s
+ * has a free trace.
  */
 static struct ipt_trace *ipt_thread_bind(struct ipt_session *s,
 					 struct task_struct *task, u32 parent,
-					 u32 flags)
+					 u32 flags, bool privileged)
 {
 	struct ipt_trace *t = &s->traces[s->nr_used];
 
@@ -387,6 +391,7 @@ static struct ipt_trace *ipt_thread_bind(struct ipt_session *s,
 	t->th.tid = task_pid_nr_ns(task, s->pid_ns);
 	t->th.parent = parent;
 	t->th.flags = flags;
+	t->th.privileged = privileged;
 	hash_add_rcu(ipt_thread_hash, &t->th.node, (unsigned long)task);
 	/* The trace's fields before the count that publishes it. */
 	smp_store_release(&s->nr_used, s->nr_used + 1);
@@ -400,6 +405,35 @@ static void ipt_thread_unhash(struct ipt_trace *t, u32 why)
 	t->th.flags |= why;
 	if (!hlist_unhashed(&t->th.node))
 		hash_del_rcu(&t->th.node);
+}
+
+/* ---- who may be traced ------------------------------------------------- */
+
+/*
+ * Whether @task's owner may inspect it without privilege: its memory is
+ * user-dumpable, the test ptrace makes (task_still_dumpable(),
+ * kernel/ptrace.c:285-297) and perf applies at exec (fs/exec.c:1418-1425).
+ * Not a task without memory.  Context: @task is current, or a new child
+ * that has not run yet.
+ */
+static bool ipt_task_user_dumpable(struct task_struct *task)
+{
+	struct mm_struct *mm = READ_ONCE(task->mm);
+
+	return mm && get_dumpable(mm) == SUID_DUMP_USER;
+}
+
+/*
+ * Whether trace @t may follow its thread into an image (exec) or a child
+ * (inherit) that is not user-dumpable: only when the session was
+ * configured, and the thread attached, by callers with CAP_PERFMON or
+ * CAP_SYS_ADMIN.  Whoever holds the file reads the trace, and either
+ * caller may have handed it on.  Context: RCU sched read side.
+ */
+static bool ipt_thread_may_follow(const struct ipt_session *s,
+				  const struct ipt_trace *t)
+{
+	return s->privileged && READ_ONCE(t->th.privileged);
 }
 
 /* ---- scheduler hooks --------------------------------------------------- */
@@ -448,19 +482,25 @@ static void ipt_probe_fork(void *data, struct task_struct *parent,
 	raw_spin_lock_irqsave(&ipt_thread_lock, flags);
 	if (!ipt_thread_live(pt))
 		goto out;
+	/* A child its owner may not inspect is not traced (see exec). */
+	if (!ipt_thread_may_follow(s, pt) && !ipt_task_user_dumpable(child))
+		goto out;
 	if (s->nr_used == s->nr_traces) {
 		pt->th.missed++;
 		goto out;
 	}
 	ipt_thread_bind(s, child, pt - s->traces,
-			IPT_TS_INHERITED | IPT_TS_INHERIT);
+			IPT_TS_INHERITED | IPT_TS_INHERIT, pt->th.privileged);
 out:
 	raw_spin_unlock_irqrestore(&ipt_thread_lock, flags);
 }
 
 /*
- * An unprivileged session must not see a program that gains privilege
- * (what ptrace forbids as well): such an exec detaches the thread.
+ * A program its owner may not inspect (not user-dumpable, or AT_SECURE)
+ * is not traced: the exec detaches the thread, before the new image runs
+ * (what perf does at fs/exec.c:1418-1425), unless ipt_thread_may_follow().
+ * Dumpability and credentials of the new image are final here: the
+ * tracepoint fires after begin_new_exec() (fs/exec.c:1840).
  */
 static void ipt_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
 			   struct linux_binprm *bprm)
@@ -470,10 +510,11 @@ static void ipt_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
 	unsigned long flags;
 
 	s = rcu_dereference_sched(ipt_thread_session);
-	if (!s || !bprm->secureexec || s->privileged)
+	if (!s)
 		return;
 	t = ipt_thread_find(p);
-	if (!t)
+	if (!t || ipt_thread_may_follow(s, t) ||
+	    (!bprm->secureexec && ipt_task_user_dumpable(p)))
 		return;
 	local_irq_save(flags);
 	if (this_cpu_read(ipt_thread_loaded) == t)
@@ -895,7 +936,8 @@ static struct task_struct *ipt_thread_get_task(u32 tid)
  *     ipt_ioctl_attach_post() drops
  *
  * Checks the argument, that the answer can be delivered (before anything
- * changes), and that the caller may trace the thread.
+ * changes), and that the caller may trace the thread; notes the caller's
+ * privilege in @c->privileged.
  *
  * Context: process context, no lock held.
  * Return: 0; -EINVAL (bad argument, a kernel thread), -EFAULT, -ESRCH (no
@@ -916,8 +958,9 @@ int ipt_ioctl_attach_pre(struct ipt_ioctl_call *c)
 	task = ipt_thread_get_task(a->tid);
 	if (!task)
 		return -ESRCH;
+	c->privileged = perfmon_capable();
 	if ((task->flags & PF_KTHREAD) ||
-	    (!same_thread_group(task, current) && !perfmon_capable())) {
+	    (!same_thread_group(task, current) && !c->privileged)) {
 		int ret = task->flags & PF_KTHREAD ? -EINVAL : -EPERM;
 
 		put_task_struct(task);
@@ -932,9 +975,13 @@ int ipt_ioctl_attach_pre(struct ipt_ioctl_call *c)
  * @c: the call, checked by ipt_ioctl_attach_pre(); on success the
  *     argument's trace is the index of the thread's trace
  *
+ * A session that traces the kernel takes threads only from a caller with
+ * CAP_PERFMON or CAP_SYS_ADMIN, whoever configured it.
+ *
  * Context: process context; cpus read lock and device lock held.
- * Return: 0; -EINVAL (not a per-thread session), -ESRCH (the thread is
- * exiting), -EEXIST (already traced), -ENOSPC (every trace used).
+ * Return: 0; -EINVAL (not a per-thread session), -EPERM (the session
+ * traces the kernel and the caller is not privileged), -ESRCH (the thread
+ * is exiting), -EEXIST (already traced), -ENOSPC (every trace used).
  */
 long ipt_ioctl_attach(struct ipt_ioctl_call *c)
 {
@@ -948,6 +995,8 @@ long ipt_ioctl_attach(struct ipt_ioctl_call *c)
 	lockdep_assert_held(&s->idev->lock);
 	if (s->state == IPT_STATE_IDLE || s->mode != IPT_MODE_THREAD)
 		return -EINVAL;
+	if ((s->hwcfg.ctl & RTIT_CTL_OS) && !c->privileged)
+		return -EPERM;
 	raw_spin_lock_irq(&ipt_thread_lock);
 	if (task->flags & PF_EXITING)
 		ret = -ESRCH;
@@ -958,7 +1007,7 @@ long ipt_ioctl_attach(struct ipt_ioctl_call *c)
 	else
 		t = ipt_thread_bind(s, task, IPT_TRACE_NONE,
 				    (a->flags & IPT_ATTACH_INHERIT) ?
-				    IPT_TS_INHERIT : 0);
+				    IPT_TS_INHERIT : 0, c->privileged);
 	raw_spin_unlock_irq(&ipt_thread_lock);
 	if (t && s->tracing)
 		ipt_thread_kick(s);

@@ -389,7 +389,8 @@ struct ipt_trace_state {
  * @size: the caller's sizeof(struct ipt_attach)
  * @flags: IPT_ATTACH_*
  * @tid: the thread, in the caller's pid namespace; 0 for the calling thread.
- *        Threads of other processes need CAP_PERFMON or CAP_SYS_ADMIN.
+ *        Threads of other processes, and any thread of a session that
+ *        traces the kernel, need CAP_PERFMON or CAP_SYS_ADMIN.
  * @trace: out: the index of its trace (IPT_IOC_GET_TRACE, mmap)
  * @reserved: must be 0
  */

@@ -22,7 +22,11 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <grp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -102,6 +106,34 @@ static int detach(int fd, uint32_t trace)
 	struct ipt_detach d = { .size = sizeof(d), .trace = trace };
 
 	return ipt_ioctl(fd, IPT_IOC_DETACH, &d);
+}
+
+/*
+ * Wait until task @pid sleeps (state S or D in /proc/PID/stat), so that it
+ * has been switched out; at most 10 s.  Returns whether it does.
+ */
+static bool wait_sleeping(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	int i, fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	for (i = 0; i < 1000; i++) {
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			return false;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			p = strrchr(buf, ')');
+			if (p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D'))
+				return true;
+		}
+		msleep(10);
+	}
+	return false;
 }
 
 static uint64_t sim_bytes_all(void)
@@ -539,6 +571,297 @@ TEST_F(abi, unprivileged_callers)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
+/* ---- what an unprivileged user may trace ---------------------------------- */
+
+/* The unprivileged user the tests below become (nobody on Debian). */
+#define TEST_UID	65534
+#define EXEC_HELPER_ENV	"IPT_THREAD_TEST_EXEC_HELPER"
+
+/*
+ * This program, exec'd by exec_as_user() as a setuid or execute-only copy
+ * with EXEC_HELPER_ENV="R W": it says it runs (a byte to fd W), waits to be
+ * let go (a byte from fd R), spins for what would be plenty of trace, and
+ * exits; the tests never start.
+ */
+__attribute__((constructor)) static void exec_helper(void)
+{
+	const char *env = getenv(EXEC_HELPER_ENV);
+	int rfd, wfd;
+	char ch;
+
+	if (!env)
+		return;
+	if (sscanf(env, "%d %d", &rfd, &wfd) != 2 ||
+	    write(wfd, "x", 1) != 1 || read(rfd, &ch, 1) != 1)
+		_exit(30);
+	spin_us(200000);
+	_exit(0);
+}
+
+/* Drop to TEST_UID / TEST_UID, no supplementary groups, no capabilities. */
+static int become_user(void)
+{
+	if (setgroups(0, NULL) || setresgid(TEST_UID, TEST_UID, TEST_UID) ||
+	    setresuid(TEST_UID, TEST_UID, TEST_UID))
+		return -errno;
+	return 0;
+}
+
+/* A copy of this program at @path, root's, with @mode. */
+static int copy_self(const char *path, mode_t mode)
+{
+	char buf[65536];
+	int in, out, ret = 0;
+	ssize_t n;
+
+	in = open("/proc/self/exe", O_RDONLY);
+	out = open(path, O_WRONLY | O_CREAT | O_EXCL, 0700);
+	if (in < 0 || out < 0)
+		ret = -1;
+	while (!ret && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			ret = -1;
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out))
+		ret = -1;
+	/* chmod after the writes: a write clears S_ISUID. */
+	if (!ret && (chown(path, 0, 0) || chmod(path, mode)))
+		ret = -1;
+	return ret;
+}
+
+/*
+ * A child drops to TEST_UID, configures @fd's session itself when
+ * @user_configures (else root has), attaches itself, runs a little and
+ * execs @path.  Once the new image runs, its trace must say DETACHED, and
+ * while it spins its bytes must not change; *@before gets the bytes from
+ * before the exec.  Returns 0 or the line (or 1000 + the child's status)
+ * that failed; the session is released.
+ */
+static int exec_as_user(int fd, const char *path, bool user_configures,
+			struct ipt_trace_state *ts, uint64_t *before)
+{
+	int ready[2], go[2], up[2], go2[2], status, i, ret = 0;
+	uint64_t after_exec;
+	struct ipt_config c;
+	pid_t child;
+	char ch;
+
+	cfg_thread(&c, 1, 1 * MIB);
+	if (!user_configures && (ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c) ||
+				 ipt_cmd(fd, IPT_IOC_START)))
+		return __LINE__;
+	if (pipe(ready) || pipe(go) || pipe(up) || pipe(go2))
+		return __LINE__;
+	child = fork();
+	if (child < 0)
+		return __LINE__;
+	if (child == 0) {
+		char env[32];
+
+		if (become_user())
+			_exit(10);
+		if (user_configures && (ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c) ||
+					ipt_cmd(fd, IPT_IOC_START)))
+			_exit(11);
+		if (attach(fd, 0, 0, NULL))
+			_exit(12);
+		spin_us(20000);
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &ch, 1) != 1)
+			_exit(13);
+		snprintf(env, sizeof(env), "%d %d", go2[0], up[1]);
+		setenv(EXEC_HELPER_ENV, env, 1);
+		execl(path, path, NULL);
+		_exit(14);
+	}
+	/* The child's ends: a child that dies makes the reads below fail. */
+	close(ready[1]);
+	close(up[1]);
+	if (read(ready[0], &ch, 1) != 1 || !wait_sleeping(child)) {
+		ret = __LINE__;
+		goto out_kill;
+	}
+	/* Blocked in read(go), its state saved: bytes from before the exec. */
+	for (i = 0; i < 500; i++) {
+		if (ipt_state(fd, 0, ts)) {
+			ret = __LINE__;
+			goto out_kill;
+		}
+		if (ts->bytes_captured)
+			break;
+		msleep(10);
+	}
+	*before = ts->bytes_captured;
+	if (!*before || (ts->status & IPT_TS_DETACHED) ||
+	    write(go[1], "g", 1) != 1) {
+		ret = __LINE__;
+		goto out_kill;
+	}
+	/* The new image runs: detached by now, and no bytes from here on. */
+	if (read(up[0], &ch, 1) != 1 || ipt_state(fd, 0, ts)) {
+		ret = __LINE__;
+		goto out_kill;
+	}
+	after_exec = ts->bytes_captured;
+	if (!(ts->status & IPT_TS_DETACHED)) {
+		ret = __LINE__;
+		goto out_kill;
+	}
+	if (write(go2[1], "g", 1) != 1) {
+		ret = __LINE__;
+		goto out_kill;
+	}
+	if (waitpid(child, &status, 0) != child)
+		ret = __LINE__;
+	else if (!WIFEXITED(status) || WEXITSTATUS(status))
+		ret = 1000 + status;
+	else if (ipt_state(fd, 0, ts) || ts->bytes_captured != after_exec ||
+		 ts->status != (IPT_TS_THREAD | IPT_TS_DETACHED))
+		ret = __LINE__;
+	goto out;
+
+out_kill:
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+out:
+	ipt_cmd(fd, IPT_IOC_STOP);
+	ipt_cmd(fd, IPT_IOC_RELEASE);
+	close(ready[0]);
+	close(up[0]);
+	for (i = 0; i < 2; i++) {
+		close(go[i]);
+		close(go2[i]);
+	}
+	return ret;
+}
+
+/*
+ * A thread that execs a program its owner may not inspect - setuid root
+ * (04755) or execute-only (0111), so not user-dumpable - ends DETACHED with
+ * no bytes after the exec: in a session an unprivileged user configured,
+ * and in one root configured and handed on (the thread's attach was not
+ * privileged).
+ */
+TEST_F_TIMEOUT(abi, exec_of_what_the_user_may_not_read_detaches, 120)
+{
+	static const struct { const char *name; mode_t mode; } bins[] = {
+		{ "setuid", 04755 }, { "xonly", 0111 },
+	};
+	char dir[] = "/tmp/ipt-thread-test.XXXXXX", path[64];
+	struct ipt_trace_state ts = { 0 };
+	struct statvfs sv;
+	unsigned int b, u;
+	uint64_t before = 0;
+	int ret;
+
+	if (geteuid())
+		SKIP(return, "needs root to make the setuid copy");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	ASSERT_EQ(0, statvfs(dir, &sv));
+	if (sv.f_flag & ST_NOSUID) {
+		rmdir(dir);
+		SKIP(return, "%s is mounted nosuid", dir);
+	}
+	for (b = 0; b < 2; b++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, bins[b].name);
+		ASSERT_EQ(0, copy_self(path, bins[b].mode));
+		for (u = 0; u < 2; u++) {
+			ret = exec_as_user(self->fd, path, u, &ts, &before);
+			EXPECT_EQ(0, ret) TH_LOG("%s (%04o), session configured by %s: status %#llx, %llu bytes before the exec, %llu at the end",
+						 bins[b].name, bins[b].mode,
+						 u ? "the user" : "root",
+						 (unsigned long long)ts.status,
+						 (unsigned long long)before,
+						 (unsigned long long)ts.bytes_captured);
+		}
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+/*
+ * Kernel tracing needs the privilege at ATTACH too: a root-configured
+ * session that traces the kernel takes no thread of an unprivileged holder
+ * of the file (EPERM, nothing attached); one that does not, does.
+ */
+TEST_F(abi, unprivileged_attach_to_kernel_session)
+{
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	int status, k;
+
+	for (k = 1; k >= 0; k--) {
+		pid_t pid;
+
+		cfg_thread(&c, 2, 64 * KIB);
+		if (k)
+			c.trace_flags |= IPT_TRACE_KERNEL;
+		ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			if (become_user())
+				_exit(10);
+			_exit(attach(self->fd, 0, 0, NULL) == (k ? -EPERM : 0) ?
+			      0 : 11);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("kernel tracing %d", k);
+		if (k) {
+			EXPECT_EQ(-ENOENT, ipt_state(self->fd, 0, &ts));
+			/* Root's own threads are welcome. */
+			EXPECT_EQ(0, attach(self->fd, 0, 0, NULL));
+		} else {
+			EXPECT_EQ(0, ipt_state(self->fd, 0, &ts));
+		}
+		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	}
+}
+
+/*
+ * Inheritance checks the child: an unprivileged thread that made itself
+ * non-dumpable (PR_SET_DUMPABLE 0) hands no trace to its new threads or
+ * children, which are not counted as missed either.
+ */
+TEST_F(abi, no_inherit_into_non_dumpable)
+{
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	int status;
+	pid_t pid;
+
+	cfg_thread(&c, 2, 64 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		pid_t gc;
+
+		if (become_user())
+			_exit(10);
+		if (attach(self->fd, 0, IPT_ATTACH_INHERIT, NULL))
+			_exit(11);
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+			_exit(12);
+		gc = fork();
+		if (gc < 0)
+			_exit(13);
+		if (gc == 0)
+			_exit(0);
+		_exit(waitpid(gc, &status, 0) == gc ? 0 : 14);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(0U, ts.missed);
+	EXPECT_EQ(-ENOENT, ipt_state(self->fd, 1, &ts));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
 /* Per-CPU and per-thread sessions exclude each other, either way round. */
 TEST_F(abi, one_mode_at_a_time)
 {
@@ -948,34 +1271,6 @@ static int wait_exited(int fd, uint32_t t, struct ipt_trace_state *ts)
 		msleep(10);
 	}
 	return ret;
-}
-
-/*
- * Wait until task @pid sleeps (state S or D in /proc/PID/stat), so that it
- * has been switched out; at most 10 s.  Returns whether it does.
- */
-static bool wait_sleeping(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	int i, fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	for (i = 0; i < 1000; i++) {
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			return false;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n > 0) {
-			buf[n] = '\0';
-			p = strrchr(buf, ')');
-			if (p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D'))
-				return true;
-		}
-		msleep(10);
-	}
-	return false;
 }
 
 /* A thread that does not run gets no bytes; once it runs, it does. */
