@@ -18,6 +18,7 @@
 #include <Zydis/Zydis.h>
 
 #include "decode.h"
+#include "step.h"
 
 static char *xstrdup(const char *s)
 {
@@ -860,204 +861,6 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 	return n;
 }
 
-static struct dec_item *push(struct dec_segment *s, enum dec_item_kind k)
-{
-	struct dec_item *it;
-
-	if (s->nr == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 256;
-		s->items = xrealloc(s->items, s->cap * sizeof(*s->items));
-	}
-	it = &s->items[s->nr++];
-	memset(it, 0, sizeof(*it));
-	it->kind = (uint8_t)k;
-	return it;
-}
-
-/* A decoder of either kind behind one interface. */
-struct anydec {
-	bool insn;
-	struct pt_block_decoder *blk;
-	struct pt_insn_decoder *ins;
-};
-
-static int ad_sync_set(struct anydec *d, uint64_t off)
-{
-	return d->insn ? pt_insn_sync_set(d->ins, off) : pt_blk_sync_set(d->blk, off);
-}
-
-static int ad_sync_forward(struct anydec *d)
-{
-	return d->insn ? pt_insn_sync_forward(d->ins) : pt_blk_sync_forward(d->blk);
-}
-
-static uint64_t ad_offset(struct anydec *d)
-{
-	uint64_t off = 0;
-
-	if (d->insn)
-		pt_insn_get_offset(d->ins, &off);
-	else
-		pt_blk_get_offset(d->blk, &off);
-	return off;
-}
-
-static uint64_t ad_sync_offset(struct anydec *d)
-{
-	uint64_t off = 0;
-
-	if (d->insn)
-		pt_insn_get_sync_offset(d->ins, &off);
-	else
-		pt_blk_get_sync_offset(d->blk, &off);
-	return off;
-}
-
-static uint64_t ad_time(struct anydec *d)
-{
-	uint64_t tsc = 0;
-	uint32_t lm, lc;
-
-	if ((d->insn ? pt_insn_time(d->ins, &tsc, &lm, &lc) : pt_blk_time(d->blk, &tsc, &lm, &lc)) < 0)
-		return 0;
-	return tsc;
-}
-
-static int ad_event(struct anydec *d, struct pt_event *ev)
-{
-	return d->insn ? pt_insn_event(d->ins, ev, sizeof(*ev)) : pt_blk_event(d->blk, ev, sizeof(*ev));
-}
-
-static struct pt_image *ad_image(struct anydec *d)
-{
-	return d->insn ? pt_insn_get_image(d->ins) : pt_blk_get_image(d->blk);
-}
-
-static void gap(struct dec_trace_result *r, struct dec_segment *s, enum dec_gap g, int code,
-		uint64_t off, uint64_t ip, uint64_t tsc, uint64_t skipped)
-{
-	struct dec_item *it = push(s, DI_GAP);
-
-	it->gap = (uint8_t)g;
-	it->code = code;
-	it->off = off;
-	it->ip = ip;
-	it->tsc = tsc;
-	it->skipped = skipped;
-	(void)r;
-}
-
-/*
- * Find instruction @want inside block @b: the index of its last
- * occurrence, or -1; @prev_size: the size of the instruction before it.
- * (A block that runs through calls and jumps can hold an address twice.)
- */
-struct find_ctx {
-	uint64_t want;
-	long idx, n;
-	unsigned int prev_size, cur_size;
-};
-
-static void find_cb(void *arg, uint64_t ip, unsigned int size, bool last, const struct dec_item *b)
-{
-	struct find_ctx *f = arg;
-
-	(void)last;
-	(void)b;
-	if (ip == f->want) {
-		f->idx = f->n;
-		f->prev_size = f->cur_size;
-	}
-	f->n++;
-	f->cur_size = size;
-}
-
-/*
- * The segment was decoded up to the end of its bytes, which lets the
- * decoder run on through straight-line code past the point where the next
- * PSB was written: execution was at @s->cut_ip then, and the next segment
- * starts there.  Drop what follows the last occurrence of @s->cut_ip among
- * the @n blocks @blk[0..@n) that came last (the newest last), and return
- * how many blocks are left, or @n when nothing is to be dropped; *@dropped
- * is the number of instructions dropped.  @blk[@ret - 1] may be shortened.
- */
-static size_t trim_blocks(struct dec_ctx *c, uint64_t cut_ip, struct dec_item *blk, size_t n,
-			  uint64_t *dropped)
-{
-	size_t i, k;
-
-	*dropped = 0;
-	if (!cut_ip)
-		return n;
-	for (i = n; i-- > 0;) {
-		struct dec_item *it = &blk[i];
-		struct find_ctx f = { .want = cut_ip, .idx = -1 };
-
-		/* a block through calls and jumps is not one address range */
-		if (!c->count_only && (cut_ip < it->ip || cut_ip > it->end_ip))
-			continue;
-		if (c->count_only || cut_ip != it->ip) {
-			dec_walk_block(c, it, find_cb, &f);
-			if (f.idx < 0)
-				continue;
-		} else {
-			f.idx = 0;
-		}
-		for (k = i + 1; k < n; k++)
-			*dropped += blk[k].ninsn;
-		if (!f.idx) {
-			*dropped += it->ninsn;
-			return i;
-		}
-		*dropped += it->ninsn - (uint32_t)f.idx;
-		it->ninsn = (uint32_t)f.idx;
-		it->end_ip = cut_ip - f.prev_size;
-		it->last_size = (uint8_t)f.prev_size;
-		it->iclass = ptic_other;
-		return i + 1;
-	}
-	return n;
-}
-
-/*
- * The blocks since the last event or error.  The overrun trim_blocks()
- * drops is straight-line code after the last packet, so it has no event
- * or error in it; one after the blocks means the decoder stopped before
- * reaching the cut (an overflow, an error): then nothing is dropped.  In
- * count_only mode, only the newest DEC_TAIL - 1 blocks are kept (the
- * ring's other slot is where libipt writes the next one, which may turn out
- * to be empty): the overrun is the one or two blocks libipt decoded after
- * the last packet.
- */
-#define DEC_TAIL 64
-#define TAIL_KEEP (DEC_TAIL - 1)
-
-struct seg_count {
-	uint64_t insns;			/* count_only: in every block so far */
-	size_t nr_seen;			/* @s->nr after the newest block */
-	bool have_block;		/* a block came after every other item */
-	uint64_t last_end_ip;		/* the newest block's last instruction */
-	struct pt_block tail[DEC_TAIL];	/* count_only: ring of the newest blocks */
-	size_t ntail;			/* blocks put in @tail since the last other item */
-	long tail_pid[DEC_TAIL];	/* profile_only: whose code, and when */
-	uint64_t tail_time[DEC_TAIL];	/* (dec_prof_block) */
-	/*
-	 * Images picked by time (switch_process): per CPU, this CPU's
-	 * timeline (@sch); per thread, the trace's process (@pid).
-	 */
-	bool switching;
-	const struct dec_sched *sch;
-	long pid;
-	long cur_pid;			/* whose image the decoder has (-1: none yet) */
-	uint64_t cur_key;		/* and which (switch_process) */
-	uint64_t cur_time;		/* the perf time its mappings are of (0: the end) */
-	struct {
-		uint64_t key;
-		struct pt_image *img;
-	} pimg[16];
-	size_t npimg;
-};
-
 /*
  * The image section cache this thread's decoders take their sections from:
  * the capture's (c->iscache), or the worker's own copy of it (same files in
@@ -1070,12 +873,6 @@ struct seg_count {
  * that stays under DEC_OWN_ISCACHE_MAX.
  */
 #define DEC_OWN_ISCACHE_MAX (256ULL << 20)
-static _Thread_local struct pt_image_section_cache *own_iscache;
-
-static struct pt_image_section_cache *seg_iscache(const struct dec_ctx *c)
-{
-	return own_iscache ? own_iscache : c->iscache;
-}
 
 /* A copy of @c's section cache with the same isids, or NULL. */
 static struct pt_image_section_cache *iscache_copy(const struct dec_ctx *c)
@@ -1106,501 +903,95 @@ static bool own_iscaches_fit(const struct dec_ctx *c, unsigned int jobs)
 	return jobs > 1 && code * 4 * jobs <= DEC_OWN_ISCACHE_MAX;
 }
 
-/* The process that runs on @sc's CPU at perf time @ns (0: none known). */
-static long sched_pid(const struct dec_sched *sc, uint64_t ns)
-{
-	size_t lo = 0, hi = sc->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sc->time[mid] <= ns)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? sc->pid[lo - 1] : 0;
-}
-
-/* Is image @m of @c in the code of process @pid at perf time @ns (0: at the end)? */
-static bool image_in(const struct dec_ctx *c, size_t m, long pid, uint64_t ns)
-{
-	const struct dec_image *im = &c->in->images[m];
-
-	if (c->isids[m] <= 0 || (im->pid && im->pid != pid))
-		return false;
-	return ns ? im->from <= ns && ns < im->until : im->until == UINT64_MAX;
-}
-
-/*
- * Per-CPU switching and mappings in time order: give the decoder the image
- * of the process that runs at @tsc (per CPU: the switch timeline; per
- * thread: the trace's own) as it was mapped then: its sections and those
- * of no process, made on first use in this segment.  A change of process
- * is noted as a DI_PROCESS item (with the time, for the symbols).
- */
-static void switch_process(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k,
-			   struct anydec *d, uint64_t tsc)
-{
-	struct pt_image *img = NULL;
-	uint64_t ns = 0, key;
-	struct dec_item *it;
-	long pid = k->pid;
-	size_t i, m;
-
-	if (!tsc || !dec_tsc_ns(c, tsc, &ns))
-		ns = 0;
-	if (k->sch)
-		pid = ns ? sched_pid(k->sch, ns) : 0;
-	/* which sections: the process and a hash of the images valid then */
-	key = 1469598103934665603ULL ^ (uint64_t)pid;
-	for (m = 0; m < c->in->nr_images; m++)
-		if (image_in(c, m, pid, c->in->timed_maps ? ns : 0))
-			key = (key ^ m) * 1099511628211ULL;
-	if (k->cur_pid >= 0 && key == k->cur_key)
-		return;
-	for (i = 0; i < k->npimg && k->pimg[i].key != key; i++)
-		;
-	if (i == k->npimg) {
-		img = pt_image_alloc(NULL);
-		if (!img)
-			return;
-		for (m = 0; m < c->in->nr_images; m++)
-			if (image_in(c, m, pid, c->in->timed_maps ? ns : 0))
-				pt_image_add_cached(img, seg_iscache(c), c->isids[m], NULL);
-		if (k->npimg == sizeof(k->pimg) / sizeof(k->pimg[0])) {
-			/* full: replace the first that the decoder is not using */
-			i = k->pimg[0].img == ad_image(d) ? 1 : 0;
-			pt_image_free(k->pimg[i].img);
-		} else {
-			i = k->npimg++;
-		}
-		k->pimg[i].key = key;
-		k->pimg[i].img = img;
-	}
-	if (d->insn)
-		pt_insn_set_image(d->ins, k->pimg[i].img);
-	else
-		pt_blk_set_image(d->blk, k->pimg[i].img);
-	k->cur_key = key;
-	k->cur_pid = pid;
-	k->cur_time = c->in->timed_maps ? ns : 0;
-	it = push(s, DI_PROCESS);
-	it->code = (int32_t)pid;
-	it->tsc = tsc;
-	it->off = ad_offset(d);
-}
-
-/* A ring entry as a block item. */
-static void tail_item(const struct pt_block *t, struct dec_item *it)
-{
-	memset(it, 0, sizeof(*it));
-	it->kind = DI_BLOCK;
-	it->ip = t->ip;
-	it->end_ip = t->end_ip;
-	it->ninsn = t->ninsn;
-	it->isid = t->isid;
-	it->last_size = t->truncated ? t->size : 0;
-}
-
-/* profile_only: count block @it, the ring's block number @i (its process and time). */
-static void tail_count(struct dec_ctx *c, struct dec_segment *s, const struct seg_count *k,
-		       size_t i, const struct dec_item *it)
-{
-	dec_prof_block(s->prof, c, k->tail_pid[i % DEC_TAIL], k->tail_time[i % DEC_TAIL], it);
-}
-
-/* profile_only: count the blocks still in the tail ring, and empty it. */
-static void tail_flush(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k)
-{
-	size_t i, n = k->ntail < TAIL_KEEP ? k->ntail : TAIL_KEEP;
-	struct dec_item it;
-
-	for (i = k->ntail - n; c->profile_only && i < k->ntail; i++) {
-		tail_item(&k->tail[i % DEC_TAIL], &it);
-		tail_count(c, s, k, i, &it);
-	}
-	k->ntail = 0;
-}
-
-static void trim_segment(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k)
-{
-	struct dec_item lin[DEC_TAIL];
-	uint64_t dropped;
-	size_t i, n, first, start, keep;
-
-	if (!c->count_only) {
-		if (!k->have_block || s->nr != k->nr_seen)
-			return;
-		for (start = s->nr; start > 0 && s->items[start - 1].kind == DI_BLOCK; start--)
-			;
-		s->nr = start + trim_blocks(c, s->cut_ip, s->items + start, s->nr - start, &dropped);
-		return;
-	}
-	n = k->ntail < TAIL_KEEP ? k->ntail : TAIL_KEEP;
-	first = k->ntail - n;
-	for (i = 0; i < n; i++)
-		tail_item(&k->tail[(first + i) % DEC_TAIL], &lin[i]);
-	keep = n;
-	if (k->have_block && s->nr == k->nr_seen) {
-		keep = trim_blocks(c, s->cut_ip, lin, n, &dropped);
-		k->insns -= dropped;
-	}
-	/* profile_only: what is left of the ring, the last block perhaps shortened */
-	for (i = 0; c->profile_only && i < keep; i++)
-		tail_count(c, s, k, first + i, &lin[i]);
-	k->ntail = 0;
-}
-
-/*
- * A block decoded: an item (with its time), or in count_only mode a count
- * and a place in the tail ring (the block decoder's common case does not
- * come here: count_blocks()).
- */
-static void add_block(struct dec_ctx *c, struct dec_segment *s, struct seg_count *k,
-		      struct anydec *d, uint64_t ip, uint64_t end_ip, uint32_t ninsn,
-		      int32_t isid, uint8_t iclass, uint8_t last_size)
-{
-	if (!c->count_only) {
-		struct dec_item *it = push(s, DI_BLOCK);
-
-		it->ip = ip;
-		it->end_ip = end_ip;
-		it->ninsn = ninsn;
-		it->iclass = iclass;
-		it->isid = isid;
-		it->last_size = last_size;
-		it->tsc = ad_time(d);
-	} else {
-		size_t slot = k->ntail % DEC_TAIL;
-		struct pt_block *t = &k->tail[slot];
-
-		if (!k->have_block || s->nr != k->nr_seen) {
-			tail_flush(c, s, k);
-			slot = 0;
-			t = &k->tail[0];
-		}
-		if (c->profile_only) {
-			/* the ring delays counting until a block cannot be cut off */
-			if (k->ntail >= TAIL_KEEP) {
-				size_t o = k->ntail - TAIL_KEEP;
-				struct dec_item old;
-
-				tail_item(&k->tail[o % DEC_TAIL], &old);
-				tail_count(c, s, k, o, &old);
-			}
-			k->tail_pid[slot] = k->switching ? (k->cur_pid < 0 ? 0 : k->cur_pid) : k->pid;
-			k->tail_time[slot] = k->switching ? k->cur_time : 0;
-		}
-		k->ntail++;
-		memset(t, 0, sizeof(*t));
-		t->ip = ip;
-		t->end_ip = end_ip;
-		t->ninsn = (uint16_t)ninsn;
-		t->isid = isid;
-		t->size = last_size;
-		t->truncated = last_size != 0;
-		k->insns += ninsn;
-	}
-	k->nr_seen = s->nr;
-	k->have_block = true;
-	k->last_end_ip = end_ip;
-}
-
-/*
- * The block decoder's common case in count_only mode without a profile:
- * blocks go straight into the tail ring and the count, and nothing else
- * happens until an event, an error or @limit instructions (the bare libipt
- * loop plus a few instructions: this is most of a summary decode).  Returns
- * libipt's status; *@got is the instructions, *@last the newest block
- * decoded (perhaps an empty one, with the error's address).
- */
-static int count_blocks(struct pt_block_decoder *dec, struct dec_segment *s, struct seg_count *k,
-			uint32_t limit, uint32_t *got, const struct pt_block **last)
-{
-	struct pt_block *b;
-	uint32_t n = 0;
-	int st;
-
-	do {
-		b = &k->tail[k->ntail % DEC_TAIL];
-		st = pt_blk_next(dec, b, sizeof(*b));
-		if (!b->ninsn)
-			break;
-		k->ntail++;
-		n += b->ninsn;
-	} while (!st && n < limit);
-	if (n) {
-		k->insns += n;
-		k->nr_seen = s->nr;
-		k->have_block = true;
-		k->last_end_ip = k->tail[(k->ntail - 1) % DEC_TAIL].end_ip;
-	}
-	*got = n;
-	*last = b;
-	return st;
-}
-
 /*
  * Decoder threads run on stacks this big: with blocks that do not end at
  * calls and jumps, libipt 2.0.5 follows a "jmp ." (or "call .") by
  * recursion until its block holds 65535 instructions, about 14 MB of
  * stack; the default 8 MB overflowed in the decode test's endless-code
- * case.  Only a thread that has one drops end_on_call / end_on_jump
- * (count_only mode).  The stack is address space; only what is used is
- * backed by memory.
+ * case.  Decoders drop end_on_call / end_on_jump (count_only mode) only
+ * when every thread that steps them (the workers and the one that runs
+ * dec_converge()) has one.  The stack is address space; only what is used
+ * is backed by memory.
  */
 #define DEC_STACK (256UL << 20)
-static _Thread_local bool big_stack;
 
 /*
- * Decode one segment [s->begin, s->end): libipt sees only these bytes, so
- * it stops (end of stream) where the next segment's PSB is; then the
- * overlap is trimmed (trim_segment).  Errors are recorded as DI_GAP items
- * and decoding resumes at the next PSB inside the segment.
- */
-static void decode_segment(struct dec_ctx *c, struct dec_trace_result *r, struct dec_segment *s)
-{
-	struct pt_config cfg = c->cfg;
-	struct anydec d = { .insn = c->opt.insn_decoder };
-	struct pt_image *image;
-	uint64_t erroff, last_off = UINT64_MAX, stuck = 0, since = 0, last_fail = UINT64_MAX;
-	uint64_t err_ip = 0;
-	size_t i, pending = SIZE_MAX;
-	struct seg_count *k = calloc(1, sizeof(*k));
-	uint32_t got;
-	int st, st0;
-
-	if (!k) {
-		fprintf(stderr, "ipttool: out of memory\n");
-		exit(2);
-	}
-	if (c->profile_only)
-		s->prof = dec_prof_new();
-	if (c->count_only && !c->profile_only && big_stack) {
-		cfg.flags.variant.block.end_on_call = 0;
-		cfg.flags.variant.block.end_on_jump = 0;
-	}
-	cfg.begin = r->buf;
-	cfg.end = r->buf + s->end;
-	if (d.insn)
-		d.ins = pt_insn_alloc_decoder(&cfg);
-	else
-		d.blk = pt_blk_alloc_decoder(&cfg);
-	if (!d.ins && !d.blk) {
-		gap(r, s, GAP_DECODE, -pte_nomem, s->begin, 0, 0, s->end - s->begin);
-		s->nr_gaps = 1;
-		free(k);
-		return;
-	}
-	image = ad_image(&d);
-	k->cur_pid = -1;
-	for (i = 0; r->trace->cpu >= 0 && i < c->in->nr_sched; i++)
-		if (c->in->sched[i].cpu == r->trace->cpu && c->in->have_time_conv)
-			k->sch = &c->in->sched[i];
-	k->pid = r->trace->pid;
-	k->switching = k->sch || (c->in->timed_maps && c->in->have_time_conv && k->pid > 0);
-	/* otherwise one image: the trace's process's mappings as they stand at the end */
-	for (i = 0; !k->switching && i < c->in->nr_images; i++)
-		if (c->isids[i] > 0 && c->in->images[i].until == UINT64_MAX &&
-		    (!c->in->images[i].pid || !r->trace->pid || c->in->images[i].pid == r->trace->pid))
-			pt_image_add_cached(image, seg_iscache(c), c->isids[i], NULL);
-
-	st = ad_sync_set(&d, s->begin);
-	if (st >= 0 && k->switching)
-		switch_process(c, s, k, &d, ad_time(&d));
-	for (;;) {
-		if (st < 0) {
-			uint64_t next;
-
-			if (st == -pte_eos)
-				break;
-			st0 = st;
-			erroff = pending < s->nr ? s->items[pending].off : ad_offset(&d);
-			if (erroff < s->begin)
-				erroff = s->begin;
-			st = ad_sync_forward(&d);
-			if (st < 0 && st != -pte_eos) {
-				/* a broken PSB+: no progress guaranteed; count it, stop here */
-				if (ad_offset(&d) == last_fail)
-					st = -pte_eos;
-				last_fail = ad_offset(&d);
-			}
-			next = st == -pte_eos ? s->end : st < 0 ? ad_offset(&d) : ad_sync_offset(&d);
-			if (pending < s->nr) {
-				/* the error reported below: now we know what it cost */
-				s->items[pending].skipped = next > erroff ? next - erroff : 0;
-			} else {
-				/* the sync itself failed */
-				gap(r, s, GAP_DECODE, st0, erroff, 0, 0, next > erroff ? next - erroff : 0);
-			}
-			pending = SIZE_MAX;
-			if (st >= 0 && k->switching)
-				switch_process(c, s, k, &d, ad_time(&d));
-			continue;
-		}
-		while (st & pts_event_pending) {
-			struct pt_event ev;
-			struct dec_item *it;
-
-			st = ad_event(&d, &ev);
-			if (st < 0)
-				break;
-			switch (ev.type) {
-			case ptev_enabled:
-				if (k->switching)
-					switch_process(c, s, k, &d, ev.has_tsc ? ev.tsc : ad_time(&d));
-				it = push(s, DI_ENABLED);
-				it->ip = ev.variant.enabled.ip;
-				it->tsc = ev.has_tsc ? ev.tsc : 0;
-				it->off = ad_offset(&d);
-				break;
-			case ptev_disabled:
-			case ptev_async_disabled:
-				it = push(s, DI_DISABLED);
-				it->ip = ev.ip_suppressed ? 0 : (ev.type == ptev_disabled ?
-					 ev.variant.disabled.ip : ev.variant.async_disabled.at);
-				it->tsc = ev.has_tsc ? ev.tsc : 0;
-				it->off = ad_offset(&d);
-				break;
-			case ptev_async_branch:
-				it = push(s, DI_ASYNC);
-				it->ip = ev.variant.async_branch.from;
-				it->end_ip = ev.variant.async_branch.to;
-				it->off = ad_offset(&d);
-				break;
-			case ptev_overflow:
-				gap(r, s, GAP_OVERFLOW, 0, ad_offset(&d),
-				    ev.ip_suppressed ? 0 : ev.variant.overflow.ip,
-				    ev.has_tsc ? ev.tsc : 0, 0);
-				break;
-			default:
-				break;
-			}
-		}
-		if (st < 0)
-			continue;
-		/* one step of the decoder; @err_ip is where an error left it */
-		if (d.insn) {
-			struct pt_insn insn;
-
-			memset(&insn, 0, sizeof(insn));
-			st = pt_insn_next(d.ins, &insn, sizeof(insn));
-			got = 0;
-			if (st >= 0 || (insn.iclass != ptic_error && insn.size)) {
-				add_block(c, s, k, &d, insn.ip, insn.ip, 1, insn.isid,
-					  (uint8_t)insn.iclass, insn.size);
-				got = 1;
-			}
-			err_ip = insn.ip;
-		} else if (c->count_only && !c->profile_only) {
-			const struct pt_block *b;
-
-			if (!k->have_block || s->nr != k->nr_seen)
-				tail_flush(c, s, k);
-			st = count_blocks(d.blk, s, k, 4096 - (uint32_t)since, &got, &b);
-			err_ip = b->ninsn ? b->end_ip : b->ip;
-		} else {
-			struct pt_block blk;
-
-			memset(&blk, 0, sizeof(blk));
-			st = pt_blk_next(d.blk, &blk, sizeof(blk));
-			got = blk.ninsn;
-			if (blk.ninsn)
-				add_block(c, s, k, &d, blk.ip, blk.end_ip, blk.ninsn, blk.isid,
-					  (uint8_t)blk.iclass, blk.truncated ? blk.size : 0);
-			err_ip = blk.ninsn ? blk.end_ip : blk.ip;
-		}
-		if (st < 0 && st != -pte_eos) {
-			pending = s->nr;
-			gap(r, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(&d), err_ip,
-			    ad_time(&d), 0);
-		}
-		/*
-		 * Endless code: the trace offset does not move.  Looked at
-		 * every few thousand instructions, not at every block.
-		 */
-		if (st >= 0 && got && s->nr == k->nr_seen && (since += got) >= 4096) {
-			uint64_t off = ad_offset(&d);
-
-			if (off != last_off) {
-				last_off = off;
-				stuck = 0;
-			} else if ((stuck += since) > DEC_MAX_STUCK) {
-				/* endless code without trace: give up until the next PSB */
-				pending = s->nr;
-				gap(r, s, GAP_LOOP, 0, off, k->last_end_ip, ad_time(&d), 0);
-				stuck = 0;
-				st = -pte_internal;
-			}
-			since = 0;
-		}
-	}
-	if (d.insn)
-		pt_insn_free_decoder(d.ins);
-	else
-		pt_blk_free_decoder(d.blk);
-	for (i = 0; i < k->npimg; i++)
-		pt_image_free(k->pimg[i].img);
-	trim_segment(c, s, k);
-	s->insns = c->count_only ? k->insns : 0;
-	s->nr_gaps = 0;
-	for (i = 0; i < s->nr; i++) {
-		if (s->items[i].kind == DI_BLOCK)
-			s->insns += s->items[i].ninsn;
-		else if (s->items[i].kind == DI_GAP)
-			s->nr_gaps++;
-	}
-	free(k);
-}
-
-/*
- * Workers claim segments in trace order and decode them; the renderer (the
- * calling thread) takes them in the same order as they complete, renders
- * and frees them.  Workers stay at most @window segments ahead of it, so
- * memory is bounded by the window, not by the trace.
+ * Workers claim segments in trace order and decode them; the orderer
+ * takes them in the same order as they complete, makes each converge with
+ * the next (step.c), renders and frees it.  Workers stay at most @window
+ * segments ahead of it, so memory is bounded by the window, not by the
+ * trace.
  */
 struct work {
 	struct dec_ctx *c;
+	const struct dec_outputs *o;
+	struct dec_render *rd;
 	size_t total, next, rendered, window;
 	size_t *map_trace, *map_seg;
 	bool *done;
-	bool big_stack;		/* the workers' stacks are DEC_STACK */
-	bool own_iscache;	/* each worker copies the section cache (seg_iscache) */
+	unsigned int jobs;	/* worker threads running (0: the orderer decodes) */
+	bool long_blocks;	/* decoders may drop end_on_call / end_on_jump */
+	bool own_iscache;	/* each worker copies the section cache */
+	struct pt_image_section_cache **iscs;	/* the workers' copies, freed at the end */
+	unsigned int nr_iscs;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
 
+static void decode_one(struct work *w, size_t k, struct pt_image_section_cache *isc)
+{
+	struct dec_trace_result *r = &w->c->res[w->map_trace[k]];
+
+	dec_segment_run(w->c, r, &r->segs[w->map_seg[k]], w->map_seg[k] == 0, isc, w->long_blocks);
+}
+
 static void *worker(void *arg)
 {
 	struct work *w = arg;
+	struct pt_image_section_cache *isc = w->c->iscache;
 	size_t k;
 
-	big_stack = w->big_stack;
-	if (w->own_iscache)
-		own_iscache = iscache_copy(w->c);
-	for (;;) {
-		struct dec_trace_result *r;
+	if (w->own_iscache) {
+		struct pt_image_section_cache *own = iscache_copy(w->c);
 
+		pthread_mutex_lock(&w->lock);
+		if (own) {
+			w->iscs[w->nr_iscs++] = own;
+			isc = own;
+		}
+		pthread_mutex_unlock(&w->lock);
+	}
+	for (;;) {
 		pthread_mutex_lock(&w->lock);
 		while (w->next < w->total && w->next >= w->rendered + w->window)
 			pthread_cond_wait(&w->cond, &w->lock);
 		if (w->next >= w->total) {
 			pthread_mutex_unlock(&w->lock);
-			if (own_iscache)
-				pt_iscache_free(own_iscache);
-			own_iscache = NULL;
 			return NULL;
 		}
 		k = w->next++;
 		pthread_mutex_unlock(&w->lock);
-		r = &w->c->res[w->map_trace[k]];
-		decode_segment(w->c, r, &r->segs[w->map_seg[k]]);
+		decode_one(w, k, isc);
 		pthread_mutex_lock(&w->lock);
 		w->done[k] = true;
 		pthread_cond_broadcast(&w->cond);
 		pthread_mutex_unlock(&w->lock);
 	}
+}
+
+/* Segment @k is decoded (by a worker, or now by this thread). */
+static void wait_done(struct work *w, size_t k)
+{
+	if (!w->jobs) {
+		if (!w->done[k])
+			decode_one(w, k, w->c->iscache);
+		w->done[k] = true;
+		return;
+	}
+	pthread_mutex_lock(&w->lock);
+	while (!w->done[k])
+		pthread_cond_wait(&w->cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
 }
 
 /* A rendered segment: count it, keep its errors, free its items. */
@@ -1609,7 +1000,7 @@ static void retire_segment(struct dec_trace_result *r, struct dec_segment *s)
 	size_t m;
 
 	r->insns += s->insns;
-	for (m = 0; s->nr_gaps && m < s->nr; m++) {
+	for (m = s->skip; m < s->nr; m++) {
 		const struct dec_item *it = &s->items[m];
 
 		if (it->kind != DI_GAP)
@@ -1621,9 +1012,54 @@ static void retire_segment(struct dec_trace_result *r, struct dec_segment *s)
 	}
 	free(s->items);
 	s->items = NULL;
-	s->nr = s->cap = 0;
+	s->nr = s->cap = s->skip = 0;
+	free(s->ck);
+	s->ck = NULL;
+	s->nr_ck = s->cap_ck = 0;
 	dec_prof_free(s->prof);
 	s->prof = NULL;
+}
+
+/*
+ * The orderer: segments in trace order, each made to converge with the
+ * next, rendered and retired.
+ */
+static void *orderer(void *arg)
+{
+	struct work *w = arg;
+	struct dec_ctx *c = w->c;
+	uint64_t insns = 0;
+	size_t i, k;
+
+	for (i = 0, k = 0; i < c->nr_res; i++) {
+		struct dec_trace_result *r = &c->res[i];
+
+		dec_render_trace_begin(w->rd, r, i);
+		for (size_t s = 0; s < r->nr_segs; s++, k++) {
+			struct dec_segment *seg = &r->segs[s];
+
+			wait_done(w, k);
+			if (s + 1 < r->nr_segs)
+				wait_done(w, k + 1);
+			dec_converge(r, s);
+			seg->nr_gaps = 0;
+			for (size_t m = seg->skip; m < seg->nr; m++)
+				seg->nr_gaps += seg->items[m].kind == DI_GAP;
+			dec_render_segment(w->rd, seg);
+			insns += seg->insns;
+			retire_segment(r, seg);
+			if (c->opt.progress)
+				c->opt.progress(c->opt.progress_arg, k + 1, w->total, insns);
+			if (w->jobs) {
+				pthread_mutex_lock(&w->lock);
+				w->rendered = k + 1;
+				pthread_cond_broadcast(&w->cond);
+				pthread_mutex_unlock(&w->lock);
+			}
+		}
+		dec_render_trace_end(w->rd);
+	}
+	return NULL;
 }
 
 int dec_open(struct dec_ctx *c, const struct dec_input *in, const struct dec_options *opt,
@@ -1738,8 +1174,8 @@ static uint8_t *slurp(const char *path, size_t *len, char *msg, size_t mlen)
  */
 static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
 {
-	uint64_t *psb, *fup;
-	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, c->opt.no_split ? 1 : 64, &psb, &fup,
+	uint64_t *psb;
+	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, c->opt.no_split ? 1 : 64, &psb, NULL,
 				 &r->first_tsc), i;
 
 	if (!n) {
@@ -1757,19 +1193,13 @@ static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
 		r->gap_bytes[GAP_PRE_PSB] += psb[0];
 	}
 	r->segs = xrealloc(NULL, n * sizeof(*r->segs));
+	memset(r->segs, 0, n * sizeof(*r->segs));
 	for (i = 0; i < n; i++) {
-		struct dec_segment *s = &r->segs[r->nr_segs++];
-
-		memset(s, 0, sizeof(*s));
-		s->begin = psb[i];
-		s->cut_ip = fup[i];	/* moved to the segment before, below */
+		r->segs[i].begin = psb[i];
+		r->segs[i].end = i + 1 < n ? psb[i + 1] : r->len;
 	}
-	for (i = 0; i < r->nr_segs; i++) {
-		r->segs[i].end = i + 1 < r->nr_segs ? r->segs[i + 1].begin : r->len;
-		r->segs[i].cut_ip = i + 1 < r->nr_segs ? r->segs[i + 1].cut_ip : 0;
-	}
+	r->nr_segs = n;
 	free(psb);
-	free(fup);
 }
 
 bool dec_tsc_ns(const struct dec_ctx *c, uint64_t tsc, uint64_t *ns)
@@ -1796,10 +1226,10 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	struct work w = { .c = c };
 	struct dec_render *rd = NULL;
 	unsigned int jobs = c->opt.jobs, j = 0;
+	bool have_orderer = false;
 	pthread_t *th = NULL;
 	pthread_attr_t attr;
 	size_t i, k, ok = 0;
-	uint64_t insns = 0;
 
 	c->nr_res = c->in->nr_traces;
 	c->res = calloc(c->nr_res ? c->nr_res : 1, sizeof(*c->res));
@@ -1863,50 +1293,44 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	c->count_only = (!rd || c->profile_only) && !c->opt.insn_decoder;
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cond, NULL);
+	w.rd = rd;
+	w.o = o;
 	/*
-	 * Segments are decoded on @jobs threads of their own (with big
-	 * stacks), -J 1 too, while this thread renders; only if no thread
-	 * can be made does this one decode them itself.
+	 * Segments are decoded on @jobs threads of their own, -J 1 too, and
+	 * made to converge and rendered on one more (the orderer), all with
+	 * big stacks; if no thread can be made, this one does it all.
 	 */
-	th = calloc(jobs, sizeof(*th));
-	if (th && !pthread_attr_init(&attr)) {
-		w.big_stack = !pthread_attr_setstacksize(&attr, DEC_STACK);
+	th = calloc(jobs + 1, sizeof(*th));
+	w.iscs = calloc(jobs + 1, sizeof(*w.iscs));
+	if (th && w.iscs && !pthread_attr_init(&attr)) {
+		w.long_blocks = c->count_only && !c->profile_only &&
+				!pthread_attr_setstacksize(&attr, DEC_STACK);
 		w.own_iscache = own_iscaches_fit(c, jobs);
 		for (j = 0; j < jobs; j++)
-			if (pthread_create(&th[j], &attr, worker, &w))
+			if (pthread_create(&th[j + 1], &attr, worker, &w))
 				break;
+		w.jobs = j;
+		/* without workers, decoders are stepped on this thread's stack */
+		if (!j)
+			w.long_blocks = false;
+		else
+			have_orderer = !pthread_create(&th[0], &attr, orderer, &w);
 		pthread_attr_destroy(&attr);
 	}
-	for (i = 0, k = 0; i < c->nr_res; i++) {
-		struct dec_trace_result *r = &c->res[i];
-
-		dec_render_trace_begin(rd, r, i);
-		for (size_t s = 0; s < r->nr_segs; s++, k++) {
-			if (j == 0) {
-				decode_segment(c, r, &r->segs[s]);	/* serial */
-			} else {
-				pthread_mutex_lock(&w.lock);
-				while (!w.done[k])
-					pthread_cond_wait(&w.cond, &w.lock);
-				pthread_mutex_unlock(&w.lock);
-			}
-			dec_render_segment(rd, &r->segs[s]);
-			insns += r->segs[s].insns;
-			retire_segment(r, &r->segs[s]);
-			if (c->opt.progress)
-				c->opt.progress(c->opt.progress_arg, k + 1, w.total, insns);
-			if (j) {
-				pthread_mutex_lock(&w.lock);
-				w.rendered = k + 1;
-				pthread_cond_broadcast(&w.cond);
-				pthread_mutex_unlock(&w.lock);
-			}
-		}
-		dec_render_trace_end(rd);
-	}
+	/*
+	 * (If only the orderer could not be made, this thread steps decoders
+	 * made with long blocks: pthread_create() failing is rare enough.)
+	 */
+	if (!have_orderer)
+		orderer(&w);
+	else
+		pthread_join(th[0], NULL);
 	dec_render_end(rd);
-	while (j--)
-		pthread_join(th[j], NULL);
+	for (j = 0; j < w.jobs; j++)
+		pthread_join(th[j + 1], NULL);
+	for (j = 0; j < w.nr_iscs; j++)
+		pt_iscache_free(w.iscs[j]);
+	free(w.iscs);
 	free(th);
 	pthread_mutex_destroy(&w.lock);
 	pthread_cond_destroy(&w.cond);
@@ -1928,11 +1352,14 @@ void dec_close(struct dec_ctx *c)
 	for (i = 0; i < c->nr_res; i++) {
 		for (k = 0; k < c->res[i].nr_segs; k++) {
 			free(c->res[i].segs[k].items);
+			free(c->res[i].segs[k].ck);
+			dec_live_free(c->res[i].segs[k].live);
 			dec_prof_free(c->res[i].segs[k].prof);
 		}
 		free(c->res[i].segs);
 		free(c->res[i].buf);
 		free(c->res[i].gap_items);
+		dec_live_free(c->res[i].live);
 	}
 	free(c->res);
 	free(c->isids);

@@ -6,9 +6,10 @@
  *
  * The decode of a trace is split at its PSBs into segments; each segment
  * is decoded on its own (on any thread) into an item list, and the lists
- * are consumed in trace order.  A serial decode (-J 1) runs exactly the
- * same per-segment code on one thread, so serial and parallel results are
- * identical by construction.
+ * are consumed in trace order.  Each segment's decoder runs past its end
+ * until it converges with the next segment's (step.c); what the next one
+ * decoded before that point is dropped, so the result is what one serial
+ * libipt decoder gives, whatever -J (Documentation/decode.rst).
  */
 #ifndef IPT_DECODE_H
 #define IPT_DECODE_H
@@ -150,6 +151,7 @@ enum dec_item_kind {
 	DI_GAP,		/* trace lost: @code says why; decoding resumed at next PSB */
 	DI_ASYNC,	/* asynchronous branch from @ip (interrupt, signal) */
 	DI_PROCESS,	/* from here on the code is process @code's (0: unknown) */
+	DI_EOS,		/* the trace ends while tracing is on (ptxed: [end of trace]) */
 };
 
 /* Why trace was skipped. */
@@ -180,19 +182,32 @@ struct dec_item {
 	int32_t code;		/* DI_GAP: libipt error code (negative); DI_PROCESS: pid */
 	uint32_t ninsn;
 	uint8_t kind, iclass, gap, last_size; /* last_size: 0 unknown */
+	uint8_t mode;		/* DI_BLOCK: enum pt_exec_mode of its instructions */
+};
+
+/* The state of a segment's decoder after one of its steps (step.c). */
+struct dec_ck {
+	uint64_t off;		/* trace offset */
+	uint64_t hash;		/* of its observable state */
+	size_t nr;		/* the segment's items then */
+	uint64_t insns;		/* and instructions */
 };
 
 struct dec_prof;
 struct dec_ctx;
+struct dec_live;
 
 struct dec_segment {
 	uint64_t begin, end;	/* trace offsets */
-	uint64_t cut_ip;	/* the next segment starts at this IP (0: when tracing is off) */
 	struct dec_item *items;
 	size_t nr, cap;
-	uint64_t insns;
-	size_t nr_gaps;		/* DI_GAP items among @items */
+	size_t skip;		/* @items[0..@skip) are dropped (another decoder's part) */
+	uint64_t insns;		/* in @items[@skip..] and @prof */
+	size_t nr_gaps;		/* DI_GAP items among @items[@skip..] */
 	struct dec_prof *prof;	/* profile_only: its counts, made by the worker */
+	struct dec_live *live;	/* its decoder, until dec_converge() */
+	struct dec_ck *ck;	/* checkpoints of its first steps */
+	size_t nr_ck, cap_ck;
 };
 
 /*
@@ -235,6 +250,7 @@ struct dec_trace_result {
 	uint64_t first_tsc;		/* the TSC of its first PSB+ with one (0: none) */
 	struct dec_item *gap_items;	/* every DI_GAP, in trace order */
 	size_t nr_gap_items;
+	struct dec_live *live;		/* the decoder whose output is being used */
 };
 
 struct dec_ctx {

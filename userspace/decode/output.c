@@ -677,10 +677,15 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 	if (seg->prof) {
 		/* profile_only: the worker counted the blocks; add its counts */
 		prof_merge(&r->prof, seg->prof);
-		r->idx += seg->insns;
+		uint64_t in_items = 0;
+
+		for (i = seg->skip; i < seg->nr; i++)
+			if (seg->items[i].kind == DI_BLOCK)
+				in_items += seg->items[i].ninsn;
+		r->idx += seg->insns - in_items;	/* the items count theirs below */
 	}
 	{
-		for (i = 0; i < seg->nr; i++) {
+		for (i = seg->skip; i < seg->nr; i++) {
 			const struct dec_item *it = &seg->items[i];
 			uint64_t fall = 0;
 			bool have_fall = false;
@@ -769,6 +774,10 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 			case DI_ASYNC:
 				if (o->f[OUT_INSN])
 					fprintf(o->f[OUT_INSN], "[interrupt at %#" PRIx64 "]\n", it->ip);
+				break;
+			case DI_EOS:
+				if (o->f[OUT_INSN])
+					fprintf(o->f[OUT_INSN], "[end of trace]\n");
 				break;
 			case DI_PROCESS:
 				/* per-CPU switching: symbols of that process from here on */

@@ -1,0 +1,689 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libiptdecode: stepping libipt decoders over a trace, and the
+ * convergence that makes a split (parallel) decode equal a serial one.
+ *
+ * A serial decode is one libipt decoder run over the whole trace: synced
+ * at the first PSB, resynced (pt_*_sync_forward) after each error, until
+ * the end of the trace (ptxed's loop).  A split decode runs one decoder
+ * per segment, each synced at its segment's PSB and run over the whole
+ * trace buffer (so errata checks and the end of the trace are what a
+ * serial decoder sees).  A fresh decoder does not know what a serial one
+ * carries across a PSB (tracing on or off, the exec mode, compressed
+ * returns, an overflow), so its first steps may differ.  Therefore:
+ *
+ *  - every decoder records a checkpoint after each of its first
+ *    DEC_CK_MAX steps: the trace offset and a hash of its observable
+ *    state (offset, status, exec mode, time, image, the last block and the
+ *    events of the step);
+ *  - a worker runs its decoder until it has read past its segment's end;
+ *  - the renderer, taking segments in order, runs the decoder whose
+ *    output it uses (the "live" one) on, step by step, until its
+ *    checkpoint equals one of the next segment's: from there both
+ *    decoders make the same steps, so the next segment's output before
+ *    that checkpoint is dropped and the live decoder hands over.  When
+ *    no checkpoint matches, the live decoder decodes the next segment
+ *    itself (its worker's output is dropped) and tries the one after.
+ *
+ * -J changes which thread runs a step, never which steps are kept.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "step.h"
+
+static void oom(void)
+{
+	fprintf(stderr, "ipttool: out of memory\n");
+	abort();
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+/* ---- hashing of decoder state ------------------------------------------------ */
+
+#define H0 1469598103934665603ULL
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 1099511628211ULL;
+}
+
+static uint64_t item_hash(uint64_t h, const struct dec_item *it)
+{
+	h = mix(h, it->kind);
+	h = mix(h, it->ip);
+	h = mix(h, it->end_ip);
+	h = mix(h, it->off);
+	h = mix(h, it->tsc);
+	h = mix(h, (uint64_t)(uint32_t)it->code);
+	h = mix(h, it->ninsn);
+	h = mix(h, it->gap);
+	return mix(h, it->mode);
+}
+
+/* ---- one decoder of either kind ------------------------------------------------ */
+
+struct anydec {
+	bool insn;
+	struct pt_block_decoder *blk;
+	struct pt_insn_decoder *ins;
+};
+
+static uint64_t ad_offset(struct anydec *d)
+{
+	uint64_t off = 0;
+
+	if (d->insn)
+		pt_insn_get_offset(d->ins, &off);
+	else
+		pt_blk_get_offset(d->blk, &off);
+	return off;
+}
+
+static uint64_t ad_sync_offset(struct anydec *d)
+{
+	uint64_t off = 0;
+
+	if (d->insn)
+		pt_insn_get_sync_offset(d->ins, &off);
+	else
+		pt_blk_get_sync_offset(d->blk, &off);
+	return off;
+}
+
+static uint64_t ad_time(struct anydec *d)
+{
+	uint64_t tsc = 0;
+	uint32_t lm, lc;
+
+	if ((d->insn ? pt_insn_time(d->ins, &tsc, &lm, &lc) : pt_blk_time(d->blk, &tsc, &lm, &lc)) < 0)
+		return 0;
+	return tsc;
+}
+
+static int ad_event(struct anydec *d, struct pt_event *ev)
+{
+	return d->insn ? pt_insn_event(d->ins, ev, sizeof(*ev)) : pt_blk_event(d->blk, ev, sizeof(*ev));
+}
+
+static struct pt_image *ad_image(struct anydec *d)
+{
+	return d->insn ? pt_insn_get_image(d->ins) : pt_blk_get_image(d->blk);
+}
+
+/* ---- a live decoder ------------------------------------------------------------- */
+
+struct dec_live {
+	struct dec_ctx *c;
+	struct dec_trace_result *r;
+	struct anydec d;
+	struct pt_image_section_cache *isc;
+	int st;			/* libipt's status for the next step */
+	bool done;		/* the end of the trace */
+	uint64_t last_fail;	/* where the last failed sync left the decoder */
+	uint64_t moff, mins;	/* GAP_LOOP: the offset when it last moved, insns since */
+	uint64_t step_hash;	/* what the current step made */
+	uint8_t mode;		/* of the newest block */
+	uint64_t off, hash;	/* after the newest step */
+	/* images picked by time (switch_process) */
+	bool switching;
+	const struct dec_sched *sch;
+	long pid;
+	long cur_pid;		/* whose image the decoder has (-1: none yet) */
+	uint64_t cur_key;
+	uint64_t cur_time;	/* perf time its mappings are of (0: the end) */
+	struct {
+		uint64_t key;
+		struct pt_image *img;
+	} pimg[16];
+	size_t npimg;
+	/* count_only: the newest blocks, for count_blocks() */
+	struct pt_block blk;
+};
+
+static struct dec_item *push(struct dec_live *L, struct dec_segment *s, enum dec_item_kind k)
+{
+	struct dec_item *it;
+
+	(void)L;
+	if (s->nr == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 256;
+		s->items = xrealloc(s->items, s->cap * sizeof(*s->items));
+	}
+	it = &s->items[s->nr++];
+	memset(it, 0, sizeof(*it));
+	it->kind = (uint8_t)k;
+	return it;
+}
+
+/* The item just pushed is complete: hash it into the step. */
+static void done_item(struct dec_live *L, const struct dec_item *it)
+{
+	L->step_hash = item_hash(L->step_hash, it);
+}
+
+static struct dec_item *gap(struct dec_live *L, struct dec_segment *s, enum dec_gap g, int code,
+			    uint64_t off, uint64_t ip, uint64_t tsc)
+{
+	struct dec_item *it = push(L, s, DI_GAP);
+
+	it->gap = (uint8_t)g;
+	it->code = code;
+	it->off = off;
+	it->ip = ip;
+	it->tsc = tsc;
+	return it;
+}
+
+/* The process that runs on @sc's CPU at perf time @ns (0: none known). */
+static long sched_pid(const struct dec_sched *sc, uint64_t ns)
+{
+	size_t lo = 0, hi = sc->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sc->time[mid] <= ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? sc->pid[lo - 1] : 0;
+}
+
+/* Is image @m of @c in the code of process @pid at perf time @ns (0: at the end)? */
+static bool image_in(const struct dec_ctx *c, size_t m, long pid, uint64_t ns)
+{
+	const struct dec_image *im = &c->in->images[m];
+
+	if (c->isids[m] <= 0 || (im->pid && im->pid != pid))
+		return false;
+	return ns ? im->from <= ns && ns < im->until : im->until == UINT64_MAX;
+}
+
+/*
+ * Per-CPU switching and mappings in time order: give the decoder the image
+ * of the process that runs at @tsc as it was mapped then, made on first
+ * use by this decoder.  A change of process is a DI_PROCESS item.
+ */
+static void switch_process(struct dec_live *L, struct dec_segment *s, uint64_t tsc)
+{
+	struct dec_ctx *c = L->c;
+	struct pt_image *img = NULL;
+	uint64_t ns = 0, key;
+	struct dec_item *it;
+	long pid = L->pid;
+	size_t i, m;
+
+	if (!L->switching)
+		return;
+	if (!tsc || !dec_tsc_ns(c, tsc, &ns))
+		ns = 0;
+	if (L->sch)
+		pid = ns ? sched_pid(L->sch, ns) : 0;
+	key = H0 ^ (uint64_t)pid;
+	for (m = 0; m < c->in->nr_images; m++)
+		if (image_in(c, m, pid, c->in->timed_maps ? ns : 0))
+			key = (key ^ m) * 1099511628211ULL;
+	if (L->cur_pid >= 0 && key == L->cur_key)
+		return;
+	for (i = 0; i < L->npimg && L->pimg[i].key != key; i++)
+		;
+	if (i == L->npimg) {
+		img = pt_image_alloc(NULL);
+		if (!img)
+			return;
+		for (m = 0; m < c->in->nr_images; m++)
+			if (image_in(c, m, pid, c->in->timed_maps ? ns : 0))
+				pt_image_add_cached(img, L->isc, c->isids[m], NULL);
+		if (L->npimg == sizeof(L->pimg) / sizeof(L->pimg[0])) {
+			i = L->pimg[0].img == ad_image(&L->d) ? 1 : 0;
+			pt_image_free(L->pimg[i].img);
+		} else {
+			i = L->npimg++;
+		}
+		L->pimg[i].key = key;
+		L->pimg[i].img = img;
+	}
+	if (L->d.insn)
+		pt_insn_set_image(L->d.ins, L->pimg[i].img);
+	else
+		pt_blk_set_image(L->d.blk, L->pimg[i].img);
+	L->cur_key = key;
+	L->cur_pid = pid;
+	L->cur_time = c->in->timed_maps ? ns : 0;
+	it = push(L, s, DI_PROCESS);
+	it->code = (int32_t)pid;
+	it->tsc = tsc;
+	it->off = ad_offset(&L->d);
+	done_item(L, it);
+}
+
+struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r,
+			      struct pt_image_section_cache *isc, bool long_blocks)
+{
+	struct pt_config cfg = c->cfg;
+	struct dec_live *L = calloc(1, sizeof(*L));
+	struct pt_image *image;
+	size_t i;
+
+	if (!L)
+		return NULL;
+	L->c = c;
+	L->r = r;
+	L->isc = isc;
+	L->d.insn = c->opt.insn_decoder;
+	if (long_blocks) {
+		cfg.flags.variant.block.end_on_call = 0;
+		cfg.flags.variant.block.end_on_jump = 0;
+	}
+	/* the whole trace: errata look-ahead and the end are a serial decoder's */
+	cfg.begin = r->buf;
+	cfg.end = r->buf + r->len;
+	if (L->d.insn)
+		L->d.ins = pt_insn_alloc_decoder(&cfg);
+	else
+		L->d.blk = pt_blk_alloc_decoder(&cfg);
+	if (!L->d.ins && !L->d.blk) {
+		free(L);
+		return NULL;
+	}
+	image = ad_image(&L->d);
+	L->cur_pid = -1;
+	for (i = 0; r->trace->cpu >= 0 && i < c->in->nr_sched; i++)
+		if (c->in->sched[i].cpu == r->trace->cpu && c->in->have_time_conv)
+			L->sch = &c->in->sched[i];
+	L->pid = r->trace->pid;
+	L->switching = L->sch || (c->in->timed_maps && c->in->have_time_conv && L->pid > 0);
+	for (i = 0; !L->switching && i < c->in->nr_images; i++)
+		if (c->isids[i] > 0 && c->in->images[i].until == UINT64_MAX &&
+		    (!c->in->images[i].pid || !r->trace->pid || c->in->images[i].pid == r->trace->pid))
+			pt_image_add_cached(image, isc, c->isids[i], NULL);
+	L->last_fail = UINT64_MAX;
+	L->moff = UINT64_MAX;
+	return L;
+}
+
+void dec_live_free(struct dec_live *L)
+{
+	size_t i;
+
+	if (!L)
+		return;
+	if (L->d.insn)
+		pt_insn_free_decoder(L->d.ins);
+	else
+		pt_blk_free_decoder(L->d.blk);
+	for (i = 0; i < L->npimg; i++)
+		pt_image_free(L->pimg[i].img);
+	free(L);
+}
+
+/* The state after a step, as the checkpoint hash. */
+static void end_step(struct dec_live *L)
+{
+	uint64_t h = L->step_hash;
+
+	L->off = ad_offset(&L->d);
+	h = mix(h, L->off);
+	h = mix(h, (uint64_t)(uint32_t)L->st);
+	h = mix(h, L->done);
+	h = mix(h, L->mode);
+	h = mix(h, L->mins);
+	h = mix(h, L->cur_key);
+	h = mix(h, ad_time(&L->d));
+	L->hash = h;
+}
+
+/*
+ * Sync forward after an error (@gi: its DI_GAP item, or SIZE_MAX), and
+ * again after each failed sync (each a DI_GAP of its own), until synced or
+ * at the end: one step, so that no item is left to complete later.  The
+ * state after a sync is the same whichever decoder made it: the step hash
+ * starts afresh.
+ */
+static void resync(struct dec_live *L, struct dec_segment *s, size_t gi)
+{
+	struct anydec *d = &L->d;
+
+	for (;;) {
+		uint64_t erroff = gi != SIZE_MAX ? s->items[gi].off : ad_offset(d), next;
+		int st = d->insn ? pt_insn_sync_forward(d->ins) : pt_blk_sync_forward(d->blk);
+
+		if (st < 0 && st != -pte_eos) {
+			/* a broken PSB+: no progress guaranteed; count it, stop here */
+			if (ad_offset(d) == L->last_fail)
+				st = -pte_eos;
+			L->last_fail = ad_offset(d);
+		}
+		next = st == -pte_eos ? L->r->len : st < 0 ? ad_offset(d) : ad_sync_offset(d);
+		if (gi != SIZE_MAX) {
+			s->items[gi].skipped = next > erroff ? next - erroff : 0;
+			done_item(L, &s->items[gi]);
+		}
+		L->st = st;
+		if (st == -pte_eos) {
+			L->done = true;
+			return;
+		}
+		if (st >= 0)
+			break;
+		gi = s->nr;
+		gap(L, s, GAP_DECODE, st, ad_offset(d), 0, 0);
+	}
+	L->step_hash = mix(H0, ad_sync_offset(d));
+	L->moff = UINT64_MAX;
+	L->mins = 0;
+	L->mode = 0;
+	switch_process(L, s, ad_time(d));
+}
+
+/* A block of @ninsn instructions decoded: an item, or a count. */
+static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uint64_t ip,
+		      uint64_t end_ip, uint32_t ninsn, int32_t isid, uint8_t iclass,
+		      uint8_t last_size, uint8_t mode)
+{
+	struct dec_ctx *c = L->c;
+	struct dec_item tmp, *it = items ? push(L, s, DI_BLOCK) : &tmp;
+
+	memset(it, 0, sizeof(*it));
+	it->kind = DI_BLOCK;
+	it->ip = ip;
+	it->end_ip = end_ip;
+	it->ninsn = ninsn;
+	it->iclass = iclass;
+	it->isid = isid;
+	it->last_size = last_size;
+	it->mode = mode;
+	it->tsc = ad_time(&L->d);
+	s->insns += ninsn;
+	L->mode = mode;
+	/* the step's last block, not every one (count_blocks() makes many) */
+	if (!items) {
+		if (c->profile_only)
+			dec_prof_block(s->prof, c, L->switching ? (L->cur_pid < 0 ? 0 : L->cur_pid) :
+				       L->pid, L->switching ? L->cur_time : 0, it);
+	}
+	L->step_hash = item_hash(L->step_hash, it);
+}
+
+/* GAP_LOOP: the offset has not moved for DEC_MAX_STUCK instructions. */
+static bool stuck(struct dec_live *L, uint32_t ninsn)
+{
+	uint64_t off = ad_offset(&L->d);
+
+	if (off != L->moff) {
+		L->moff = off;
+		L->mins = 0;
+	}
+	L->mins += ninsn;
+	return L->mins > DEC_MAX_STUCK;
+}
+
+/*
+ * One step: events and one block (or instruction), an error and the sync
+ * after it, or a sync.  In a @fine step blocks are items (or, counting
+ * only, one block is counted); otherwise, counting only, the block
+ * decoder counts blocks until an event, an error or 4096 instructions.
+ */
+static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
+{
+	struct dec_ctx *c = L->c;
+	struct anydec *d = &L->d;
+	bool items = !c->count_only || (fine && c->profile_only);
+	uint64_t err_ip = 0;
+	int st = L->st;
+
+	L->step_hash = H0;
+	while (st & pts_event_pending) {
+		struct pt_event ev;
+		struct dec_item *it = NULL;
+
+		st = ad_event(d, &ev);
+		if (st < 0)
+			break;
+		switch (ev.type) {
+		case ptev_enabled:
+			switch_process(L, s, ev.has_tsc ? ev.tsc : ad_time(d));
+			it = push(L, s, DI_ENABLED);
+			it->ip = ev.variant.enabled.ip;
+			it->tsc = ev.has_tsc ? ev.tsc : 0;
+			break;
+		case ptev_disabled:
+		case ptev_async_disabled:
+			it = push(L, s, DI_DISABLED);
+			it->ip = ev.ip_suppressed ? 0 : (ev.type == ptev_disabled ?
+				 ev.variant.disabled.ip : ev.variant.async_disabled.at);
+			it->tsc = ev.has_tsc ? ev.tsc : 0;
+			break;
+		case ptev_async_branch:
+			it = push(L, s, DI_ASYNC);
+			it->ip = ev.variant.async_branch.from;
+			it->end_ip = ev.variant.async_branch.to;
+			break;
+		case ptev_overflow:
+			it = gap(L, s, GAP_OVERFLOW, 0, 0, ev.ip_suppressed ? 0 : ev.variant.overflow.ip,
+				 ev.has_tsc ? ev.tsc : 0);
+			break;
+		case ptev_exec_mode:
+			L->step_hash = mix(L->step_hash, ev.variant.exec_mode.mode);
+			break;
+		default:
+			L->step_hash = mix(L->step_hash, ev.type);
+			break;
+		}
+		if (it) {
+			it->off = ad_offset(d);
+			done_item(L, it);
+		}
+	}
+	if (st < 0) {
+		size_t gi = s->nr;
+
+		gap(L, s, GAP_DECODE, st, ad_offset(d), 0, ad_time(d));
+		resync(L, s, gi);
+		end_step(L);
+		return;
+	}
+	if (st & pts_eos) {
+		/* libipt has no more trace: stop (ptxed: "[end of trace]") */
+		if (!(st & pts_ip_suppressed))
+			done_item(L, push(L, s, DI_EOS));
+		L->done = true;
+		L->st = st;
+		end_step(L);
+		return;
+	}
+	if (d->insn) {
+		struct pt_insn insn;
+
+		memset(&insn, 0, sizeof(insn));
+		st = pt_insn_next(d->ins, &insn, sizeof(insn));
+		if (st >= 0 || (insn.iclass != ptic_error && insn.size)) {
+			add_block(L, s, items, insn.ip, insn.ip, 1, insn.isid, (uint8_t)insn.iclass,
+				  insn.size, (uint8_t)insn.mode);
+			if (st >= 0 && stuck(L, 1)) {
+				err_ip = insn.ip;
+				goto loop;
+			}
+		}
+		err_ip = insn.ip;
+	} else {
+		uint32_t n = 0;
+
+		do {
+			struct pt_block *b = &L->blk;
+
+			memset(b, 0, sizeof(*b));
+			st = pt_blk_next(d->blk, b, sizeof(*b));
+			err_ip = b->ninsn ? b->end_ip : b->ip;
+			if (!b->ninsn)
+				break;
+			add_block(L, s, items, b->ip, b->end_ip, b->ninsn, b->isid,
+				  (uint8_t)b->iclass, b->truncated ? b->size : 0, (uint8_t)b->mode);
+			n += b->ninsn;
+			if (st >= 0 && stuck(L, b->ninsn))
+				goto loop;
+		} while (!fine && !items && st >= 0 && !(st & (pts_event_pending | pts_eos)) &&
+			 n < 4096);
+	}
+	if (st == -pte_eos) {
+		L->done = true;
+		L->st = st;
+	} else if (st < 0) {
+		size_t gi = s->nr;
+
+		gap(L, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(d), err_ip,
+		    ad_time(d));
+		resync(L, s, gi);
+	} else {
+		L->st = st;
+	}
+	end_step(L);
+	return;
+loop:
+	{
+		/* endless code without trace: give up until the next PSB */
+		size_t gi = s->nr;
+
+		gap(L, s, GAP_LOOP, 0, ad_offset(d), err_ip, ad_time(d));
+		resync(L, s, gi);
+		end_step(L);
+	}
+}
+
+static void add_ck(struct dec_segment *s, uint64_t off, uint64_t hash)
+{
+	struct dec_ck *k;
+
+	if (s->nr_ck == s->cap_ck) {
+		s->cap_ck = s->cap_ck ? s->cap_ck * 2 : 64;
+		s->ck = xrealloc(s->ck, s->cap_ck * sizeof(*s->ck));
+	}
+	k = &s->ck[s->nr_ck++];
+	k->off = off;
+	k->hash = hash;
+	k->nr = s->nr;
+	k->insns = s->insns;
+}
+
+void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_segment *s,
+		     bool first, struct pt_image_section_cache *isc, bool long_blocks)
+{
+	struct dec_live *L = dec_live_new(c, r, isc, long_blocks);
+	int st;
+
+	if (c->profile_only)
+		s->prof = dec_prof_new();
+	s->live = L;
+	if (!L) {
+		struct dec_item *it = push(NULL, s, DI_GAP);
+
+		it->gap = GAP_DECODE;
+		it->code = -pte_nomem;
+		it->off = s->begin;
+		it->skipped = s->end - s->begin;
+		return;
+	}
+	L->step_hash = H0;
+	if (first) {
+		/* the serial decode: sync forward from the trace's start */
+		resync(L, s, SIZE_MAX);
+		end_step(L);
+	} else {
+		st = L->d.insn ? pt_insn_sync_set(L->d.ins, s->begin) : pt_blk_sync_set(L->d.blk, s->begin);
+		L->st = st;
+		if (st >= 0) {
+			L->step_hash = mix(H0, ad_sync_offset(&L->d));
+			switch_process(L, s, ad_time(&L->d));
+			end_step(L);
+			add_ck(s, L->off, L->hash);
+		} else {
+			size_t gi = s->nr;
+
+			gap(L, s, GAP_DECODE, st, s->begin, 0, 0);
+			resync(L, s, gi);
+			end_step(L);
+		}
+	}
+	while (!L->done && L->off <= s->end) {
+		bool fine = s->nr_ck < DEC_CK_MAX;
+
+		live_step(L, s, fine);
+		if (fine)
+			add_ck(s, L->off, L->hash);
+	}
+}
+
+/* Drop all of segment @n's own output (the live decoder decodes its part). */
+static void supersede(struct dec_segment *n)
+{
+	n->skip = n->nr;
+	n->insns = 0;
+	dec_prof_free(n->prof);
+	n->prof = NULL;
+	dec_live_free(n->live);
+	n->live = NULL;
+}
+
+/*
+ * Segment @i of @r is decoded, and so is @i + 1 (if any): run the live
+ * decoder (segment @i's own, or the one that decoded the segments before)
+ * until it converges with segment @i + 1's decoder, its steps' output
+ * going to segment @i.  Then drop segment @i + 1's output before the
+ * checkpoint where they met.
+ */
+void dec_converge(struct dec_trace_result *r, size_t i)
+{
+	struct dec_segment *s = &r->segs[i], *n;
+	struct dec_live *L = r->live ? r->live : s->live;
+	size_t j = 0;
+
+	if (L != s->live) {
+		/* segment @i was decoded by the live decoder: its own one is not needed */
+		dec_live_free(s->live);
+	}
+	s->live = NULL;
+	r->live = L;
+	if (!L)
+		return;
+	if (i + 1 >= r->nr_segs) {
+		/* the last segment: the rest of the trace is this decoder's */
+		while (!L->done)
+			live_step(L, s, true);
+		dec_live_free(L);
+		r->live = NULL;
+		return;
+	}
+	n = &r->segs[i + 1];
+	while (!L->done) {
+		while (j < n->nr_ck && n->ck[j].off < L->off)
+			j++;
+		for (size_t q = j; q < n->nr_ck && n->ck[q].off == L->off; q++) {
+			if (n->ck[q].hash != L->hash)
+				continue;
+			/* converged: segment @i + 1's decoder goes on from here */
+			n->skip = n->ck[q].nr;
+			n->insns -= n->ck[q].insns;
+			dec_live_free(L);
+			r->live = n->live;
+			n->live = NULL;
+			return;
+		}
+		if (L->off > n->end)
+			break;
+		live_step(L, s, true);
+	}
+	/* no match: the live decoder has decoded segment @i + 1's part (or the trace ended) */
+	supersede(n);
+}

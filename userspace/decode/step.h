@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * libiptdecode, internal: stepping libipt decoders and the convergence of
+ * a split decode with a serial one (step.c).
+ */
+#ifndef IPT_DECODE_STEP_H
+#define IPT_DECODE_STEP_H
+
+#include "decode.h"
+
+/* Checkpoints each segment's decoder records, from its sync on. */
+#define DEC_CK_MAX 4096
+
+/* A libipt decoder over one trace, with its images and state. */
+struct dec_live;
+
+/*
+ * A decoder for @r's trace (the whole of it), its code from @isc;
+ * @long_blocks: blocks need not end at calls and jumps (count_only, on a
+ * thread with a DEC_STACK stack).  NULL if out of memory.
+ */
+struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r,
+			      struct pt_image_section_cache *isc, bool long_blocks);
+void dec_live_free(struct dec_live *L);
+
+/*
+ * A worker's part of segment @s: a decoder synced at its PSB (@first: the
+ * trace's first segment, synced as a serial decode is), run until it has
+ * read past the segment's end, with checkpoints for its first DEC_CK_MAX
+ * steps; the decoder is kept in @s->live for dec_converge().
+ */
+void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_segment *s,
+		     bool first, struct pt_image_section_cache *isc, bool long_blocks);
+
+/*
+ * In trace order, once segments @i and @i + 1 are decoded: run the live
+ * decoder on into segment @i until it converges with segment @i + 1's,
+ * and mark segment @i + 1's output before that point dropped (->skip).
+ * Then segment @i is final.
+ */
+void dec_converge(struct dec_trace_result *r, size_t i);
+
+#endif /* IPT_DECODE_STEP_H */
