@@ -714,13 +714,24 @@ const char *dec_gap_name(enum dec_gap g)
 	return g < GAP_NR ? n[g] : "?";
 }
 
-static ZydisDecoder zdec;
+/* One Zydis decoder per exec mode (enum pt_exec_mode); 64-bit for an unknown one. */
+static ZydisDecoder zdec[4];
 static pthread_once_t zonce = PTHREAD_ONCE_INIT;
 
 static void zinit(void)
 {
-	ZydisDecoderInit(&zdec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-	ZydisDecoderEnableMode(&zdec, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
+	ZydisDecoderInit(&zdec[ptem_unknown], ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	ZydisDecoderInit(&zdec[ptem_16bit], ZYDIS_MACHINE_MODE_LEGACY_16, ZYDIS_STACK_WIDTH_16);
+	ZydisDecoderInit(&zdec[ptem_32bit], ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+	ZydisDecoderInit(&zdec[ptem_64bit], ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	for (int i = 0; i < 4; i++)
+		ZydisDecoderEnableMode(&zdec[i], ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
+}
+
+const ZydisDecoder *dec_zydis(uint8_t mode)
+{
+	pthread_once(&zonce, zinit);
+	return &zdec[mode < 4 ? mode : ptem_unknown];
 }
 
 const uint8_t *dec_code_at(const struct dec_ctx *c, int isid, uint64_t ip, size_t *avail)
@@ -736,36 +747,45 @@ const uint8_t *dec_code_at(const struct dec_ctx *c, int isid, uint64_t ip, size_
 	return k->bytes + (ip - k->vaddr);
 }
 
-unsigned int dec_insn_size(struct dec_ctx *c, int isid, uint64_t ip, uint8_t *bytes)
+unsigned int dec_insn_size(struct dec_ctx *c, int isid, uint64_t ip, uint8_t mode, uint8_t *bytes)
 {
 	ZydisDecodedInstruction zi;
 	const uint8_t *p;
 	size_t n;
 
-	pthread_once(&zonce, zinit);
 	p = dec_code_at(c, isid, ip, &n);
-	if (!p)
+	if (!p || mode == ptem_unknown)
 		return 0;
 	if (n > 15)
 		n = 15;
 	if (bytes)
 		memcpy(bytes, p, n);
-	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zdec, NULL, p, n, &zi)))
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec_zydis(mode), NULL, p, n, &zi)))
 		return 0;
 	return zi.length;
 }
 
-size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn fn, void *arg)
+/*
+ * The instructions of block @b, by Zydis in the block's own exec mode:
+ * into @ips/@sizes (room for @b->ninsn); the number found, or 0 when the
+ * walk cannot be trusted: unreadable code, an exec mode Zydis does not
+ * know, or a walk that does not end at the block's last instruction
+ * (Zydis disagrees with libipt on a length) when blocks are contiguous.
+ */
+static size_t walk(struct dec_ctx *c, const struct dec_item *b, uint64_t *ips, uint8_t *sizes)
 {
+	const ZydisDecoder *zd = dec_zydis(b->mode);
 	uint64_t ip = b->ip;
 	size_t i;
 
-	pthread_once(&zonce, zinit);
+	if (b->mode == ptem_unknown)
+		return 0;
 	for (i = 0; i < b->ninsn; i++) {
 		ZydisDecodedInstruction zi;
 		bool last = i + 1 == b->ninsn;
 		unsigned int size = 0;
 
+		memset(&zi, 0, sizeof(zi));
 		if (last && b->last_size) {
 			size = b->last_size;
 		} else {
@@ -773,13 +793,14 @@ size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn f
 			const uint8_t *p = dec_code_at(c, b->isid, ip, &n);
 
 			if (!p)
-				return i;
-			if (ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zdec, NULL, p, n > 15 ? 15 : n, &zi)))
+				return 0;
+			if (ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(zd, NULL, p, n > 15 ? 15 : n, &zi)))
 				size = zi.length;
 		}
 		if (!size)
-			return i;
-		fn(arg, ip, size, last, b);
+			return 0;
+		ips[i] = ip;
+		sizes[i] = (uint8_t)size;
 		/*
 		 * A block that does not end at calls and jumps (count_only
 		 * mode) goes on at their targets.
@@ -788,8 +809,37 @@ size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn f
 		    zi.raw.imm[0].is_relative)
 			ip += (uint64_t)zi.raw.imm[0].value.s;
 		ip += size;
+		if (b->mode != ptem_64bit)
+			ip &= b->mode == ptem_32bit ? 0xffffffffULL : 0xffffULL;
 	}
-	return i;
+	return ips[b->ninsn - 1] == b->end_ip ? b->ninsn : 0;
+}
+
+size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn fn, void *arg)
+{
+	uint64_t sips[64], *ips = sips;
+	uint8_t ssz[64], *sizes = ssz;
+	size_t i, n;
+
+	if (!b->ninsn)
+		return 0;
+	if (b->ninsn > 64) {
+		ips = malloc(b->ninsn * sizeof(*ips));
+		sizes = malloc(b->ninsn);
+		if (!ips || !sizes) {
+			free(ips);
+			free(sizes);
+			return 0;
+		}
+	}
+	n = walk(c, b, ips, sizes);
+	for (i = 0; i < n; i++)
+		fn(arg, ips[i], sizes[i], i + 1 == n, b);
+	if (ips != sips) {
+		free(ips);
+		free(sizes);
+	}
+	return n;
 }
 
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,

@@ -326,14 +326,19 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 bool dec_tsc_ns(const struct dec_ctx *c, uint64_t tsc, uint64_t *ns);
 
 /*
- * Walk the instructions of block @b: calls @fn(@arg, ip, size, last, @b)
- * for each; returns the number walked (fewer when memory is unreadable).
+ * Walk the instructions of block @b, decoded in the block's exec mode:
+ * calls @fn(@arg, ip, size, last, @b) for each; returns the number walked:
+ * all, or none when Zydis cannot decode them all or its lengths do not
+ * lead to the block's last instruction (an address is never guessed).
  */
 typedef void (*dec_insn_fn)(void *arg, uint64_t ip, unsigned int size, bool last,
 			    const struct dec_item *blk);
 size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn fn, void *arg);
-/* Size of the instruction at @ip (in section @isid); 0 if unreadable. */
-unsigned int dec_insn_size(struct dec_ctx *c, int isid, uint64_t ip, uint8_t *bytes);
+/* Size of the instruction at @ip (in section @isid, exec mode @mode); 0 if unreadable. */
+unsigned int dec_insn_size(struct dec_ctx *c, int isid, uint64_t ip, uint8_t mode, uint8_t *bytes);
+/* Zydis's decoder for exec mode @mode (enum pt_exec_mode). */
+struct ZydisDecoder_;
+const struct ZydisDecoder_ *dec_zydis(uint8_t mode);
 
 /* ---- symbols (syms.c) ----------------------------------------------------- */
 

@@ -345,7 +345,6 @@ struct dec_render {
 	/* --folded-time: the time after the block before (0: none since tracing resumed) */
 	bool fold_time;
 	uint64_t fold_last;
-	ZydisDecoder zd;
 	ZydisFormatter zf;
 };
 
@@ -527,7 +526,7 @@ static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const 
 			const uint8_t *bytes = dec_code_at(r->c, b->isid, ip, &n);
 
 			if (bytes && n >= size &&
-			    ZYAN_SUCCESS(ZydisDecoderDecodeFull(&r->zd, bytes, size, &zi, ops)) &&
+			    ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec_zydis(b->mode), bytes, size, &zi, ops)) &&
 			    ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&r->zf, &zi, ops,
 									  zi.operand_count_visible,
 									  text, sizeof(text), ip, NULL)))
@@ -722,7 +721,7 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 					}
 					last_size = it->last_size;
 					if (!last_size && (o->f[OUT_BLOCKS] || o->f[OUT_DRCOV]))
-						last_size = dec_insn_size(r->c, it->isid, it->end_ip, NULL);
+						last_size = dec_insn_size(r->c, it->isid, it->end_ip, it->mode, NULL);
 					if (last_size) {
 						fall = it->end_ip + last_size;
 						have_fall = true;
@@ -944,7 +943,6 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	}
 	r->c = c;
 	r->o = o;
-	ZydisDecoderInit(&r->zd, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	ZydisFormatterInit(&r->zf, ZYDIS_FORMATTER_STYLE_INTEL);
 	sym_cache_reset(&r->sc);
 	r->perfetto_first = true;
