@@ -792,12 +792,12 @@ static size_t walk(struct dec_ctx *c, const struct dec_item *b, uint64_t *ips, u
 			size_t n;
 			const uint8_t *p = dec_code_at(c, b->isid, ip, &n);
 
-			if (!p)
-				return 0;
-			if (ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(zd, NULL, p, n > 15 ? 15 : n, &zi)))
+			if (p && ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(zd, NULL, p, n > 15 ? 15 : n,
+									     &zi)))
 				size = zi.length;
 		}
-		if (!size)
+		/* the last one's address is libipt's: its size may stay unknown (0) */
+		if (!size && !last)
 			return 0;
 		ips[i] = ip;
 		sizes[i] = (uint8_t)size;

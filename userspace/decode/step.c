@@ -134,6 +134,7 @@ struct dec_live {
 	uint64_t moff, mins;	/* GAP_LOOP: the offset when it last moved, insns since */
 	uint64_t step_hash;	/* what the current step made */
 	uint8_t mode;		/* of the newest block */
+	uint8_t exec_mode;	/* the decoder's, from its exec-mode events (0: none since sync) */
 	uint64_t off, hash;	/* after the newest step */
 	/* images picked by time (switch_process) */
 	bool switching;
@@ -177,6 +178,8 @@ static struct dec_item *gap(struct dec_live *L, struct dec_segment *s, enum dec_
 {
 	struct dec_item *it = push(L, s, DI_GAP);
 
+	if (g == GAP_DECODE && code == -pte_nomap)
+		g = GAP_NOMAP;
 	it->gap = (uint8_t)g;
 	it->code = code;
 	it->off = off;
@@ -339,6 +342,7 @@ static void end_step(struct dec_live *L)
 	h = mix(h, (uint64_t)(uint32_t)L->st);
 	h = mix(h, L->done);
 	h = mix(h, L->mode);
+	h = mix(h, L->exec_mode);
 	h = mix(h, L->mins);
 	h = mix(h, L->cur_key);
 	h = mix(h, ad_time(&L->d));
@@ -385,6 +389,7 @@ static void resync(struct dec_live *L, struct dec_segment *s, size_t gi)
 	L->moff = UINT64_MAX;
 	L->mins = 0;
 	L->mode = 0;
+	L->exec_mode = 0;
 	switch_process(L, s, ad_time(d));
 }
 
@@ -476,6 +481,12 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 				 ev.has_tsc ? ev.tsc : 0);
 			break;
 		case ptev_exec_mode:
+			/*
+			 * The decoder's mode, which a block may not show:
+			 * libipt 2.0.5's block cache reports the mode of
+			 * whichever decoder filled it.
+			 */
+			L->exec_mode = (uint8_t)ev.variant.exec_mode.mode;
 			L->step_hash = mix(L->step_hash, ev.variant.exec_mode.mode);
 			break;
 		default:
@@ -486,6 +497,12 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 			it->off = ad_offset(d);
 			done_item(L, it);
 		}
+	}
+	if (st == -pte_eos) {
+		L->done = true;
+		L->st = st;
+		end_step(L);
+		return;
 	}
 	if (st < 0) {
 		size_t gi = s->nr;
