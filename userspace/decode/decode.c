@@ -954,14 +954,12 @@ static bool own_iscaches_fit(const struct dec_ctx *c, unsigned int jobs)
 }
 
 /*
- * Decoder threads run on stacks this big: with blocks that do not end at
- * calls and jumps, libipt 2.0.5 follows a "jmp ." (or "call .") by
- * recursion until its block holds 65535 instructions, about 14 MB of
- * stack; the default 8 MB overflowed in the decode test's endless-code
- * case.  Decoders drop end_on_call / end_on_jump (count_only mode) only
- * when every thread that steps them (the workers and the one that runs
- * dec_converge()) has one.  The stack is address space; only what is used
- * is backed by memory.
+ * Decoder threads run on stacks this big.  libipt 2.0.5's block decoder
+ * recurses along a block (about 200 bytes of stack per instruction); with
+ * blocks that do not end at calls and jumps a "jmp ." made a 65535
+ * instruction block and overflowed 8 MB.  Blocks now always end there,
+ * so this is only a margin; the stack is address space, only what is
+ * used is backed by memory.
  */
 #define DEC_STACK (256UL << 20)
 
@@ -980,7 +978,6 @@ struct work {
 	size_t *map_trace, *map_seg;
 	bool *done;
 	unsigned int jobs;	/* worker threads running (0: the orderer decodes) */
-	bool long_blocks;	/* decoders may drop end_on_call / end_on_jump */
 	bool own_iscache;	/* each worker copies the section cache */
 	struct pt_image_section_cache **iscs;	/* the workers' copies, freed at the end */
 	unsigned int nr_iscs;
@@ -992,7 +989,7 @@ static void decode_one(struct work *w, size_t k, struct pt_image_section_cache *
 {
 	struct dec_trace_result *r = &w->c->res[w->map_trace[k]];
 
-	dec_segment_run(w->c, r, &r->segs[w->map_seg[k]], w->map_seg[k] == 0, isc, w->long_blocks);
+	dec_segment_run(w->c, r, &r->segs[w->map_seg[k]], w->map_seg[k] == 0, isc);
 }
 
 static void *worker(void *arg)
@@ -1139,9 +1136,11 @@ int dec_open(struct dec_ctx *c, const struct dec_input *in, const struct dec_opt
 	c->cfg.cpuid_0x15_ebx = in->cpuid_0x15_ebx;
 	/*
 	 * Blocks end at calls (the call trace needs them at block ends) and
-	 * at jumps (walking a block needs its instructions contiguous).  In
-	 * count_only mode a decoder thread with a big stack drops both
-	 * (DEC_STACK): fewer, longer blocks, as in a bare libipt loop.
+	 * at jumps (walking a block needs its instructions contiguous), in
+	 * every mode, the summary alone too: the endless-code rule is
+	 * checked after each block, so every output (and the reference,
+	 * tools/testing/decode/ref.c) must see the same blocks to count the
+	 * same instructions.  Longer blocks were 4% faster (decode.rst).
 	 */
 	c->cfg.flags.variant.block.end_on_call = 1;
 	c->cfg.flags.variant.block.end_on_jump = 1;
@@ -1353,24 +1352,16 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	th = calloc(jobs + 1, sizeof(*th));
 	w.iscs = calloc(jobs + 1, sizeof(*w.iscs));
 	if (th && w.iscs && !pthread_attr_init(&attr)) {
-		w.long_blocks = c->count_only && !c->profile_only &&
-				!pthread_attr_setstacksize(&attr, DEC_STACK);
+		pthread_attr_setstacksize(&attr, DEC_STACK);
 		w.own_iscache = own_iscaches_fit(c, jobs);
 		for (j = 0; j < jobs; j++)
 			if (pthread_create(&th[j + 1], &attr, worker, &w))
 				break;
 		w.jobs = j;
-		/* without workers, decoders are stepped on this thread's stack */
-		if (!j)
-			w.long_blocks = false;
-		else
+		if (j)
 			have_orderer = !pthread_create(&th[0], &attr, orderer, &w);
 		pthread_attr_destroy(&attr);
 	}
-	/*
-	 * (If only the orderer could not be made, this thread steps decoders
-	 * made with long blocks: pthread_create() failing is rare enough.)
-	 */
 	if (!have_orderer)
 		orderer(&w);
 	else

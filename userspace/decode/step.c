@@ -273,7 +273,7 @@ static void switch_process(struct dec_live *L, struct dec_segment *s, uint64_t t
 }
 
 struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r,
-			      struct pt_image_section_cache *isc, bool long_blocks)
+			      struct pt_image_section_cache *isc)
 {
 	struct pt_config cfg = c->cfg;
 	struct dec_live *L = calloc(1, sizeof(*L));
@@ -286,10 +286,6 @@ struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r,
 	L->r = r;
 	L->isc = isc;
 	L->d.insn = c->opt.insn_decoder;
-	if (long_blocks) {
-		cfg.flags.variant.block.end_on_call = 0;
-		cfg.flags.variant.block.end_on_jump = 0;
-	}
 	/* the whole trace: errata look-ahead and the end are a serial decoder's */
 	cfg.begin = r->buf;
 	cfg.end = r->buf + r->len;
@@ -410,15 +406,13 @@ static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uin
 	it->isid = isid;
 	it->last_size = last_size;
 	it->mode = mode;
-	it->tsc = ad_time(&L->d);
+	/* a block's time is shown only by outputs that keep blocks */
+	it->tsc = items || c->profile_only ? ad_time(&L->d) : 0;
 	s->insns += ninsn;
 	L->mode = mode;
-	/* the step's last block, not every one (count_blocks() makes many) */
-	if (!items) {
-		if (c->profile_only)
-			dec_prof_block(s->prof, c, L->switching ? (L->cur_pid < 0 ? 0 : L->cur_pid) :
-				       L->pid, L->switching ? L->cur_time : 0, it);
-	}
+	if (!items && c->profile_only)
+		dec_prof_block(s->prof, c, L->switching ? (L->cur_pid < 0 ? 0 : L->cur_pid) :
+			       L->pid, L->switching ? L->cur_time : 0, it);
 	L->step_hash = item_hash(L->step_hash, it);
 }
 
@@ -535,13 +529,37 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 			}
 		}
 		err_ip = insn.ip;
+	} else if (!fine && !items && !c->profile_only) {
+		/*
+		 * Counting only, between checkpoints: as lean as a bare libipt
+		 * loop (plus the endless-code rule); the step's hash is its
+		 * count and last block, never compared with a checkpoint.
+		 */
+		struct pt_block *b = &L->blk;
+		uint32_t n = 0;
+
+		for (;;) {
+			st = pt_blk_next(d->blk, b, sizeof(*b));
+			err_ip = b->ninsn ? b->end_ip : b->ip;
+			if (!b->ninsn)
+				break;
+			n += b->ninsn;
+			s->insns += b->ninsn;
+			L->mode = (uint8_t)b->mode;
+			if (st >= 0 && stuck(L, b->ninsn)) {
+				L->step_hash = mix(mix(L->step_hash, n), b->end_ip);
+				goto loop;
+			}
+			if (st < 0 || (st & (pts_event_pending | pts_eos)) || n >= 4096)
+				break;
+		}
+		L->step_hash = mix(mix(L->step_hash, n), err_ip);
 	} else {
 		uint32_t n = 0;
 
 		do {
 			struct pt_block *b = &L->blk;
 
-			memset(b, 0, sizeof(*b));
 			st = pt_blk_next(d->blk, b, sizeof(*b));
 			err_ip = b->ninsn ? b->end_ip : b->ip;
 			if (!b->ninsn)
@@ -595,9 +613,10 @@ static void add_ck(struct dec_segment *s, uint64_t off, uint64_t hash)
 }
 
 void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_segment *s,
-		     bool first, struct pt_image_section_cache *isc, bool long_blocks)
+		     bool first, struct pt_image_section_cache *isc)
 {
-	struct dec_live *L = dec_live_new(c, r, isc, long_blocks);
+	struct dec_live *L = dec_live_new(c, r, isc);
+	uint64_t win;
 	int st;
 
 	if (c->profile_only)
@@ -633,8 +652,17 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 			end_step(L);
 		}
 	}
+	/*
+	 * Checkpoints for the steps a decoder synced at the segment's PSB
+	 * is likely to need to converge with the serial one: at least
+	 * DEC_CK_MIN, and all that start in the segment's first
+	 * 1/DEC_CK_PART (at most DEC_CK_MAX); the rest of the segment is
+	 * stepped coarsely.  The first segment is the serial decode itself:
+	 * no decoder converges into it.
+	 */
+	win = s->begin + (s->end - s->begin) / DEC_CK_PART;
 	while (!L->done && L->off <= s->end) {
-		bool fine = s->nr_ck < DEC_CK_MAX;
+		bool fine = !first && s->nr_ck < DEC_CK_MAX && (s->nr_ck < DEC_CK_MIN || L->off < win);
 
 		live_step(L, s, fine);
 		if (fine)
@@ -699,7 +727,8 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 		}
 		if (L->off > n->end)
 			break;
-		live_step(L, s, true);
+		/* past segment @i + 1's last checkpoint no match can come: step coarsely */
+		live_step(L, s, j < n->nr_ck);
 	}
 	/* no match: the live decoder has decoded segment @i + 1's part (or the trace ended) */
 	supersede(n);

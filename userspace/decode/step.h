@@ -8,19 +8,27 @@
 
 #include "decode.h"
 
-/* Checkpoints each segment's decoder records, from its sync on. */
-#define DEC_CK_MAX 4096
+/*
+ * Checkpoints each segment's decoder records, from its sync on: one after
+ * each of its first steps, at least DEC_CK_MIN of them, and on while the
+ * decoder is in the first 1/DEC_CK_PART of its segment, at most
+ * DEC_CK_MAX.  They cost time (a step per block, a hash per step);
+ * a decoder that does not converge within them is not wrong, only slow:
+ * the decoder before it decodes its segment (step.c).
+ */
+#define DEC_CK_MIN 64
+#define DEC_CK_PART 64
+#define DEC_CK_MAX 1024
 
 /* A libipt decoder over one trace, with its images and state. */
 struct dec_live;
 
 /*
- * A decoder for @r's trace (the whole of it), its code from @isc;
- * @long_blocks: blocks need not end at calls and jumps (count_only, on a
- * thread with a DEC_STACK stack).  NULL if out of memory.
+ * A decoder for @r's trace (the whole of it), its code from @isc.  NULL
+ * if out of memory.
  */
 struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r,
-			      struct pt_image_section_cache *isc, bool long_blocks);
+			      struct pt_image_section_cache *isc);
 void dec_live_free(struct dec_live *L);
 
 /*
@@ -30,7 +38,7 @@ void dec_live_free(struct dec_live *L);
  * steps; the decoder is kept in @s->live for dec_converge().
  */
 void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_segment *s,
-		     bool first, struct pt_image_section_cache *isc, bool long_blocks);
+		     bool first, struct pt_image_section_cache *isc);
 
 /*
  * In trace order, once segments @i and @i + 1 are decoded: run the live

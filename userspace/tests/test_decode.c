@@ -1572,6 +1572,53 @@ static void test_corrupt(struct run *r)
 		      got > 1000000 && got < 2000000,
 		      "endless code (a 'jmp .' with no trace after it): stops after ~1e6 instructions "
 		      "with an 'endless code' error instead of running forever (%" PRId64 ")", got);
+		/*
+		 * The same count in every mode and as the reference: the rule
+		 * is checked after each block, and every mode has the
+		 * reference's blocks (ending at jumps).  A 3-instruction loop
+		 * crosses the limit inside a block (1000002 in blocks).
+		 */
+		static const uint8_t loop3[] = { 0x90, 0x90, 0xeb, 0xfc };	/* nop; nop; jmp .-2 */
+
+		for (int k = 0; k < 2; k++) {
+			int64_t want[2] = { -1, -1 }, cnt[2], cnt2, lines[2];
+
+			spew(code, k ? (const char *)loop3 : (const char *)jmp_self,
+			     k ? sizeof(loop3) : sizeof(jmp_self));
+			for (int fl = 0; fl < 2; fl++) {
+				FILE *rf;
+				char rl[256];
+
+				sh("%s/userspace/decode-ref %s %s - 401000:%x:%s | tail -1 >%s.rc",
+				   build, fl ? "--insn-decoder" : "", path,
+				   0x401000 + (k ? (unsigned int)sizeof(loop3) : (unsigned int)sizeof(jmp_self)),
+				   code, F(r, "l"));
+				snprintf(rl, sizeof(rl), "%s.rc", F(r, "l"));
+				rf = fopen(rl, "r");
+				if (rf && fgets(rl, sizeof(rl), rf))
+					sscanf(rl, "# instructions %" SCNd64, &want[fl]);
+				if (rf)
+					fclose(rf);
+				decode(F(r, "l"), F(r, "el"), "-j decode --pt %s --raw %s:0x401000 -J 1%s",
+				       path, code, fl ? " --insn-decoder" : "");
+				cnt[fl] = json_int(F(r, "l"), "instructions");
+				decode(F(r, "l"), F(r, "el"), "decode --pt %s --raw %s:0x401000 -J 2%s --insn",
+				       path, code, fl ? " --insn-decoder" : "");
+				lines[fl] = sh("test $(grep -c '^[0-9a-f]\\{16\\}' %s) = %" PRId64,
+					       F(r, "l"), want[fl]) == 0 ? want[fl] : -1;
+			}
+			decode(F(r, "l"), F(r, "el"), "-j decode --pt %s --raw %s:0x401000 -J 2", path,
+			       code);
+			cnt2 = json_int(F(r, "l"), "instructions");
+			CHECK(want[0] == (k ? 1000002 : 1000001) && want[1] == 1000001 &&
+			      cnt[0] == want[0] && cnt2 == want[0] && lines[0] == want[0] &&
+			      cnt[1] == want[1] && lines[1] == want[1],
+			      "endless code (%s): the summary (-J 1, -J 2) and --insn lines count what "
+			      "the reference counts, blocks %" PRId64 " (%" PRId64 ", %" PRId64 ", %"
+			      PRId64 "), instructions %" PRId64 " (%" PRId64 ", %" PRId64 ")",
+			      k ? "a 3-instruction loop" : "jmp .", want[0], cnt[0], cnt2, lines[0],
+			      want[1], cnt[1], lines[1]);
+		}
 	}
 	/* a bad meta.json, a missing directory, a missing --raw file */
 	snprintf(path, sizeof(path), "%s/meta.json", cap);
