@@ -911,6 +911,42 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 	return n;
 }
 
+bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl)
+{
+	struct pt_config cfg = *tmpl;
+	struct pt_packet_decoder *pd;
+	const uint8_t *p = buf, *end = buf + len;
+	int seen = -1, modes = 0;
+
+	/* MODE.EXEC: 0x99, then a byte with bits 7:5 clear; CS.D and CS.L in bits 1:0 */
+	while (p + 1 < end && (p = memchr(p, 0x99, (size_t)(end - p - 1)))) {
+		if (!(p[1] & 0xe0)) {
+			if (seen < 0)
+				seen = p[1] & 3;
+			else if (seen != (p[1] & 3))
+				break;
+		}
+		p++;
+	}
+	if (!p || p + 1 >= end)
+		return false;
+	/* two values: maybe only payload bytes; ask libipt */
+	cfg.begin = (uint8_t *)buf;
+	cfg.end = (uint8_t *)buf + len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return true;
+	while (pt_pkt_sync_forward(pd) >= 0) {
+		struct pt_packet pkt;
+
+		while (pt_pkt_next(pd, &pkt, sizeof(pkt)) >= 0)
+			if (pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec)
+				modes |= 1 << pt_get_exec_mode(&pkt.payload.mode.bits.exec);
+	}
+	pt_pkt_free_decoder(pd);
+	return modes & (modes - 1);
+}
+
 /*
  * The image section cache this thread's decoders take their sections from:
  * the capture's (c->iscache), or the worker's own copy of it (same files in
@@ -1249,6 +1285,7 @@ static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
 	}
 	r->nr_segs = n;
 	free(psb);
+	r->uncached = !c->opt.insn_decoder && dec_mixed_modes(r->buf, r->len, &c->cfg);
 }
 
 bool dec_tsc_ns(const struct dec_ctx *c, uint64_t tsc, uint64_t *ns)

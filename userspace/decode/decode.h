@@ -251,6 +251,14 @@ struct dec_trace_result {
 	struct dec_item *gap_items;	/* every DI_GAP, in trace order */
 	size_t nr_gap_items;
 	struct dec_live *live;		/* the decoder whose output is being used */
+	/*
+	 * Its code runs in more than one exec mode (MODE.EXEC packets) and
+	 * the block decoder is used: decoders read code through a callback,
+	 * with no section and so no block cache.  libipt 2.0.5's block
+	 * cache does not compare the exec mode, so with it the result
+	 * depended on which decoder filled the cache first.
+	 */
+	bool uncached;
 };
 
 struct dec_ctx {
@@ -316,6 +324,13 @@ const char *dec_gap_name(enum dec_gap g);
  * PSBs in between are not looked at).  *@first_tsc (if
  * not NULL): the TSC of the first of those PSB+s that has one, or 0.
  */
+/*
+ * Whether @buf[0..@len) holds MODE.EXEC packets of more than one exec mode
+ * (a byte search, confirmed with libipt's packet decoder when it finds
+ * two).
+ */
+bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl);
+
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
 		     uint64_t **offs, uint64_t **fups, uint64_t *first_tsc);
 

@@ -150,7 +150,41 @@ struct dec_live {
 	size_t npimg;
 	/* count_only: the newest blocks, for count_blocks() */
 	struct pt_block blk;
+	/* r->uncached: the images code is read from (indices into c->in->images) */
+	size_t *act, nact;
 };
+
+/* r->uncached: libipt reads code through this, from the images in use. */
+static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip,
+		     void *arg)
+{
+	struct dec_live *L = arg;
+	size_t i, n;
+
+	(void)asid;
+	/* the last one added wins, as with libipt's sections */
+	for (i = L->nact; i-- > 0;) {
+		const uint8_t *p = dec_code_at(L->c, L->c->isids[L->act[i]], ip, &n);
+
+		if (p) {
+			n = n < size ? n : size;
+			memcpy(buffer, p, n);
+			return (int)n;
+		}
+	}
+	return -pte_nomap;
+}
+
+/* r->uncached: the section a block at @ip is in (libipt says 0: the callback's). */
+static int32_t code_isid(const struct dec_live *L, uint64_t ip)
+{
+	size_t i, n;
+
+	for (i = L->nact; i-- > 0;)
+		if (dec_code_at(L->c, L->c->isids[L->act[i]], ip, &n))
+			return L->c->isids[L->act[i]];
+	return 0;
+}
 
 static struct dec_item *push(struct dec_live *L, struct dec_segment *s, enum dec_item_kind k)
 {
@@ -240,6 +274,13 @@ static void switch_process(struct dec_live *L, struct dec_segment *s, uint64_t t
 			key = (key ^ m) * 1099511628211ULL;
 	if (L->cur_pid >= 0 && key == L->cur_key)
 		return;
+	if (L->r->uncached) {
+		L->nact = 0;
+		for (m = 0; m < c->in->nr_images; m++)
+			if (image_in(c, m, pid, c->in->timed_maps ? ns : 0))
+				L->act[L->nact++] = m;
+		goto switched;
+	}
 	for (i = 0; i < L->npimg && L->pimg[i].key != key; i++)
 		;
 	if (i == L->npimg) {
@@ -262,6 +303,7 @@ static void switch_process(struct dec_live *L, struct dec_segment *s, uint64_t t
 		pt_insn_set_image(L->d.ins, L->pimg[i].img);
 	else
 		pt_blk_set_image(L->d.blk, L->pimg[i].img);
+switched:
 	L->cur_key = key;
 	L->cur_pid = pid;
 	L->cur_time = c->in->timed_maps ? ns : 0;
@@ -304,10 +346,21 @@ struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r,
 			L->sch = &c->in->sched[i];
 	L->pid = r->trace->pid;
 	L->switching = L->sch || (c->in->timed_maps && c->in->have_time_conv && L->pid > 0);
+	if (r->uncached) {
+		L->act = calloc(c->in->nr_images + 1, sizeof(*L->act));
+		if (!L->act || pt_image_set_callback(image, read_code, L) < 0) {
+			dec_live_free(L);
+			return NULL;
+		}
+	}
 	for (i = 0; !L->switching && i < c->in->nr_images; i++)
 		if (c->isids[i] > 0 && c->in->images[i].until == UINT64_MAX &&
-		    (!c->in->images[i].pid || !r->trace->pid || c->in->images[i].pid == r->trace->pid))
-			pt_image_add_cached(image, isc, c->isids[i], NULL);
+		    (!c->in->images[i].pid || !r->trace->pid || c->in->images[i].pid == r->trace->pid)) {
+			if (r->uncached)
+				L->act[L->nact++] = i;
+			else
+				pt_image_add_cached(image, isc, c->isids[i], NULL);
+		}
 	L->last_fail = UINT64_MAX;
 	L->moff = UINT64_MAX;
 	return L;
@@ -325,6 +378,7 @@ void dec_live_free(struct dec_live *L)
 		pt_blk_free_decoder(L->d.blk);
 	for (i = 0; i < L->npimg; i++)
 		pt_image_free(L->pimg[i].img);
+	free(L->act);
 	free(L);
 }
 
@@ -403,7 +457,7 @@ static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uin
 	it->end_ip = end_ip;
 	it->ninsn = ninsn;
 	it->iclass = iclass;
-	it->isid = isid;
+	it->isid = L->r->uncached && !isid ? code_isid(L, ip) : isid;
 	it->last_size = last_size;
 	it->mode = mode;
 	/* a block's time is shown only by outputs that keep blocks */

@@ -52,6 +52,31 @@ static const uint8_t *code_at(const struct ref *r, uint64_t ip, size_t *n)
 	return NULL;
 }
 
+/*
+ * libipt reads code through this callback, so the reference has no image
+ * section and no block cache: libipt 2.0.5's block cache does not compare
+ * the exec mode, and with it a trace whose code runs in two modes decodes
+ * as whichever mode filled the cache first.  The last image given wins
+ * where images overlap, as with libipt's sections.
+ */
+static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip,
+		     void *arg)
+{
+	const struct ref *r = arg;
+	size_t i;
+
+	(void)asid;
+	for (i = r->nr_code; i-- > 0;)
+		if (ip >= r->code[i].vaddr && ip - r->code[i].vaddr < r->code[i].size) {
+			size_t n = r->code[i].size - (ip - r->code[i].vaddr);
+
+			n = n < size ? n : size;
+			memcpy(buffer, r->code[i].bytes + (ip - r->code[i].vaddr), n);
+			return (int)n;
+		}
+	return -pte_nomap;
+}
+
 static void print_block(struct ref *r, uint64_t ip, uint64_t end_ip, uint32_t ninsn, int mode,
 			unsigned int last_size)
 {
@@ -125,7 +150,6 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 	       size_t nr_code, bool insn_flavour, const char *name, FILE *out, uint64_t *insns,
 	       uint64_t *errors)
 {
-	struct pt_image_section_cache *isc = NULL;
 	struct pt_block_decoder *bd = NULL;
 	struct pt_insn_decoder *id = NULL;
 	struct ref r = { .code = code, .nr_code = nr_code, .out = out, .buf = buf, .len = len };
@@ -135,7 +159,6 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 	uint64_t erroff = 0;
 	bool have_err = false, err_loop = false;
 	int err_code = 0;
-	size_t i;
 	int st;
 
 	ZydisDecoderInit(&r.zd[ptem_16bit], ZYDIS_MACHINE_MODE_LEGACY_16, ZYDIS_STACK_WIDTH_16);
@@ -159,14 +182,8 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 	}
 	if (!image)
 		return -1;
-	isc = pt_iscache_alloc("ref");
-	for (i = 0; i < nr_code; i++) {
-		int isid = pt_iscache_add_file(isc, code[i].file, code[i].offset, code[i].size,
-					       code[i].vaddr);
-
-		if (isid < 0 || pt_image_add_cached(image, isc, isid, NULL) < 0)
-			return -1;
-	}
+	if (pt_image_set_callback(image, read_code, &r) < 0)
+		return -1;
 	(void)name;	/* one trace: ipttool shows no "[trace NAME]" line */
 	for (;;) {
 		uint64_t next, off = 0;
@@ -296,7 +313,6 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 		pt_insn_free_decoder(id);
 	if (bd)
 		pt_blk_free_decoder(bd);
-	pt_iscache_free(isc);
 	return 0;
 }
 
