@@ -911,40 +911,67 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 	return n;
 }
 
+/* Whether the PSB+ at @off of @pd's trace has a MODE.EXEC. */
+static bool psb_has_mode(struct pt_packet_decoder *pd, uint64_t off)
+{
+	struct pt_packet pkt;
+	int n = 0;
+
+	if (pt_pkt_sync_set(pd, off) < 0)
+		return true;
+	while (n++ < 64 && pt_pkt_next(pd, &pkt, sizeof(pkt)) >= 0) {
+		if (pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec)
+			return true;
+		if (pkt.type == ppt_psbend || (n > 1 && pkt.type == ppt_psb))
+			return false;
+	}
+	return true;	/* a broken PSB+: the decoder does not sync there */
+}
+
 bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl)
 {
+	static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
+					 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
 	struct pt_config cfg = *tmpl;
 	struct pt_packet_decoder *pd;
 	const uint8_t *p = buf, *end = buf + len;
+	bool mixed = false;
 	int seen = -1, modes = 0;
 
-	/* MODE.EXEC: 0x99, then a byte with bits 7:5 clear; CS.D and CS.L in bits 1:0 */
-	while (p + 1 < end && (p = memchr(p, 0x99, (size_t)(end - p - 1)))) {
-		if (!(p[1] & 0xe0)) {
-			if (seen < 0)
-				seen = p[1] & 3;
-			else if (seen != (p[1] & 3))
-				break;
-		}
-		p++;
-	}
-	if (!p || p + 1 >= end)
-		return false;
-	/* two values: maybe only payload bytes; ask libipt */
 	cfg.begin = (uint8_t *)buf;
 	cfg.end = (uint8_t *)buf + len;
 	pd = pt_pkt_alloc_decoder(&cfg);
 	if (!pd)
 		return true;
-	while (pt_pkt_sync_forward(pd) >= 0) {
-		struct pt_packet pkt;
+	/* a PSB+ without MODE.EXEC: decoders synced there have no mode until one */
+	while (!mixed && p < end && (p = memmem(p, (size_t)(end - p), psb, sizeof(psb)))) {
+		mixed = !psb_has_mode(pd, (uint64_t)(p - buf));
+		p += sizeof(psb);
+	}
+	/* MODE.EXEC: 0x99, then a byte with bits 7:5 clear; CS.D and CS.L in bits 1:0 */
+	for (p = buf; !mixed && p + 1 < end && (p = memchr(p, 0x99, (size_t)(end - p - 1))); p++) {
+		if (p[1] & 0xe0)
+			continue;
+		if (seen < 0) {
+			seen = p[1] & 3;
+		} else if (seen != (p[1] & 3)) {
+			/* two values: maybe only payload bytes; ask libipt (a new decoder, from the start) */
+			struct pt_packet_decoder *all = pt_pkt_alloc_decoder(&cfg);
 
-		while (pt_pkt_next(pd, &pkt, sizeof(pkt)) >= 0)
-			if (pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec)
-				modes |= 1 << pt_get_exec_mode(&pkt.payload.mode.bits.exec);
+			while (all && pt_pkt_sync_forward(all) >= 0) {
+				struct pt_packet pkt;
+
+				while (pt_pkt_next(all, &pkt, sizeof(pkt)) >= 0)
+					if (pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec)
+						modes |= 1 << pt_get_exec_mode(&pkt.payload.mode.bits.exec);
+			}
+			pt_pkt_free_decoder(all);
+			mixed = !all || (modes & (modes - 1));
+			break;
+		}
 	}
 	pt_pkt_free_decoder(pd);
-	return modes & (modes - 1);
+	return mixed;
 }
 
 /*

@@ -208,6 +208,22 @@ struct dec_segment {
 	struct dec_live *live;	/* its decoder, until dec_converge() */
 	struct dec_ck *ck;	/* checkpoints of its first steps */
 	size_t nr_ck, cap_ck;
+	/*
+	 * The item of the first "compressed return without call" of its own
+	 * decoder before that decoder's first resync (SIZE_MAX: none): a
+	 * decoder synced at this PSB starts with an empty return stack where
+	 * the serial one may have calls to return to, so from there its
+	 * output may differ although its checkpoints matched (step.c).
+	 */
+	size_t ret_suspect;
+	/*
+	 * The trace offset just past the first TIP, TIP.PGE or TIP.PGD after
+	 * its PSB (UINT64_MAX: none in the trace).  A serial decoder may
+	 * carry events bound to the next TIP across the PSB (a MODE.EXEC
+	 * just before it) that a decoder synced at the PSB does not have and
+	 * that no checkpoint shows until that TIP: no match before it.
+	 */
+	uint64_t tip_end;
 };
 
 /*
@@ -252,8 +268,8 @@ struct dec_trace_result {
 	size_t nr_gap_items;
 	struct dec_live *live;		/* the decoder whose output is being used */
 	/*
-	 * Its code runs in more than one exec mode (MODE.EXEC packets) and
-	 * the block decoder is used: decoders read code through a callback,
+	 * Its code runs in more than one exec mode (MODE.EXEC packets), or
+	 * a PSB+ has no MODE.EXEC, and the block decoder is used: decoders read code through a callback,
 	 * with no section and so no block cache.  libipt 2.0.5's block
 	 * cache does not compare the exec mode, so with it the result
 	 * depended on which decoder filled the cache first.
@@ -327,7 +343,9 @@ const char *dec_gap_name(enum dec_gap g);
 /*
  * Whether @buf[0..@len) holds MODE.EXEC packets of more than one exec mode
  * (a byte search, confirmed with libipt's packet decoder when it finds
- * two).
+ * two), or a PSB+ without a MODE.EXEC (a decoder synced there has no mode,
+ * so only libipt's block cache, filled by another decoder, decodes the code
+ * after it).
  */
 bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl);
 

@@ -135,6 +135,7 @@ struct dec_live {
 	uint64_t step_hash;	/* what the current step made */
 	uint8_t mode;		/* of the newest block */
 	uint8_t exec_mode;	/* the decoder's, from its exec-mode events (0: none since sync) */
+	bool fresh;		/* synced at a segment's PSB, not resynced since: its return stack is not the serial decoder's */
 	uint64_t off, hash;	/* after the newest step */
 	/* images picked by time (switch_process) */
 	bool switching;
@@ -214,6 +215,8 @@ static struct dec_item *gap(struct dec_live *L, struct dec_segment *s, enum dec_
 
 	if (g == GAP_DECODE && code == -pte_nomap)
 		g = GAP_NOMAP;
+	if (L && L->fresh && code == -pte_retstack_empty && s->ret_suspect == SIZE_MAX)
+		s->ret_suspect = s->nr - 1;
 	it->gap = (uint8_t)g;
 	it->code = code;
 	it->off = off;
@@ -435,6 +438,7 @@ static void resync(struct dec_live *L, struct dec_segment *s, size_t gi)
 		gi = s->nr;
 		gap(L, s, GAP_DECODE, st, ad_offset(d), 0, 0);
 	}
+	L->fresh = false;	/* a sync resets all of libipt's state, the return stack too */
 	L->step_hash = mix(H0, ad_sync_offset(d));
 	L->moff = UINT64_MAX;
 	L->mins = 0;
@@ -666,6 +670,31 @@ static void add_ck(struct dec_segment *s, uint64_t off, uint64_t hash)
 	k->insns = s->insns;
 }
 
+/* Segment @s's tip_end: past its PSB's first TIP-class packet. */
+static uint64_t first_tip_end(const struct dec_ctx *c, const struct dec_trace_result *r,
+			      const struct dec_segment *s)
+{
+	struct pt_config cfg = c->cfg;
+	struct pt_packet_decoder *pd;
+	uint64_t end = UINT64_MAX;
+	struct pt_packet pkt;
+
+	cfg.begin = r->buf;
+	cfg.end = r->buf + r->len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return end;
+	if (pt_pkt_sync_set(pd, s->begin) >= 0)
+		while (pt_pkt_next(pd, &pkt, sizeof(pkt)) >= 0)
+			if (pkt.type == ppt_tip || pkt.type == ppt_tip_pge || pkt.type == ppt_tip_pgd) {
+				if (pt_pkt_get_offset(pd, &end) < 0)
+					end = UINT64_MAX;
+				break;
+			}
+	pt_pkt_free_decoder(pd);
+	return end;
+}
+
 void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_segment *s,
 		     bool first, struct pt_image_section_cache *isc)
 {
@@ -675,6 +704,8 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 
 	if (c->profile_only)
 		s->prof = dec_prof_new();
+	s->ret_suspect = SIZE_MAX;
+	s->tip_end = first ? 0 : first_tip_end(c, r, s);
 	s->live = L;
 	if (!L) {
 		struct dec_item *it = push(NULL, s, DI_GAP);
@@ -693,6 +724,7 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 	} else {
 		st = L->d.insn ? pt_insn_sync_set(L->d.ins, s->begin) : pt_blk_sync_set(L->d.blk, s->begin);
 		L->st = st;
+		L->fresh = true;
 		if (st >= 0) {
 			L->step_hash = mix(H0, ad_sync_offset(&L->d));
 			switch_process(L, s, ad_time(&L->d));
@@ -729,8 +761,11 @@ static void supersede(struct dec_segment *n)
 {
 	n->skip = n->nr;
 	n->insns = 0;
-	dec_prof_free(n->prof);
-	n->prof = NULL;
+	if (n->prof) {
+		/* the live decoder's coarse steps count into it */
+		dec_prof_free(n->prof);
+		n->prof = dec_prof_new();
+	}
 	dec_live_free(n->live);
 	n->live = NULL;
 }
@@ -769,7 +804,10 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 		while (j < n->nr_ck && n->ck[j].off < L->off)
 			j++;
 		for (size_t q = j; q < n->nr_ck && n->ck[q].off == L->off; q++) {
-			if (n->ck[q].hash != L->hash)
+			if (n->ck[q].hash != L->hash || n->ck[q].off < n->tip_end)
+				continue;
+			/* its empty return stack fails later: not the serial decoder's state */
+			if (n->ret_suspect != SIZE_MAX && n->ck[q].nr <= n->ret_suspect)
 				continue;
 			/* converged: segment @i + 1's decoder goes on from here */
 			n->skip = n->ck[q].nr;

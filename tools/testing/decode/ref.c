@@ -53,12 +53,47 @@ static const uint8_t *code_at(const struct ref *r, uint64_t ip, size_t *n)
 }
 
 /*
- * libipt reads code through this callback, so the reference has no image
- * section and no block cache: libipt 2.0.5's block cache does not compare
- * the exec mode, and with it a trace whose code runs in two modes decodes
- * as whichever mode filled the cache first.  The last image given wins
- * where images overlap, as with libipt's sections.
+ * Whether the trace's MODE.EXEC packets show more than one exec mode, or a
+ * PSB+ has none (a decoder synced there has no mode): then libipt reads code through read_code(), with no image section and so
+ * no block cache.  libipt 2.0.5's block cache does not compare the exec
+ * mode, so with it such a trace decodes as whichever mode filled the cache
+ * first; ipttool decides the same way.  Otherwise the code is in cached
+ * sections, as ptxed has it (the cached and uncached paths of libipt end
+ * blocks at different places, and the endless-code check and the
+ * "not shown" lines go by block).
  */
+static bool mixed_modes(const struct pt_config *tmpl)
+{
+	struct pt_packet_decoder *pd = pt_pkt_alloc_decoder(tmpl);
+	bool in_psb = false, psb_mode = false, nomode = false;
+	int modes = 0;
+
+	if (!pd)
+		return false;
+	while (pt_pkt_sync_forward(pd) >= 0) {
+		struct pt_packet pkt;
+
+		in_psb = false;
+		while (pt_pkt_next(pd, &pkt, sizeof(pkt)) >= 0) {
+			if (pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec) {
+				modes |= 1 << pt_get_exec_mode(&pkt.payload.mode.bits.exec);
+				psb_mode = true;
+			}
+			if (pkt.type == ppt_psb) {
+				in_psb = true;
+				psb_mode = false;
+			}
+			if (pkt.type == ppt_psbend && in_psb && !psb_mode)
+				nomode = true;
+			if (pkt.type == ppt_psbend)
+				in_psb = false;
+		}
+	}
+	pt_pkt_free_decoder(pd);
+	return nomode || (modes & (modes - 1));
+}
+
+/* The last image given wins where images overlap, as with libipt's sections. */
 static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip,
 		     void *arg)
 {
@@ -152,6 +187,7 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 {
 	struct pt_block_decoder *bd = NULL;
 	struct pt_insn_decoder *id = NULL;
+	struct pt_image_section_cache *isc = NULL;
 	struct ref r = { .code = code, .nr_code = nr_code, .out = out, .buf = buf, .len = len };
 	struct pt_image *image;
 	struct pt_config cfg;
@@ -159,6 +195,7 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 	uint64_t erroff = 0;
 	bool have_err = false, err_loop = false;
 	int err_code = 0;
+	size_t i;
 	int st;
 
 	ZydisDecoderInit(&r.zd[ptem_16bit], ZYDIS_MACHINE_MODE_LEGACY_16, ZYDIS_STACK_WIDTH_16);
@@ -182,8 +219,19 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 	}
 	if (!image)
 		return -1;
-	if (pt_image_set_callback(image, read_code, &r) < 0)
-		return -1;
+	if (!insn_flavour && mixed_modes(&cfg)) {
+		if (pt_image_set_callback(image, read_code, &r) < 0)
+			return -1;
+	} else {
+		isc = pt_iscache_alloc("ref");
+		for (i = 0; i < nr_code; i++) {
+			int isid = pt_iscache_add_file(isc, code[i].file, code[i].offset,
+						       code[i].size, code[i].vaddr);
+
+			if (isid < 0 || pt_image_add_cached(image, isc, isid, NULL) < 0)
+				return -1;
+		}
+	}
 	(void)name;	/* one trace: ipttool shows no "[trace NAME]" line */
 	for (;;) {
 		uint64_t next, off = 0;
@@ -313,6 +361,7 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 		pt_insn_free_decoder(id);
 	if (bd)
 		pt_blk_free_decoder(bd);
+	pt_iscache_free(isc);
 	return 0;
 }
 

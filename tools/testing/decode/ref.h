@@ -9,7 +9,7 @@
 #include <intel-pt.h>
 
 struct ref_code {
-	const char *file;	/* where @bytes came from (not read by ref_decode) */
+	const char *file;	/* for libipt */
 	uint64_t offset, size, vaddr;
 	const uint8_t *bytes;	/* the same bytes, for Zydis */
 };
