@@ -170,7 +170,9 @@ enum dec_gap {
  * loop of direct jumps is the only code that needs none); more means the
  * trace or the image is wrong, and decoding moves on to the next PSB.
  */
-#define DEC_MAX_STUCK 1000000
+#ifndef DEC_MAX_STUCK
+#define DEC_MAX_STUCK 1000000	/* the fuzzer builds with less (tools/testing/decode/fuzz) */
+#endif
 
 struct dec_item {
 	uint64_t ip;

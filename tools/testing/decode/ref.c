@@ -28,7 +28,11 @@
 
 #include "ref.h"
 
+#ifdef DEC_MAX_STUCK
+#define MAX_STUCK DEC_MAX_STUCK	/* the fuzzer's build: both the same */
+#else
 #define MAX_STUCK 1000000
+#endif
 
 struct ref {
 	const struct ref_code *code;
