@@ -700,6 +700,7 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 {
 	struct dec_live *L = dec_live_new(c, r, isc);
 	uint64_t win;
+	size_t after_tip = 0;
 	int st;
 
 	if (c->profile_only)
@@ -740,19 +741,23 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 	}
 	/*
 	 * Checkpoints for the steps a decoder synced at the segment's PSB
-	 * is likely to need to converge with the serial one: at least
-	 * DEC_CK_MIN, and all that start in the segment's first
-	 * 1/DEC_CK_PART (at most DEC_CK_MAX); the rest of the segment is
-	 * stepped coarsely.  The first segment is the serial decode itself:
-	 * no decoder converges into it.
+	 * is likely to need to converge with the serial one: while it is
+	 * before its first TIP-class packet (no match there, tip_end), then
+	 * at least DEC_CK_MIN more, and all that start in the segment's
+	 * first 1/DEC_CK_PART (at most DEC_CK_MAX in all); the rest of the
+	 * segment is stepped coarsely.  The first segment is the serial
+	 * decode itself: no decoder converges into it.
 	 */
 	win = s->begin + (s->end - s->begin) / DEC_CK_PART;
 	while (!L->done && L->off <= s->end) {
-		bool fine = !first && s->nr_ck < DEC_CK_MAX && (s->nr_ck < DEC_CK_MIN || L->off < win);
+		bool fine = !first && s->nr_ck < DEC_CK_MAX &&
+			    (L->off < s->tip_end || after_tip < DEC_CK_MIN || L->off < win);
 
 		live_step(L, s, fine);
-		if (fine)
+		if (fine) {
 			add_ck(s, L->off, L->hash);
+			after_tip += L->off >= s->tip_end;
+		}
 	}
 }
 

@@ -10,15 +10,16 @@
 
 /*
  * Checkpoints each segment's decoder records, from its sync on: one after
- * each of its first steps, at least DEC_CK_MIN of them, and on while the
- * decoder is in the first 1/DEC_CK_PART of its segment, at most
- * DEC_CK_MAX.  They cost time (a step per block, a hash per step);
- * a decoder that does not converge within them is not wrong, only slow:
- * the decoder before it decodes its segment (step.c).
+ * each step until its first TIP-class packet is read, then at least
+ * DEC_CK_MIN more, and on while the decoder is in the first 1/DEC_CK_PART
+ * of its segment, at most DEC_CK_MAX in all.  They cost time (a step per
+ * block, a hash per step); a decoder that does not converge within them
+ * is not wrong, only slow: the decoder before it decodes its segment
+ * (step.c).
  */
-#define DEC_CK_MIN 64
-#define DEC_CK_PART 64
-#define DEC_CK_MAX 1024
+#define DEC_CK_MIN 32
+#define DEC_CK_PART 256
+#define DEC_CK_MAX 256
 
 /* A libipt decoder over one trace, with its images and state. */
 struct dec_live;
