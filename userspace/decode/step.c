@@ -786,7 +786,7 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 {
 	struct dec_segment *s = &r->segs[i], *n;
 	struct dec_live *L = r->live ? r->live : s->live;
-	size_t j = 0;
+	size_t j = 0, run = 0, lastq = 0;
 
 	if (L != s->live) {
 		/* segment @i was decoded by the live decoder: its own one is not needed */
@@ -799,21 +799,37 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 	if (i + 1 >= r->nr_segs) {
 		/* the last segment: the rest of the trace is this decoder's */
 		while (!L->done)
-			live_step(L, s, true);
+			live_step(L, s, false);
 		dec_live_free(L);
 		r->live = NULL;
 		return;
 	}
 	n = &r->segs[i + 1];
 	while (!L->done) {
+		size_t q;
+
 		while (j < n->nr_ck && n->ck[j].off < L->off)
 			j++;
-		for (size_t q = j; q < n->nr_ck && n->ck[q].off == L->off; q++) {
+		for (q = j; q < n->nr_ck && n->ck[q].off == L->off; q++) {
 			if (n->ck[q].hash != L->hash || n->ck[q].off < n->tip_end)
 				continue;
 			/* its empty return stack fails later: not the serial decoder's state */
 			if (n->ret_suspect != SIZE_MAX && n->ck[q].nr <= n->ret_suspect)
 				continue;
+			break;
+		}
+		/*
+		 * DEC_CK_RUN checkpoints in a row must match, step for step:
+		 * state that no checkpoint shows (TNT bits held across the
+		 * PSB) tends to show within a few steps.
+		 */
+		if (q < n->nr_ck && n->ck[q].off == L->off) {
+			run = run && q == lastq + 1 ? run + 1 : 1;
+			lastq = q;
+		} else {
+			run = 0;
+		}
+		if (run >= DEC_CK_RUN) {
 			/* converged: segment @i + 1's decoder goes on from here */
 			n->skip = n->ck[q].nr;
 			n->insns -= n->ck[q].insns;

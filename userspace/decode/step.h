@@ -18,6 +18,8 @@
  * (step.c).
  */
 #define DEC_CK_MIN 32
+/* A match is DEC_CK_RUN checkpoints in a row equal, step for step. */
+#define DEC_CK_RUN 4
 #define DEC_CK_PART 256
 #define DEC_CK_MAX 256
 
