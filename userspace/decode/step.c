@@ -786,7 +786,7 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 {
 	struct dec_segment *s = &r->segs[i], *n;
 	struct dec_live *L = r->live ? r->live : s->live;
-	size_t j = 0, run = 0, lastq = 0;
+	size_t j = 0, run = 0, lastq = 0, moves = 0;
 
 	if (L != s->live) {
 		/* segment @i was decoded by the live decoder: its own one is not needed */
@@ -819,17 +819,25 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 			break;
 		}
 		/*
-		 * DEC_CK_RUN checkpoints in a row must match, step for step:
-		 * state that no checkpoint shows (TNT bits held across the
-		 * PSB) tends to show within a few steps.
+		 * DEC_CK_RUN checkpoints in a row must match, step for step,
+		 * and both decoders must have read on (the offset moved)
+		 * DEC_CK_MOVES times at the same steps: TNT bits one decoder
+		 * holds from before the PSB make it read the next TNT packet
+		 * at another step than the other.
 		 */
 		if (q < n->nr_ck && n->ck[q].off == L->off) {
-			run = run && q == lastq + 1 ? run + 1 : 1;
+			if (run && q == lastq + 1) {
+				run++;
+				moves += n->ck[q].off != n->ck[lastq].off;
+			} else {
+				run = 1;
+				moves = 0;
+			}
 			lastq = q;
 		} else {
 			run = 0;
 		}
-		if (run >= DEC_CK_RUN) {
+		if (run >= DEC_CK_RUN && moves >= DEC_CK_MOVES) {
 			/* converged: segment @i + 1's decoder goes on from here */
 			n->skip = n->ck[q].nr;
 			n->insns -= n->ck[q].insns;

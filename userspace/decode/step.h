@@ -18,8 +18,12 @@
  * (step.c).
  */
 #define DEC_CK_MIN 32
-/* A match is DEC_CK_RUN checkpoints in a row equal, step for step. */
+/*
+ * A match is DEC_CK_RUN checkpoints in a row equal, step for step, over
+ * which the trace offset moved DEC_CK_MOVES times.
+ */
 #define DEC_CK_RUN 4
+#define DEC_CK_MOVES 2
 #define DEC_CK_PART 256
 #define DEC_CK_MAX 256
 
