@@ -211,11 +211,12 @@ struct dec_segment {
 	struct dec_ck *ck;	/* checkpoints of its first steps */
 	size_t nr_ck, cap_ck;
 	/*
-	 * The item of the first "compressed return without call" of its own
-	 * decoder before that decoder's first resync (SIZE_MAX: none): a
-	 * decoder synced at this PSB starts with an empty return stack where
-	 * the serial one may have calls to return to, so from there its
-	 * output may differ although its checkpoints matched (step.c).
+	 * The item of the first "compressed return without call" or "bad
+	 * compressed return" of its own decoder before that decoder's first
+	 * resync (SIZE_MAX: none): a decoder synced at this PSB starts with
+	 * an empty return stack where the serial one may have calls to
+	 * return to, so from there its output may differ although its
+	 * checkpoints matched (step.c).
 	 */
 	size_t ret_suspect;
 	/*

@@ -215,7 +215,8 @@ static struct dec_item *gap(struct dec_live *L, struct dec_segment *s, enum dec_
 
 	if (g == GAP_DECODE && code == -pte_nomap)
 		g = GAP_NOMAP;
-	if (L && L->fresh && code == -pte_retstack_empty && s->ret_suspect == SIZE_MAX)
+	if (L && L->fresh && (code == -pte_retstack_empty || code == -pte_bad_retcomp) &&
+	    s->ret_suspect == SIZE_MAX)
 		s->ret_suspect = s->nr - 1;
 	it->gap = (uint8_t)g;
 	it->code = code;
