@@ -402,40 +402,48 @@ static enum iptcap_err check_cpus(const struct iptcap_config *cfg, const struct 
 	return IPTCAP_OK;
 }
 
+/*
+ * One timing option: -1 is off; else it needs @feat and an encoding in
+ * @mask, and lands in *@dst.
+ */
+static enum iptcap_err check_timing_one(struct iptcap_config_error *e,
+					const struct ipt_caps *caps, int val,
+					uint64_t feat, enum iptcap_field field,
+					uint32_t mask, uint32_t *dst)
+{
+	enum iptcap_err err;
+
+	if (val < 0)
+		return IPTCAP_OK;
+	err = need_feature(e, caps, feat, field, -1);
+	if (!err)
+		err = check_encoding(e, field, val, mask);
+	if (!err)
+		*dst = (uint32_t)val;
+	return err;
+}
+
 static enum iptcap_err check_timing(const struct iptcap_config *cfg, const struct ipt_caps *caps,
 				    struct ipt_config *out, struct iptcap_config_error *e)
 {
 	enum iptcap_err err;
 
-	if (cfg->mtc_freq >= 0) {
-		err = need_feature(e, caps, IPT_FEAT_MTC, IPTCAP_FIELD_MTC_FREQ, -1);
-		if (!err)
-			err = check_encoding(e, IPTCAP_FIELD_MTC_FREQ, cfg->mtc_freq,
-					     caps->mtc_freq_mask);
-		if (err)
-			return err;
+	err = check_timing_one(e, caps, cfg->mtc_freq, IPT_FEAT_MTC, IPTCAP_FIELD_MTC_FREQ,
+			       caps->mtc_freq_mask, &out->mtc_freq);
+	if (!err)
+		err = check_timing_one(e, caps, cfg->cyc_thresh, IPT_FEAT_PSB_CYC,
+				       IPTCAP_FIELD_CYC_THRESH, caps->cyc_thresh_mask,
+				       &out->cyc_thresh);
+	if (!err)
+		err = check_timing_one(e, caps, cfg->psb_freq, IPT_FEAT_PSB_CYC,
+				       IPTCAP_FIELD_PSB_FREQ, caps->psb_freq_mask,
+				       &out->psb_freq);
+	if (err)
+		return err;
+	if (cfg->mtc_freq >= 0)
 		out->trace_flags |= IPT_TRACE_MTC;
-		out->mtc_freq = (uint32_t)cfg->mtc_freq;
-	}
-	if (cfg->cyc_thresh >= 0) {
-		err = need_feature(e, caps, IPT_FEAT_PSB_CYC, IPTCAP_FIELD_CYC_THRESH, -1);
-		if (!err)
-			err = check_encoding(e, IPTCAP_FIELD_CYC_THRESH, cfg->cyc_thresh,
-					     caps->cyc_thresh_mask);
-		if (err)
-			return err;
+	if (cfg->cyc_thresh >= 0)
 		out->trace_flags |= IPT_TRACE_CYC;
-		out->cyc_thresh = (uint32_t)cfg->cyc_thresh;
-	}
-	if (cfg->psb_freq >= 0) {
-		err = need_feature(e, caps, IPT_FEAT_PSB_CYC, IPTCAP_FIELD_PSB_FREQ, -1);
-		if (!err)
-			err = check_encoding(e, IPTCAP_FIELD_PSB_FREQ, cfg->psb_freq,
-					     caps->psb_freq_mask);
-		if (err)
-			return err;
-		out->psb_freq = (uint32_t)cfg->psb_freq;
-	}
 	return IPTCAP_OK;
 }
 
