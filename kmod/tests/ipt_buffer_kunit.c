@@ -16,6 +16,7 @@
 #include <linux/sizes.h>
 
 #include "../ipt.h"
+#include "ipt_test.h"
 
 /* ---- chunk planning ---------------------------------------------------- */
 
@@ -270,11 +271,23 @@ static void buffer_alloc_invalid(struct kunit *test)
 
 /* ---- fake buffers: chains and positions ------------------------------------ */
 
-#define FAKE_TABLE(t)	(0x10000000ULL + (u64)(t) * SZ_4K)
-
-/* @n chunks of 4 KiB << (i % 3); made-up addresses, aligned. */
-static struct ipt_buffer *fake_buffer(struct kunit *test, unsigned int n,
-				      bool stop)
+/**
+ * ipt_test_fake_buffer() - a buffer with made-up addresses and its ToPA chain
+ * @test: the test; everything is freed with it
+ * @n: chunks
+ * @single: 0 for chunks of 4 KiB << (i % 3), else every chunk is @single
+ *          bytes (a power of two)
+ * @stop: stop-on-full
+ *
+ * Chunk i is at 4 GiB + i * 16 KiB, table t at IPT_TEST_TABLE(t); nothing
+ * runs these buffers, ipt_topa_build() and the position arithmetic read
+ * them.  Shared by the buffer and position suites (kmod/tests/ipt_test.h).
+ *
+ * Context: process context (KUnit test).
+ * Return: the buffer (the test stops if an allocation fails).
+ */
+struct ipt_buffer *ipt_test_fake_buffer(struct kunit *test, unsigned int n,
+					u64 single, bool stop)
 {
 	struct ipt_buffer *buf = kunit_kzalloc(test, sizeof(*buf), GFP_KERNEL);
 	unsigned int i, t;
@@ -284,7 +297,7 @@ static struct ipt_buffer *fake_buffer(struct kunit *test, unsigned int n,
 	buf->chunks = kunit_kcalloc(test, n, sizeof(*buf->chunks), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, buf->chunks);
 	for (i = 0; i < n; i++) {
-		buf->chunks[i].shift = 12 + i % 3;
+		buf->chunks[i].shift = single ? ilog2(single) : 12 + i % 3;
 		buf->chunks[i].phys = 0x100000000ULL + (u64)i * SZ_16K;
 		buf->chunks[i].offset = off;
 		off += BIT_ULL(buf->chunks[i].shift);
@@ -303,7 +316,7 @@ static struct ipt_buffer *fake_buffer(struct kunit *test, unsigned int n,
 		buf->tables[t] = kunit_kzalloc(test, IPT_TOPA_TABLE_SIZE,
 					       GFP_KERNEL);
 		KUNIT_ASSERT_NOT_NULL(test, buf->tables[t]);
-		buf->table_phys[t] = FAKE_TABLE(t);
+		buf->table_phys[t] = IPT_TEST_TABLE(t);
 	}
 	ipt_topa_build(buf);
 	return buf;
@@ -311,7 +324,7 @@ static struct ipt_buffer *fake_buffer(struct kunit *test, unsigned int n,
 
 static void check_chain(struct kunit *test, unsigned int n, bool stop)
 {
-	struct ipt_buffer *buf = fake_buffer(test, n, stop);
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, n, 0, stop);
 	unsigned int t, i, c = 0, ints = 0, stops = 0;
 
 	KUNIT_EXPECT_EQ(test, buf->nr_tables, DIV_ROUND_UP(n, 511));
@@ -335,7 +348,7 @@ static void check_chain(struct kunit *test, unsigned int n, bool stop)
 		}
 		/* END to the next table; the last one's to the first. */
 		KUNIT_EXPECT_EQ(test, tab[outs], IPT_TOPA_END |
-				FAKE_TABLE((t + 1) % buf->nr_tables));
+				IPT_TEST_TABLE((t + 1) % buf->nr_tables));
 		for (i = outs + 1; i < 512; i++)
 			KUNIT_EXPECT_EQ(test, tab[i], 0ULL);
 	}
@@ -365,7 +378,7 @@ static u64 pos_mask(u32 index, u64 off)
 
 static void topa_offsets(struct kunit *test)
 {
-	struct ipt_buffer *buf = fake_buffer(test, 1200, false);
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 1200, 0, false);
 	unsigned int c;
 	u64 off;
 
@@ -374,35 +387,35 @@ static void topa_offsets(struct kunit *test)
 		unsigned int t = c / 511, i = c % 511;
 		u64 size = BIT_ULL(buf->chunks[c].shift);
 
-		KUNIT_ASSERT_EQ(test, ipt_topa_offset(buf, FAKE_TABLE(t),
+		KUNIT_ASSERT_EQ(test, ipt_topa_offset(buf, IPT_TEST_TABLE(t),
 						      pos_mask(i, 0), &off), 0);
 		KUNIT_EXPECT_EQ(test, off, buf->chunks[c].offset);
-		KUNIT_ASSERT_EQ(test, ipt_topa_offset(buf, FAKE_TABLE(t),
+		KUNIT_ASSERT_EQ(test, ipt_topa_offset(buf, IPT_TEST_TABLE(t),
 						      pos_mask(i, size / 2), &off), 0);
 		KUNIT_EXPECT_EQ(test, off, buf->chunks[c].offset + size / 2);
-		KUNIT_ASSERT_EQ(test, ipt_topa_offset(buf, FAKE_TABLE(t),
+		KUNIT_ASSERT_EQ(test, ipt_topa_offset(buf, IPT_TEST_TABLE(t),
 						      pos_mask(i, size), &off), 0);
 		KUNIT_EXPECT_EQ(test, off, buf->chunks[c].offset + size);
 	}
 	/* At an END entry: the next table's start, or the buffer's end. */
-	KUNIT_ASSERT_EQ(test, ipt_topa_offset(buf, FAKE_TABLE(0),
+	KUNIT_ASSERT_EQ(test, ipt_topa_offset(buf, IPT_TEST_TABLE(0),
 					      pos_mask(511, 0), &off), 0);
 	KUNIT_EXPECT_EQ(test, off, buf->chunks[511].offset);
-	KUNIT_ASSERT_EQ(test, ipt_topa_offset(buf, FAKE_TABLE(2),
+	KUNIT_ASSERT_EQ(test, ipt_topa_offset(buf, IPT_TEST_TABLE(2),
 					      pos_mask(1200 - 1022, 0), &off), 0);
 	KUNIT_EXPECT_EQ(test, off, buf->size);
 	/* Not a position of this buffer. */
-	KUNIT_EXPECT_EQ(test, ipt_topa_offset(buf, FAKE_TABLE(3),
+	KUNIT_EXPECT_EQ(test, ipt_topa_offset(buf, IPT_TEST_TABLE(3),
 					      pos_mask(0, 0), &off), -EINVAL);
-	KUNIT_EXPECT_EQ(test, ipt_topa_offset(buf, FAKE_TABLE(0) + 0x80,
+	KUNIT_EXPECT_EQ(test, ipt_topa_offset(buf, IPT_TEST_TABLE(0) + 0x80,
 					      pos_mask(0, 0), &off), -EINVAL);
-	KUNIT_EXPECT_EQ(test, ipt_topa_offset(buf, FAKE_TABLE(2),
+	KUNIT_EXPECT_EQ(test, ipt_topa_offset(buf, IPT_TEST_TABLE(2),
 					      pos_mask(1200 - 1021, 0), &off),
 			-EINVAL);
-	KUNIT_EXPECT_EQ(test, ipt_topa_offset(buf, FAKE_TABLE(0),
+	KUNIT_EXPECT_EQ(test, ipt_topa_offset(buf, IPT_TEST_TABLE(0),
 					      pos_mask(0, SZ_4K + 1), &off),
 			-EINVAL);
-	KUNIT_EXPECT_EQ(test, ipt_topa_offset(buf, FAKE_TABLE(0),
+	KUNIT_EXPECT_EQ(test, ipt_topa_offset(buf, IPT_TEST_TABLE(0),
 					      pos_mask(511, 1), &off), -EINVAL);
 }
 

@@ -13,54 +13,13 @@
 #include <linux/sizes.h>
 
 #include "../ipt.h"
-
-#define POS_TABLE(t)	(0x20000000ULL + (u64)(t) * SZ_4K)
-
-/*
- * @n chunks of 4, 8, 16, 4, 8, 16 ... KiB (or one of @single bytes) and
- * their ToPA chain.
- */
-static struct ipt_buffer *pos_buffer(struct kunit *test, unsigned int n,
-				     u64 single, bool stop)
-{
-	struct ipt_buffer *buf = kunit_kzalloc(test, sizeof(*buf), GFP_KERNEL);
-	unsigned int i, t;
-	u64 off = 0;
-
-	KUNIT_ASSERT_NOT_NULL(test, buf);
-	buf->chunks = kunit_kcalloc(test, n, sizeof(*buf->chunks), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, buf->chunks);
-	for (i = 0; i < n; i++) {
-		buf->chunks[i].shift = single ? ilog2(single) : 12 + i % 3;
-		buf->chunks[i].phys = 0x100000000ULL + (u64)i * SZ_16K;
-		buf->chunks[i].offset = off;
-		off += BIT_ULL(buf->chunks[i].shift);
-	}
-	buf->nr_chunks = n;
-	buf->size = off;
-	buf->stop_on_full = stop;
-	buf->nr_tables = DIV_ROUND_UP(n, IPT_TOPA_OUTPUTS);
-	buf->tables = kunit_kcalloc(test, buf->nr_tables, sizeof(*buf->tables),
-				    GFP_KERNEL);
-	buf->table_phys = kunit_kcalloc(test, buf->nr_tables,
-					sizeof(*buf->table_phys), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, buf->tables);
-	KUNIT_ASSERT_NOT_NULL(test, buf->table_phys);
-	for (t = 0; t < buf->nr_tables; t++) {
-		buf->tables[t] = kunit_kzalloc(test, IPT_TOPA_TABLE_SIZE,
-					       GFP_KERNEL);
-		KUNIT_ASSERT_NOT_NULL(test, buf->tables[t]);
-		buf->table_phys[t] = POS_TABLE(t);
-	}
-	ipt_topa_build(buf);
-	return buf;
-}
+#include "ipt_test.h"
 
 /* The position of chunk @c's byte @off (@off up to the chunk's size). */
 static struct ipt_trace_pos at(unsigned int c, u64 off, u64 wraps)
 {
 	return (struct ipt_trace_pos){
-		.base = POS_TABLE(c / IPT_TOPA_OUTPUTS),
+		.base = IPT_TEST_TABLE(c / IPT_TOPA_OUTPUTS),
 		.mask = IPT_RTIT_MASK_LOW | (u64)(c % IPT_TOPA_OUTPUTS) << 7 |
 			off << 32,
 		.wraps = wraps,
@@ -79,7 +38,7 @@ static struct ipt_trace_state fill(const struct ipt_buffer *buf, bool single,
 /* A ring not yet wrapped: everything from 0 to the head is valid. */
 static void pos_ring_first_lap(struct kunit *test)
 {
-	struct ipt_buffer *buf = pos_buffer(test, 3, 0, false);
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 3, 0, false);
 	struct ipt_trace_pos pos = at(1, 0x100, 0);
 	struct ipt_trace_state ts = fill(buf, false, &pos);
 
@@ -105,7 +64,7 @@ static void pos_ring_first_lap(struct kunit *test)
 /* Wrapped rings: the whole buffer valid, the oldest byte at the head. */
 static void pos_ring_wrapped(struct kunit *test)
 {
-	struct ipt_buffer *buf = pos_buffer(test, 3, 0, false);
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 3, 0, false);
 	u64 size = buf->size;
 	struct ipt_trace_pos pos = at(2, 0x10, 1);
 	struct ipt_trace_state ts = fill(buf, false, &pos);
@@ -134,7 +93,7 @@ static void pos_ring_wrapped(struct kunit *test)
  */
 static void pos_ring_exact_fill(struct kunit *test)
 {
-	struct ipt_buffer *buf = pos_buffer(test, 3, 0, false);
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 3, 0, false);
 	u64 size = buf->size;
 	struct ipt_trace_pos pos = at(2, SZ_16K, 1);
 	struct ipt_trace_state ts = fill(buf, false, &pos);
@@ -164,7 +123,7 @@ static void pos_ring_exact_fill(struct kunit *test)
 /* Stop-on-full: the head is the byte count; Stopped or a PMI: FULL. */
 static void pos_stop_on_full(struct kunit *test)
 {
-	struct ipt_buffer *buf = pos_buffer(test, 3, 0, true);
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 3, 0, true);
 	u64 size = buf->size;
 	struct ipt_trace_pos pos = at(1, 0x40, 0);
 	struct ipt_trace_state ts = fill(buf, false, &pos);
@@ -205,7 +164,7 @@ static void pos_stop_on_full(struct kunit *test)
 /* STATUS.Stopped means nothing to a ring; Error, running and late do. */
 static void pos_status_bits(struct kunit *test)
 {
-	struct ipt_buffer *buf = pos_buffer(test, 3, 0, false);
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 3, 0, false);
 	struct ipt_trace_pos pos = at(0, 0x8, 0);
 	struct ipt_trace_state ts;
 
@@ -236,11 +195,11 @@ static void pos_status_bits(struct kunit *test)
 /* A position outside the buffer (the unit was reset under us): 0. */
 static void pos_not_ours(struct kunit *test)
 {
-	struct ipt_buffer *buf = pos_buffer(test, 3, 0, false);
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 3, 0, false);
 	struct ipt_trace_pos pos = at(1, 0x100, 2);
 	struct ipt_trace_state ts;
 
-	pos.base = POS_TABLE(5);
+	pos.base = IPT_TEST_TABLE(5);
 	ts = fill(buf, false, &pos);
 	KUNIT_EXPECT_EQ(test, ts.head, 0ULL);
 	KUNIT_EXPECT_EQ(test, ts.wrap_count, 2ULL);
@@ -258,7 +217,7 @@ static void pos_not_ours(struct kunit *test)
  */
 static void pos_single_entry(struct kunit *test)
 {
-	struct ipt_buffer *buf = pos_buffer(test, 1, SZ_64K, false);
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 1, SZ_64K, false);
 	struct ipt_trace_pos pos = at(0, SZ_64K - 0x100, 1);
 	struct ipt_trace_state ts;
 
@@ -306,7 +265,7 @@ static void pos_single_entry(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ts.wrap_count, 1ULL);
 
 	/* So does a single-entry stop-on-full buffer: its PMI means full. */
-	buf = pos_buffer(test, 1, SZ_64K, true);
+	buf = ipt_test_fake_buffer(test, 1, SZ_64K, true);
 	ts = fill(buf, true, &pos);
 	KUNIT_EXPECT_EQ(test, ts.status,
 			(IPT_TS_STOP_ON_FULL | IPT_TS_FULL));
@@ -315,7 +274,7 @@ static void pos_single_entry(struct kunit *test)
 /* Chains of several tables: positions in later tables and at END entries. */
 static void pos_multi_table(struct kunit *test)
 {
-	struct ipt_buffer *buf = pos_buffer(test, 1200, 0, false);
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 1200, 0, false);
 	u64 size = buf->size;
 	struct ipt_trace_pos pos = at(1100, 0x10, 0);
 	struct ipt_trace_state ts = fill(buf, false, &pos);
@@ -327,7 +286,7 @@ static void pos_multi_table(struct kunit *test)
 
 	/* Table 0's END entry: the first byte of table 1's first chunk. */
 	pos = (struct ipt_trace_pos){
-		.base = POS_TABLE(0),
+		.base = IPT_TEST_TABLE(0),
 		.mask = IPT_RTIT_MASK_LOW | (u64)IPT_TOPA_OUTPUTS << 7,
 		.wraps = 3,
 	};
@@ -343,7 +302,7 @@ static void pos_multi_table(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ts.bytes_captured, size);
 
 	/* Stop-on-full across tables: full at the end. */
-	buf = pos_buffer(test, 1200, 0, true);
+	buf = ipt_test_fake_buffer(test, 1200, 0, true);
 	pos = at(1199, BIT_ULL(buf->chunks[1199].shift), 0);
 	pos.status = RTIT_STATUS_STOPPED;
 	ts = fill(buf, false, &pos);
