@@ -167,8 +167,8 @@ VISIBLE_IF_KUNIT void ipt_thread_area_init(const struct ipt_session *s,
 	u64 *hdr = t->th.xsave + IPT_XSAVE_HDR_OFFSET;
 	u64 *v = ipt_xsave_fields(t->th.xsave);
 
-	hdr[0] = BIT_ULL(IPT_CPUID_XSAVE_PT_COMPONENT);
-	hdr[1] = BIT_ULL(63) | BIT_ULL(IPT_CPUID_XSAVE_PT_COMPONENT);
+	hdr[0] = XFEATURE_MASK_PT;
+	hdr[1] = XCOMP_BV_COMPACTED_FORMAT | XFEATURE_MASK_PT;
 	v[IPT_XSAVE_CTL] = s->hwcfg.ctl | RTIT_CTL_TRACEEN;
 	v[IPT_XSAVE_OUTPUT_BASE] = t->base;
 	v[IPT_XSAVE_OUTPUT_MASK] = t->mask;

@@ -311,10 +311,6 @@ int ipt_sim_rdmsr(struct ipt_sim_cpu *c, u32 msr, u64 *val)
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_rdmsr);
 
-/* XSAVE header: XSTATE_BV, XCOMP_BV, then 48 bytes that must be zero. */
-#define IPT_SIM_XCOMP_COMPACTED	BIT_ULL(63)
-#define IPT_SIM_XFEATURE_PT	BIT_ULL(IPT_CPUID_XSAVE_PT_COMPONENT)
-
 static const u32 ipt_sim_xsave_msrs[IPT_XSAVE_NR_FIELDS] = {
 	[IPT_XSAVE_CTL] = MSR_IA32_RTIT_CTL,
 	[IPT_XSAVE_OUTPUT_BASE] = MSR_IA32_RTIT_OUTPUT_BASE,
@@ -329,7 +325,7 @@ static const u32 ipt_sim_xsave_msrs[IPT_XSAVE_NR_FIELDS] = {
 
 /*
  * RFBM for an instruction with EDX:EAX = bit 8: (XCR0 | IA32_XSS) & bit 8
- * (SDM vol. 1, 13.8 and 13.11).  The simulated XCR0 never has bit 8 (it
+ * (SDM vol. 1, 13.11 for XSAVES and 13.12 for XRSTORS).  The simulated XCR0 never has bit 8 (it
  * is a supervisor component), so it is IA32_XSS bit 8 alone; a model whose
  * XSAVES lacks PT cannot set it (WRMSR of IA32_XSS #GPs).
  */
@@ -359,8 +355,9 @@ static bool ipt_sim_xsave_field_absent(const struct ipt_sim_model *m,
  * it would write), then stores the other eight fields, so the saved
  * positions are those after the disable; the component's bytes after the
  * nine fields, up to the size CPUID.(0DH,8):EAX reports, are written as
- * zero (a real CPU may write its whole component: an area sized for less
- * is overrun, which KASAN sees).  Without it (IA32_XSS rewritten by KVM or
+ * zero (a real CPU writes its whole component, zeros in the reserved
+ * portion, SDM vol. 1 13.5.6: an area sized for less is overrun, which
+ * KASAN sees).  Without it (IA32_XSS rewritten by KVM or
  * a resume) nothing of PT is saved and TraceEn stays as it was.  Either
  * way the header's XSTATE_BV becomes RFBM and XCOMP_BV becomes bit 63 |
  * RFBM; the legacy area and the rest of the header are left alone.
@@ -383,7 +380,7 @@ int ipt_sim_xsaves(struct ipt_sim_cpu *c, void *area)
 		return -EIO;
 	}
 	hdr[0] = rfbm;
-	hdr[1] = IPT_SIM_XCOMP_COMPACTED | rfbm;
+	hdr[1] = XCOMP_BV_COMPACTED_FORMAT | rfbm;
 	if (!rfbm) {
 		c->stats.xsaves_empty++;
 		return 0;
@@ -429,23 +426,24 @@ int ipt_sim_xrstors(struct ipt_sim_cpu *c, const void *area)
 	const u64 *hdr = area + IPT_XSAVE_HDR_OFFSET;
 	const u64 *f = area + IPT_XSAVE_PT_OFFSET;
 	u64 v[IPT_XSAVE_NR_FIELDS] = { };
+	u64 rfbm = ipt_sim_rfbm(c);
 	unsigned int i;
 
 	c->stats.xrstors++;
 	if (!IS_ALIGNED((unsigned long)area, IPT_XSAVE_ALIGN))
 		goto gp;
-	if (!(hdr[1] & IPT_SIM_XCOMP_COMPACTED) ||
-	    (hdr[1] & ~(IPT_SIM_XCOMP_COMPACTED | ipt_sim_rfbm(c))) ||
+	if (!(hdr[1] & XCOMP_BV_COMPACTED_FORMAT) ||
+	    (hdr[1] & ~(XCOMP_BV_COMPACTED_FORMAT | rfbm)) ||
 	    (hdr[0] & ~hdr[1]))
 		goto gp;
 	for (i = 2; i < 8; i++)
 		if (hdr[i])
 			goto gp;
-	if (!ipt_sim_rfbm(c))
+	if (!rfbm)
 		return 0;
 	if (c->ctl & RTIT_CTL_TRACEEN)
 		goto gp;
-	if (hdr[0] & IPT_SIM_XFEATURE_PT)
+	if (hdr[0] & XFEATURE_MASK_PT)
 		memcpy(v, f, sizeof(v));
 
 	for (i = 0; i < IPT_XSAVE_NR_FIELDS; i++) {
