@@ -127,18 +127,18 @@ static void ipt_trace_stop(struct ipt_trace *t)
 /* ---- the mode operations ---------------------------------------------- */
 
 /*
- * One trace per CPU of @cpus, each buffer on its CPU's node, and the PMI
+ * One trace per CPU of @req->cpus, each buffer on its CPU's node, and the PMI
  * handler's per-CPU pointers at them.  Context: as ipt_mode_ops.alloc.
  */
 static int ipt_cpu_alloc(struct ipt_session *s, const struct ipt_config *cfg,
-			 const struct cpumask *cpus)
+			 const struct ipt_config_req *req)
 {
 	unsigned int i;
 	int ret;
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
-	ret = ipt_session_alloc_traces(s, cfg, cpus, cpumask_weight(cpus));
+	ret = ipt_session_alloc_traces(s, cfg, req->cpus, req->nr_traces);
 	if (ret)
 		return ret;
 	for (i = 0; i < s->nr_traces; i++)

@@ -196,7 +196,8 @@ void ipt_session_close(struct ipt_session *s)
  * @cfg: the validated configuration (buffer size, chunk order and flags)
  * @cpus: per-CPU mode: one trace per CPU of @cpus, its buffer on that
  *        CPU's node; NULL for traces not bound to a CPU
- * @nr: the number of traces (the weight of @cpus when given)
+ * @nr: the number of traces (ipt_config_req.nr_traces: the weight of
+ *      @cpus when given)
  *
  * Lays the buffers out one after the other in the mmap space and sets
  * each trace's initial position: the first entry of its first ToPA table.
@@ -211,16 +212,16 @@ int ipt_session_alloc_traces(struct ipt_session *s,
 {
 	unsigned int shift = cfg->chunk_order ?: ipt_buffer_default_chunk_shift();
 	bool exact = cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS;
+	bool stop = cfg->buffer_flags & IPT_BUFFER_STOP_ON_FULL;
+	unsigned int cpu = 0, i;
+
+	lockdep_assert_held(&s->idev->lock);
 	/* Single-entry ToPA: the buffer is one region. */
 	if (s->single) {
 		shift = ilog2(cfg->buffer_size);
 		exact = true;
 	}
-	bool stop = cfg->buffer_flags & IPT_BUFFER_STOP_ON_FULL;
-	unsigned int cpu = 0, i;
-
-	lockdep_assert_held(&s->idev->lock);
-	s->nr_traces = cpus ? cpumask_weight(cpus) : nr;
+	s->nr_traces = nr;
 	s->traces = kcalloc(s->nr_traces, sizeof(*s->traces), GFP_KERNEL);
 	if (!s->traces) {
 		s->nr_traces = 0;
@@ -314,7 +315,7 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 	s->privileged = req->privileged;
 	s->nr_ranges = idev->caps.num_addr_ranges;
 	s->has_cr3 = idev->caps.features & IPT_FEAT_CR3_FILTER;
-	ret = mops->alloc(s, cfg, req->cpus);
+	ret = mops->alloc(s, cfg, req);
 	if (ret)
 		goto out_put;
 	ret = ipt_pmi_request(s);

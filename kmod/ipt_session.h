@@ -174,8 +174,8 @@ struct ipt_session {
 
 /**
  * struct ipt_mode_ops - a tracing mode, as the session state machine sees it
- * @alloc: allocate @s's traces and buffers for @cfg (per-CPU: one per CPU
- *         of @cpus; per-thread: @cfg->max_threads, @cpus unused), before
+ * @alloc: allocate @s's traces and buffers for @cfg, @req->nr_traces of
+ *         them (per-CPU: one per CPU of @req->cpus), before
  *         the PMI handler is installed.  0 or a negative errno, with
  *         nothing left allocated.
  * @configure: optional; finish configuring once the PMI handler is
@@ -199,7 +199,7 @@ struct ipt_session {
  */
 struct ipt_mode_ops {
 	int (*alloc)(struct ipt_session *s, const struct ipt_config *cfg,
-		     const struct cpumask *cpus);
+		     const struct ipt_config_req *req);
 	int (*configure)(struct ipt_session *s);
 	int (*start)(struct ipt_session *s);
 	void (*stop)(struct ipt_session *s);

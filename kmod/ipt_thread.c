@@ -1155,11 +1155,11 @@ static struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx)
  * attach and inheritance.  Context: as ipt_mode_ops.alloc.
  */
 static int ipt_thread_alloc(struct ipt_session *s, const struct ipt_config *cfg,
-			    const struct cpumask *cpus)
+			    const struct ipt_config_req *req)
 {
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
-	return ipt_session_alloc_traces(s, cfg, NULL, cfg->max_threads);
+	return ipt_session_alloc_traces(s, cfg, NULL, req->nr_traces);
 }
 
 const struct ipt_mode_ops ipt_thread_mode_ops = {
