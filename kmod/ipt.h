@@ -50,6 +50,14 @@ struct ipt_session;
  */
 #define IPT_IOC_KEY(cmd)	((cmd) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT))
 
+/*
+ * The IA32_RTIT_STATUS bits a (re)start writes back, per CPU and per
+ * thread alike: the sticky Error and Stopped, and PacketByteCnt, which
+ * keeps the PSB rhythm across a stop.
+ */
+#define IPT_STATUS_KEEP	(RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED | \
+			 RTIT_STATUS_BYTECNT)
+
 /* ipt_buffer.c */
 
 /* A ToPA table is one page: its last entry is kept for the END link. */

@@ -24,20 +24,23 @@ static struct ipt_device ipt_dev = {
 
 /* ---- the ioctl table --------------------------------------------------- */
 
-/* Flags of struct ipt_ioctl_desc. */
-#define IPT_IOCTL_LOCKED	BIT(0)	/* the handler runs under the device lock */
-#define IPT_IOCTL_CPUS		BIT(1)	/* ... and the cpus read lock, taken first */
-#define IPT_IOCTL_OUT		BIT(2)	/* the argument is copied back out */
+/*
+ * Flags of struct ipt_ioctl_desc.  Every handler runs under the device
+ * lock; these say what else a command needs.
+ */
+#define IPT_IOCTL_CPUS		BIT(0)	/* the cpus read lock, taken first */
+#define IPT_IOCTL_OUT		BIT(1)	/* the argument is copied back out */
 
 /**
  * struct ipt_ioctl_desc - one command: its argument, locks and handlers
  * @key: IPT_IOC_KEY() of the command
  * @size: the kernel's size of the argument struct
  * @min_size: its first published size (_SIZE_VER0)
- * @flags: IPT_IOCTL_LOCKED, IPT_IOCTL_CPUS, IPT_IOCTL_OUT
+ * @flags: IPT_IOCTL_CPUS, IPT_IOCTL_OUT
  * @pre: optional; checks of the argument and user memory beyond it, with
  *       no lock held; 0 or a negative errno (then nothing else runs)
- * @func: the command, under the locks @flags declare; what it returns in
+ * @func: the command, under the device lock (and the cpus read lock if
+ *        @flags says so); what it returns in
  *        the argument is computed here, from state the locks keep (the
  *        copy out happens after they are dropped)
  * @post: optional; with no lock held, after @func whatever it returned
@@ -90,38 +93,39 @@ static long ipt_ioctl_get_caps(struct ipt_ioctl_call *c)
 
 static const struct ipt_ioctl_desc ipt_ioctls[] = {
 	IPT_IOCTL(IPT_IOC_GET_CAPS, struct ipt_caps, IPT_CAPS_SIZE_VER0,
-		  IPT_IOCTL_LOCKED | IPT_IOCTL_OUT,
+		  IPT_IOCTL_OUT,
 		  ipt_ioctl_get_caps_pre, ipt_ioctl_get_caps, NULL),
 	IPT_IOCTL(IPT_IOC_CONFIGURE, struct ipt_config, IPT_CONFIG_SIZE_VER0,
-		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS,
+		  IPT_IOCTL_CPUS,
 		  ipt_ioctl_configure_pre, ipt_ioctl_configure,
 		  ipt_ioctl_configure_post),
 	IPT_IOCTL(IPT_IOC_START, struct ipt_cmd, IPT_CMD_SIZE_VER0,
-		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS,
+		  IPT_IOCTL_CPUS,
 		  ipt_ioctl_cmd_pre, ipt_ioctl_start, NULL),
 	IPT_IOCTL(IPT_IOC_STOP, struct ipt_cmd, IPT_CMD_SIZE_VER0,
-		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS,
+		  IPT_IOCTL_CPUS,
 		  ipt_ioctl_cmd_pre, ipt_ioctl_stop, NULL),
 	IPT_IOCTL(IPT_IOC_GET_TRACE, struct ipt_trace_state,
-		  IPT_TRACE_STATE_SIZE_VER0, IPT_IOCTL_LOCKED | IPT_IOCTL_OUT,
+		  IPT_TRACE_STATE_SIZE_VER0, IPT_IOCTL_OUT,
 		  ipt_ioctl_get_trace_pre, ipt_ioctl_get_trace,
 		  ipt_ioctl_get_trace_post),
 	IPT_IOCTL(IPT_IOC_RELEASE, struct ipt_cmd, IPT_CMD_SIZE_VER0,
-		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS,
+		  IPT_IOCTL_CPUS,
 		  ipt_ioctl_cmd_pre, ipt_ioctl_release, NULL),
 	IPT_IOCTL(IPT_IOC_ATTACH, struct ipt_attach, IPT_ATTACH_SIZE_VER0,
-		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS | IPT_IOCTL_OUT,
+		  IPT_IOCTL_CPUS | IPT_IOCTL_OUT,
 		  ipt_ioctl_attach_pre, ipt_ioctl_attach,
 		  ipt_ioctl_attach_post),
 	IPT_IOCTL(IPT_IOC_DETACH, struct ipt_detach, IPT_DETACH_SIZE_VER0,
-		  IPT_IOCTL_LOCKED | IPT_IOCTL_CPUS,
+		  IPT_IOCTL_CPUS,
 		  ipt_ioctl_detach_pre, ipt_ioctl_detach, NULL),
 };
 
 /*
  * Commands are matched on type, number and direction, not size: the
  * argument carries its own (ipt_arg_in()).  The argument is copied in,
- * checked (pre), the command runs under the locks it declares, then post,
+ * checked (pre), the command runs under the device lock (and the cpus
+ * read lock where it declares it), then post,
  * then the argument is copied out.
  */
 static long ipt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -157,11 +161,9 @@ static long ipt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	}
 	if (d->flags & IPT_IOCTL_CPUS)
 		ipt_cpus_read_lock();
-	if (d->flags & IPT_IOCTL_LOCKED)
-		mutex_lock(lock);
+	mutex_lock(lock);
 	ret = d->func(&c);
-	if (d->flags & IPT_IOCTL_LOCKED)
-		mutex_unlock(lock);
+	mutex_unlock(lock);
 	if (d->flags & IPT_IOCTL_CPUS)
 		ipt_cpus_read_unlock();
 	if (d->post)

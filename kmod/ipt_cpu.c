@@ -48,12 +48,9 @@ static void ipt_trace_start_on_cpu(void *arg)
 		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_BASE, t->base);
 	if (!ret)
 		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_MASK, t->mask);
-	/* Error and Stopped are sticky; PacketByteCnt keeps the PSB rhythm. */
 	if (!ret)
-		ret = hw->write_msr(MSR_IA32_RTIT_STATUS, t->status &
-				    (RTIT_STATUS_ERROR |
-				     RTIT_STATUS_STOPPED |
-				     RTIT_STATUS_BYTECNT));
+		ret = hw->write_msr(MSR_IA32_RTIT_STATUS,
+				    t->status & IPT_STATUS_KEEP);
 	if (!ret && s->has_cr3)
 		ret = hw->write_msr(MSR_IA32_RTIT_CR3_MATCH, s->hwcfg.cr3_match);
 	for (i = 0; !ret && i < s->nr_ranges; i++) {

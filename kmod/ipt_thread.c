@@ -141,10 +141,6 @@ static bool ipt_xss_lost_here(const struct ipt_hw_ops *hw)
 	return ipt_th_rd(hw, MSR_IA32_XSS, &xss) || !(xss & XFEATURE_MASK_PT);
 }
 
-/* STATUS bits a restore keeps: sticky Error / Stopped and the PSB rhythm. */
-#define IPT_STATUS_KEEP	(RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED | \
-			 RTIT_STATUS_BYTECNT)
-
 /**
  * ipt_thread_area_init() - the XSAVES area of a thread that never ran
  * @s: the session (its configuration)
