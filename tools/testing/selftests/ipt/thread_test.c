@@ -101,6 +101,22 @@ static int attach(int fd, pid_t tid, uint32_t flags, uint32_t *trace)
 	return ret;
 }
 
+/* ATTACH of the caller with the argument in a read-only page. */
+static int attach_read_only(int fd)
+{
+	struct ipt_attach *ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ret;
+
+	if (ro == MAP_FAILED)
+		return -errno;
+	ro->size = sizeof(*ro);
+	ret = mprotect(ro, 4096, PROT_READ) ? -errno :
+	      ipt_ioctl(fd, IPT_IOC_ATTACH, ro);
+	munmap(ro, 4096);
+	return ret;
+}
+
 static int detach(int fd, uint32_t trace)
 {
 	struct ipt_detach d = { .size = sizeof(d), .trace = trace };
@@ -459,6 +475,13 @@ TEST_F(abi, attach_and_detach_errors)
 	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
 	EXPECT_EQ(-EFAULT, ipt_ioctl(self->fd, IPT_IOC_ATTACH, (void *)8));
 	EXPECT_EQ(-ENOENT, ipt_state(self->fd, 0, &ts));
+	/*
+	 * A valid argument whose answer cannot be written back (a read-only
+	 * page): EFAULT before anything changes, so no thread is attached
+	 * that the caller would never hear of.
+	 */
+	EXPECT_EQ(-EFAULT, attach_read_only(self->fd));
+	EXPECT_EQ(-ENOENT, ipt_state(self->fd, 0, &ts));
 
 	/* No such thread; a kernel thread (kthreadd is pid 2). */
 	EXPECT_EQ(-ESRCH, attach(self->fd, 0x3ffffff0, 0, NULL));
@@ -636,11 +659,15 @@ static int copy_self(const char *path, mode_t mode)
  * @user_configures (else root has), attaches itself, runs a little and
  * execs @path.  Once the new image runs, its trace must say DETACHED, and
  * while it spins its bytes must not change; *@before gets the bytes from
- * before the exec.  Returns 0 or the line (or 1000 + the child's status)
- * that failed; the session is released.
+ * before the exec.  With @root_attaches (root configures too) the child
+ * attaches itself while still root and only then drops to TEST_UID: the
+ * trace must follow it into the image, not detached, with bytes from the
+ * new image.  Returns 0 or the line (or 1000 + the child's status) that
+ * failed; the session is released.
  */
 static int exec_as_user(int fd, const char *path, bool user_configures,
-			struct ipt_trace_state *ts, uint64_t *before)
+			bool root_attaches, struct ipt_trace_state *ts,
+			uint64_t *before)
 {
 	int ready[2], go[2], up[2], go2[2], status, i, ret = 0;
 	uint64_t after_exec;
@@ -660,13 +687,15 @@ static int exec_as_user(int fd, const char *path, bool user_configures,
 	if (child == 0) {
 		char env[32];
 
-		if (become_user())
+		if (!root_attaches && become_user())
 			_exit(10);
 		if (user_configures && (ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c) ||
 					ipt_cmd(fd, IPT_IOC_START)))
 			_exit(11);
 		if (attach(fd, 0, 0, NULL))
 			_exit(12);
+		if (root_attaches && become_user())
+			_exit(15);
 		spin_us(20000);
 		if (write(ready[1], "r", 1) != 1 || read(go[0], &ch, 1) != 1)
 			_exit(13);
@@ -698,13 +727,16 @@ static int exec_as_user(int fd, const char *path, bool user_configures,
 		ret = __LINE__;
 		goto out_kill;
 	}
-	/* The new image runs: detached by now, and no bytes from here on. */
+	/*
+	 * The new image runs: detached by now, and no bytes from here on;
+	 * or, followed, still traced.
+	 */
 	if (read(up[0], &ch, 1) != 1 || ipt_state(fd, 0, ts)) {
 		ret = __LINE__;
 		goto out_kill;
 	}
 	after_exec = ts->bytes_captured;
-	if (!(ts->status & IPT_TS_DETACHED)) {
+	if (!(ts->status & IPT_TS_DETACHED) == !root_attaches) {
 		ret = __LINE__;
 		goto out_kill;
 	}
@@ -716,8 +748,16 @@ static int exec_as_user(int fd, const char *path, bool user_configures,
 		ret = __LINE__;
 	else if (!WIFEXITED(status) || WEXITSTATUS(status))
 		ret = 1000 + status;
-	else if (ipt_state(fd, 0, ts) || ts->bytes_captured != after_exec ||
-		 ts->status != (IPT_TS_THREAD | IPT_TS_DETACHED))
+	else if (ipt_state(fd, 0, ts))
+		ret = __LINE__;
+	else if (root_attaches &&
+		 (ts->bytes_captured <= after_exec ||
+		  (ts->status & (IPT_TS_DETACHED | IPT_TS_EXITED)) !=
+		  IPT_TS_EXITED))
+		ret = __LINE__;
+	else if (!root_attaches &&
+		 (ts->bytes_captured != after_exec ||
+		  ts->status != (IPT_TS_THREAD | IPT_TS_DETACHED)))
 		ret = __LINE__;
 	goto out;
 
@@ -768,7 +808,7 @@ TEST_F_TIMEOUT(abi, exec_of_what_the_user_may_not_read_detaches, 120)
 		snprintf(path, sizeof(path), "%s/%s", dir, bins[b].name);
 		ASSERT_EQ(0, copy_self(path, bins[b].mode));
 		for (u = 0; u < 2; u++) {
-			ret = exec_as_user(self->fd, path, u, &ts, &before);
+			ret = exec_as_user(self->fd, path, u, false, &ts, &before);
 			EXPECT_EQ(0, ret) TH_LOG("%s (%04o), session configured by %s: status %#llx, %llu bytes before the exec, %llu at the end",
 						 bins[b].name, bins[b].mode,
 						 u ? "the user" : "root",
@@ -778,6 +818,40 @@ TEST_F_TIMEOUT(abi, exec_of_what_the_user_may_not_read_detaches, 120)
 		}
 		unlink(path);
 	}
+	rmdir(dir);
+}
+
+/*
+ * The exception to the rule above: a session root configured and a thread
+ * root attached (both privileged) follow the thread into a setuid image it
+ * then execs as TEST_UID: not detached, and the new image's bytes are
+ * captured until it exits.
+ */
+TEST_F_TIMEOUT(abi, exec_followed_when_session_and_attach_are_privileged, 60)
+{
+	char dir[] = "/tmp/ipt-thread-test.XXXXXX", path[64];
+	struct ipt_trace_state ts = { 0 };
+	struct statvfs sv;
+	uint64_t before = 0;
+	int ret;
+
+	if (geteuid())
+		SKIP(return, "needs root to make the setuid copy");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	ASSERT_EQ(0, statvfs(dir, &sv));
+	if (sv.f_flag & ST_NOSUID) {
+		rmdir(dir);
+		SKIP(return, "%s is mounted nosuid", dir);
+	}
+	snprintf(path, sizeof(path), "%s/setuid", dir);
+	ASSERT_EQ(0, copy_self(path, 04755));
+	ret = exec_as_user(self->fd, path, false, true, &ts, &before);
+	EXPECT_EQ(0, ret) TH_LOG("status %#llx, %llu bytes before the exec, %llu at the end",
+				 (unsigned long long)ts.status,
+				 (unsigned long long)before,
+				 (unsigned long long)ts.bytes_captured);
+	unlink(path);
 	rmdir(dir);
 }
 
@@ -824,42 +898,49 @@ TEST_F(abi, unprivileged_attach_to_kernel_session)
 /*
  * Inheritance checks the child: an unprivileged thread that made itself
  * non-dumpable (PR_SET_DUMPABLE 0) hands no trace to its new threads or
- * children, which are not counted as missed either.
+ * children, which are not counted as missed either.  A thread root
+ * attached to root's session (both privileged) does hand one on.
  */
 TEST_F(abi, no_inherit_into_non_dumpable)
 {
 	struct ipt_trace_state ts;
 	struct ipt_config c;
-	int status;
-	pid_t pid;
+	int status, root;
 
-	cfg_thread(&c, 2, 64 * KIB);
-	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		pid_t gc;
+	for (root = 0; root < 2; root++) {
+		pid_t pid;
 
-		if (become_user())
-			_exit(10);
-		if (attach(self->fd, 0, IPT_ATTACH_INHERIT, NULL))
-			_exit(11);
-		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
-			_exit(12);
-		gc = fork();
-		if (gc < 0)
-			_exit(13);
-		if (gc == 0)
-			_exit(0);
-		_exit(waitpid(gc, &status, 0) == gc ? 0 : 14);
+		cfg_thread(&c, 2, 64 * KIB);
+		ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			pid_t gc;
+
+			if (!root && become_user())
+				_exit(10);
+			if (attach(self->fd, 0, IPT_ATTACH_INHERIT, NULL))
+				_exit(11);
+			if (root && become_user())
+				_exit(15);
+			if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+				_exit(12);
+			gc = fork();
+			if (gc < 0)
+				_exit(13);
+			if (gc == 0)
+				_exit(0);
+			_exit(waitpid(gc, &status, 0) == gc ? 0 : 14);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("attached by %s",
+							 root ? "root" : "the user");
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+		EXPECT_EQ(0U, ts.missed);
+		EXPECT_EQ(root ? 0 : -ENOENT, ipt_state(self->fd, 1, &ts));
+		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status));
-	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
-	EXPECT_EQ(0U, ts.missed);
-	EXPECT_EQ(-ENOENT, ipt_state(self->fd, 1, &ts));
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
 /* Per-CPU and per-thread sessions exclude each other, either way round. */
