@@ -640,6 +640,18 @@ static bool ipt_thread_use_xsaves(const struct ipt_caps *caps)
 	return true;
 }
 
+/* Append ADDRn pair @i to @s->switch_msrs if its ADDRn_CFG is not 0. */
+static void ipt_thread_switch_range(struct ipt_session *s, unsigned int i,
+				    unsigned int *n)
+{
+	if (!(s->hwcfg.ctl & IPT_RTIT_CTL_ADDR_CFG(i)))
+		return;
+	s->switch_msrs[*n].msr = IPT_MSR_RTIT_ADDR_A(i);
+	s->switch_msrs[(*n)++].val = s->hwcfg.addr_a[i];
+	s->switch_msrs[*n].msr = IPT_MSR_RTIT_ADDR_B(i);
+	s->switch_msrs[(*n)++].val = s->hwcfg.addr_b[i];
+}
+
 /**
  * ipt_thread_switch_msrs() - the filter MSRs each switch-in writes
  * @s: the session, its configuration chosen
@@ -658,19 +670,12 @@ VISIBLE_IF_KUNIT void ipt_thread_switch_msrs(struct ipt_session *s)
 		s->switch_msrs[n].msr = MSR_IA32_RTIT_CR3_MATCH;
 		s->switch_msrs[n++].val = s->hwcfg.cr3_match;
 	}
+	for (i = 0; i < min(s->nr_ranges, 2U); i++)
+		ipt_thread_switch_range(s, i, &n);
+	/* The XSAVES component holds CR3_MATCH and ADDR0/1, no more. */
 	s->xsaves_switch_from = n;
-	for (i = 0; i < s->nr_ranges; i++) {
-		if (i == 2)
-			s->xsaves_switch_from = n;
-		if (!(s->hwcfg.ctl & (0xfULL << IPT_RTIT_CTL_ADDR_CFG_SHIFT(i))))
-			continue;
-		s->switch_msrs[n].msr = IPT_MSR_RTIT_ADDR_A(i);
-		s->switch_msrs[n++].val = s->hwcfg.addr_a[i];
-		s->switch_msrs[n].msr = IPT_MSR_RTIT_ADDR_B(i);
-		s->switch_msrs[n++].val = s->hwcfg.addr_b[i];
-	}
-	if (s->nr_ranges <= 2)
-		s->xsaves_switch_from = n;
+	for (; i < s->nr_ranges; i++)
+		ipt_thread_switch_range(s, i, &n);
 	s->nr_switch_msrs = n;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_switch_msrs);
@@ -933,7 +938,9 @@ static struct task_struct *ipt_thread_get_task(u32 tid)
  *
  * Checks the argument, that the answer can be delivered (before anything
  * changes), and that the caller may trace the thread; notes the caller's
- * privilege in @c->privileged.
+ * privilege in @c->privileged.  These come before the session's own
+ * checks under the lock, so ATTACH of a thread that does not exist is
+ * -ESRCH whatever the session's state or mode.
  *
  * Context: process context, no lock held.
  * Return: 0; -EINVAL (bad argument, a kernel thread), -EFAULT, -ESRCH (no
