@@ -323,7 +323,11 @@ static u8 *xs_start(struct kunit *test, struct ipt_sim_cpu *c, u8 **out)
 	return area;
 }
 
-/* Layout: header, then the nine fields at 576; CTL saved before disable. */
+/*
+ * Layout: header, then the nine fields at 576; CTL saved before disable.
+ * The area starts filled with 0xaa, so what XSAVES writes and what it
+ * leaves alone both show.
+ */
 static void xsaves_layout_order(struct kunit *test)
 {
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
@@ -331,6 +335,7 @@ static void xsaves_layout_order(struct kunit *test)
 	u64 *hdr = (u64 *)(area + IPT_XSAVE_HDR_OFFSET);
 	u64 bytes = c->stats.bytes;
 
+	memset(area, 0xaa, IPT_XSAVE_PT_OFFSET + IPT_SIM_XSAVE_PT_SIZE);
 	KUNIT_ASSERT_EQ(test, ipt_sim_xsaves(c, area), 0);
 	KUNIT_EXPECT_EQ(test, hdr[0], BIT_ULL(8));
 	KUNIT_EXPECT_EQ(test, hdr[1], BIT_ULL(63) | BIT_ULL(8));
@@ -348,10 +353,17 @@ static void xsaves_layout_order(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_ADDR0_B), 0x402000ULL);
 	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_ADDR1_A), 0x1000ULL);
 	KUNIT_EXPECT_EQ(test, *xfield(area, IPT_XSAVE_ADDR1_B), 0x2000ULL);
-	/* Nothing beyond the nine fields, nothing in the legacy area. */
-	KUNIT_EXPECT_TRUE(test, !memchr_inv(area, 0, IPT_XSAVE_HDR_OFFSET));
-	KUNIT_EXPECT_TRUE(test, !memchr_inv(area + IPT_XSAVE_PT_OFFSET + 72, 0,
-					    IPT_SIM_XSAVE_PT_SIZE - 72));
+	/*
+	 * The legacy area and header bytes 16..63 are left alone; the
+	 * component's bytes after the nine fields are written as zero.
+	 */
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(area, 0xaa, IPT_XSAVE_HDR_OFFSET));
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(area + IPT_XSAVE_HDR_OFFSET + 16,
+					    0xaa, 48));
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(area + IPT_XSAVE_PT_OFFSET +
+					    IPT_XSAVE_PT_MIN_SIZE, 0,
+					    IPT_SIM_XSAVE_PT_SIZE -
+					    IPT_XSAVE_PT_MIN_SIZE));
 }
 
 /* XRSTORS puts everything back, CTL last: trace resumes without PSB. */
