@@ -220,6 +220,7 @@ size_t ipt_sim_pkt_ovf(u8 *p);
 /* ipt_sim_pcpu.c: the live units, for KUnit */
 #if IS_ENABLED(CONFIG_KUNIT)
 const struct ipt_hw_ops *ipt_sim_live_ops(void);
+u64 ipt_sim_live_rate(u64 rate);
 #endif
 
 /*

@@ -10,6 +10,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/hrtimer.h>
 #include <linux/kernel.h>
 #include <linux/ktime.h>
@@ -234,6 +235,23 @@ const struct ipt_hw_ops *ipt_sim_live_ops(void)
 	return &ipt_sim_ops;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_live_ops);
+
+/**
+ * ipt_sim_live_rate() - set the output rate of the live units, for KUnit
+ * @rate: bytes per second per tracing CPU, at most IPT_SIM_RATE_MAX
+ *
+ * What debugfs "rate" sets; lets the live suite run at a rate of its own
+ * choosing and put the previous one back.
+ *
+ * Context: any; the timer reads the rate with READ_ONCE().
+ *
+ * Return: the previous rate.
+ */
+u64 ipt_sim_live_rate(u64 rate)
+{
+	return xchg(&ipt_sim_rate, min_t(u64, rate, IPT_SIM_RATE_MAX));
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_live_rate);
 #endif
 
 /* ---- set-up and tear-down --------------------------------------------- */
