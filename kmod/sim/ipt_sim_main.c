@@ -35,7 +35,7 @@ MODULE_PARM_DESC(period_us, "output timer period in microseconds (100..100000)")
 
 static uint xsave_pt_size;
 module_param(xsave_pt_size, uint, 0444);
-MODULE_PARM_DESC(xsave_pt_size, "CPUID.(0DH,8):EAX, the XSAVES PT component's size, on models with XSAVES-PT (0: the model's, 128)");
+MODULE_PARM_DESC(xsave_pt_size, "CPUID.(0DH,8):EAX, the XSAVES PT component's size, on models with XSAVES-PT: a multiple of 8 in 72..4096 (0: the model's, 128)");
 
 unsigned long ipt_sim_feed_size = SZ_1M;
 module_param_named(feed_size, ipt_sim_feed_size, ulong, 0444);
@@ -75,9 +75,18 @@ static int __init ipt_sim_init(void)
 		return -EINVAL;
 	}
 	ipt_sim_model_buf = *ipt_sim_model;
-	if (xsave_pt_size && ipt_sim_model_buf.xsaves_pt) {
-		if (xsave_pt_size > SZ_4K) {
-			pr_err("xsave_pt_size out of range\n");
+	/*
+	 * The unit always stores the nine fields, 72 bytes: a smaller
+	 * component would be reported by CPUID and overrun by XSAVES.
+	 */
+	if (xsave_pt_size && !ipt_sim_model_buf.xsaves_pt) {
+		pr_warn("model %s has no XSAVES-PT: xsave_pt_size ignored\n",
+			ipt_sim_model_buf.name);
+	} else if (xsave_pt_size) {
+		if (xsave_pt_size < IPT_XSAVE_PT_MIN_SIZE ||
+		    xsave_pt_size > SZ_4K || xsave_pt_size % 8) {
+			pr_err("xsave_pt_size must be a multiple of 8 in %u..%u\n",
+			       IPT_XSAVE_PT_MIN_SIZE, SZ_4K);
 			return -EINVAL;
 		}
 		ipt_sim_model_buf.xsave_pt_size = xsave_pt_size;
