@@ -8,6 +8,7 @@
  */
 #include <kunit/test.h>
 #include <linux/kernel.h>
+#include <linux/math64.h>
 #include <linux/numa.h>
 #include <linux/sizes.h>
 
@@ -23,24 +24,33 @@ struct topa_run {
 /* Enable on a fresh icl unit with the buffer's first table. */
 static void topa_start(struct kunit *test, struct topa_run *r)
 {
-	ipt_sim_cpu_init(&r->c, &ipt_sim_models[0]);
-	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_OUTPUT_BASE,
-					    r->buf->table_phys[0]), 0);
-	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_OUTPUT_MASK,
-					    IPT_RTIT_MASK_LOW), 0);
-	KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(&r->c, MSR_IA32_RTIT_CTL,
-					    RTIT_CTL_TRACEEN | RTIT_CTL_TOPA |
-					    RTIT_CTL_USR |
-					    RTIT_CTL_BRANCH_EN), 0);
+	const struct ipt_sim_model *m = sim_model("icl");
+
+	KUNIT_ASSERT_NOT_NULL(test, m);
+	ipt_sim_cpu_init(&r->c, m);
+	sim_start(test, &r->c, r->buf->table_phys[0], IPT_RTIT_MASK_LOW,
+		  CTL_TOPA);
 }
 
-/* Run in slices, counting PMIs as the handler would (one per slice max). */
-static void topa_produce(struct topa_run *r, u64 bytes, u64 slice)
+/*
+ * Run in slices, counting PMIs as the handler would (one per slice max).
+ * A slice writes about @slice bytes: four times the slices needed, plus
+ * some, is plenty; a unit that stops writing fails the test instead of
+ * hanging it.
+ */
+static void topa_produce(struct kunit *test, struct topa_run *r, u64 bytes,
+			 u64 slice)
 {
 	u64 start = r->c.stats.bytes;
+	u64 n = 0, cap = 4 * div64_u64(bytes + slice - 1, slice) + 16;
 
 	while (r->c.stats.bytes - start < bytes &&
 	       !(r->c.status & RTIT_STATUS_STOPPED)) {
+		if (n++ == cap) {
+			KUNIT_FAIL(test, "%llu of %llu bytes after %llu slices",
+				   r->c.stats.bytes - start, bytes, cap);
+			return;
+		}
 		ipt_sim_run(&r->c, slice);
 		if (r->c.pmi_pending) {
 			r->pmis++;
@@ -81,7 +91,7 @@ static void topa_ring_counts_wraps(struct kunit *test)
 
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct topa_run *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
-		u64 head, total, want;
+		u64 head, total;
 
 		KUNIT_ASSERT_NOT_NULL(test, r);
 		r->buf = ipt_buffer_alloc(cases[i].size, cases[i].shift, false,
@@ -89,13 +99,13 @@ static void topa_ring_counts_wraps(struct kunit *test)
 		KUNIT_ASSERT_FALSE(test, IS_ERR(r->buf));
 		topa_start(test, r);
 		/* Slices below the size: one wrap per PMI at most. */
-		topa_produce(r, cases[i].bytes, min_t(u64, cases[i].size / 2, SZ_4K));
+		topa_produce(test, r, cases[i].bytes,
+			     min_t(u64, cases[i].size / 2, SZ_4K));
 		head = topa_stop(test, r);
 		if (head == r->buf->size)
 			head = 0;
 		total = r->c.stats.bytes;
-		want = total;
-		KUNIT_EXPECT_EQ_MSG(test, r->pmis * r->buf->size + head, want,
+		KUNIT_EXPECT_EQ_MSG(test, r->pmis * r->buf->size + head, total,
 				    "size %llu", cases[i].size);
 		KUNIT_EXPECT_EQ(test, r->pmis, total / r->buf->size);
 		ipt_buffer_free(r->buf);
@@ -111,7 +121,7 @@ static void topa_stop_on_full(struct kunit *test)
 	r->buf = ipt_buffer_alloc(SZ_64K, 12, true, true, NUMA_NO_NODE, NULL);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(r->buf));
 	topa_start(test, r);
-	topa_produce(r, 2 * r->buf->size, 4096);
+	topa_produce(test, r, 2 * r->buf->size, 4096);
 	KUNIT_EXPECT_NE(test, r->c.status & RTIT_STATUS_STOPPED, 0ULL);
 	head = topa_stop(test, r);
 	KUNIT_EXPECT_EQ(test, head, r->buf->size);
