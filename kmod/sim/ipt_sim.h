@@ -182,6 +182,7 @@ extern const u8 ipt_sim_code[];
 extern const size_t ipt_sim_code_size;
 
 /* ipt_sim_models.c: the models and CPUID */
+const struct ipt_sim_model *ipt_sim_model_by_name(const char *name);
 void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
 		   struct ipt_cpuid_regs *r);
 unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m);

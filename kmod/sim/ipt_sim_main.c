@@ -17,7 +17,6 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/sizes.h>
-#include <linux/string.h>
 
 #include "ipt_sim_module.h"
 
@@ -47,16 +46,6 @@ const struct ipt_sim_model *ipt_sim_model;
 /* The selected model, with the parameters that vary it applied. */
 static struct ipt_sim_model ipt_sim_model_buf;
 
-static const struct ipt_sim_model *ipt_sim_find_model(const char *name)
-{
-	unsigned int i;
-
-	for (i = 0; i < ipt_sim_nr_models; i++)
-		if (sysfs_streq(name, ipt_sim_models[i].name))
-			return &ipt_sim_models[i];
-	return NULL;
-}
-
 /* Context: no hook registered any more, no CPU tracing. */
 static void ipt_sim_free(void)
 {
@@ -68,7 +57,7 @@ static int __init ipt_sim_init(void)
 {
 	int ret;
 
-	ipt_sim_model = ipt_sim_find_model(model);
+	ipt_sim_model = ipt_sim_model_by_name(model);
 	if (!ipt_sim_model) {
 		pr_err("unknown model '%s' (see Documentation/simulator.rst)\n",
 		       model);

@@ -76,6 +76,26 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_sim_models);
 const unsigned int ipt_sim_nr_models = ARRAY_SIZE(ipt_sim_models);
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_nr_models);
 
+/**
+ * ipt_sim_model_by_name() - a model by name
+ * @name: its name (struct ipt_sim_model); a trailing newline is ignored,
+ *        as in a sysfs write
+ *
+ * Context: any.
+ *
+ * Return: the model, or NULL.
+ */
+const struct ipt_sim_model *ipt_sim_model_by_name(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ipt_sim_models); i++)
+		if (sysfs_streq(name, ipt_sim_models[i].name))
+			return &ipt_sim_models[i];
+	return NULL;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_model_by_name);
+
 /* The highest basic leaf: 16H when leaf 15H is implemented, else 14H. */
 static u32 ipt_sim_max_leaf(const struct ipt_sim_model *m)
 {

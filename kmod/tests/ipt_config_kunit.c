@@ -177,7 +177,8 @@ static void config_malformed(struct kunit *test)
 	struct ipt_caps caps;
 	u64 want;
 
-	cfg_model = &ipt_sim_models[0];	/* icl: everything */
+	cfg_model = ipt_sim_model_by_name("icl");	/* everything */
+	KUNIT_ASSERT_NOT_NULL(test, cfg_model);
 	KUNIT_ASSERT_EQ(test, ipt_caps_probe(&cfg_ops, &caps), IPT_UNAVAIL_NONE);
 
 #define EXPECT_CFG(err, priv, stmt) do {					\

@@ -89,11 +89,13 @@ static void sim_models_probe(struct kunit *test)
 
 static void sim_models_maxphyaddr(struct kunit *test)
 {
+	const struct ipt_sim_model *m = ipt_sim_model_by_name("icl");
 	struct ipt_cpuid_regs r;
 
-	ipt_sim_cpuid(sim_model("icl"), 0x80000008, 0, &r);
+	KUNIT_ASSERT_NOT_NULL(test, m);
+	ipt_sim_cpuid(m, 0x80000008, 0, &r);
 	KUNIT_EXPECT_EQ(test, r.eax & 0xff, 39u);
-	ipt_sim_cpuid(sim_model("icl"), 0x12345, 0, &r);
+	ipt_sim_cpuid(m, 0x12345, 0, &r);
 	KUNIT_EXPECT_EQ(test, r.eax | r.ebx | r.ecx | r.edx, 0u);
 }
 

@@ -47,24 +47,6 @@ void sim_test_exit(struct kunit *test)
 }
 
 /**
- * sim_model() - a model by name
- * @name: its name (struct ipt_sim_model)
- *
- * Context: any.
- *
- * Return: the model, or NULL.
- */
-const struct ipt_sim_model *sim_model(const char *name)
-{
-	unsigned int i;
-
-	for (i = 0; i < ipt_sim_nr_models; i++)
-		if (!strcmp(ipt_sim_models[i].name, name))
-			return &ipt_sim_models[i];
-	return NULL;
-}
-
-/**
  * sim_cpu() - the fixture's unit in its reset state
  * @test: the test; fails unless @name is a model
  * @name: the model it presents
@@ -76,7 +58,7 @@ const struct ipt_sim_model *sim_model(const char *name)
 struct ipt_sim_cpu *sim_cpu(struct kunit *test, const char *name)
 {
 	struct sim_test *t = test->priv;
-	const struct ipt_sim_model *m = sim_model(name);
+	const struct ipt_sim_model *m = ipt_sim_model_by_name(name);
 
 	KUNIT_ASSERT_NOT_NULL(test, m);
 	ipt_sim_cpu_init(&t->c, m);
@@ -160,11 +142,13 @@ u64 sim_reference(struct kunit *test, const char *name, u64 ctl,
 		  u64 bytes, u8 **ref)
 {
 	struct ipt_sim_cpu *c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
+	const struct ipt_sim_model *m = ipt_sim_model_by_name(name);
 	u64 pa;
 
 	KUNIT_ASSERT_NOT_NULL(test, c);
+	KUNIT_ASSERT_NOT_NULL(test, m);
 	KUNIT_ASSERT_LE(test, bytes, (u64)SZ_32K - 64);
-	ipt_sim_cpu_init(c, sim_model(name));
+	ipt_sim_cpu_init(c, m);
 	*ref = sim_mem(test, 3, &pa);
 	sim_start(test, c, pa, SZ_32K - 1, ctl & ~RTIT_CTL_TOPA);
 	sim_produce(c, bytes);

@@ -60,7 +60,6 @@ static inline u64 out_offset(const struct ipt_sim_cpu *c)
 
 int sim_test_init(struct kunit *test);
 void sim_test_exit(struct kunit *test);
-const struct ipt_sim_model *sim_model(const char *name);
 struct ipt_sim_cpu *sim_cpu(struct kunit *test, const char *name);
 u8 *sim_mem(struct kunit *test, unsigned int order, u64 *pa);
 void sim_start(struct kunit *test, struct ipt_sim_cpu *c, u64 base,

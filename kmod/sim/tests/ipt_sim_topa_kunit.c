@@ -24,7 +24,7 @@ struct topa_run {
 /* Enable on a fresh icl unit with the buffer's first table. */
 static void topa_start(struct kunit *test, struct topa_run *r)
 {
-	const struct ipt_sim_model *m = sim_model("icl");
+	const struct ipt_sim_model *m = ipt_sim_model_by_name("icl");
 
 	KUNIT_ASSERT_NOT_NULL(test, m);
 	ipt_sim_cpu_init(&r->c, m);
