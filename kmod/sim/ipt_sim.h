@@ -199,7 +199,6 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c);
 void ipt_sim_trace_disable(struct ipt_sim_cpu *c);
 void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget);
 void ipt_sim_switch_out(struct ipt_sim_cpu *c);
-u64 ipt_sim_ctc(const struct ipt_sim_cpu *c);
 
 /* ipt_sim_output.c: the output engine */
 bool ipt_sim_output_on(const struct ipt_sim_cpu *c);

@@ -185,4 +185,3 @@ unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m)
 		return 0;
 	return min_t(unsigned int, m->leaf_14_1.eax & 0x7, 4);
 }
-EXPORT_SYMBOL_IF_KUNIT(ipt_sim_nr_ranges);

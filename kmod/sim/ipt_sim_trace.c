@@ -33,9 +33,8 @@
 const u8 ipt_sim_code[] = {
 	0x31, 0xc9, 0xff, 0xc1, 0x83, 0xf9, 0x03, 0x75, 0xf9, 0xeb, 0xf5,
 };
-EXPORT_SYMBOL_IF_KUNIT(ipt_sim_code);
+
 const size_t ipt_sim_code_size = sizeof(ipt_sim_code);
-EXPORT_SYMBOL_IF_KUNIT(ipt_sim_code_size);
 
 /* TNT-8 of T T N T T N: stop bit 7, oldest outcome in bit 6. */
 #define IPT_SIM_LOOP_TNT	0xec
@@ -51,7 +50,7 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_sim_code_size);
  *
  * Return: the CTC value.
  */
-u64 ipt_sim_ctc(const struct ipt_sim_cpu *c)
+static u64 ipt_sim_ctc(const struct ipt_sim_cpu *c)
 {
 	const struct ipt_cpuid_regs *l15 = &c->model->leaf_15;
 
@@ -59,7 +58,6 @@ u64 ipt_sim_ctc(const struct ipt_sim_cpu *c)
 		return c->tsc >> 4;
 	return div_u64(c->tsc, l15->ebx) * l15->eax;
 }
-EXPORT_SYMBOL_IF_KUNIT(ipt_sim_ctc);
 
 /* PSB+: PSB, TSC, TMA, CBR, MODE.Exec, FUP (when PacketEn), PSBEND. */
 static size_t ipt_sim_psb_plus(struct ipt_sim_cpu *c, u8 *p, bool fup)
@@ -206,7 +204,6 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 		n += ipt_sim_pkt_ip(buf + n, IPT_SIM_PKT_TIP_PGE, c->ip);
 	ipt_sim_put(c, buf, n);
 }
-EXPORT_SYMBOL_IF_KUNIT(ipt_sim_trace_enable);
 
 /**
  * ipt_sim_trace_disable() - TraceEn is about to go from 1 to 0
@@ -232,7 +229,6 @@ void ipt_sim_trace_disable(struct ipt_sim_cpu *c)
 		       RTIT_STATUS_TRIGGEREN);
 	c->packet_en = false;
 }
-EXPORT_SYMBOL_IF_KUNIT(ipt_sim_trace_disable);
 
 /*
  * The next feed record: its payload, length and the IP after it; records
