@@ -103,7 +103,8 @@ struct ipt_sim_stats {
 
 /**
  * struct ipt_sim_feed - branch content supplied by a test
- * @buf: records (see Documentation/simulator.rst), @len bytes
+ * @buf: records (struct ipt_sim_feed_hdr, kmod/sim/ipt_sim_feed.h), @len
+ *        bytes
  * @len: bytes in @buf
  * @pos: offset of the next record to emit
  * @cap: size of @buf

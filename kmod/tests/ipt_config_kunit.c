@@ -9,7 +9,6 @@
 #include <kunit/test.h>
 #include <linux/bitfield.h>
 #include <linux/module.h>
-#include <linux/sizes.h>
 #include <linux/string.h>
 
 #include "../ipt.h"
