@@ -62,8 +62,12 @@ typedef void (*ipt_pmi_fn)(void);
  *         Returns 0, or -EIO where the instruction would fault: as for
  *         @xsaves, a malformed XSAVE header (XCOMP_BV bit 8 while IA32_XSS
  *         lacks it, 13.12), TraceEn = 1 at the time, or a restored value
- *         that a WRMSR of it would #GP on; then nothing changed.  The
- *         caller keeps preemption disabled.
+ *         that a WRMSR of it would #GP on.  On a fault, TraceEn is
+ *         unchanged (13.5.6); for TraceEn = 1 the fault comes before any
+ *         PT state is modified, but otherwise each of the other PT MSRs
+ *         (and the other bits of IA32_RTIT_CTL) may hold its previous
+ *         value, the value from @area or 0 (13.12): callers must not rely
+ *         on them.  The caller keeps preemption disabled.
  * @pmi_request: install @fn as the ToPA PMI handler for every CPU.  Only one
  *         handler can be installed (-EBUSY).  Process context; may sleep.
  * @pmi_release: remove the handler; on return no call to it is running
