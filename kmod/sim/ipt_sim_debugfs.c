@@ -126,19 +126,21 @@ DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_foreign_fops, ipt_sim_foreign_get,
  * Clear IA32_XSS bit 8 now, whatever the unit does, as KVM's VM exit
  * (kvm_load_host_xsave_state()) or a resume (fpu__resume_cpu()) rewrites
  * it with the kernel's value: the next XSAVES saves nothing of PT and
- * leaves TraceEn set.
+ * leaves TraceEn set.  Like them, with a WRMSR: checked and counted.
  */
 static int ipt_sim_clear_xss_set(void *data, u64 val)
 {
 	struct ipt_sim_pcpu *pc = data;
 	unsigned long flags;
+	int ret;
 
 	if (!val)
 		return 0;
 	raw_spin_lock_irqsave(&pc->lock, flags);
-	pc->st.xss &= ~XFEATURE_MASK_PT;
+	ret = ipt_sim_wrmsr(&pc->st, MSR_IA32_XSS,
+			    pc->st.xss & ~XFEATURE_MASK_PT);
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
-	return 0;
+	return ret;
 }
 DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_clear_xss_fops, NULL, ipt_sim_clear_xss_set,
 			 "%llu\n");
