@@ -239,6 +239,7 @@ void ipt_thread_area_init(const struct ipt_session *s, struct ipt_trace *t);
 bool ipt_thread_load(struct ipt_trace *t);
 void ipt_thread_unload(struct ipt_trace *t);
 void ipt_thread_switch_msrs(struct ipt_session *s);
+bool ipt_thread_use_xsaves(const struct ipt_caps *caps);
 void ipt_xss_set_on_cpu(void *arg);
 void ipt_xss_restore_on_cpu(void *arg);
 #endif

@@ -623,12 +623,18 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_xss_restore_on_cpu);
 
 /* ---- session operations (device lock held) ------------------------------ */
 
-/*
- * The XSAVES path: XSAVES enumerates PT (CPUID.(0DH,1):ECX[8]) and its
- * component, CPUID.(0DH,8):EAX bytes, holds the nine fields ipt reads;
- * unless the force_msr parameter says otherwise.
+/**
+ * ipt_thread_use_xsaves() - whether a session switches threads with XSAVES
+ * @caps: the unit's capabilities
+ *
+ * Yes when XSAVES enumerates PT (CPUID.(0DH,1):ECX[8]) and its component,
+ * CPUID.(0DH,8):EAX bytes, holds the nine fields ipt reads; unless the
+ * force_msr parameter says otherwise.
+ *
+ * Context: any.
+ * Return: true for the XSAVES path.
  */
-static bool ipt_thread_use_xsaves(const struct ipt_caps *caps)
+VISIBLE_IF_KUNIT bool ipt_thread_use_xsaves(const struct ipt_caps *caps)
 {
 	if (READ_ONCE(force_msr) || !(caps->features & IPT_FEAT_XSAVES_PT))
 		return false;
@@ -639,6 +645,7 @@ static bool ipt_thread_use_xsaves(const struct ipt_caps *caps)
 	}
 	return true;
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_thread_use_xsaves);
 
 /* Append ADDRn pair @i to @s->switch_msrs if its ADDRn_CFG is not 0. */
 static void ipt_thread_switch_range(struct ipt_session *s, unsigned int i,

@@ -522,6 +522,30 @@ static void xsave_area_layout(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, memchr_inv(&v[4], 0, 5 * 8));
 }
 
+/*
+ * The path a session takes: XSAVES only when XSAVES enumerates PT and the
+ * component CPUID.(0DH,8) reports holds the nine fields ipt reads (72
+ * bytes); a smaller one, or none, is the MSR path.
+ */
+static void xsaves_path_choice(struct kunit *test)
+{
+	struct ipt_caps caps = {
+		.features = IPT_FEAT_XSAVES_PT,
+		.xsave_pt_size = 128,
+	};
+
+	KUNIT_EXPECT_TRUE(test, ipt_thread_use_xsaves(&caps));
+	caps.xsave_pt_size = IPT_XSAVE_PT_MIN_SIZE;
+	KUNIT_EXPECT_TRUE(test, ipt_thread_use_xsaves(&caps));
+	caps.xsave_pt_size = IPT_XSAVE_PT_MIN_SIZE - 8;
+	KUNIT_EXPECT_FALSE(test, ipt_thread_use_xsaves(&caps));
+	caps.xsave_pt_size = 0;
+	KUNIT_EXPECT_FALSE(test, ipt_thread_use_xsaves(&caps));
+	caps.xsave_pt_size = 128;
+	caps.features = 0;
+	KUNIT_EXPECT_FALSE(test, ipt_thread_use_xsaves(&caps));
+}
+
 static struct kunit_case thread_cases[] = {
 	KUNIT_CASE(msr_load_order),
 	KUNIT_CASE(msr_unload_order),
@@ -532,6 +556,7 @@ static struct kunit_case thread_cases[] = {
 	KUNIT_CASE(xsaves_unload_fallback),
 	KUNIT_CASE(xsaves_load_fallback),
 	KUNIT_CASE(xsave_area_layout),
+	KUNIT_CASE(xsaves_path_choice),
 	{}
 };
 
