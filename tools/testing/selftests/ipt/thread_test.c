@@ -655,6 +655,25 @@ static int copy_self(const char *path, mode_t mode)
 }
 
 /*
+ * pthread_join() returns when the kernel clears the thread's tid, and
+ * waitpid() when the process becomes a zombie: both before the thread's
+ * last switch-out, where ipt marks its trace exited (TASK_DEAD in
+ * ipt_probe_switch()).  Wait for that mark (at most 20 s).
+ */
+static int wait_exited(int fd, uint32_t t, struct ipt_trace_state *ts)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < 2000; i++) {
+		ret = ipt_state(fd, t, ts);
+		if (ret || (ts->status & IPT_TS_EXITED))
+			break;
+		msleep(10);
+	}
+	return ret;
+}
+
+/*
  * A child drops to TEST_UID, configures @fd's session itself when
  * @user_configures (else root has), attaches itself, runs a little and
  * execs @path.  Once the new image runs, its trace must say DETACHED, and
@@ -748,7 +767,7 @@ static int exec_as_user(int fd, const char *path, bool user_configures,
 		ret = __LINE__;
 	else if (!WIFEXITED(status) || WEXITSTATUS(status))
 		ret = 1000 + status;
-	else if (ipt_state(fd, 0, ts))
+	else if (root_attaches ? wait_exited(fd, 0, ts) : ipt_state(fd, 0, ts))
 		ret = __LINE__;
 	else if (root_attaches &&
 		 (ts->bytes_captured <= after_exec ||
@@ -1335,23 +1354,6 @@ TEST_F_TIMEOUT(thr, stop_on_full, 120)
 	EXPECT_LT(0, ipt_parse(p, ts.bytes_valid, &psbs, &gap));
 	munmap(p, ts.buffer_size);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
-}
-
-/*
- * pthread_join() returns when the kernel clears the thread's tid, before
- * its last switch-out: wait for that (at most 5 s).
- */
-static int wait_exited(int fd, uint32_t t, struct ipt_trace_state *ts)
-{
-	int i, ret = 0;
-
-	for (i = 0; i < 500; i++) {
-		ret = ipt_state(fd, t, ts);
-		if (ret || (ts->status & IPT_TS_EXITED))
-			break;
-		msleep(10);
-	}
-	return ret;
 }
 
 /* A thread that does not run gets no bytes; once it runs, it does. */
