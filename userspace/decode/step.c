@@ -27,6 +27,7 @@
  *
  * -J changes which thread runs a step, never which steps are kept.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +133,21 @@ struct dec_live {
 	bool done;		/* the end of the trace */
 	uint64_t last_fail;	/* where the last failed sync left the decoder */
 	uint64_t moff, mins;	/* GAP_LOOP: the offset when it last moved, insns since */
-	uint64_t step_hash;	/* what the current step made */
+	/*
+	 * What the current step made: the hash of its items before
+	 * @hash_from and of its events; its items from @hash_from on are
+	 * hashed only when the step's hash is read (hash_items()).
+	 */
+	uint64_t step_hash;
+	size_t hash_from;
+	/*
+	 * The step's hash is read: a checkpoint (@fine) or compared with one
+	 * because the step ends past @ck_bound (dec_converge()).  Else only
+	 * its offset is kept, and its items are not hashed.
+	 */
+	bool hashing;
+	uint64_t ck_bound;
+	bool hash_ok;		/* @hash is the newest step's */
 	uint8_t mode;		/* of the newest block */
 	uint8_t exec_mode;	/* the decoder's, from its exec-mode events (0: none since sync) */
 	bool fresh;		/* synced at a segment's PSB, not resynced since: its return stack is not the serial decoder's */
@@ -202,10 +217,25 @@ static struct dec_item *push(struct dec_live *L, struct dec_segment *s, enum dec
 	return it;
 }
 
-/* The item just pushed is complete: hash it into the step. */
-static void done_item(struct dec_live *L, const struct dec_item *it)
+/* Hash the step's items not yet hashed into the step (in the order pushed). */
+static void hash_items(struct dec_live *L, const struct dec_segment *s)
 {
-	L->step_hash = item_hash(L->step_hash, it);
+	for (; L->hash_from < s->nr; L->hash_from++)
+		L->step_hash = item_hash(L->step_hash, &s->items[L->hash_from]);
+}
+
+/* Mix @v into the step's hash, after its items so far. */
+static void step_mix(struct dec_live *L, const struct dec_segment *s, uint64_t v)
+{
+	hash_items(L, s);
+	L->step_hash = mix(L->step_hash, v);
+}
+
+/* The step starts (or starts afresh after a sync, at @h) with segment @s's next item. */
+static void step_start(struct dec_live *L, const struct dec_segment *s, uint64_t h)
+{
+	L->step_hash = h;
+	L->hash_from = s->nr;
 }
 
 static struct dec_item *gap(struct dec_live *L, struct dec_segment *s, enum dec_gap g, int code,
@@ -315,7 +345,6 @@ switched:
 	it->code = (int32_t)pid;
 	it->tsc = tsc;
 	it->off = ad_offset(&L->d);
-	done_item(L, it);
 }
 
 struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r,
@@ -386,12 +415,21 @@ void dec_live_free(struct dec_live *L)
 	free(L);
 }
 
-/* The state after a step, as the checkpoint hash. */
-static void end_step(struct dec_live *L)
+/*
+ * The state after a step: its offset (@off if known, UINT64_MAX: ask the
+ * decoder), and the checkpoint hash when it is read (L->hashing, or the
+ * step ends past L->ck_bound).
+ */
+static void end_step(struct dec_live *L, const struct dec_segment *s, uint64_t off)
 {
-	uint64_t h = L->step_hash;
+	uint64_t h;
 
-	L->off = ad_offset(&L->d);
+	L->off = off != UINT64_MAX ? off : ad_offset(&L->d);
+	L->hash_ok = L->hashing || L->off > L->ck_bound;
+	if (!L->hash_ok)
+		return;
+	hash_items(L, s);
+	h = L->step_hash;
 	h = mix(h, L->off);
 	h = mix(h, (uint64_t)(uint32_t)L->st);
 	h = mix(h, L->done);
@@ -425,10 +463,8 @@ static void resync(struct dec_live *L, struct dec_segment *s, size_t gi)
 			L->last_fail = ad_offset(d);
 		}
 		next = st == -pte_eos ? L->r->len : st < 0 ? ad_offset(d) : ad_sync_offset(d);
-		if (gi != SIZE_MAX) {
+		if (gi != SIZE_MAX)
 			s->items[gi].skipped = next > erroff ? next - erroff : 0;
-			done_item(L, &s->items[gi]);
-		}
 		L->st = st;
 		if (st == -pte_eos) {
 			L->done = true;
@@ -440,7 +476,7 @@ static void resync(struct dec_live *L, struct dec_segment *s, size_t gi)
 		gap(L, s, GAP_DECODE, st, ad_offset(d), 0, 0);
 	}
 	L->fresh = false;	/* a sync resets all of libipt's state, the return stack too */
-	L->step_hash = mix(H0, ad_sync_offset(d));
+	step_start(L, s, mix(H0, ad_sync_offset(d)));
 	L->moff = UINT64_MAX;
 	L->mins = 0;
 	L->mode = 0;
@@ -472,14 +508,22 @@ static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uin
 	if (!items && c->profile_only)
 		dec_prof_block(s->prof, c, L->switching ? (L->cur_pid < 0 ? 0 : L->cur_pid) :
 			       L->pid, L->switching ? L->cur_time : 0, it);
-	L->step_hash = item_hash(L->step_hash, it);
+	if (!items) {
+		/* not kept: hashed now (an item is hashed when the step's hash is read) */
+		hash_items(L, s);
+		L->step_hash = item_hash(L->step_hash, it);
+	}
 }
 
-/* GAP_LOOP: the offset has not moved for DEC_MAX_STUCK instructions. */
-static bool stuck(struct dec_live *L, uint32_t ninsn)
+/*
+ * GAP_LOOP: the offset has not moved for DEC_MAX_STUCK instructions.
+ * *@offp: the decoder's offset now.
+ */
+static bool stuck(struct dec_live *L, uint32_t ninsn, uint64_t *offp)
 {
 	uint64_t off = ad_offset(&L->d);
 
+	*offp = off;
 	if (off != L->moff) {
 		L->moff = off;
 		L->mins = 0;
@@ -499,10 +543,11 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 	struct dec_ctx *c = L->c;
 	struct anydec *d = &L->d;
 	bool items = !c->count_only || (fine && c->profile_only);
-	uint64_t err_ip = 0;
+	uint64_t err_ip = 0, off = UINT64_MAX;
 	int st = L->st;
 
-	L->step_hash = H0;
+	L->hashing = fine;
+	step_start(L, s, H0);
 	while (st & pts_event_pending) {
 		struct pt_event ev;
 		struct dec_item *it = NULL;
@@ -540,21 +585,19 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 			 * whichever decoder filled it.
 			 */
 			L->exec_mode = (uint8_t)ev.variant.exec_mode.mode;
-			L->step_hash = mix(L->step_hash, ev.variant.exec_mode.mode);
+			step_mix(L, s, ev.variant.exec_mode.mode);
 			break;
 		default:
-			L->step_hash = mix(L->step_hash, ev.type);
+			step_mix(L, s, ev.type);
 			break;
 		}
-		if (it) {
+		if (it)
 			it->off = ad_offset(d);
-			done_item(L, it);
-		}
 	}
 	if (st == -pte_eos) {
 		L->done = true;
 		L->st = st;
-		end_step(L);
+		end_step(L, s, UINT64_MAX);
 		return;
 	}
 	if (st < 0) {
@@ -562,16 +605,16 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 
 		gap(L, s, GAP_DECODE, st, ad_offset(d), 0, ad_time(d));
 		resync(L, s, gi);
-		end_step(L);
+		end_step(L, s, UINT64_MAX);
 		return;
 	}
 	if (st & pts_eos) {
 		/* libipt has no more trace: stop (ptxed: "[end of trace]") */
 		if (!(st & pts_ip_suppressed))
-			done_item(L, push(L, s, DI_EOS));
+			push(L, s, DI_EOS);
 		L->done = true;
 		L->st = st;
-		end_step(L);
+		end_step(L, s, UINT64_MAX);
 		return;
 	}
 	if (d->insn) {
@@ -582,7 +625,7 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 		if (st >= 0 || (insn.iclass != ptic_error && insn.size)) {
 			add_block(L, s, items, insn.ip, insn.ip, 1, insn.isid, (uint8_t)insn.iclass,
 				  insn.size, (uint8_t)insn.mode);
-			if (st >= 0 && stuck(L, 1)) {
+			if (st >= 0 && stuck(L, 1, &off)) {
 				err_ip = insn.ip;
 				goto loop;
 			}
@@ -599,20 +642,23 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 
 		for (;;) {
 			st = pt_blk_next(d->blk, b, sizeof(*b));
+			off = UINT64_MAX;
 			err_ip = b->ninsn ? b->end_ip : b->ip;
 			if (!b->ninsn)
 				break;
 			n += b->ninsn;
 			s->insns += b->ninsn;
 			L->mode = (uint8_t)b->mode;
-			if (st >= 0 && stuck(L, b->ninsn)) {
-				L->step_hash = mix(mix(L->step_hash, n), b->end_ip);
+			if (st >= 0 && stuck(L, b->ninsn, &off)) {
+				step_mix(L, s, n);
+				step_mix(L, s, b->end_ip);
 				goto loop;
 			}
 			if (st < 0 || (st & (pts_event_pending | pts_eos)) || n >= 4096)
 				break;
 		}
-		L->step_hash = mix(mix(L->step_hash, n), err_ip);
+		step_mix(L, s, n);
+		step_mix(L, s, err_ip);
 	} else {
 		uint32_t n = 0;
 
@@ -620,13 +666,14 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 			struct pt_block *b = &L->blk;
 
 			st = pt_blk_next(d->blk, b, sizeof(*b));
+			off = UINT64_MAX;
 			err_ip = b->ninsn ? b->end_ip : b->ip;
 			if (!b->ninsn)
 				break;
 			add_block(L, s, items, b->ip, b->end_ip, b->ninsn, b->isid,
 				  (uint8_t)b->iclass, b->truncated ? b->size : 0, (uint8_t)b->mode);
 			n += b->ninsn;
-			if (st >= 0 && stuck(L, b->ninsn))
+			if (st >= 0 && stuck(L, b->ninsn, &off))
 				goto loop;
 		} while (!fine && !items && st >= 0 && !(st & (pts_event_pending | pts_eos)) &&
 			 n < 4096);
@@ -640,10 +687,11 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 		gap(L, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(d), err_ip,
 		    ad_time(d));
 		resync(L, s, gi);
+		off = UINT64_MAX;
 	} else {
 		L->st = st;
 	}
-	end_step(L);
+	end_step(L, s, off);
 	return;
 loop:
 	{
@@ -652,7 +700,7 @@ loop:
 
 		gap(L, s, GAP_LOOP, 0, ad_offset(d), err_ip, ad_time(d));
 		resync(L, s, gi);
-		end_step(L);
+		end_step(L, s, UINT64_MAX);
 	}
 }
 
@@ -718,26 +766,29 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 		it->skipped = s->end - s->begin;
 		return;
 	}
-	L->step_hash = H0;
+	/* a step's hash is read after it ends past the segment (dec_converge()) */
+	L->ck_bound = s->end;
+	L->hashing = !first;
+	step_start(L, s, H0);
 	if (first) {
 		/* the serial decode: sync forward from the trace's start */
 		resync(L, s, SIZE_MAX);
-		end_step(L);
+		end_step(L, s, UINT64_MAX);
 	} else {
 		st = L->d.insn ? pt_insn_sync_set(L->d.ins, s->begin) : pt_blk_sync_set(L->d.blk, s->begin);
 		L->st = st;
 		L->fresh = true;
 		if (st >= 0) {
-			L->step_hash = mix(H0, ad_sync_offset(&L->d));
+			step_start(L, s, mix(H0, ad_sync_offset(&L->d)));
 			switch_process(L, s, ad_time(&L->d));
-			end_step(L);
+			end_step(L, s, UINT64_MAX);
 			add_ck(s, L->off, L->hash);
 		} else {
 			size_t gi = s->nr;
 
 			gap(L, s, GAP_DECODE, st, s->begin, 0, 0);
 			resync(L, s, gi);
-			end_step(L);
+			end_step(L, s, UINT64_MAX);
 		}
 	}
 	/*
@@ -798,7 +849,8 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 	if (!L)
 		return;
 	if (i + 1 >= r->nr_segs) {
-		/* the last segment: the rest of the trace is this decoder's */
+		/* the last segment: the rest of the trace is this decoder's, no hash read */
+		L->ck_bound = UINT64_MAX;
 		while (!L->done)
 			live_step(L, s, false);
 		dec_live_free(L);
@@ -806,12 +858,18 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 		return;
 	}
 	n = &r->segs[i + 1];
+	/*
+	 * Its hash is read after fine steps and, by dec_converge(i + 1),
+	 * after the step that ends past segment @i + 1 (its last here).
+	 */
+	L->ck_bound = n->end;
 	while (!L->done) {
 		size_t q;
 
 		while (j < n->nr_ck && n->ck[j].off < L->off)
 			j++;
 		for (q = j; q < n->nr_ck && n->ck[q].off == L->off; q++) {
+			assert(L->hash_ok);
 			if (n->ck[q].hash != L->hash || n->ck[q].off < n->tip_end)
 				continue;
 			/* its empty return stack fails later: not the serial decoder's state */
