@@ -802,12 +802,11 @@ static size_t walk(struct dec_ctx *c, const struct dec_item *b, uint64_t *ips, u
 		ips[i] = ip;
 		sizes[i] = (uint8_t)size;
 		/*
-		 * A block that does not end at calls and jumps (count_only
-		 * mode) goes on at their targets.
+		 * Contiguous: libipt ends a block after each near direct call
+		 * and jump (end_on_call, end_on_jump: dec_open()), the only
+		 * branches it follows without trace; other blocks have one
+		 * instruction (the instruction decoder).
 		 */
-		if (!last && (zi.mnemonic == ZYDIS_MNEMONIC_JMP || zi.mnemonic == ZYDIS_MNEMONIC_CALL) &&
-		    zi.raw.imm[0].is_relative)
-			ip += (uint64_t)zi.raw.imm[0].value.s;
 		ip += size;
 		if (b->mode != ptem_64bit)
 			ip &= b->mode == ptem_32bit ? 0xffffffffULL : 0xffffULL;
@@ -843,7 +842,7 @@ size_t dec_walk_block(struct dec_ctx *c, const struct dec_item *b, dec_insn_fn f
 }
 
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
-		     uint64_t **offs, uint64_t **fups, uint64_t *first_tsc)
+		     uint64_t **offs, uint64_t *first_tsc)
 {
 	static const uint8_t psb_bytes[16] = {
 		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
@@ -856,8 +855,6 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 	int st;
 
 	*offs = NULL;
-	if (fups)
-		*fups = NULL;
 	if (first_tsc)
 		*first_tsc = 0;
 	if (!len)
@@ -869,19 +866,12 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 		return 0;
 	for (st = pt_pkt_sync_forward(pd); st >= 0;) {
 		struct pt_packet p;
-		uint64_t fup = 0;
 		const uint8_t *next;
 
 		if (pt_pkt_get_sync_offset(pd, &off) < 0)
 			break;
-		/* the PSB+: a FUP in it is where execution was (full IP after a PSB) */
+		/* the PSB+: its TSC */
 		while (pt_pkt_next(pd, &p, sizeof(p)) >= 0 && p.type != ppt_psbend) {
-			if (p.type == ppt_fup && (p.payload.ip.ipc == pt_ipc_sext_48 ||
-						  p.payload.ip.ipc == pt_ipc_full)) {
-				fup = p.payload.ip.ip;
-				if (p.payload.ip.ipc == pt_ipc_sext_48 && (fup >> 47 & 1))
-					fup |= 0xffff000000000000ULL;
-			}
 			if (p.type == ppt_tsc && first_tsc && !*first_tsc)
 				*first_tsc = p.payload.tsc.tsc;
 			if (p.type == ppt_ovf)
@@ -890,11 +880,7 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
 			*offs = xrealloc(*offs, cap * sizeof(**offs));
-			if (fups)
-				*fups = xrealloc(*fups, cap * sizeof(**fups));
 		}
-		if (fups)
-			(*fups)[n] = fup;
 		(*offs)[n++] = off;
 		/* the next PSB @stride bytes on: a search, no packet decoding */
 		if (!stride)
@@ -1152,9 +1138,6 @@ static void *orderer(void *arg)
 			if (s + 1 < r->nr_segs)
 				wait_done(w, k + 1);
 			dec_converge(r, s);
-			seg->nr_gaps = 0;
-			for (size_t m = seg->skip; m < seg->nr; m++)
-				seg->nr_gaps += seg->items[m].kind == DI_GAP;
 			dec_render_segment(w->rd, seg);
 			insns += seg->insns;
 			retire_segment(r, seg);
@@ -1287,7 +1270,7 @@ static uint8_t *slurp(const char *path, size_t *len, char *msg, size_t mlen)
 static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
 {
 	uint64_t *psb;
-	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, c->opt.no_split ? 1 : 64, &psb, NULL,
+	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, c->opt.no_split ? 1 : 64, &psb,
 				 &r->first_tsc), i;
 
 	if (!n) {

@@ -205,7 +205,6 @@ struct dec_segment {
 	size_t nr, cap;
 	size_t skip;		/* @items[0..@skip) are dropped (another decoder's part) */
 	uint64_t insns;		/* in @items[@skip..] and @prof */
-	size_t nr_gaps;		/* DI_GAP items among @items[@skip..] */
 	struct dec_prof *prof;	/* profile_only: its counts, made by the worker */
 	struct dec_live *live;	/* its decoder, until dec_converge() */
 	struct dec_ck *ck;	/* checkpoints of its first steps */
@@ -336,12 +335,11 @@ void dec_close(struct dec_ctx *c);
 const char *dec_gap_name(enum dec_gap g);
 
 /*
- * Offsets of PSBs in @buf[0..@len), ascending, and (if @fups) the IP of the
- * FUP in each PSB+ (0: none, tracing was off); returns the count: the
- * first PSB, then each time the first PSB at least (@len - first) / @parts
- * bytes (@parts >= 1) after the one before (found by a byte search: the
- * PSBs in between are not looked at).  *@first_tsc (if
- * not NULL): the TSC of the first of those PSB+s that has one, or 0.
+ * Offsets of PSBs in @buf[0..@len), ascending, into *@offs (malloc'd);
+ * returns the count: the first PSB, then each time the first PSB at least
+ * (@len - first) / @parts bytes (@parts >= 1) after the one before (found
+ * by a byte search: the PSBs in between are not looked at).  *@first_tsc
+ * (if not NULL): the TSC of the first of those PSB+s that has one, or 0.
  */
 /*
  * Whether @buf[0..@len) holds MODE.EXEC packets of more than one exec mode
@@ -353,7 +351,7 @@ const char *dec_gap_name(enum dec_gap g);
 bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl);
 
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
-		     uint64_t **offs, uint64_t **fups, uint64_t *first_tsc);
+		     uint64_t **offs, uint64_t *first_tsc);
 
 /*
  * @tsc as nanoseconds: perf time with a capture's time_conv, else from

@@ -164,7 +164,7 @@ struct dec_live {
 		struct pt_image *img;
 	} pimg[16];
 	size_t npimg;
-	/* count_only: the newest blocks, for count_blocks() */
+	/* the block libipt's pt_blk_next() writes */
 	struct pt_block blk;
 	/* r->uncached: the images code is read from (indices into c->in->images) */
 	size_t *act, nact;
@@ -202,11 +202,10 @@ static int32_t code_isid(const struct dec_live *L, uint64_t ip)
 	return 0;
 }
 
-static struct dec_item *push(struct dec_live *L, struct dec_segment *s, enum dec_item_kind k)
+static struct dec_item *push(struct dec_segment *s, enum dec_item_kind k)
 {
 	struct dec_item *it;
 
-	(void)L;
 	if (s->nr == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 256;
 		s->items = xrealloc(s->items, s->cap * sizeof(*s->items));
@@ -241,11 +240,11 @@ static void step_start(struct dec_live *L, const struct dec_segment *s, uint64_t
 static struct dec_item *gap(struct dec_live *L, struct dec_segment *s, enum dec_gap g, int code,
 			    uint64_t off, uint64_t ip, uint64_t tsc)
 {
-	struct dec_item *it = push(L, s, DI_GAP);
+	struct dec_item *it = push(s, DI_GAP);
 
 	if (g == GAP_DECODE && code == -pte_nomap)
 		g = GAP_NOMAP;
-	if (L && L->fresh && (code == -pte_retstack_empty || code == -pte_bad_retcomp) &&
+	if (L->fresh && (code == -pte_retstack_empty || code == -pte_bad_retcomp) &&
 	    s->ret_suspect == SIZE_MAX)
 		s->ret_suspect = s->nr - 1;
 	it->gap = (uint8_t)g;
@@ -341,7 +340,7 @@ switched:
 	L->cur_key = key;
 	L->cur_pid = pid;
 	L->cur_time = c->in->timed_maps ? ns : 0;
-	it = push(L, s, DI_PROCESS);
+	it = push(s, DI_PROCESS);
 	it->code = (int32_t)pid;
 	it->tsc = tsc;
 	it->off = ad_offset(&L->d);
@@ -490,10 +489,8 @@ static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uin
 		      uint8_t last_size, uint8_t mode)
 {
 	struct dec_ctx *c = L->c;
-	struct dec_item tmp, *it = items ? push(L, s, DI_BLOCK) : &tmp;
+	struct dec_item tmp = { .kind = DI_BLOCK }, *it = items ? push(s, DI_BLOCK) : &tmp;
 
-	memset(it, 0, sizeof(*it));
-	it->kind = DI_BLOCK;
 	it->ip = ip;
 	it->end_ip = end_ip;
 	it->ninsn = ninsn;
@@ -558,19 +555,19 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 		switch (ev.type) {
 		case ptev_enabled:
 			switch_process(L, s, ev.has_tsc ? ev.tsc : ad_time(d));
-			it = push(L, s, DI_ENABLED);
+			it = push(s, DI_ENABLED);
 			it->ip = ev.variant.enabled.ip;
 			it->tsc = ev.has_tsc ? ev.tsc : 0;
 			break;
 		case ptev_disabled:
 		case ptev_async_disabled:
-			it = push(L, s, DI_DISABLED);
+			it = push(s, DI_DISABLED);
 			it->ip = ev.ip_suppressed ? 0 : (ev.type == ptev_disabled ?
 				 ev.variant.disabled.ip : ev.variant.async_disabled.at);
 			it->tsc = ev.has_tsc ? ev.tsc : 0;
 			break;
 		case ptev_async_branch:
-			it = push(L, s, DI_ASYNC);
+			it = push(s, DI_ASYNC);
 			it->ip = ev.variant.async_branch.from;
 			it->end_ip = ev.variant.async_branch.to;
 			break;
@@ -611,7 +608,7 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 	if (st & pts_eos) {
 		/* libipt has no more trace: stop (ptxed: "[end of trace]") */
 		if (!(st & pts_ip_suppressed))
-			push(L, s, DI_EOS);
+			push(s, DI_EOS);
 		L->done = true;
 		L->st = st;
 		end_step(L, s, UINT64_MAX);
@@ -684,8 +681,7 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 	} else if (st < 0) {
 		size_t gi = s->nr;
 
-		gap(L, s, st == -pte_nomap ? GAP_NOMAP : GAP_DECODE, st, ad_offset(d), err_ip,
-		    ad_time(d));
+		gap(L, s, GAP_DECODE, st, ad_offset(d), err_ip, ad_time(d));
 		resync(L, s, gi);
 		off = UINT64_MAX;
 	} else {
@@ -758,7 +754,7 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 	s->tip_end = first ? 0 : first_tip_end(c, r, s);
 	s->live = L;
 	if (!L) {
-		struct dec_item *it = push(NULL, s, DI_GAP);
+		struct dec_item *it = push(s, DI_GAP);
 
 		it->gap = GAP_DECODE;
 		it->code = -pte_nomem;
