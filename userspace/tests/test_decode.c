@@ -1390,6 +1390,14 @@ static void test_inputs(struct run *r)
  * reference decode (tools/testing/decode/ref.c: serial libipt) of trace
  * @trace against @r's code?  @flavour: "" or "--insn-decoder".
  */
+static bool ref_equal_imgs(const char *imgs, const char *trace, const char *insn,
+			   const char *flavour)
+{
+	return sh("%s/userspace/decode-ref %s %s 6/126/5%s | grep -v '^# ' >%s.ref && "
+		  "sed -E 's/^([0-9a-f]{16})  .*/\\1/' %s >%s.norm && cmp -s %s.ref %s.norm",
+		  build, flavour, trace, imgs, insn, insn, insn, insn, insn) == 0;
+}
+
 static bool ref_equal(struct run *r, const char *trace, const char *insn, const char *flavour)
 {
 	char imgs[16384] = "", line[PATH_MAX + 128];
@@ -1408,9 +1416,7 @@ static bool ref_equal(struct run *r, const char *trace, const char *insn, const 
 	}
 	if (f)
 		fclose(f);
-	return sh("%s/userspace/decode-ref %s %s 6/126/5%s | grep -v '^# ' >%s.ref && "
-		  "sed -E 's/^([0-9a-f]{16})  .*/\\1/' %s >%s.norm && cmp -s %s.ref %s.norm",
-		  build, flavour, trace, imgs, insn, insn, insn, insn, insn) == 0;
+	return ref_equal_imgs(imgs, trace, insn, flavour);
 }
 
 static void test_corrupt(struct run *r)
@@ -1660,6 +1666,149 @@ static void test_corrupt(struct run *r)
 		      "alone: never a crash or sanitizer report (%d bad)", bad);
 	}
 	free(trace);
+}
+
+/*
+ * Hand-built traces of 32-bit code: per-block exec modes (the instructions
+ * of a block walked with Zydis in its mode, addresses masked to 32 bits),
+ * the uncached path of a trace with two exec modes, and "[end of trace]"
+ * when the trace ends with tracing on; each as the reference decodes it,
+ * with both decoders, -J 1 and -J 2 (two segments), split and unsplit.
+ */
+static void test_modes(struct run *r)
+{
+	static const uint8_t psb[] = {
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+	};
+	/*
+	 * At 0x401000, in 32-bit mode ("40" is inc eax, in 64-bit mode a REX
+	 * prefix: another walk):
+	 *   0: inc eax; 1: mov ax,0x1234; 5: call 0xf; a: dec eax;
+	 *   b: jnz 0; d: jmp 0x15; f: inc eax; 10: mov ax,0x5678; 14: ret;
+	 *   15: nop; 16: dec eax; 17: jnz 0x16; 19: ret
+	 */
+	static const uint8_t c32[] = {
+		0x40, 0x66, 0xb8, 0x34, 0x12, 0xe8, 0x05, 0x00, 0x00, 0x00, 0x48, 0x75, 0xf3,
+		0xeb, 0x06, 0x40, 0x66, 0xb8, 0x78, 0x56, 0xc3, 0x90, 0x48, 0x75, 0xfd, 0xc3,
+	};
+	/*
+	 * At 0xfffffff0: 16 nops, dec eax, jnz 0xfffffff0, ret.  libipt does
+	 * not wrap at 4 GiB (the block's end is 0x100000001); walked in 32-bit
+	 * mode the nops lead to 0, so its instructions are not shown.
+	 */
+	static const uint8_t wrap[] = {
+		0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
+		0x90, 0x90, 0x90, 0x90, 0x48, 0x75, 0xed, 0xc3,
+	};
+	static const uint8_t m32[] = { 0x99, 0x02 }, m64[] = { 0x99, 0x01 }, psbend[] = { 0x02, 0x23 };
+	static const uint8_t pge_401000[] = { 0x71, 0x00, 0x10, 0x40, 0x00, 0x00, 0x00 };
+	static const uint8_t pge_wrap[] = { 0x71, 0xf0, 0xff, 0xff, 0xff, 0x00, 0x00 };
+	static const uint8_t pgd[] = { 0x61, 0x00, 0x00, 0x50, 0x00, 0x00, 0x00 };	/* to 0x500000 */
+	static const uint8_t tnt_tn[] = { 0x0c };	/* taken, not taken */
+	static const uint8_t tnt_6[] = { 0xf6 };	/* T T T N T T: twice round, out, twice round */
+	static const uint8_t tnt_n[] = { 0x04 }, tnt_tt[] = { 0x0e };
+	struct piece {
+		const uint8_t *p;
+		size_t n;
+	};
+#define P(a) { a, sizeof(a) }
+	/* the wrap, off; then the 32-bit code, trace ending at the next jnz with tracing on */
+	static const struct piece t32[] = {
+		P(psb), P(m32), P(psbend), P(m32), P(pge_wrap), P(tnt_tn), P(pgd),
+		P(psb), P(m32), P(psbend), P(m32), P(pge_401000), P(tnt_6),
+	};
+	/* the 32-bit code, off; then the same bytes in 64-bit mode, ending with tracing on */
+	static const struct piece tm[] = {
+		P(psb), P(m32), P(psbend), P(m32), P(pge_401000), P(tnt_6), P(tnt_n), P(pgd),
+		P(psb), P(m64), P(psbend), P(m64), P(pge_401000), P(tnt_tt),
+	};
+#undef P
+	static const struct {
+		const char *name;
+		const struct piece *pc;
+		size_t npc;
+		int64_t insns;		/* the reference's, either decoder */
+		const char *ref_has;	/* in the block decoder's reference output */
+	} traces[] = {
+		{ "modes32", t32, sizeof(t32) / sizeof(t32[0]), 59,
+		  "[18 instructions from 0xfffffff0 not shown" },
+		{ "modesmix", tm, sizeof(tm) / sizeof(tm[0]), 30, "[enabled at 0x401000]\n0000000000401000\n"
+		  "0000000000401005\n000000000040100f\n0000000000401014\n000000000040100a\n"
+		  "[end of trace]" },
+	};
+	char c32p[PATH_MAX], wrapp[PATH_MAX], imgs[3 * PATH_MAX], raws[3 * PATH_MAX];
+
+	snprintf(c32p, sizeof(c32p), "%s/modes-c32.bin", work);
+	snprintf(wrapp, sizeof(wrapp), "%s/modes-wrap.bin", work);
+	spew(c32p, c32, sizeof(c32));
+	spew(wrapp, wrap, sizeof(wrap));
+	snprintf(imgs, sizeof(imgs), " 401000:%x:%s fffffff0:%llx:%s",
+		 0x401000 + (unsigned int)sizeof(c32), c32p, 0xfffffff0ULL + sizeof(wrap), wrapp);
+	snprintf(raws, sizeof(raws), "--cpu 6/126/5 --raw %s:0x401000 --raw %s:0xfffffff0", c32p,
+		 wrapp);
+	for (size_t t = 0; t < sizeof(traces) / sizeof(traces[0]); t++) {
+		char path[PATH_MAX], out[PATH_MAX + 64];
+		uint8_t buf[256];
+		size_t len = 0;
+		int64_t segs = -1;
+
+		for (size_t k = 0; k < traces[t].npc; k++) {
+			memcpy(buf + len, traces[t].pc[k].p, traces[t].pc[k].n);
+			len += traces[t].pc[k].n;
+		}
+		snprintf(path, sizeof(path), "%s/%s.pt", work, traces[t].name);
+		spew(path, buf, len);
+		decode(F(r, "ms"), F(r, "ems"), "-j decode --pt %s %s -J 2", path, raws);
+		{
+			struct json_object *o = json_object_from_file(F(r, "ms")), *tr, *v;
+
+			if (o && json_object_object_get_ex(o, "traces", &tr) &&
+			    json_object_object_get_ex(json_object_array_get_idx(tr, 0), "segments", &v))
+				segs = json_object_get_int64(v);
+			json_object_put(o);
+		}
+		for (int fl = 0; fl < 2; fl++) {
+			const char *flav = fl ? "--insn-decoder" : "";
+			int bad = 0, eos = 0, runs = 0;
+			int64_t want = -1;
+			char *txt;
+			size_t n;
+
+			/* the reference itself: what this trace is for */
+			sh("%s/userspace/decode-ref %s %s 6/126/5%s >%s.modes.ref", build, flav, path, imgs,
+			   F(r, traces[t].name));
+			snprintf(out, sizeof(out), "%s.modes.ref", F(r, traces[t].name));
+			txt = slurp(out, &n);
+			if (txt && strstr(txt, "# instructions "))
+				sscanf(strstr(txt, "# instructions ") + 15, "%" SCNd64, &want);
+			CHECK(want == traces[t].insns && txt && strstr(txt, "[end of trace]\n#") &&
+			      (fl || strstr(txt, traces[t].ref_has)),
+			      "%s%s: the reference decodes %" PRId64 " instructions (%" PRId64 ") and "
+			      "ends with '[end of trace]'", traces[t].name, fl ? " (insn decoder)" : "",
+			      traces[t].insns, want);
+			free(txt);
+			for (int J = 1; J <= 2; J++)
+				for (int ns = 0; ns < 2; ns++) {
+					int st;
+
+					snprintf(out, sizeof(out), "%s.modes%d%d%d", F(r, traces[t].name), fl,
+						 J, ns);
+					st = decode(out, F(r, "ems"), "decode --pt %s %s --insn -J %d%s %s",
+						    path, raws, J, ns ? " --no-split" : "", flav);
+					runs++;
+					if (st != 0 || !clean_stderr(F(r, "ems")) ||
+					    !ref_equal_imgs(imgs, path, out, flav))
+						bad++;
+					eos += sh("test $(grep -c '^\\[end of trace\\]$' %s) = 1", out) == 0;
+				}
+			CHECK(bad == 0 && eos == runs && segs == 2,
+			      "%s%s: --insn equals the reference with -J 1 and -J 2, split (%" PRId64
+			      " segments) and unsplit, each with one '[end of trace]' (%d of %d differ, "
+			      "%d with it)", traces[t].name, fl ? " (insn decoder)" : "", segs, bad, runs,
+			      eos);
+		}
+	}
 }
 
 /* mmap records of @r's executable file mappings (from maps.txt) for process @pid */
@@ -2612,5 +2761,6 @@ int main(int argc, char **argv)
 		test_sideband(&runs[1]);
 		test_corrupt(&runs[1]);
 	}
+	test_modes(&runs[1]);
 	return tap_done();
 }
