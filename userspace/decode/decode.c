@@ -10,6 +10,7 @@
 #include <libelf.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -66,10 +67,25 @@ void dec_input_init(struct dec_input *in)
 	in->cpu.vendor = pcv_unknown;
 }
 
+void dec_input_warn(struct dec_input *in, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	in->warnings = xrealloc(in->warnings, (in->nr_warnings + 1) * sizeof(*in->warnings));
+	in->warnings[in->nr_warnings++] = xstrdup(buf);
+}
+
 void dec_input_free(struct dec_input *in)
 {
 	size_t i;
 
+	for (i = 0; i < in->nr_warnings; i++)
+		free(in->warnings[i]);
+	free(in->warnings);
 	for (i = 0; i < in->nr_traces; i++)
 		free(in->traces[i].file);
 	for (i = 0; i < in->nr_images; i++) {
@@ -556,6 +572,37 @@ static int load_ptgen(struct dec_input *in, const char *dir, char *msg, size_t l
 		fclose(f);
 	snprintf(path, sizeof(path), "%s/trace.pt", dir);
 	dec_input_add_trace(in, path, -1);
+	/*
+	 * Thread K >= 1 of the process: trace.K.pt (Documentation/
+	 * groundtruth.rst), the same images; threads.txt gives its TID.
+	 */
+	for (unsigned int k = 1;; k++) {
+		snprintf(path, sizeof(path), "%s/trace.%u.pt", dir, k);
+		if (access(path, F_OK))
+			break;
+		dec_input_add_trace(in, path, -1);
+	}
+	snprintf(path, sizeof(path), "%s/threads.txt", dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned int k;
+		long tid;
+
+		if (sscanf(line, "%u %ld", &k, &tid) == 2 && k < in->nr_traces && tid > 0)
+			in->traces[k].tid = tid;
+	}
+	if (f)
+		fclose(f);
+	/* a followed fork child: its own images, in DIR/proc-N */
+	for (unsigned int k = 1;; k++) {
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/proc-%u", dir, k);
+		if (stat(path, &st))
+			break;
+		dec_input_warn(in, "%s: a child process's traces are not decoded with its "
+			       "parent's: decode that directory on its own", path);
+	}
 	snprintf(in->kind, sizeof(in->kind), "ptgen");
 	return 0;
 }
@@ -567,6 +614,228 @@ static int64_t jget_int(struct json_object *o, const char *k, int64_t dflt)
 	if (!o || !json_object_object_get_ex(o, k, &v) || !v)
 		return dflt;
 	return json_object_get_int64(v);
+}
+
+/*
+ * meta.json checks (Documentation/capture-format.rst): a value of the
+ * wrong type or out of range is refused with the key named, never read
+ * as 0 (json-c's getters turn "six" into 0 silently).
+ */
+enum mkind { M_INT, M_INT_NULL, M_BOOL, M_STR, M_STR_NULL, M_OBJ_NULL };
+
+struct mfield {
+	const char *key;
+	enum mkind kind;
+	int64_t min, max;	/* M_INT*: the range */
+	const char *words;	/* M_STR: the values allowed, "a|b|c" (NULL: any) */
+	const char *say;	/* ... as the message says them */
+};
+
+static bool word_in(const char *w, const char *words)
+{
+	size_t n = strlen(w);
+
+	for (const char *p = words; p; p = strchr(p, '|'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, w, n) && (p[n] == '|' || !p[n]))
+			return true;
+	return false;
+}
+
+/* Check the keys @f[0..@nf) of object @o (named @where); 0, or -1 + @msg. */
+static int check_fields(struct json_object *o, const char *where, const struct mfield *f,
+			size_t nf, const char *path, char *msg, size_t len)
+{
+	for (size_t i = 0; i < nf; i++) {
+		struct json_object *v;
+		const char *want = NULL;
+		char buf[96];
+
+		if (!json_object_object_get_ex(o, f[i].key, &v))
+			continue;	/* optional: older captures lack some keys */
+		switch (f[i].kind) {
+		case M_INT_NULL:
+		case M_INT:
+			if (!v && f[i].kind == M_INT_NULL)
+				break;
+			if (!json_object_is_type(v, json_type_int) ||
+			    json_object_get_int64(v) < f[i].min ||
+			    json_object_get_int64(v) > f[i].max) {
+				snprintf(buf, sizeof(buf), "an integer %" PRId64 "..%" PRId64 "%s",
+					 f[i].min, f[i].max,
+					 f[i].kind == M_INT_NULL ? " or null" : "");
+				want = buf;
+			}
+			break;
+		case M_BOOL:
+			if (!json_object_is_type(v, json_type_boolean))
+				want = "true or false";
+			break;
+		case M_STR_NULL:
+		case M_STR:
+			if (!v && f[i].kind == M_STR_NULL)
+				break;
+			if (!json_object_is_type(v, json_type_string) ||
+			    (f[i].words && !word_in(json_object_get_string(v), f[i].words))) {
+				snprintf(buf, sizeof(buf), "%s%s", f[i].say ? f[i].say : "a string",
+					 f[i].kind == M_STR_NULL ? " or null" : "");
+				want = buf;
+			}
+			break;
+		case M_OBJ_NULL:
+			if (v && !json_object_is_type(v, json_type_object))
+				want = "an object or null";
+			break;
+		}
+		if (want) {
+			const char *is = v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN) :
+					     "null";
+
+			snprintf(msg, len, "%s: \"%s%s\" is %.60s: want %s", path, where, f[i].key,
+				 is, want);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+#define NF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Table entries (designated: clang's -Wmissing-field-initializers) */
+#define MF(k, t)		{ .key = (k), .kind = (t) }
+#define MI(k, t, lo, hi)	{ .key = (k), .kind = (t), .min = (lo), .max = (hi) }
+#define MS(k, w, s)		{ .key = (k), .kind = M_STR, .words = (w), .say = (s) }
+
+static int check_meta(struct json_object *o, const char *path, char *msg, size_t len)
+{
+	static const struct mfield top[] = {
+		MF("complete", M_BOOL), MF("incomplete_reason", M_STR_NULL),
+		MS("mode", "cpu|thread", "\"cpu\" or \"thread\""),
+		MF("cpu", M_OBJ_NULL), MF("config", M_OBJ_NULL), MF("time_conv", M_OBJ_NULL),
+		MF("program", M_OBJ_NULL), MF("sideband", M_OBJ_NULL),
+	};
+	static const struct mfield cpu[] = {
+		MI("family", M_INT, 0, 0xffff), MI("model", M_INT, 0, 0xff),
+		MI("stepping", M_INT, 0, 0xff), MI("nom_freq", M_INT, 0, 0xff),
+		MF("cpuid_15", M_OBJ_NULL),
+	};
+	static const struct mfield c15[] = {
+		MI("eax", M_INT, 0, UINT32_MAX), MI("ebx", M_INT, 0, UINT32_MAX),
+		MI("ecx", M_INT, 0, UINT32_MAX), MI("edx", M_INT, 0, UINT32_MAX),
+	};
+	/*
+	 * MTCFreq is IA32_RTIT_CTL bits 17:14 (Intel SDM Vol. 3C, Intel
+	 * Processor Trace chapter, "IA32_RTIT_CTL MSR"): 0..15.
+	 */
+	static const struct mfield cfg[] = {
+		MI("mtc_freq", M_INT_NULL, 0, 15), MF("tsc", M_BOOL),
+	};
+	static const struct mfield tc[] = {
+		MI("time_shift", M_INT, 0, 63), MI("time_mult", M_INT, 0, UINT32_MAX),
+		MI("time_zero", M_INT, INT64_MIN, INT64_MAX),
+	};
+	static const struct mfield prog[] = { MI("pid", M_INT_NULL, 0, INT32_MAX) };
+	static const struct mfield tr[] = {
+		MF("file", M_STR), MI("cpu", M_INT, 0, INT32_MAX), MI("tid", M_INT, 0, INT32_MAX),
+		MI("size", M_INT, 0, INT64_MAX), MF("wrapped", M_BOOL),
+		MI("wrap_count", M_INT, 0, INT64_MAX), MI("bytes_lost", M_INT, 0, INT64_MAX),
+		MF("stopped_full", M_BOOL), MF("hw_error", M_BOOL),
+		MS("loss", "none|overwritten|truncated|hw_error",
+		   "\"none\", \"overwritten\", \"truncated\" or \"hw_error\""),
+		MF("write_error", M_STR_NULL),
+	};
+	struct json_object *v, *t;
+
+	if (check_fields(o, "", top, NF(top), path, msg, len))
+		return -1;
+	if (json_object_object_get_ex(o, "cpu", &v) && v &&
+	    (check_fields(v, "cpu.", cpu, NF(cpu), path, msg, len) ||
+	     (json_object_object_get_ex(v, "cpuid_15", &t) && t &&
+	      check_fields(t, "cpu.cpuid_15.", c15, NF(c15), path, msg, len))))
+		return -1;
+	if (json_object_object_get_ex(o, "config", &v) && v &&
+	    check_fields(v, "config.", cfg, NF(cfg), path, msg, len))
+		return -1;
+	if (json_object_object_get_ex(o, "time_conv", &v) && v &&
+	    check_fields(v, "time_conv.", tc, NF(tc), path, msg, len))
+		return -1;
+	if (json_object_object_get_ex(o, "program", &v) && v &&
+	    check_fields(v, "program.", prog, NF(prog), path, msg, len))
+		return -1;
+	if (!json_object_object_get_ex(o, "traces", &v) ||
+	    !json_object_is_type(v, json_type_array)) {
+		snprintf(msg, len, "%s: \"traces\" is missing or not an array: want an array of "
+			 "objects, one per trace file", path);
+		return -1;
+	}
+	for (size_t i = 0; i < json_object_array_length(v); i++) {
+		struct json_object *f;
+		char where[48];
+
+		t = json_object_array_get_idx(v, i);
+		snprintf(where, sizeof(where), "traces[%zu].", i);
+		if (!json_object_is_type(t, json_type_object)) {
+			snprintf(msg, len, "%s: \"traces[%zu]\" is not an object", path, i);
+			return -1;
+		}
+		if (check_fields(t, where, tr, NF(tr), path, msg, len))
+			return -1;
+		if (!json_object_object_get_ex(t, "file", &f) || !*json_object_get_string(f) ||
+		    strchr(json_object_get_string(f), '/')) {
+			snprintf(msg, len, "%s: \"traces[%zu].file\" is %s: want a file name in the "
+				 "capture directory (\"cpuN.pt\")", path, i,
+				 f ? json_object_to_json_string(f) : "missing");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * What the capture's metadata says is missing, and trace files shorter
+ * than it says: warnings (the decode goes on; ipttool exits 3).
+ */
+static void meta_warnings(struct dec_input *in, struct json_object *o, const char *dir)
+{
+	struct json_object *v, *traces;
+
+	if (json_object_object_get_ex(o, "complete", &v) && !json_object_get_boolean(v)) {
+		struct json_object *r = NULL;
+
+		json_object_object_get_ex(o, "incomplete_reason", &r);
+		dec_input_warn(in, "%s: the capture is incomplete: %s", dir,
+			       r ? json_object_get_string(r) : "no reason given");
+	}
+	json_object_object_get_ex(o, "traces", &traces);
+	for (size_t i = 0; i < json_object_array_length(traces); i++) {
+		struct json_object *t = json_object_array_get_idx(traces, i), *f, *e;
+		const char *file, *loss = NULL;
+		char path[PATH_MAX];
+		struct stat st;
+
+		json_object_object_get_ex(t, "file", &f);
+		file = json_object_get_string(f);
+		if (json_object_object_get_ex(t, "loss", &v))
+			loss = json_object_get_string(v);
+		if (jget_int(t, "wrapped", 0) || (loss && !strcmp(loss, "overwritten")))
+			dec_input_warn(in, "%s: the ring wrapped %" PRId64 " time(s): its oldest %"
+				       PRId64 " bytes were overwritten before they were saved", file,
+				       jget_int(t, "wrap_count", 0), jget_int(t, "bytes_lost", 0));
+		if (jget_int(t, "stopped_full", 0) || (loss && !strcmp(loss, "truncated")))
+			dec_input_warn(in, "%s: the buffer filled and the unit stopped: what ran "
+				       "after that is not in the trace", file);
+		if (jget_int(t, "hw_error", 0) || (loss && !strcmp(loss, "hw_error")))
+			dec_input_warn(in, "%s: the unit reported an operational error", file);
+		if (json_object_object_get_ex(t, "write_error", &e) && e)
+			dec_input_warn(in, "%s: saving it failed (%s)", file,
+				       json_object_get_string(e));
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		if (json_object_object_get_ex(t, "size", &v) && !stat(path, &st) &&
+		    (uint64_t)st.st_size != (uint64_t)json_object_get_int64(v))
+			dec_input_warn(in, "%s: %lld bytes, but meta.json says %" PRId64 ": the file "
+				       "was %s", file, (long long)st.st_size, json_object_get_int64(v),
+				       (uint64_t)st.st_size < (uint64_t)json_object_get_int64(v) ?
+				       "cut short" : "changed");
+	}
 }
 
 static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t len)
@@ -591,6 +860,9 @@ static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t
 			 path, (int)jget_int(o, "format_version", -1));
 		goto fail;
 	}
+	if (check_meta(o, path, msg, len))
+		goto fail;
+	meta_warnings(in, o, dir);
 	json_object_object_get_ex(o, "cpu", &cpu);
 	json_object_object_get_ex(o, "config", &cfg);
 	if (cpu) {
@@ -1264,6 +1536,36 @@ static uint8_t *slurp(const char *path, size_t *len, char *msg, size_t mlen)
 }
 
 /*
+ * Whether @r's trace ends inside a packet (a file cut short): walk the
+ * packets of its last segment; libipt reports a packet that runs past the
+ * end as -pte_eos.
+ */
+static void check_cut(struct dec_ctx *c, struct dec_trace_result *r)
+{
+	struct pt_config cfg = c->cfg;
+	struct pt_packet_decoder *pd;
+	struct pt_packet pkt;
+	uint64_t off = 0;
+	int st;
+
+	cfg.begin = r->buf;
+	cfg.end = r->buf + r->len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return;
+	st = pt_pkt_sync_set(pd, r->segs[r->nr_segs - 1].begin);
+	while (st >= 0) {
+		pt_pkt_get_offset(pd, &off);
+		st = pt_pkt_next(pd, &pkt, sizeof(pkt));
+	}
+	if (st == -pte_eos && off < r->len) {
+		r->cut = true;
+		r->cut_off = off;
+	}
+	pt_pkt_free_decoder(pd);
+}
+
+/*
  * Cut @r's trace into segments at PSBs: at most 64, each at least 1/64 of
  * it, so that the cut depends on the trace only (never on -J).
  */
@@ -1351,6 +1653,8 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 			continue;
 		}
 		make_segments(c, r);
+		if (r->nr_segs)
+			check_cut(c, r);
 		if (r->first_tsc && (!c->timed || r->first_tsc < c->t0)) {
 			c->timed = true;
 			c->t0 = r->first_tsc;

@@ -110,9 +110,20 @@ struct dec_input {
 	int *fds;		/* open unlinked files that images name (/proc/self/fd/N) */
 	size_t nr_fds;
 	char note[320];		/* a remark for the summary ("no sideband: ...") */
+	/*
+	 * Why the input is incomplete (a capture that says so, data the unit
+	 * lost, a trace file shorter than its metadata, threads or processes
+	 * not decoded): one sentence each, @nr_warnings of them.  The decode
+	 * of what is there goes on; ipttool warns and exits 3.
+	 */
+	char **warnings;
+	size_t nr_warnings;
 };
 
 void dec_input_init(struct dec_input *in);
+/* Add a sentence to @in->warnings (printf-style). */
+void dec_input_warn(struct dec_input *in, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 void dec_input_free(struct dec_input *in);
 /* Add --elf FILE[:BASE] (BASE: load address of an ET_DYN file). 0 or -1 + @msg. */
 int dec_input_add_elf(struct dec_input *in, const char *arg, char *msg, size_t len);
@@ -265,6 +276,9 @@ struct dec_trace_result {
 	uint64_t gaps[GAP_NR];		/* count per reason */
 	uint64_t gap_bytes[GAP_NR];	/* bytes skipped per reason */
 	char error[256];		/* the trace could not be decoded at all */
+	/* its last packet is cut short: the file ends inside it (its offset) */
+	bool cut;
+	uint64_t cut_off;
 	uint64_t first_tsc;		/* the TSC of its first PSB+ with one (0: none) */
 	struct dec_item *gap_items;	/* every DI_GAP, in trace order */
 	size_t nr_gap_items;

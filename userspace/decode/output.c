@@ -1167,6 +1167,15 @@ static const char *const gap_key[GAP_NR] = {
 	[GAP_LOOP] = "endless_code",
 };
 
+/* 64-bit addresses and TSC values as "0x..." strings: jq rounds numbers above 2^53. */
+static struct json_object *json_hex(uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	return json_object_new_string(buf);
+}
+
 struct json_object *dec_summary_json(const struct dec_ctx *c)
 {
 	struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
@@ -1230,9 +1239,9 @@ struct json_object *dec_summary_json(const struct dec_ctx *c)
 				json_object_object_add(e, "error", json_object_new_string(
 					pt_errstr(pt_errcode(it->code))));
 			if (it->ip)
-				json_object_object_add(e, "ip", json_object_new_int64((int64_t)it->ip));
+				json_object_object_add(e, "ip", json_hex(it->ip));
 			if (it->tsc)
-				json_object_object_add(e, "tsc", json_object_new_int64((int64_t)it->tsc));
+				json_object_object_add(e, "tsc", json_hex(it->tsc));
 			json_object_object_add(e, "bytes_skipped",
 					       json_object_new_int64((int64_t)it->skipped));
 			json_object_array_add(errs, e);
@@ -1250,7 +1259,7 @@ struct json_object *dec_summary_json(const struct dec_ctx *c)
 
 		json_object_object_add(tm, "tsc", json_object_new_boolean(c->timed));
 		json_object_object_add(tm, "first_tsc", c->timed ?
-				       json_object_new_int64((int64_t)c->t0) : NULL);
+				       json_hex(c->t0) : NULL);
 		json_object_object_add(tm, "tsc_hz", c->tsc_hz ?
 				       json_object_new_int64((int64_t)c->tsc_hz) : NULL);
 		json_object_object_add(tm, "time_conv", json_object_new_boolean(c->in->have_time_conv));

@@ -7,8 +7,10 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ipttool.h"
@@ -116,6 +118,69 @@ static FILE *open_out(const char *file, const char *what)
 	return f;
 }
 
+static const char *const out_opt[OUT_NR] = {
+	[OUT_INSN] = "--insn", [OUT_CALLS] = "--calls", [OUT_PROFILE] = "--profile",
+	[OUT_FOLDED] = "--folded", [OUT_PERFETTO] = "--perfetto", [OUT_DRCOV] = "--drcov",
+	[OUT_BLOCKS] = "--blocks",
+};
+
+/* The file of output @i (OUT_NR: --packets), or NULL for stdout. */
+static const char *out_file(const struct outspec *spec, const struct outspec *packets, int i)
+{
+	const struct outspec *o = i < OUT_NR ? &spec[i] : packets;
+
+	if (!o->on || !o->file || !strcmp(o->file, "-"))
+		return NULL;
+	return o->file;
+}
+
+/* @p's directory resolved, then its last component, into @buf; false if not. */
+static bool canon(const char *p, char *buf, size_t len)
+{
+	const char *slash = strrchr(p, '/');
+	char dir[PATH_MAX], *r;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - p) + 1 : 1, slash ? p : ".");
+	r = realpath(dir, NULL);
+	if (!r)
+		return false;
+	snprintf(buf, len, "%s/%s", r, slash ? slash + 1 : p);
+	free(r);
+	return true;
+}
+
+/* @a and @b (not both existing) name the same file: "x" and "./x". */
+static bool same_new_file(const char *a, const char *b)
+{
+	char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
+
+	return canon(a, ca, sizeof(ca)) && canon(b, cb, sizeof(cb)) && !strcmp(ca, cb);
+}
+
+/*
+ * Two outputs to one file would interleave: refuse (the same name, or
+ * two names of one existing file).  1 after the message, else 0.
+ */
+static int same_file(const struct outspec *spec, const struct outspec *packets)
+{
+	for (int i = 0; i <= OUT_NR; i++)
+		for (int k = i + 1; k <= OUT_NR; k++) {
+			const char *a = out_file(spec, packets, i), *b = out_file(spec, packets, k);
+			struct stat sa, sb;
+
+			if (!a || !b)
+				continue;
+			if (strcmp(a, b) && (stat(a, &sa) || stat(b, &sb) || sa.st_dev != sb.st_dev ||
+					     sa.st_ino != sb.st_ino) && !same_new_file(a, b))
+				continue;
+			ipt_err("decode: %s=%s and %s=%s name the same file: give each output a "
+				"file of its own", i < OUT_NR ? out_opt[i] : "--packets", a,
+				k < OUT_NR ? out_opt[k] : "--packets", b);
+			return 1;
+		}
+	return 0;
+}
+
 int cmd_decode(struct ipttool *t, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -187,8 +252,15 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 			have_cpu_opt = true;
 			break;
 		case O_MTC:
-			if (parse_u8(optarg, &mtc)) {
-				ipt_err("--mtc-freq %s: want the MTC frequency encoding 0..15", optarg);
+			/*
+			 * IA32_RTIT_CTL.MTCFreq is bits 17:14 (SDM Vol. 3C, Intel
+			 * PT chapter, "IA32_RTIT_CTL MSR"), which libipt's
+			 * pt_config.mtc_freq holds as is: 0..15.
+			 */
+			if (parse_u8(optarg, &mtc) || mtc > 15) {
+				ipt_err("--mtc-freq %s: want the MTC frequency encoding 0..15 "
+					"(IA32_RTIT_CTL.MTCFreq; 'ipttool info' prints the capture's)",
+					optarg);
 				goto out;
 			}
 			have_mtc = true;
@@ -255,7 +327,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		case O_KCORE: kcore = optarg ? optarg : "/proc/kcore"; break;
 		case O_KALLSYMS: kallsyms = optarg; break;
 		case O_MODULES: modules = optarg; break;
-		case 'j': t->json = true; break;
+		case 'j': t->json = true; ipt_set_json_errors(true); break;
 		case 'q': quiet = true; break;
 		case O_PROGRESS: force_progress = true; break;
 		case 'h': decode_usage(stdout); ret = 0; goto out;
@@ -341,6 +413,8 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 			t->json ? "an output and the JSON summary" : "several outputs");
 		goto out;
 	}
+	if (same_file(spec, &packets))
+		goto out;
 	for (i = 0; i < OUT_NR; i++)
 		if (spec[i].on && !(outs.f[i] = open_out(spec[i].file, "decode: output")))
 			goto out;
@@ -378,40 +452,56 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 			dec_dump_packets(&ctx, buf, len, pf);
 			free(buf);
 		}
-		if (pf != stdout)
-			fclose(pf);
+		snprintf(msg, sizeof(msg), "decode: --packets=%s", packets.file);
+		if (ipt_close_out(pf, pf == stdout ? "writing standard output" : msg)) {
+			dec_close(&ctx);
+			ret = 1;
+			goto out;
+		}
 	}
 	ret = 0;
 	if (dec_run(&ctx, &outs, msg, sizeof(msg))) {
 		ipt_err("decode: %s", msg);
 		ret = 1;
 	}
+	/* every fprintf/fwrite of the writers, their fflush and fclose */
 	for (i = 0; i < OUT_NR; i++)
 		if (outs.f[i]) {
-			fflush(outs.f[i]);
-			if (outs.f[i] != stdout && fclose(outs.f[i])) {
-				ipt_err("decode: writing %s: %s", spec[i].file, strerror(errno));
+			snprintf(msg, sizeof(msg), "decode: %s=%s", out_opt[i], spec[i].file);
+			if (ipt_close_out(outs.f[i],
+					  outs.f[i] == stdout ? "writing standard output" : msg))
 				ret = 1;
-			}
 			outs.f[i] = NULL;
 		}
-	if (t->json) {
-		struct json_object *j = dec_summary_json(&ctx);
+	{
+		struct json_object *j = dec_summary_json(&ctx), *w = json_object_new_array();
 
 		if (json_object_get_int64(json_object_object_get(j, "errors")))
 			ret = 1;
-		ipt_print_json(t, j);
-	} else {
-		struct json_object *j = dec_summary_json(&ctx);
-
-		if (json_object_get_int64(json_object_object_get(j, "errors")))
-			ret = 1;
-		json_object_put(j);
-		dec_summary_text(&ctx, stderr);
+		for (size_t k = 0; k < ctx.nr_res; k++) {
+			if (ctx.res[k].error[0])
+				ret = 1;
+			if (ctx.res[k].cut)
+				dec_input_warn(&in, "%s: ends inside a packet at offset %#" PRIx64
+					       ": the file was cut short", ctx.res[k].trace->file,
+					       ctx.res[k].cut_off);
+		}
+		for (size_t k = 0; k < in.nr_warnings; k++) {
+			fprintf(stderr, "ipttool: decode: warning: %s\n", in.warnings[k]);
+			json_object_array_add(w, json_object_new_string(in.warnings[k]));
+		}
+		/* a result from incomplete input: 3, unless something failed (1) */
+		if (in.nr_warnings && !ret)
+			ret = 3;
+		json_object_object_add(j, "complete", json_object_new_boolean(!in.nr_warnings));
+		json_object_object_add(j, "warnings", w);
+		if (t->json)
+			ipt_print_json(t, j);
+		else
+			json_object_put(j);
 	}
-	for (size_t k = 0; k < ctx.nr_res; k++)
-		if (ctx.res[k].error[0])
-			ret = 1;
+	if (!t->json)
+		dec_summary_text(&ctx, stderr);
 	dec_close(&ctx);
 out:
 	for (i = 0; i < OUT_NR; i++)

@@ -399,6 +399,15 @@ static int request(const struct ipttool *t, const char *cmd, const char *req)
 	return 0;
 }
 
+/* "CMD --help" / "CMD -h": true after printing @usage to stdout. */
+static bool want_help(int argc, char **argv, const char *usage)
+{
+	if (argc != 2 || (strcmp(argv[1], "--help") && strcmp(argv[1], "-h")))
+		return false;
+	fputs(usage, stdout);
+	return true;
+}
+
 /* Parse "[-o DIR]" into an absolute path in @abs; 0, or 2 after a message. */
 static int parse_out(const char *cmd, int argc, char **argv, bool need, char *abs, size_t len)
 {
@@ -424,8 +433,12 @@ static int parse_out(const char *cmd, int argc, char **argv, bool need, char *ab
 int cmd_dump(struct ipttool *t, int argc, char **argv)
 {
 	char dir[PATH_MAX], req[PATH_MAX + 8];
-	int rc = parse_out("dump", argc, argv, true, dir, sizeof(dir));
+	int rc;
 
+	if (want_help(argc, argv, "Usage: ipttool dump -o DIR\n\nSave the running flight "
+		      "recorder's buffers as a capture in DIR. See ipttool-dump(8).\n"))
+		return 0;
+	rc = parse_out("dump", argc, argv, true, dir, sizeof(dir));
 	if (rc)
 		return rc;
 	snprintf(req, sizeof(req), "dump %s", dir);
@@ -438,8 +451,12 @@ int cmd_dump(struct ipttool *t, int argc, char **argv)
 int cmd_stop(struct ipttool *t, int argc, char **argv)
 {
 	char dir[PATH_MAX], req[PATH_MAX + 8];
-	int rc = parse_out("stop", argc, argv, false, dir, sizeof(dir));
+	int rc;
 
+	if (want_help(argc, argv, "Usage: ipttool stop [-o DIR]\n\nEnd the flight recorder; "
+		      "with -o, save its buffers in DIR first. See ipttool-stop(8).\n"))
+		return 0;
+	rc = parse_out("stop", argc, argv, false, dir, sizeof(dir));
 	if (rc)
 		return rc;
 	snprintf(req, sizeof(req), dir[0] ? "stop %s" : "stop", dir);
@@ -448,6 +465,9 @@ int cmd_stop(struct ipttool *t, int argc, char **argv)
 
 int cmd_status(struct ipttool *t, int argc, char **argv)
 {
+	if (want_help(argc, argv, "Usage: ipttool status\n\nShow the running flight "
+		      "recorder. See ipttool-status(8).\n"))
+		return 0;
 	if (argc != 1) {
 		ipt_err("status: takes no arguments (got '%s')", argv[1]);
 		return 2;

@@ -5,6 +5,7 @@
 #ifndef IPTTOOL_H
 #define IPTTOOL_H
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,8 +36,21 @@ int cmd_dump(struct ipttool *t, int argc, char **argv);
 /* decode.c (the decoder itself is in userspace/decode/) */
 int cmd_decode(struct ipttool *t, int argc, char **argv);
 
-/* Print "ipttool: <message>" to stderr (printf-style, newline added). */
+/*
+ * Print "ipttool: <message>" to stderr (printf-style, newline added); with
+ * ipt_set_json_errors(true) (-j), {"error": "<message>"} on stdout instead.
+ */
 void ipt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ipt_set_json_errors(bool on);
+/*
+ * Finish writing the output @f: check every earlier fprintf/fwrite
+ * (ferror()), fflush() and, unless stdout or stderr, fclose().  0, or 1
+ * after a one-line error: @name ("decode: --insn=FILE") and the errno
+ * (once for stdout: later calls on it return 1 quietly).
+ */
+int ipt_close_out(FILE *f, const char *name);
+/* @v as a JSON string "0x..." (64-bit addresses: jq rounds numbers > 2^53). */
+struct json_object *ipt_json_hex(uint64_t v);
 /* Report a failed open of the device with what to do about it. */
 void ipt_err_open(const struct ipttool *t, enum iptcap_err err);
 /* Print @obj to stdout as JSON, following --pretty; drops the reference. */

@@ -73,10 +73,10 @@ int main(int argc, char **argv)
 			break;
 		case 'V':
 			printf("ipttool %s (ABI %d)\n", IPT_VERSION, IPT_ABI_VERSION);
-			return 0;
+			return ipt_close_out(stdout, "writing standard output");
 		case 'h':
 			usage(stdout);
-			return 0;
+			return ipt_close_out(stdout, "writing standard output");
 		default:
 			usage(stderr);
 			return 2;
@@ -87,12 +87,19 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	ipt_set_json_errors(t.json);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[optind], commands[i].name))
-			return commands[i].fn(&t, argc - optind, argv + optind);
+		if (!strcmp(argv[optind], commands[i].name)) {
+			int ret = commands[i].fn(&t, argc - optind, argv + optind);
+
+			/* what went to stdout (JSON, info, caps) must have arrived */
+			if (ipt_close_out(stdout, "writing standard output") && (!ret || ret == 3))
+				ret = 1;
+			return ret;
+		}
 	if (!strcmp(argv[optind], "help")) {
 		usage(stdout);
-		return 0;
+		return ipt_close_out(stdout, "writing standard output");
 	}
 	ipt_err("unknown command '%s'", argv[optind]);
 	usage(stderr);

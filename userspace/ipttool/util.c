@@ -2,19 +2,77 @@
 /*
  * ipttool: messages and output helpers shared by the commands.
  */
+#include <errno.h>
 #include <stdarg.h>
+#include <string.h>
 
 #include "ipttool.h"
+
+/* -j was given: errors go to stdout as JSON objects (ipt_err()). */
+static bool json_errors;
+
+void ipt_set_json_errors(bool on)
+{
+	json_errors = on;
+}
 
 void ipt_err(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (json_errors) {
+		char msg[1024];
+		struct json_object *o = json_object_new_object();
+
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		if (o) {
+			json_object_object_add(o, "error", json_object_new_string(msg));
+			puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+			json_object_put(o);
+			return;
+		}
+		/* no memory for JSON: the text form on stderr below */
+	}
 	fputs("ipttool: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int ipt_close_out(FILE *f, const char *name)
+{
+	static bool stdout_failed;	/* said once: a later check stays quiet */
+	bool bad = ferror(f);
+	int err = 0;
+
+	errno = 0;
+	if (fflush(f))
+		err = errno;
+	if (f != stdout && f != stderr && fclose(f) && !err)
+		err = errno;
+	if (!bad && !err)
+		return 0;
+	if (f == stdout) {
+		if (stdout_failed)
+			return 1;
+		stdout_failed = true;
+		/* an error about stdout cannot go to stdout */
+		json_errors = false;
+	}
+	/* ferror(): an earlier fprintf/fwrite failed, its errno is gone */
+	ipt_err("%s: %s", name, err ? strerror(err) : "write error");
+	return 1;
+}
+
+struct json_object *ipt_json_hex(uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	return json_object_new_string(buf);
 }
 
 void ipt_err_open(const struct ipttool *t, enum iptcap_err err)
@@ -32,6 +90,34 @@ void ipt_err_open(const struct ipttool *t, enum iptcap_err err)
 	}
 }
 
+/* Replace the number @key of @o (if there) by its hex string. */
+static void hex_key(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_int))
+		json_object_object_add(o, key, ipt_json_hex(json_object_get_uint64(v)));
+}
+
+/*
+ * The 64-bit addresses of capture metadata (meta.json keeps them as
+ * numbers, Documentation/capture-format.rst) as hex strings in -j output.
+ */
+static void hex_addrs(struct json_object *obj)
+{
+	struct json_object *cfg, *rg;
+
+	if (!json_object_object_get_ex(obj, "config", &cfg) ||
+	    !json_object_is_type(cfg, json_type_object))
+		return;
+	hex_key(cfg, "cr3_match");
+	if (json_object_object_get_ex(cfg, "ranges", &rg) && json_object_is_type(rg, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(rg); i++) {
+			hex_key(json_object_array_get_idx(rg, i), "start");
+			hex_key(json_object_array_get_idx(rg, i), "end");
+		}
+}
+
 int ipt_print_json(const struct ipttool *t, struct json_object *obj)
 {
 	int flags = t->pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED :
@@ -42,6 +128,7 @@ int ipt_print_json(const struct ipttool *t, struct json_object *obj)
 		ipt_err("out of memory building JSON");
 		return 1;
 	}
+	hex_addrs(obj);
 	if (puts(json_object_to_json_string_ext(obj, flags)) == EOF)
 		ret = 1;
 	json_object_put(obj);

@@ -932,6 +932,32 @@ static void test_info_sideband(const char *dir)
 	close(saved);
 	close(fd);
 	CHECK(rc == 0, "info -j still reads a capture with a missing vDSO file");
+	/* -j: 64-bit addresses as hex strings (jq rounds numbers above 2^53) */
+	snprintf(path, sizeof(path), "%s/info.json", dir);
+	fflush(stdout);
+	saved = dup(1);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	dup2(fd, 1);
+	rc = cmd_info(&t, 2, argv);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	close(fd);
+	o = json_object_from_file(path);
+	unlink(path);
+	v = o ? jget(o, "config.ranges") : NULL;
+	CHECK(rc == 0 && v && json_object_is_type(jget(json_object_array_get_idx(v, 1), "start"),
+						  json_type_string) &&
+	      !strcmp(json_object_get_string(jget(json_object_array_get_idx(v, 1), "start")),
+		      "0xffffffff81000000") &&
+	      !strcmp(json_object_get_string(jget(json_object_array_get_idx(v, 1), "end")),
+		      "0xffffffff81000fff") &&
+	      json_object_is_type(jget(o, "config.cr3_match"), json_type_string) &&
+	      !strcmp(json_object_get_string(jget(o, "config.cr3_match")), "0x1a2b3000") &&
+	      json_object_is_type(jget(o, "config.buffer_size"), json_type_int),
+	      "info -j: config.ranges[].start/end and cr3_match are hex strings, counts numbers");
+	json_object_put(o);
+	t.json = false;
 
 	/* The directory is recognised as a capture and can be reused. */
 	rc = capture_prepare_dir(dir, msg, sizeof(msg));

@@ -1440,7 +1440,9 @@ static void test_corrupt(struct run *r)
 	first = 0;
 	while (first < n && first < r->n && a[first] == r->ips[first])
 		first++;
-	CHECK(st <= 1 && clean_stderr(F(r, "et")) && n > 0 && n < r->n && first == n,
+	/* cut inside a packet: an incomplete result (3) that says so */
+	CHECK(((st == 3 && file_contains(F(r, "et"), "ends inside a packet")) || st == 1) &&
+	      clean_stderr(F(r, "et")) && n > 0 && n < r->n && first == n,
 	      "truncated trace: exit %d, a correct partial result (%zu of %zu instructions, all "
 	      "equal to the ground truth's start)", st, n, r->n);
 	free(a);
@@ -1962,8 +1964,9 @@ static void test_timed(struct run *r)
 	      r->name);
 	o = json_object_from_file(F(r, "t"));
 	if (o && json_object_object_get_ex(o, "time", &tm) && tm) {
-		if (json_object_object_get_ex(tm, "first_tsc", &v))
-			t0 = (uint64_t)json_object_get_int64(v);
+		if (json_object_object_get_ex(tm, "first_tsc", &v) &&
+		    json_object_is_type(v, json_type_string))
+			t0 = strtoull(json_object_get_string(v), NULL, 16);
 		if (json_object_object_get_ex(tm, "tsc_hz", &v))
 			hz = (uint64_t)json_object_get_int64(v);
 		if (json_object_object_get_ex(tm, "first_ns", &v))
@@ -2596,6 +2599,287 @@ static void test_switching(struct run *a, struct run *b)
 	free(both.ips);
 }
 
+/* ---- exit codes and messages (Documentation/man/ipttool.8, "EXIT STATUS") ---------------- */
+
+/* Set @key of @dir's meta.json (in object @obj: "" top, else "cpu", "config", "traces[0]") to the JSON @val. */
+static void meta_set(const char *dir, const char *obj, const char *key, const char *val)
+{
+	char path[PATH_MAX];
+	struct json_object *o, *in = NULL;
+
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	o = json_object_from_file(path);
+	if (!o)
+		return;
+	if (!*obj)
+		in = o;
+	else if (!strcmp(obj, "traces[0]"))
+		in = json_object_array_get_idx(json_object_object_get(o, "traces"), 0);
+	else if (!json_object_object_get_ex(o, obj, &in)) {
+		in = json_object_new_object();
+		json_object_object_add(o, obj, in);
+	}
+	json_object_object_add(in, key, json_tokener_parse(val));
+	json_object_to_file(path, o);
+	json_object_put(o);
+}
+
+/* The exit status of "ipttool ARGS" with stdout to OUT and stderr to ERR. */
+static int tool_run(const char *out, const char *err, const char *args)
+{
+	return sh("%s %s >%s 2>%s", tool, args, out, err);
+}
+
+/* @path holds one JSON object with "error" containing @needle, and nothing else. */
+static bool json_error(const char *path, const char *needle)
+{
+	struct json_object *o = json_object_from_file(path), *v;
+	bool ok = o && json_object_object_get_ex(o, "error", &v) &&
+		  json_object_is_type(v, json_type_string) &&
+		  strstr(json_object_get_string(v), needle);
+
+	json_object_put(o);
+	return ok;
+}
+
+static void test_exit(struct run *r)
+{
+	static const char *const outs[] = { "--insn", "--calls", "--profile", "--folded",
+					    "--blocks", "--packets", "--perfetto", "--drcov" };
+	char raws[8192], cap[PATH_MAX], args[16384], want[128], *out = F(r, "xo"),
+	     *err = F(r, "xe");
+	char trace[PATH_MAX + 16];
+	size_t tlen = 0, k;
+	uint8_t *tbuf;
+	int st;
+
+	raw_args(r, raws, sizeof(raws), -1);
+	snprintf(trace, sizeof(trace), "%s/trace.pt", r->dir);
+	tbuf = (uint8_t *)slurp(trace, &tlen);
+	snprintf(cap, sizeof(cap), "%s/%s.xcap", work, r->name);
+
+	/* every output, to a full disk: exit 1 and a line naming the file */
+	for (k = 0; k < sizeof(outs) / sizeof(outs[0]); k++) {
+		snprintf(args, sizeof(args), "decode %s %s=/dev/full", r->dir, outs[k]);
+		st = tool_run(out, err, args);
+		snprintf(want, sizeof(want), "%s=/dev/full: No space left on device", outs[k]);
+		CHECK(st == 1 && file_contains(err, want) && clean_stderr(err),
+		      "%s: %s=/dev/full exits 1 (%d) saying '%s'", r->name, outs[k], st, want);
+	}
+	snprintf(args, sizeof(args), "decode %s --insn >/dev/full", r->dir);
+	st = sh("%s %s 2>%s", tool, args, err);
+	CHECK(st == 1 && file_contains(err, "writing standard output: No space left on device"),
+	      "%s: --insn to a full stdout exits 1 (%d) and says so", r->name, st);
+	st = sh("%s -j decode %s >/dev/full 2>%s", tool, r->dir, err);
+	CHECK(st == 1 && file_contains(err, "writing standard output: No space left on device"),
+	      "%s: the -j summary to a full stdout exits 1 (%d) and says so", r->name, st);
+	st = sh("%s --help >/dev/full 2>%s", tool, err);
+	CHECK(st == 1 && file_contains(err, "writing standard output: No space left on device"),
+	      "ipttool --help to a full stdout exits 1 (%d) and says so", st);
+	st = sh("%s decode --help >/dev/full 2>%s", tool, err);
+	CHECK(st == 1 && file_contains(err, "writing standard output: No space left on device"),
+	      "ipttool decode --help to a full stdout exits 1 (%d) and says so", st);
+
+	/* two outputs to one file: refused before anything is written */
+	sh("rm -f %s", F(r, "same"));
+	snprintf(args, sizeof(args), "decode %s --insn=%s --calls=%s/./%s.same", r->dir,
+		 F(r, "same"), work, r->name);
+	st = tool_run(out, err, args);
+	CHECK(st == 2 && file_contains(err, "name the same file") && access(F(r, "same"), F_OK),
+	      "%s: --insn=F --calls=F (another spelling) is refused with exit 2 (%d), nothing "
+	      "written", r->name, st);
+	snprintf(args, sizeof(args), "decode %s --profile=%s --packets=%s", r->dir,
+		 F(r, "same"), F(r, "same"));
+	st = tool_run(out, err, args);
+	CHECK(st == 2 && file_contains(err, "--profile=") && file_contains(err, "--packets="),
+	      "%s: --profile=F --packets=F is refused with exit 2 (%d), naming both", r->name, st);
+
+	/* --mtc-freq: IA32_RTIT_CTL.MTCFreq is 4 bits */
+	snprintf(args, sizeof(args), "decode %s --mtc-freq 99", r->dir);
+	st = tool_run(out, err, args);
+	CHECK(st == 2 && file_contains(err, "--mtc-freq 99: want the MTC frequency encoding 0..15"),
+	      "%s: --mtc-freq 99 is refused (%d)", r->name, st);
+	snprintf(args, sizeof(args), "decode %s --mtc-freq 15", r->dir);
+	st = tool_run(out, err, args);
+	CHECK(st == 0, "%s: --mtc-freq 15 is accepted (%d)", r->name, st);
+
+	/* a complete capture: 0; then what its metadata says is lost: 3 and a warning */
+	make_capture(r, cap, tbuf, tlen);
+	snprintf(args, sizeof(args), "decode %s %s", cap, raws);
+	st = tool_run(out, err, args);
+	CHECK(st == 0 && !file_contains(err, "warning"), "%s: a complete capture decodes with exit "
+	      "0 (%d), no warning", r->name, st);
+	{
+		static const struct { const char *obj, *key, *val, *says; } lost[] = {
+			{ "", "complete", "false", "the capture is incomplete" },
+			{ "traces[0]", "wrapped", "true", "the ring wrapped" },
+			{ "traces[0]", "loss", "\"truncated\"", "the buffer filled" },
+			{ "traces[0]", "write_error", "\"No space left on device\"", "saving it failed" },
+		};
+
+		for (k = 0; k < sizeof(lost) / sizeof(lost[0]); k++) {
+			make_capture(r, cap, tbuf, tlen);
+			meta_set(cap, lost[k].obj, lost[k].key, lost[k].val);
+			st = tool_run(out, err, args);
+			CHECK(st == 3 && file_contains(err, "warning: ") &&
+			      file_contains(err, lost[k].says),
+			      "%s: meta.json %s%s%s: %s: exit 3 (%d) with a warning", r->name,
+			      lost[k].obj, *lost[k].obj ? "." : "", lost[k].key, lost[k].val, st);
+		}
+	}
+	/* cpu0.pt shorter than meta.json says: 3; and -j has the warning too */
+	make_capture(r, cap, tbuf, tlen);
+	sh("truncate -s %zu %s/cpu0.pt", tlen - 40, cap);
+	st = tool_run(out, err, args);
+	CHECK(st == 3 && file_contains(err, "meta.json says") && file_contains(err, "cut short"),
+	      "%s: a truncated cpu0.pt: exit 3 (%d) and a warning", r->name, st);
+	snprintf(args, sizeof(args), "-j decode %s %s", cap, raws);
+	st = tool_run(out, err, args);
+	{
+		struct json_object *o = json_object_from_file(out), *w, *c;
+
+		CHECK(st == 3 && o && json_object_object_get_ex(o, "warnings", &w) &&
+		      json_object_array_length(w) >= 1 && json_object_object_get_ex(o, "complete", &c) &&
+		      !json_object_get_boolean(c),
+		      "%s: -j: the summary says \"complete\": false with the warnings (exit %d)",
+		      r->name, st);
+		json_object_put(o);
+	}
+	/* a raw trace cut inside its last packet of 2 bytes or more (libipt finds it) */
+	{
+		struct pt_config pc;
+		struct pt_packet_decoder *pd;
+		struct pt_packet pkt;
+		uint64_t off = 0, cut = 0;
+
+		pt_config_init(&pc);
+		pc.begin = tbuf;
+		pc.end = tbuf + tlen;
+		pd = pt_pkt_alloc_decoder(&pc);
+		if (pd && pt_pkt_sync_set(pd, 0) >= 0)
+			while (pt_pkt_get_offset(pd, &off) >= 0 &&
+			       pt_pkt_next(pd, &pkt, sizeof(pkt)) >= 0)
+				if (pkt.size >= 2)
+					cut = off + 1;
+		pt_pkt_free_decoder(pd);
+		spew(F(r, "cut.pt"), tbuf, cut);
+		snprintf(args, sizeof(args), "decode --pt %s %s", F(r, "cut.pt"), raws);
+		st = tool_run(out, err, args);
+		snprintf(want, sizeof(want), "ends inside a packet at offset %#" PRIx64, cut - 1);
+		CHECK(cut > tlen / 2 && st == 3 && file_contains(err, want),
+		      "%s: a raw trace cut inside its last long packet (at %#" PRIx64 " of %zu bytes): "
+		      "exit 3 (%d) and '%s'", r->name, cut, tlen, st, want);
+	}
+
+	/* invalid meta.json fields: refused, naming the field and what it wants */
+	{
+		static const struct { const char *obj, *key, *val, *says; } bad[] = {
+			{ "", "mode", "\"banana\"", "\"mode\" is \"banana\": want \"cpu\" or \"thread\"" },
+			{ "cpu", "family", "\"six\"", "\"cpu.family\" is \"six\": want an integer" },
+			{ "cpu", "model", "300", "\"cpu.model\" is 300: want an integer 0..255" },
+			{ "config", "mtc_freq", "99", "\"config.mtc_freq\" is 99: want an integer 0..15" },
+			{ "config", "tsc", "\"yes\"", "\"config.tsc\" is \"yes\": want true or false" },
+			{ "", "complete", "1", "\"complete\" is 1: want true or false" },
+			{ "traces[0]", "file", "7", "\"traces[0].file\" is 7" },
+			{ "traces[0]", "size", "-5", "\"traces[0].size\" is -5" },
+		};
+
+		snprintf(args, sizeof(args), "decode %s %s", cap, raws);
+		for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			make_capture(r, cap, tbuf, tlen);
+			meta_set(cap, bad[k].obj, bad[k].key, bad[k].val);
+			st = tool_run(out, err, args);
+			CHECK(st == 2 && file_contains(err, bad[k].says),
+			      "%s: meta.json %s%s%s = %s is refused (exit %d) saying '%s'", r->name,
+			      bad[k].obj, *bad[k].obj ? "." : "", bad[k].key, bad[k].val, st,
+			      bad[k].says);
+		}
+	}
+
+	/* --help of every command: usage on stdout, exit 0 */
+	{
+		static const char *const cmds[] = { "caps", "record", "info", "start", "status",
+						    "dump", "stop", "decode" };
+
+		for (k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+			snprintf(args, sizeof(args), "%s --help", cmds[k]);
+			st = tool_run(out, err, args);
+			CHECK(st == 0 && file_contains(out, "Usage: ipttool"),
+			      "ipttool %s --help: usage on stdout, exit 0 (%d)", cmds[k], st);
+		}
+	}
+
+	/* -j: errors as {"error": ...} on stdout; addresses as hex strings */
+	snprintf(args, sizeof(args), "-j decode %s --mtc-freq 99", r->dir);
+	st = tool_run(out, err, args);
+	CHECK(st == 2 && json_error(out, "--mtc-freq 99") && !file_contains(err, "ipttool:"),
+	      "%s: -j: a usage error is {\"error\": ...} on stdout (exit %d)", r->name, st);
+	snprintf(args, sizeof(args), "decode -j %s/nonexistent", work);
+	st = tool_run(out, err, args);
+	CHECK(st == 2 && json_error(out, "No such file or directory"),
+	      "decode -j: a missing directory is {\"error\": ...} on stdout (exit %d)", st);
+	snprintf(args, sizeof(args), "-j decode --pt %s", trace);
+	st = tool_run(out, err, args);
+	{
+		struct json_object *o = json_object_from_file(out), *t, *e, *ip = NULL;
+
+		if (o && json_object_object_get_ex(o, "traces", &t) &&
+		    json_object_object_get_ex(json_object_array_get_idx(t, 0), "errors", &e))
+			json_object_object_get_ex(json_object_array_get_idx(e, 0), "ip", &ip);
+		CHECK(st == 1 && ip && json_object_is_type(ip, json_type_string) &&
+		      !strncmp(json_object_get_string(ip), "0x", 2),
+		      "%s: -j without code: errors[].ip is a hex string (%s)", r->name,
+		      ip ? json_object_to_json_string(ip) : "none");
+		json_object_put(o);
+	}
+	free(tbuf);
+}
+
+/* A ptgen directory of a threaded program: every thread's trace, or exit 3. */
+static void test_exit_threads(void)
+{
+	char dir[PATH_MAX], args[PATH_MAX + 64], out[PATH_MAX], err[PATH_MAX], line[PATH_MAX + 16];
+	int64_t want = 0, got = -1, ntr = -1;
+	struct json_object *o, *v;
+	FILE *f;
+	int st;
+
+	snprintf(dir, sizeof(dir), "%s/threads", work);
+	snprintf(out, sizeof(out), "%s/threads.out", work);
+	snprintf(err, sizeof(err), "%s/threads.err", work);
+	st = sh("%s/selftests/ptgen -o %s -- %s/groundtruth/threads >%s.log 2>&1", build, dir,
+		build, dir);
+	snprintf(line, sizeof(line), "%s/threads.txt", dir);
+	f = fopen(line, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		long long n;
+
+		if (sscanf(line, "%*u %*d %lld", &n) == 1)
+			want += n;
+	}
+	if (f)
+		fclose(f);
+	CHECK(st == 0 && want > 0, "threads: ptgen traced the threaded program (%" PRId64
+	      " instructions)", want);
+	snprintf(args, sizeof(args), "-j decode %s", dir);
+	st = tool_run(out, err, args);
+	o = json_object_from_file(out);
+	if (o && json_object_object_get_ex(o, "instructions", &v))
+		got = json_object_get_int64(v);
+	if (o && json_object_object_get_ex(o, "traces", &v))
+		ntr = (int64_t)json_object_array_length(v);
+	json_object_put(o);
+	CHECK(st == 0 && ntr == 3 && got == want,
+	      "threads: all %" PRId64 " traces are decoded: %" PRId64 " of %" PRId64
+	      " instructions (exit %d)", ntr, got, want, st);
+	/* a followed child's directory is not decoded with the parent: says so, exit 3 */
+	sh("mkdir -p %s/proc-1", dir);
+	snprintf(args, sizeof(args), "decode %s", dir);
+	st = tool_run(out, err, args);
+	CHECK(st == 3 && file_contains(err, "proc-1: a child process's traces are not decoded"),
+	      "threads: a proc-N directory is named as not decoded, exit 3 (%d)", st);
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static bool ptgen(struct run *r, const char *opts, const char *cmd)
@@ -2760,7 +3044,9 @@ int main(int argc, char **argv)
 		test_inputs(&runs[1]);
 		test_sideband(&runs[1]);
 		test_corrupt(&runs[1]);
+		test_exit(&runs[1]);
 	}
+	test_exit_threads();
 	test_modes(&runs[1]);
 	return tap_done();
 }
