@@ -222,6 +222,7 @@ int cmd_caps(struct ipttool *t, int argc, char **argv)
 			caps_usage(stdout);
 			return 0;
 		default:
+			ipt_err("caps: unknown option '%s'", argv[optind - 1]);
 			caps_usage(stderr);
 			return 2;
 		}

@@ -237,6 +237,13 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	int npt = 0, nelf = 0, nraw = 0;
 
 	dec_input_init(&in);
+	/* -j anywhere: every error, an option's too, as JSON on stdout */
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
+			t->json = true;
+			ipt_set_json_errors(true);
+		}
+	opterr = 0;
 	optind = 0;	/* glibc: reinitialise, so options may follow DIR */
 	while ((c = getopt_long(argc, argv, "J:jqh", opts, NULL)) != -1) {
 		switch (c) {
@@ -331,7 +338,10 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		case 'q': quiet = true; break;
 		case O_PROGRESS: force_progress = true; break;
 		case 'h': decode_usage(stdout); ret = 0; goto out;
-		default: decode_usage(stderr); goto out;
+		default:
+			ipt_err("decode: option '%s' is unknown or needs an argument (ipttool "
+				"decode --help lists them)", argv[optind - 1]);
+			goto out;
 		}
 	}
 	if (optind < argc)

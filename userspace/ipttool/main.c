@@ -59,14 +59,17 @@ int main(int argc, char **argv)
 	size_t i;
 	int c;
 
+	opterr = 0;	/* ipt_err() says it, as JSON with -j */
 	while ((c = getopt_long(argc, argv, "+jpd:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			t.json = true;
+			ipt_set_json_errors(true);
 			break;
 		case 'p':
 			t.json = true;
 			t.pretty = true;
+			ipt_set_json_errors(true);
 			break;
 		case 'd':
 			t.device = optarg;
@@ -78,6 +81,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return ipt_close_out(stdout, "writing standard output");
 		default:
+			ipt_err("option '%s' is unknown or needs an argument", argv[optind - 1]);
 			usage(stderr);
 			return 2;
 		}

@@ -2814,6 +2814,14 @@ static void test_exit(struct run *r)
 	st = tool_run(out, err, args);
 	CHECK(st == 2 && json_error(out, "--mtc-freq 99") && !file_contains(err, "ipttool:"),
 	      "%s: -j: a usage error is {\"error\": ...} on stdout (exit %d)", r->name, st);
+	snprintf(args, sizeof(args), "decode %s --bogus -j", r->dir);
+	st = tool_run(out, err, args);
+	CHECK(st == 2 && json_error(out, "option '--bogus' is unknown"),
+	      "%s: decode --bogus -j: the unknown option is {\"error\": ...} on stdout (exit %d)",
+	      r->name, st);
+	st = tool_run(out, err, "-j --bogus");
+	CHECK(st == 2 && json_error(out, "option '--bogus' is unknown"),
+	      "ipttool -j --bogus: {\"error\": ...} on stdout (exit %d)", st);
 	snprintf(args, sizeof(args), "decode -j %s/nonexistent", work);
 	st = tool_run(out, err, args);
 	CHECK(st == 2 && json_error(out, "No such file or directory"),
