@@ -1537,8 +1537,8 @@ static uint8_t *slurp(const char *path, size_t *len, char *msg, size_t mlen)
 
 /*
  * Whether @r's trace ends inside a packet (a file cut short): walk the
- * packets of its last segment; libipt reports a packet that runs past the
- * end as -pte_eos.
+ * packets from its last PSB (libipt's backward sync from the end); libipt
+ * reports a packet that runs past the end as -pte_eos.
  */
 static void check_cut(struct dec_ctx *c, struct dec_trace_result *r)
 {
@@ -1553,7 +1553,7 @@ static void check_cut(struct dec_ctx *c, struct dec_trace_result *r)
 	pd = pt_pkt_alloc_decoder(&cfg);
 	if (!pd)
 		return;
-	st = pt_pkt_sync_set(pd, r->segs[r->nr_segs - 1].begin);
+	st = pt_pkt_sync_backward(pd);
 	while (st >= 0) {
 		pt_pkt_get_offset(pd, &off);
 		st = pt_pkt_next(pd, &pkt, sizeof(pkt));
