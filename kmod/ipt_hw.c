@@ -115,7 +115,7 @@ int ipt_hw_register(const struct ipt_hw_ops *ops)
 		return -ENODEV;
 	if (!ops->cpuid || !ops->read_msr || !ops->write_msr ||
 	    !ops->xsaves || !ops->xrstors || !ops->pmi_request ||
-	    !ops->pmi_release)
+	    !ops->pmi_release || !ops->pmi_unmask)
 		return -EINVAL;
 
 	mutex_lock(&idev->lock);

@@ -19,17 +19,33 @@
 struct module;
 
 /**
- * typedef ipt_pmi_fn - the driver's ToPA PMI handler
+ * typedef ipt_pmi_fn - the driver's PMI handler
  *
- * Called by the backend on the CPU that took the PMI, with
- * IA32_PERF_GLOBAL_STATUS bit 55 set; the backend acknowledges the PMI
- * (IA32_PERF_GLOBAL_OVF_CTRL) after the handler returns.
+ * Called by the backend on the CPU that took an NMI through the local
+ * APIC's performance-counter LVT entry (natively: every NMI_LOCAL NMI,
+ * since NMIs do not say where they come from), before perf's handler
+ * (@pmi_request with IPT_PMI_FIRST).  The handler itself looks at
+ * IA32_PERF_GLOBAL_STATUS, acknowledges only bit 55 and re-arms the LVT
+ * (@pmi_unmask) when it consumed a ToPA PMI: ipt_pmi.c holds the protocol
+ * so that the simulator runs the same code as silicon.
  *
  * Context: NMI (native) or hard interrupt with interrupts disabled (sim).
  * The handler must not sleep or take locks that are not NMI-safe; it may
- * use the backend's @read_msr and @write_msr of the current CPU.
+ * use the backend's @read_msr, @write_msr and @pmi_unmask of the current
+ * CPU.
+ *
+ * Return: true when it consumed a ToPA PMI (NMI_HANDLED), false when the
+ * NMI is not ipt's (NMI_DONE: the next handler of the chain decides).
  */
-typedef void (*ipt_pmi_fn)(void);
+typedef bool (*ipt_pmi_fn)(void);
+
+/*
+ * @pmi_request flags.  IPT_PMI_FIRST: ahead of the handlers already
+ * installed (Linux: NMI_FLAG_FIRST, list_add_rcu() at the head of the
+ * NMI_LOCAL list, arch/x86/kernel/nmi.c:193-196; perf's "PMI" handler is
+ * registered without flags, at the tail, arch/x86/events/core.c:2123).
+ */
+#define IPT_PMI_FIRST		BIT(0)
 
 /**
  * struct ipt_hw_ops - one implementation of the PT unit's instructions
@@ -68,10 +84,21 @@ typedef void (*ipt_pmi_fn)(void);
  *         (and the other bits of IA32_RTIT_CTL) may hold its previous
  *         value, the value from @area or 0 (13.12): callers must not rely
  *         on them.  The caller keeps preemption disabled.
- * @pmi_request: install @fn as the ToPA PMI handler for every CPU.  Only one
+ * @pmi_request: install @fn as the ToPA PMI handler for every CPU, in the
+ *         NMI chain at the place @flags (IPT_PMI_*) say.  Only one
  *         handler can be installed (-EBUSY).  Process context; may sleep.
  * @pmi_release: remove the handler; on return no call to it is running
  *         and none will start.  Process context; may sleep.
+ * @pmi_unmask: clear the mask bit of the current CPU's local APIC LVT
+ *         performance-counter entry, delivery mode NMI: what every Linux
+ *         PMU handler writes (apic_write(APIC_LVTPC, APIC_DM_NMI),
+ *         arch/x86/events/intel/core.c:3073-3074, 3110-3111, 3123-3124),
+ *         because the APIC sets that mask bit each time it delivers a
+ *         performance-monitoring interrupt (SDM vol. 3A, "Local Vector
+ *         Table", the LVT performance counter register), and a PMI raised
+ *         while it is set is not delivered.  Called by the PMI handler
+ *         and, with interrupts off, by the code that settles a PMI in its
+ *         place.  The caller keeps preemption disabled.
  */
 struct ipt_hw_ops {
 	const char *name;
@@ -82,8 +109,9 @@ struct ipt_hw_ops {
 	int (*write_msr)(u32 msr, u64 val);
 	int (*xsaves)(void *area);
 	int (*xrstors)(const void *area);
-	int (*pmi_request)(ipt_pmi_fn fn);
+	int (*pmi_request)(ipt_pmi_fn fn, unsigned int flags);
 	void (*pmi_release)(void);
+	void (*pmi_unmask)(void);
 };
 
 extern const struct ipt_hw_ops ipt_hw_native_ops;

@@ -12,6 +12,7 @@
 #include <linux/mutex.h>
 #include <linux/preempt.h>
 #include <linux/rcupdate.h>
+#include <asm/apic.h>
 #include <asm/asm.h>
 #include <asm/cpufeature.h>
 #include <asm/msr.h>
@@ -99,25 +100,26 @@ static DEFINE_MUTEX(ipt_native_pmi_lock);
 
 /*
  * The ToPA PMI arrives as an NMI through the local APIC's performance
- * counter LVT entry.  Claim it only when IA32_PERF_GLOBAL_STATUS bit 55 is
- * set, and acknowledge it through IA32_PERF_GLOBAL_OVF_CTRL.
+ * counter LVT entry, and NMIs do not say where they come from: every
+ * NMI_LOCAL NMI reaches this handler, and ipt_pmi.c decides from
+ * IA32_PERF_GLOBAL_STATUS whether it is ipt's.
  */
 static int ipt_native_nmi(unsigned int cmd, struct pt_regs *regs)
 {
 	ipt_pmi_fn fn = READ_ONCE(ipt_native_pmi_fn);
-	u64 status;
 
-	if (!fn || rdmsrl_safe(MSR_CORE_PERF_GLOBAL_STATUS, &status) ||
-	    !(status & GLOBAL_STATUS_TRACE_TOPAPMI))
-		return NMI_DONE;
-	fn();
-	wrmsr_safe(MSR_CORE_PERF_GLOBAL_OVF_CTRL,
-		   lower_32_bits(GLOBAL_STATUS_TRACE_TOPAPMI),
-		   upper_32_bits(GLOBAL_STATUS_TRACE_TOPAPMI));
-	return NMI_HANDLED;
+	return fn && fn() ? NMI_HANDLED : NMI_DONE;
 }
 
-static int ipt_native_pmi_request(ipt_pmi_fn fn)
+/*
+ * IPT_PMI_FIRST is NMI_FLAG_FIRST: the handler goes to the head of the
+ * NMI_LOCAL list (arch/x86/kernel/nmi.c:193-196), in front of perf's
+ * "PMI" handler (arch/x86/events/core.c:2123, no flags).  perf's
+ * intel_pmu_handle_irq() acknowledges every bit of GLOBAL_STATUS it read,
+ * bit 55 included (arch/x86/events/intel/core.c:3081-3087, 2392-2395), so
+ * behind it ipt would never see its PMI.
+ */
+static int ipt_native_pmi_request(ipt_pmi_fn fn, unsigned int flags)
 {
 	int ret;
 
@@ -127,7 +129,13 @@ static int ipt_native_pmi_request(ipt_pmi_fn fn)
 		goto out_unlock;
 	}
 	WRITE_ONCE(ipt_native_pmi_fn, fn);
-	ret = register_nmi_handler(NMI_LOCAL, ipt_native_nmi, 0, "ipt_pmi");
+	/* The flags must be constant: register_nmi_handler() is a macro. */
+	if (flags & IPT_PMI_FIRST)
+		ret = register_nmi_handler(NMI_LOCAL, ipt_native_nmi,
+					   NMI_FLAG_FIRST, "ipt_pmi");
+	else
+		ret = register_nmi_handler(NMI_LOCAL, ipt_native_nmi, 0,
+					   "ipt_pmi");
 	if (ret)
 		WRITE_ONCE(ipt_native_pmi_fn, NULL);
 out_unlock:
@@ -146,6 +154,12 @@ static void ipt_native_pmi_release(void)
 	mutex_unlock(&ipt_native_pmi_lock);
 }
 
+/* What perf writes to re-arm the LVT (arch/x86/events/intel/core.c:3124). */
+static void ipt_native_pmi_unmask(void)
+{
+	apic_write(APIC_LVTPC, APIC_DM_NMI);
+}
+
 const struct ipt_hw_ops ipt_hw_native_ops = {
 	.name = "native",
 	.backend = IPT_BACKEND_NATIVE,
@@ -157,4 +171,5 @@ const struct ipt_hw_ops ipt_hw_native_ops = {
 	.xrstors = ipt_native_xrstors,
 	.pmi_request = ipt_native_pmi_request,
 	.pmi_release = ipt_native_pmi_release,
+	.pmi_unmask = ipt_native_pmi_unmask,
 };

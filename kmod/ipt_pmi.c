@@ -6,6 +6,12 @@
  * A ToPA buffer has INT on its last region only, so each PMI is one wrap
  * of a ring or a full stop-on-full buffer.  The protocol, in one place:
  *
+ *  - the handler (ipt_pmi_handler()): installed first in the NMI chain,
+ *    ahead of perf's, which acknowledges every GLOBAL_STATUS bit it reads;
+ *    it claims an NMI only when this CPU counts PMIs for a trace and
+ *    IA32_PERF_GLOBAL_STATUS bit 55 is set, acknowledges bit 55 alone and
+ *    re-arms the LVT (which the APIC masked on delivery) unless bits of
+ *    perf's are pending, in which case perf, next in the chain, does it.
  *  - request / release: the handler is installed for a configured session
  *    and removed at teardown; removal waits for running calls, after which
  *    the per-CPU pointers are cleared and the traces may be freed.
@@ -15,10 +21,16 @@
  *    pointer to where the handler stores the output offset (the sample).
  *  - drain at stop (per-CPU mode): after the unit stops, wait until a PMI
  *    raised by output up to the stop has been handled, so that the wrap
- *    count matches the position.
+ *    count matches the position.  One never delivered (a masked LVT) is
+ *    taken there, counted, and reported (IPT_TS_PMI_LATE): wraps while it
+ *    was pending may be missing from the count.
  *  - settle at unload (per-thread mode, interrupts off): a PMI raised by
  *    the outgoing thread but not yet handled is counted for it and
  *    acknowledged there.
+ *
+ * Every register access goes through the backend (struct ipt_hw_ops), so
+ * the simulator, which models the NMI chain and the LVT mask, runs this
+ * very code.
  *
  * See Documentation/design.rst ("The ToPA PMI").
  */
@@ -36,6 +48,8 @@
 /* How long stop waits for a pending ToPA PMI to be handled: 100 ms. */
 #define IPT_PMI_DRAIN_TRIES	1000
 #define IPT_PMI_DRAIN_US	100
+/* ToPA PMIs one NMI takes at most (perf's loop bound is 100). */
+#define IPT_PMI_LOOPS		8
 
 /* The counter the handler increments on this CPU: a trace's @pmis, or NULL. */
 static DEFINE_PER_CPU(atomic64_t *, ipt_pmi_count);
@@ -47,30 +61,62 @@ static const struct ipt_hw_ops *ipt_pmi_hw;
 static DEFINE_PER_CPU(atomic64_t, ipt_pmi_orphans);
 
 /*
- * The ToPA PMI.  Context: NMI (native) or hard interrupt (sim), on the CPU
- * whose unit raised it.  Only NMI-safe work: a per-CPU read and an atomic
- * increment.  The counter stays valid while the handler is installed: its
- * trace is freed only after hw->pmi_release(), which waits for running
- * handlers.
+ * Re-arm the LVT after ipt acknowledged bit 55, unless @gs, the
+ * IA32_PERF_GLOBAL_STATUS value last read, has another bit: that belongs
+ * to perf, whose handler runs after ipt's in the same NMI, acknowledges
+ * it and then unmasks the LVT itself, last ("only unmask the NMI after
+ * the overflow counters have been reset", intel/core.c:3117-3124 of
+ * arch/x86/events): unmasking before that could raise a spurious NMI.
+ * Context: the PMI handler, or interrupts off.
  */
-static void ipt_pmi_handler(void)
+static void ipt_pmi_rearm(const struct ipt_hw_ops *hw, u64 gs)
 {
+	if (!(gs & ~GLOBAL_STATUS_TRACE_TOPAPMI))
+		hw->pmi_unmask();
+}
+
+/*
+ * The PMI handler: every NMI of this CPU comes here first (IPT_PMI_FIRST).
+ * Context: NMI (native) or hard interrupt (sim), on the CPU that took it.
+ * Only NMI-safe work: per-CPU reads, MSR accesses, an atomic increment.
+ * The counter stays valid while the handler is installed: its trace is
+ * freed only after hw->pmi_release(), which waits for running handlers.
+ * Return: true when it took a ToPA PMI.
+ */
+static bool ipt_pmi_handler(void)
+{
+	const struct ipt_hw_ops *hw = READ_ONCE(ipt_pmi_hw);
 	atomic64_t *count = this_cpu_read(ipt_pmi_count);
 	u64 *sample = this_cpu_read(ipt_pmi_sample);
-	u64 mask;
+	unsigned int loops = 0;
+	u64 gs, mask;
 
-	if (!count)
-		return;
-	/*
-	 * Single-entry ToPA: the PMI comes shortly before the one region is
-	 * full, so whether the wrap it announces has happened depends on
-	 * where the unit is now.  OutputOffset read while tracing may lag a
-	 * little; it only has to tell the two sides of the wrap apart.
-	 */
-	if (sample && !READ_ONCE(ipt_pmi_hw)->read_msr(MSR_IA32_RTIT_OUTPUT_MASK,
-						       &mask))
-		WRITE_ONCE(*sample, mask >> 32);
-	atomic64_inc(count);
+	/* Not counting for a trace here: not ipt's, leave every MSR alone. */
+	if (!count || !hw)
+		return false;
+	if (hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &gs) ||
+	    !(gs & GLOBAL_STATUS_TRACE_TOPAPMI))
+		return false;
+	do {
+		/*
+		 * Single-entry ToPA: the PMI comes shortly before the one
+		 * region is full, so whether the wrap it announces has
+		 * happened depends on where the unit is now.  OutputOffset
+		 * read while tracing may lag a little; it only has to tell
+		 * the two sides of the wrap apart.
+		 */
+		if (sample && !hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &mask))
+			WRITE_ONCE(*sample, mask >> 32);
+		atomic64_inc(count);
+		/* Write-1-to-clear: bit 55 alone, perf's bits stay. */
+		if (hw->write_msr(MSR_CORE_PERF_GLOBAL_OVF_CTRL,
+				  GLOBAL_STATUS_TRACE_TOPAPMI) ||
+		    hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &gs))
+			return true;	/* cannot happen where probed */
+		/* Raised again since (SDM: "before or just after"): another. */
+	} while ((gs & GLOBAL_STATUS_TRACE_TOPAPMI) && ++loops < IPT_PMI_LOOPS);
+	ipt_pmi_rearm(hw, gs);
+	return true;
 }
 
 /* The trace's ring needs the handler's sample: single-entry ToPA. */
@@ -83,6 +129,9 @@ static bool ipt_pmi_wants_sample(const struct ipt_trace *t)
  * ipt_pmi_request() - install the handler for a session being configured
  * @s: the session; its backend chosen, its per-CPU traces armed
  *
+ * First in the NMI chain (IPT_PMI_FIRST), so that ipt sees bit 55 before
+ * perf's handler acknowledges it.
+ *
  * Context: process context; device lock held.
  * Return: 0 or the backend's error (nothing installed then).
  */
@@ -90,7 +139,7 @@ int ipt_pmi_request(struct ipt_session *s)
 {
 	lockdep_assert_held(&s->idev->lock);
 	WRITE_ONCE(ipt_pmi_hw, s->hw);
-	return s->hw->pmi_request(ipt_pmi_handler);
+	return s->hw->pmi_request(ipt_pmi_handler, IPT_PMI_FIRST);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_request);
 
@@ -180,6 +229,42 @@ void ipt_pmi_disarm_here(void)
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_disarm_here);
 
+/*
+ * Take a ToPA PMI in the handler's place, on this CPU with interrupts off:
+ * one pending in IA32_PERF_GLOBAL_STATUS is acknowledged (and the LVT
+ * re-armed, in case it was masked), and counted once for @count.  An NMI
+ * may still arrive meanwhile (natively NMIs ignore the interrupt flag):
+ * while this runs, the handler counts into a per-CPU orphan counter, and
+ * one PMI is counted for @count if either saw it.  On return this CPU's
+ * counter pointer points at the orphans: the caller sets it.
+ * Return: true when a PMI was counted for @count.
+ */
+static bool ipt_pmi_take_here(const struct ipt_hw_ops *hw, atomic64_t *count,
+			      unsigned int *rdmsr, unsigned int *wrmsr)
+{
+	atomic64_t *orphans = this_cpu_ptr(&ipt_pmi_orphans);
+	s64 orphaned;
+	bool pending;
+	u64 gs = 0;
+
+	lockdep_assert_irqs_disabled();
+	orphaned = atomic64_read(orphans);
+	this_cpu_write(ipt_pmi_count, orphans);
+	(*rdmsr)++;
+	pending = !hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &gs) &&
+		  (gs & GLOBAL_STATUS_TRACE_TOPAPMI);
+	if (pending) {
+		(*wrmsr)++;
+		hw->write_msr(MSR_CORE_PERF_GLOBAL_OVF_CTRL,
+			      GLOBAL_STATUS_TRACE_TOPAPMI);
+		ipt_pmi_rearm(hw, gs);
+	}
+	if (!pending && atomic64_read(orphans) == orphaned)
+		return false;
+	atomic64_inc(count);
+	return true;
+}
+
 /**
  * ipt_pmi_settle_here() - settle the PMI of a thread's trace leaving this CPU
  * @t: the trace; the unit has just stopped tracing into it
@@ -189,11 +274,11 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_disarm_here);
  *
  * A PMI raised by @t's output but not yet handled (PMIs are NMIs on
  * hardware and hard interrupts in the simulator, which cannot run here)
- * is counted for @t and acknowledged, so that it is neither lost nor
- * counted for the next thread.  While that is settled, a PMI that does
- * arrive is counted into a per-CPU orphan counter instead, and one PMI is
- * counted for @t if either saw it; where the unit stopped is then its
- * sample.  On return this CPU counts no PMI.
+ * is counted for @t and acknowledged (the LVT re-armed), so that it is
+ * neither lost nor counted for the next thread.  While that is settled, a
+ * PMI that does arrive is counted into a per-CPU orphan counter instead,
+ * and one PMI is counted for @t if either saw it; where the unit stopped
+ * is then its sample.  On return this CPU counts no PMI.
  *
  * Context: interrupts off, on the CPU @t was loaded on.
  * Return: true when a PMI was counted for @t here.
@@ -201,28 +286,13 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_disarm_here);
 bool ipt_pmi_settle_here(struct ipt_trace *t, u64 mask, unsigned int *rdmsr,
 			 unsigned int *wrmsr)
 {
-	const struct ipt_hw_ops *hw = t->s->hw;
-	atomic64_t *orphans = this_cpu_ptr(&ipt_pmi_orphans);
-	s64 orphaned;
-	bool pending;
-	u64 gs = 0;
-
 	lockdep_assert_irqs_disabled();
-	orphaned = atomic64_read(orphans);
 	this_cpu_write(ipt_pmi_sample, NULL);
-	this_cpu_write(ipt_pmi_count, orphans);
-	(*rdmsr)++;
-	pending = !hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &gs) &&
-		  (gs & GLOBAL_STATUS_TRACE_TOPAPMI);
-	if (pending) {
-		(*wrmsr)++;
-		hw->write_msr(MSR_CORE_PERF_GLOBAL_OVF_CTRL,
-			      GLOBAL_STATUS_TRACE_TOPAPMI);
+	if (!ipt_pmi_take_here(t->s->hw, &t->pmis, rdmsr, wrmsr)) {
+		this_cpu_write(ipt_pmi_count, NULL);
+		return false;
 	}
 	this_cpu_write(ipt_pmi_count, NULL);
-	if (!pending && atomic64_read(orphans) == orphaned)
-		return false;
-	atomic64_inc(&t->pmis);
 	/* Settled here: where the unit stopped is the PMI's sample. */
 	WRITE_ONCE(t->sample, mask >> 32);
 	return true;
@@ -240,6 +310,24 @@ static void ipt_pmi_pending_on_cpu(void *arg)
 		t->err = -EAGAIN;
 }
 
+/*
+ * The drain ran out: the PMI was never delivered (the LVT was masked when
+ * it was raised; the APIC does not hold it).  Take it here, so that the
+ * LVT is re-armed and the PMI counted; wraps while it was pending raised
+ * no PMI of their own (bit 55 was set already) and are not counted.
+ * Context: IPI on @t's CPU, interrupts off.
+ */
+static void ipt_pmi_take_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+	unsigned int rd = 0, wr = 0;
+
+	if (ipt_pmi_take_here(t->s->hw, &t->pmis, &rd, &wr) &&
+	    ipt_pmi_wants_sample(t))
+		WRITE_ONCE(t->sample, t->mask >> 32);
+	this_cpu_write(ipt_pmi_count, &t->pmis);
+}
+
 /**
  * ipt_pmi_drain() - wait for the PMI of a per-CPU trace that just stopped
  * @t: the trace; its unit stopped and its position read
@@ -247,7 +335,9 @@ static void ipt_pmi_pending_on_cpu(void *arg)
  * Waits (up to 100 ms) until IA32_PERF_GLOBAL_STATUS bit 55 is clear on
  * @t's CPU, so that a PMI raised by output up to the stop has been
  * handled; then takes the wrap count and sample that go with the
- * position.  A PMI still pending then sets @t->pmi_late.
+ * position.  A PMI still pending then was lost on its way (a masked LVT):
+ * it is taken on @t's CPU, counted, and @t->pmi_late set, because the
+ * count may miss wraps that happened while it was pending.
  *
  * Context: process context, may sleep; device lock held; CPU hotplug
  * excluded.
@@ -264,8 +354,12 @@ void ipt_pmi_drain(struct ipt_trace *t)
 			break;
 		usleep_range(IPT_PMI_DRAIN_US, 2 * IPT_PMI_DRAIN_US);
 	}
-	if (i == IPT_PMI_DRAIN_TRIES)
+	if (i == IPT_PMI_DRAIN_TRIES) {
+		smp_call_function_single(t->cpu, ipt_pmi_take_on_cpu, t, 1);
 		t->pmi_late = true;
+		pr_warn_ratelimited("CPU %u: a ToPA PMI was not delivered (LVT masked?); taken at stop, the wrap count may be low\n",
+				    t->cpu);
+	}
 	t->err = 0;
 	t->pmis_at_stop = atomic64_read(&t->pmis);
 	t->sample_at_stop = READ_ONCE(t->sample);

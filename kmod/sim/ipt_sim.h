@@ -31,6 +31,9 @@
 /* CPUID.(0DH,8):EAX of the models that have XSAVES-PT (Ice Lake's). */
 #define IPT_SIM_XSAVE_PT_SIZE		128
 
+/* IA32_PERF_GLOBAL_STATUS bit 0: PMC0 overflowed (perf's counter). */
+#define IPT_SIM_GLOBAL_PMC0		BIT_ULL(0)
+
 /* Largest group of packets the unit writes in one piece. */
 #define IPT_SIM_PKT_MAX			64
 
@@ -70,7 +73,13 @@ struct ipt_sim_model {
  * @gp: instructions that faulted (#GP): WRMSR, RDMSR, XSAVES, XRSTORS
  * @op_errors: operational errors (STATUS.Error set)
  * @pmis: ToPA PMIs raised
- * @pmis_lost: PMIs raised while no handler was installed
+ * @pmis_lost: PMIs delivered that no handler of the NMI chain claimed
+ *        (Linux: "NMI received for unknown reason")
+ * @pmis_masked: PMIs raised while LVTPC was masked: not delivered, lost
+ * @perf_topa: ToPA PMIs (bit 55) the perf-like NMI handler acknowledged:
+ *        lost to ipt if it ran first
+ * @lvt_early: LVTPC unmasked while a bit other than 55 of
+ *        IA32_PERF_GLOBAL_STATUS was set: left to perf on silicon
  * @bytes: trace bytes written to memory
  * @dropped: trace bytes dropped (OVF)
  * @ovf: OVF packets written
@@ -90,6 +99,9 @@ struct ipt_sim_stats {
 	u64 op_errors;
 	u64 pmis;
 	u64 pmis_lost;
+	u64 pmis_masked;
+	u64 perf_topa;
+	u64 lvt_early;
 	u64 bytes;
 	u64 dropped;
 	u64 ovf;
@@ -126,7 +138,11 @@ struct ipt_sim_feed {
  * @cr3_match: IA32_RTIT_CR3_MATCH
  * @addr_a: IA32_RTIT_ADDRn_A
  * @addr_b: IA32_RTIT_ADDRn_B
- * @global_status: IA32_PERF_GLOBAL_STATUS (bit 55 only)
+ * @global_status: IA32_PERF_GLOBAL_STATUS: bit 55 (ToPA PMI) and bit 0
+ *        (PMC0 overflow, IPT_SIM_GLOBAL_PMC0); write-1-to-clear through
+ *        IA32_PERF_GLOBAL_OVF_CTRL
+ * @lvt_masked: the mask bit of the local APIC's LVTPC entry: set when a
+ *        PMI is delivered, cleared by an unmask (ipt_sim_nmi.c)
  * @xss: IA32_XSS
  * @tsc: the simulated time stamp counter; advanced by the caller
  * @last_mtc_ctc: CTC value of the last MTC period seen
@@ -161,6 +177,7 @@ struct ipt_sim_cpu {
 	u64 addr_a[4];
 	u64 addr_b[4];
 	u64 global_status;
+	bool lvt_masked;
 	u64 xss;
 	u64 tsc;
 	u64 last_mtc_ctc;
@@ -194,6 +211,7 @@ int ipt_sim_rdmsr(struct ipt_sim_cpu *c, u32 msr, u64 *val);
 int ipt_sim_wrmsr(struct ipt_sim_cpu *c, u32 msr, u64 val);
 int ipt_sim_xsaves(struct ipt_sim_cpu *c, void *area);
 int ipt_sim_xrstors(struct ipt_sim_cpu *c, const void *area);
+void ipt_sim_global_ack(struct ipt_sim_cpu *c, u64 val);
 
 /* ipt_sim_trace.c: what is traced, and when */
 void ipt_sim_trace_enable(struct ipt_sim_cpu *c);
@@ -222,7 +240,11 @@ size_t ipt_sim_pkt_ovf(u8 *p);
 #if IS_ENABLED(CONFIG_KUNIT)
 const struct ipt_hw_ops *ipt_sim_live_ops(void);
 u64 ipt_sim_live_rate(u64 rate);
+void ipt_sim_live_state(unsigned int cpu, struct ipt_sim_cpu *st);
 #endif
+
+/* ipt_sim_nmi.c: the perf-like NMI handler (debugfs "perf_nmi", KUnit) */
+void ipt_sim_perf_nmi_set(bool on);
 
 /*
  * Whether packets that carry the current IP may be written now: PacketEn,

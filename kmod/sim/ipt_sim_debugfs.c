@@ -3,7 +3,8 @@
  * ipt_sim: /sys/kernel/debug/ipt_sim, the simulator's knobs.  Fault
  * injection and inspection live only here, never in ipt.ko's ABI: each
  * CPU's counters and registers, operational errors, dropped bytes, a
- * foreign owner of the unit, a reset, the output rate; the model and the
+ * foreign owner of the unit, a reset, the output rate, the perf-like NMI
+ * handler and perf's counter overflow (ipt_sim_nmi.c); the model and the
  * built-in workload; and the feed files of ipt_sim_prog.c.  See "debugfs"
  * in Documentation/simulator.rst.
  */
@@ -14,6 +15,7 @@
 #include <linux/kernel.h>
 #include <linux/percpu.h>
 #include <linux/seq_file.h>
+#include <linux/smp.h>
 #include <linux/spinlock.h>
 
 #include "ipt_sim_module.h"
@@ -37,6 +39,9 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "pmis %llu\npmis_lost %llu\nbytes %llu\ndropped %llu\n",
 		   st.stats.pmis, st.stats.pmis_lost, st.stats.bytes,
 		   st.stats.dropped);
+	seq_printf(m, "pmis_masked %llu\nperf_topa %llu\nlvt_early %llu\nlvt_masked %u\n",
+		   st.stats.pmis_masked, st.stats.perf_topa,
+		   st.stats.lvt_early, st.lvt_masked);
 	seq_printf(m, "ovf %llu\npsb %llu\nxsaves %llu\nxsaves_empty %llu\nxrstors %llu\n",
 		   st.stats.ovf, st.stats.psb, st.stats.xsaves,
 		   st.stats.xsaves_empty, st.stats.xrstors);
@@ -145,6 +150,60 @@ static int ipt_sim_clear_xss_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_clear_xss_fops, NULL, ipt_sim_clear_xss_set,
 			 "%llu\n");
 
+static void ipt_sim_pmc_overflow_on_cpu(void *data)
+{
+	struct ipt_sim_pcpu *pc = data;
+
+	raw_spin_lock(&pc->lock);
+	ipt_sim_pmc_overflow(pc);
+	raw_spin_unlock(&pc->lock);
+}
+
+/* perf's counter PMC0 overflows on this CPU: GLOBAL_STATUS bit 0, a PMI. */
+static int ipt_sim_pmc_overflow_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+
+	if (!val)
+		return 0;
+	return smp_call_function_single(pc->cpu, ipt_sim_pmc_overflow_on_cpu,
+					pc, 1);
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_pmc_overflow_fops, NULL,
+			 ipt_sim_pmc_overflow_set, "%llu\n");
+
+/*
+ * Mask LVTPC now, as a PMI that another consumer took and did not re-arm
+ * would leave it: the next PMIs are lost until someone unmasks it.
+ */
+static int ipt_sim_lvt_mask_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	pc->st.lvt_masked = val;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_lvt_mask_fops, NULL, ipt_sim_lvt_mask_set,
+			 "%llu\n");
+
+/* The perf-like NMI handler: 1 registers it (at the chain's tail). */
+static int ipt_sim_perf_nmi_dfs_get(void *data, u64 *val)
+{
+	*val = ipt_sim_perf_nmi_get();
+	return 0;
+}
+
+static int ipt_sim_perf_nmi_dfs_set(void *data, u64 val)
+{
+	ipt_sim_perf_nmi_set(val);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_perf_nmi_fops, ipt_sim_perf_nmi_dfs_get,
+			 ipt_sim_perf_nmi_dfs_set, "%llu\n");
+
 /* Reset the unit to its power-on state; refused while TraceEn = 1. */
 static int ipt_sim_reset_set(void *data, u64 val)
 {
@@ -219,6 +278,8 @@ void ipt_sim_debugfs_init(void)
 			   &ipt_sim_fail_alloc);
 	debugfs_create_file("task_feed", 0600, ipt_sim_dir, NULL,
 			    &ipt_sim_task_feed_fops);
+	debugfs_create_file_unsafe("perf_nmi", 0644, ipt_sim_dir, NULL,
+				   &ipt_sim_perf_nmi_fops);
 	for_each_possible_cpu(cpu) {
 		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
 		struct dentry *d;
@@ -237,6 +298,10 @@ void ipt_sim_debugfs_init(void)
 					   &ipt_sim_foreign_fops);
 		debugfs_create_file_unsafe("clear_xss", 0200, d, pc,
 					   &ipt_sim_clear_xss_fops);
+		debugfs_create_file_unsafe("pmc0_ovf", 0200, d, pc,
+					   &ipt_sim_pmc_overflow_fops);
+		debugfs_create_file_unsafe("lvt_mask", 0200, d, pc,
+					   &ipt_sim_lvt_mask_fops);
 	}
 }
 

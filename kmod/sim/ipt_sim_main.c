@@ -118,6 +118,7 @@ static void __exit ipt_sim_exit(void)
 {
 	ipt_hw_unregister(&ipt_sim_ops);
 	ipt_sim_debugfs_exit();
+	ipt_sim_perf_nmi_set(false);
 	ipt_sim_prog_exit();
 	ipt_sim_free();
 }

@@ -2,7 +2,8 @@
 /*
  * ipt_sim: what the files of the module share, around the unit's rules
  * (ipt_sim.h): the selected model and parameters (ipt_sim_main.c), the
- * per-CPU units with their timer and PMI delivery (ipt_sim_pcpu.c), the
+ * per-CPU units with their timer (ipt_sim_pcpu.c), PMI delivery through
+ * LVTPC and the NMI chain (ipt_sim_nmi.c), the
  * programs and feeds (ipt_sim_prog.c) and debugfs (ipt_sim_debugfs.c).
  *
  * Lock order: ipt_sim_feed_lock (a mutex), then a unit's
@@ -74,6 +75,14 @@ extern const struct ipt_hw_ops ipt_sim_ops;
 int ipt_sim_pcpu_init(void);
 void ipt_sim_pcpu_free(void);
 void ipt_sim_kick(struct ipt_sim_pcpu *pc, bool on, bool pmi);
+
+/* ipt_sim_nmi.c: LVTPC, the NMI chain and its perf-like handler */
+void ipt_sim_nmi_deliver(struct ipt_sim_pcpu *pc);
+int ipt_sim_nmi_request(ipt_pmi_fn fn, unsigned int flags);
+void ipt_sim_nmi_release(void);
+void ipt_sim_nmi_unmask(void);
+bool ipt_sim_perf_nmi_get(void);
+void ipt_sim_pmc_overflow(struct ipt_sim_pcpu *pc);
 
 /* ipt_sim_prog.c: programs of CPUs and threads, and their feeds */
 extern u32 ipt_sim_fail_alloc;

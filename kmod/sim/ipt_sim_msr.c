@@ -207,7 +207,7 @@ static void ipt_sim_wrmsr_apply(struct ipt_sim_cpu *c, u32 msr, u64 val)
 		c->cr3_match = val;
 		return;
 	case MSR_CORE_PERF_GLOBAL_OVF_CTRL:
-		c->global_status &= ~(val & GLOBAL_STATUS_TRACE_TOPAPMI);
+		ipt_sim_global_ack(c, val);
 		return;
 	case MSR_IA32_XSS:
 		c->xss = val;
@@ -218,6 +218,24 @@ static void ipt_sim_wrmsr_apply(struct ipt_sim_cpu *c, u32 msr, u64 val)
 		c->addr_b[n] = val;
 	else
 		c->addr_a[n] = val;
+}
+
+/**
+ * ipt_sim_global_ack() - IA32_PERF_GLOBAL_OVF_CTRL semantics
+ * @c: the state
+ * @val: the value written
+ *
+ * Write-1-to-clear: each bit of IA32_PERF_GLOBAL_STATUS written as 1 is
+ * cleared, every other bit stays (SDM vol. 4, MSR 390H; on architectural
+ * perfmon v4 the same MSR is IA32_PERF_GLOBAL_STATUS_RESET: "bit 55: set
+ * 1 to clear Trace_ToPA_PMI").
+ *
+ * Context: the owner of @c serialises every call on it (struct
+ * ipt_sim_cpu); no lock of its own.
+ */
+void ipt_sim_global_ack(struct ipt_sim_cpu *c, u64 val)
+{
+	c->global_status &= ~val;
 }
 
 /**

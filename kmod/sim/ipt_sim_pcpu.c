@@ -6,7 +6,8 @@
  * raw spinlock.  The backend operations (struct ipt_hw_ops) run the unit's
  * rules (ipt_sim_msr.c) on the calling CPU's state; a pinned hard-interrupt
  * hrtimer per CPU produces output while TraceEn = 1 and delivers the PMIs
- * that output raises to the handler ipt.ko installed.
+ * that output raises through the modelled LVT and NMI chain
+ * (ipt_sim_nmi.c), where ipt.ko's handler is one of the consumers.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -17,9 +18,7 @@
 #include <linux/lockdep.h>
 #include <linux/math64.h>
 #include <linux/module.h>
-#include <linux/mutex.h>
 #include <linux/percpu.h>
-#include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <kunit/visibility.h>
 
@@ -28,38 +27,11 @@
 struct ipt_sim_pcpu __percpu *ipt_sim_pcpu;
 u64 ipt_sim_rate;			/* bytes/s, READ_ONCE */
 
-static ipt_pmi_fn ipt_sim_pmi_fn;	/* READ_ONCE in the timer */
-static DEFINE_MUTEX(ipt_sim_pmi_lock);
-
 /* The simulated TSC runs at the nominal ratio times 100 MHz. */
 static void ipt_sim_clock(struct ipt_sim_pcpu *pc)
 {
 	lockdep_assert_held(&pc->lock);
 	pc->st.tsc = mul_u64_u32_div(ktime_get_ns(), ipt_sim_model->nom_ratio, 10);
-}
-
-static void ipt_sim_deliver_pmi(struct ipt_sim_pcpu *pc)
-{
-	ipt_pmi_fn fn = READ_ONCE(ipt_sim_pmi_fn);
-	bool raised;
-
-	/* Acknowledged meanwhile (a driver that settled it): nothing to do. */
-	raw_spin_lock(&pc->lock);
-	raised = pc->st.global_status & GLOBAL_STATUS_TRACE_TOPAPMI;
-	raw_spin_unlock(&pc->lock);
-	if (!raised)
-		return;
-	if (!fn) {
-		raw_spin_lock(&pc->lock);
-		pc->st.stats.pmis_lost++;
-		raw_spin_unlock(&pc->lock);
-		return;
-	}
-	fn();
-	/* The acknowledgment: IA32_PERF_GLOBAL_OVF_CTRL bit 55. */
-	raw_spin_lock(&pc->lock);
-	pc->st.global_status &= ~GLOBAL_STATUS_TRACE_TOPAPMI;
-	raw_spin_unlock(&pc->lock);
 }
 
 static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
@@ -79,7 +51,7 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 	raw_spin_unlock(&pc->lock);
 
 	if (pmi)
-		ipt_sim_deliver_pmi(pc);
+		ipt_sim_nmi_deliver(pc);
 	/* The handler's WRMSR may have re-armed the timer already. */
 	if (hrtimer_is_queued(timer))
 		return HRTIMER_NORESTART;
@@ -183,28 +155,6 @@ static int ipt_sim_op_xrstors(const void *area)
 	return ipt_sim_op(IPT_SIM_XRSTORS, 0, 0, (void *)area);
 }
 
-static int ipt_sim_op_pmi_request(ipt_pmi_fn fn)
-{
-	int ret = 0;
-
-	mutex_lock(&ipt_sim_pmi_lock);
-	if (ipt_sim_pmi_fn)
-		ret = -EBUSY;
-	else
-		WRITE_ONCE(ipt_sim_pmi_fn, fn);
-	mutex_unlock(&ipt_sim_pmi_lock);
-	return ret;
-}
-
-static void ipt_sim_op_pmi_release(void)
-{
-	mutex_lock(&ipt_sim_pmi_lock);
-	WRITE_ONCE(ipt_sim_pmi_fn, NULL);
-	/* PMIs are delivered with interrupts off: an RCU read side. */
-	synchronize_rcu();
-	mutex_unlock(&ipt_sim_pmi_lock);
-}
-
 const struct ipt_hw_ops ipt_sim_ops = {
 	.name = "sim",
 	.backend = IPT_BACKEND_SIM,
@@ -214,8 +164,9 @@ const struct ipt_hw_ops ipt_sim_ops = {
 	.write_msr = ipt_sim_op_wrmsr,
 	.xsaves = ipt_sim_op_xsaves,
 	.xrstors = ipt_sim_op_xrstors,
-	.pmi_request = ipt_sim_op_pmi_request,
-	.pmi_release = ipt_sim_op_pmi_release,
+	.pmi_request = ipt_sim_nmi_request,
+	.pmi_release = ipt_sim_nmi_release,
+	.pmi_unmask = ipt_sim_nmi_unmask,
 };
 
 #if IS_ENABLED(CONFIG_KUNIT)
@@ -252,6 +203,24 @@ u64 ipt_sim_live_rate(u64 rate)
 	return xchg(&ipt_sim_rate, min_t(u64, rate, IPT_SIM_RATE_MAX));
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_live_rate);
+
+/**
+ * ipt_sim_live_state() - a copy of a live unit's state, for KUnit
+ * @cpu: the unit's CPU
+ * @st: receives the copy (registers, LVT mask, counters)
+ *
+ * Context: process context; takes the unit's lock.
+ */
+void ipt_sim_live_state(unsigned int cpu, struct ipt_sim_cpu *st)
+{
+	struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	*st = pc->st;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_live_state);
 #endif
 
 /* ---- set-up and tear-down --------------------------------------------- */

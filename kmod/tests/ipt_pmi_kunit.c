@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit tests for ipt_pmi.c: the ToPA PMI protocol.  A fake backend hands
- * the test the handler ipt_pmi_request() installs, so that a "PMI" is a
- * call of it on this CPU; reading IA32_PERF_GLOBAL_STATUS can deliver one
- * in the middle of the settling at unload, as an NMI could.
+ * the test the handler ipt_pmi_request() installs, so that an "NMI" is a
+ * call of it on this CPU and a "PMI" is bit 55 of a fake
+ * IA32_PERF_GLOBAL_STATUS (write-1-to-clear through OVF_CTRL) plus that
+ * call; reading the status can deliver one in the middle of the settling
+ * at unload, as an NMI could.  The fake records the registration flags,
+ * every acknowledgment and every LVT re-arm.
  */
 #include <kunit/test.h>
 #include <linux/irqflags.h>
@@ -21,17 +24,23 @@ static unsigned int pmi_releases;
 static u64 fake_gs;		/* IA32_PERF_GLOBAL_STATUS */
 static u64 fake_mask;		/* IA32_RTIT_OUTPUT_MASK_PTRS */
 static bool pmi_on_gs_read;	/* a PMI arrives as GLOBAL_STATUS is read */
+static bool reraise_on_ack;	/* bit 55 is raised again right after an ack */
 static unsigned int ovf_acks;
+static u64 ovf_last;		/* the last value written to OVF_CTRL */
+static unsigned int gs_reads;
+static unsigned int pmi_flags;	/* as passed to pmi_request */
+static unsigned int unmasks;	/* LVT re-arms */
 
 static int fake_rd(u32 msr, u64 *val)
 {
 	switch (msr) {
 	case MSR_CORE_PERF_GLOBAL_STATUS:
-		*val = fake_gs;
+		gs_reads++;
 		if (pmi_on_gs_read && pmi_fn) {
 			pmi_on_gs_read = false;
 			pmi_fn();
 		}
+		*val = fake_gs;
 		return 0;
 	case MSR_IA32_RTIT_OUTPUT_MASK:
 		*val = fake_mask;
@@ -45,16 +54,27 @@ static int fake_wr(u32 msr, u64 val)
 	if (msr == MSR_CORE_PERF_GLOBAL_OVF_CTRL) {
 		fake_gs &= ~val;
 		ovf_acks++;
+		ovf_last = val;
+		if (reraise_on_ack) {
+			reraise_on_ack = false;
+			fake_gs |= GLOBAL_STATUS_TRACE_TOPAPMI;
+		}
 	}
 	return 0;
 }
 
-static int fake_pmi_request(ipt_pmi_fn fn)
+static int fake_pmi_request(ipt_pmi_fn fn, unsigned int flags)
 {
 	if (pmi_fn)
 		return -EBUSY;
 	pmi_fn = fn;
+	pmi_flags = flags;
 	return 0;
+}
+
+static void fake_pmi_unmask(void)
+{
+	unmasks++;
 }
 
 static void fake_pmi_release(void)
@@ -69,6 +89,7 @@ static const struct ipt_hw_ops fake_ops = {
 	.write_msr = fake_wr,
 	.pmi_request = fake_pmi_request,
 	.pmi_release = fake_pmi_release,
+	.pmi_unmask = fake_pmi_unmask,
 };
 
 struct fixture {
@@ -97,7 +118,12 @@ static int pmi_test_init(struct kunit *test)
 	fake_gs = 0;
 	fake_mask = 0;
 	pmi_on_gs_read = false;
+	reraise_on_ack = false;
 	ovf_acks = 0;
+	ovf_last = 0;
+	gs_reads = 0;
+	pmi_flags = 0;
+	unmasks = 0;
 	test->priv = f;
 	return 0;
 }
@@ -135,14 +161,23 @@ static void pmi_test_exit(struct kunit *test)
 		release(f);
 }
 
-/* A "PMI" on this CPU, as the backend would deliver it. */
-static void pmi(void)
+/* An NMI on this CPU, as the backend would deliver it. */
+static bool nmi(void)
 {
 	unsigned long flags;
+	bool ret;
 
 	local_irq_save(flags);
-	pmi_fn();
+	ret = pmi_fn();
 	local_irq_restore(flags);
+	return ret;
+}
+
+/* A ToPA PMI on this CPU: bit 55 raised, then its NMI. */
+static void pmi(void)
+{
+	fake_gs |= GLOBAL_STATUS_TRACE_TOPAPMI;
+	nmi();
 }
 
 /*
@@ -156,20 +191,26 @@ static void arm_here_and_pmi(struct ipt_trace *t, unsigned int n)
 	preempt_disable();
 	local_irq_save(flags);
 	ipt_pmi_arm_here(t);
-	while (n--)
+	while (n--) {
+		fake_gs |= GLOBAL_STATUS_TRACE_TOPAPMI;
 		pmi_fn();
+	}
 	ipt_pmi_disarm_here();
 	local_irq_restore(flags);
 	preempt_enable();
 }
 
-/* Request installs the handler; release removes it and disarms. */
+/*
+ * Request installs the handler first in the NMI chain, ahead of perf's
+ * (which acks all of GLOBAL_STATUS); release removes it and disarms.
+ */
 static void pmi_request_release(struct kunit *test)
 {
 	struct fixture *f = test->priv;
 
 	KUNIT_ASSERT_EQ(test, request(f), 0);
 	KUNIT_ASSERT_NOT_NULL(test, pmi_fn);
+	KUNIT_EXPECT_EQ(test, pmi_flags, (unsigned int)IPT_PMI_FIRST);
 	/* Not armed: the handler counts nothing. */
 	pmi();
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 0LL);
@@ -187,6 +228,10 @@ static void pmi_arm_counts(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, request(f), 0);
 	arm_here_and_pmi(&f->t, 3);
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 3LL);
+	/* Each acked (bit 55 alone) and the LVT re-armed each time. */
+	KUNIT_EXPECT_EQ(test, ovf_acks, 3u);
+	KUNIT_EXPECT_EQ(test, unmasks, 3u);
+	KUNIT_EXPECT_EQ(test, fake_gs, 0ULL);
 	/* Multi-entry ToPA: no sample taken. */
 	KUNIT_EXPECT_EQ(test, f->t.sample, 0ULL);
 
@@ -201,10 +246,14 @@ static void pmi_arm_counts(struct kunit *test)
 	fn = pmi_fn;
 	release(f);
 	pmi_fn = fn;
-	pmi();
+	/* Disarmed: not ipt's any more, bit 55 left alone for perf. */
+	KUNIT_EXPECT_FALSE(test, nmi());
+	fake_gs |= GLOBAL_STATUS_TRACE_TOPAPMI;
+	KUNIT_EXPECT_FALSE(test, nmi());
 	pmi_fn = NULL;
 	migrate_enable();
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 4LL);
+	KUNIT_EXPECT_EQ(test, fake_gs, GLOBAL_STATUS_TRACE_TOPAPMI);
 }
 
 /* A single-entry ring: the handler samples where the unit is. */
@@ -274,6 +323,8 @@ static void pmi_settle_pending(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ovf_acks, 1u);
 	KUNIT_EXPECT_EQ(test, rd, 1u);
 	KUNIT_EXPECT_EQ(test, wr, 1u);
+	/* It may be pending because the LVT was masked: re-armed. */
+	KUNIT_EXPECT_EQ(test, unmasks, 1u);
 }
 
 /*
@@ -286,16 +337,97 @@ static void pmi_settle_arriving(struct kunit *test)
 	unsigned int rd = 0, wr = 0;
 
 	KUNIT_ASSERT_EQ(test, request(f), 0);
+	fake_gs = GLOBAL_STATUS_TRACE_TOPAPMI;
 	pmi_on_gs_read = true;
 	KUNIT_EXPECT_TRUE(test, settle(&f->t, 0x80ULL << 32, &rd, &wr));
 	KUNIT_EXPECT_FALSE(test, pmi_on_gs_read);
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
 	KUNIT_EXPECT_EQ(test, f->t.sample, 0x80ULL);
-	KUNIT_EXPECT_EQ(test, ovf_acks, 0u);
+	/* Acked by the handler that took it, not again. */
+	KUNIT_EXPECT_EQ(test, ovf_acks, 1u);
 
 	/* The next settle of the same CPU finds nothing left over. */
 	KUNIT_EXPECT_FALSE(test, settle(&f->t, 0, &rd, &wr));
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
+}
+
+/* Run the handler as an NMI with this CPU armed for @t. */
+static bool armed_nmi(struct ipt_trace *t)
+{
+	unsigned long flags;
+	bool ret;
+
+	preempt_disable();
+	local_irq_save(flags);
+	ipt_pmi_arm_here(t);
+	ret = pmi_fn();
+	ipt_pmi_disarm_here();
+	local_irq_restore(flags);
+	preempt_enable();
+	return ret;
+}
+
+/*
+ * The NMI is shared with perf: ipt claims it only for bit 55, acks bit
+ * 55 alone (write-1-to-clear) and leaves perf's bits; with those pending
+ * it leaves the LVT masked for perf, which unmasks after resetting them.
+ */
+static void pmi_shared_with_perf(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	/* perf's counter overflow alone: not ipt's, nothing written. */
+	fake_gs = BIT_ULL(0);
+	KUNIT_EXPECT_FALSE(test, armed_nmi(&f->t));
+	KUNIT_EXPECT_EQ(test, ovf_acks, 0u);
+	KUNIT_EXPECT_EQ(test, unmasks, 0u);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 0LL);
+
+	/* Both: bit 55 taken and acked alone; the LVT left to perf. */
+	fake_gs = BIT_ULL(0) | BIT_ULL(32) | GLOBAL_STATUS_TRACE_TOPAPMI;
+	KUNIT_EXPECT_TRUE(test, armed_nmi(&f->t));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
+	KUNIT_EXPECT_EQ(test, ovf_acks, 1u);
+	KUNIT_EXPECT_EQ(test, ovf_last, GLOBAL_STATUS_TRACE_TOPAPMI);
+	KUNIT_EXPECT_EQ(test, fake_gs, BIT_ULL(0) | BIT_ULL(32));
+	KUNIT_EXPECT_EQ(test, unmasks, 0u);
+
+	/* Bit 55 alone: taken and the LVT re-armed by ipt. */
+	fake_gs = GLOBAL_STATUS_TRACE_TOPAPMI;
+	KUNIT_EXPECT_TRUE(test, armed_nmi(&f->t));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 2LL);
+	KUNIT_EXPECT_EQ(test, fake_gs, 0ULL);
+	KUNIT_EXPECT_EQ(test, unmasks, 1u);
+}
+
+/* Not counting for a trace on this CPU: no MSR is touched at all. */
+static void pmi_unarmed_touches_nothing(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	fake_gs = GLOBAL_STATUS_TRACE_TOPAPMI;
+	KUNIT_EXPECT_FALSE(test, nmi());
+	KUNIT_EXPECT_EQ(test, gs_reads, 0u);
+	KUNIT_EXPECT_EQ(test, ovf_acks, 0u);
+	KUNIT_EXPECT_EQ(test, unmasks, 0u);
+	KUNIT_EXPECT_EQ(test, fake_gs, GLOBAL_STATUS_TRACE_TOPAPMI);
+}
+
+/* A second ToPA PMI raised just after the ack is taken in the same NMI. */
+static void pmi_raised_again(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	fake_gs = GLOBAL_STATUS_TRACE_TOPAPMI;
+	reraise_on_ack = true;
+	KUNIT_EXPECT_TRUE(test, armed_nmi(&f->t));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 2LL);
+	KUNIT_EXPECT_EQ(test, ovf_acks, 2u);
+	KUNIT_EXPECT_EQ(test, fake_gs, 0ULL);
+	KUNIT_EXPECT_EQ(test, unmasks, 1u);
 }
 
 static struct kunit_case pmi_cases[] = {
@@ -305,6 +437,9 @@ static struct kunit_case pmi_cases[] = {
 	KUNIT_CASE(pmi_settle_none),
 	KUNIT_CASE(pmi_settle_pending),
 	KUNIT_CASE(pmi_settle_arriving),
+	KUNIT_CASE(pmi_shared_with_perf),
+	KUNIT_CASE(pmi_unarmed_touches_nothing),
+	KUNIT_CASE(pmi_raised_again),
 	{}
 };
 

@@ -101,12 +101,21 @@ static int fake_xrstors(const void *area)
 	return fail_xrstors ? -EIO : 0;
 }
 
+/* The LVT re-arm that settling a pending PMI does. */
+static unsigned int lvt_unmasks;
+
+static void fake_pmi_unmask(void)
+{
+	lvt_unmasks++;
+}
+
 static const struct ipt_hw_ops fake_ops = {
 	.name = "kunit",
 	.read_msr = fake_rd,
 	.write_msr = fake_wr,
 	.xsaves = fake_xsaves,
 	.xrstors = fake_xrstors,
+	.pmi_unmask = fake_pmi_unmask,
 };
 
 #define CTL	(RTIT_CTL_TOPA | RTIT_CTL_USR | RTIT_CTL_BRANCH_EN)
@@ -148,6 +157,7 @@ static int thread_test_init(struct kunit *test)
 	regs_mask = IPT_RTIT_MASK_LOW | (5ULL << 7) | (0x10ULL << 32);
 	regs_status = 0x20ULL << 32;
 	regs_gs = 0;
+	lvt_unmasks = 0;
 	test->priv = f;
 	return 0;
 }
@@ -271,7 +281,10 @@ static void msr_unload_order(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->t.th.switches, 2ULL);
 }
 
-/* A ToPA PMI still pending at switch-out is this thread's: counted, acked. */
+/*
+ * A ToPA PMI still pending at switch-out is this thread's: counted, acked,
+ * and the LVT re-armed (it may be pending because the LVT was masked).
+ */
 static void unload_settles_pending_pmi(struct kunit *test)
 {
 	struct fixture *f = test->priv;
@@ -287,11 +300,21 @@ static void unload_settles_pending_pmi(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, regs_gs, 0ULL);
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
 	KUNIT_EXPECT_EQ(test, f->t.pmis_at_stop, 1ULL);
+	KUNIT_EXPECT_EQ(test, lvt_unmasks, 1u);
 
 	/* Settled: the next switch-out finds nothing more. */
 	KUNIT_ASSERT_TRUE(test, load(&f->t));
 	unload(&f->t);
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 1LL);
+	KUNIT_EXPECT_EQ(test, lvt_unmasks, 1u);
+
+	/* A bit of perf's pending too: the LVT is left for perf to re-arm. */
+	KUNIT_ASSERT_TRUE(test, load(&f->t));
+	regs_gs = GLOBAL_STATUS_TRACE_TOPAPMI | BIT_ULL(0);
+	unload(&f->t);
+	KUNIT_EXPECT_EQ(test, regs_gs, BIT_ULL(0));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 2LL);
+	KUNIT_EXPECT_EQ(test, lvt_unmasks, 1u);
 }
 
 /* A unit someone else enabled: the first write faults, nothing else runs. */

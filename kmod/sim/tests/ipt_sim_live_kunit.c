@@ -26,10 +26,19 @@
 /* Completed by the PMI handler. */
 static DECLARE_COMPLETION(live_done);
 
-/* Context: the ToPA PMI handler (hard interrupt context). */
-static void live_pmi(void)
+/*
+ * Context: the ToPA PMI handler (hard interrupt context).  It does what a
+ * handler must: acknowledge bit 55 and re-arm the LVT.
+ */
+static bool live_pmi(void)
 {
+	const struct ipt_hw_ops *ops = ipt_sim_live_ops();
+
+	ops->write_msr(MSR_CORE_PERF_GLOBAL_OVF_CTRL,
+		       GLOBAL_STATUS_TRACE_TOPAPMI);
+	ops->pmi_unmask();
 	complete(&live_done);
+	return true;
 }
 
 static int live_wrmsr(const struct ipt_hw_ops *ops, u32 msr, u64 val)
@@ -57,7 +66,7 @@ static u64 live_rdmsr(struct kunit *test, const struct ipt_hw_ops *ops, u32 msr)
 /*
  * Trace on this CPU through the registered operations into a two-region
  * ring whose second region has INT; the output timer fills it and the
- * PMI reaches the handler on this CPU, acknowledged by the backend.
+ * PMI reaches the handler on this CPU, which acknowledges it.
  */
 static void live_timer_pmi(struct kunit *test)
 {
@@ -78,7 +87,7 @@ static void live_timer_pmi(struct kunit *test)
 	table[1] = topa_entry(pa1, 0, IPT_TOPA_INT);
 	table[2] = topa_entry(tpa, 0, IPT_TOPA_END);
 	reinit_completion(&live_done);
-	if (ops->pmi_request(live_pmi))
+	if (ops->pmi_request(live_pmi, IPT_PMI_FIRST))
 		kunit_skip(test, "a PMI handler is installed already");
 
 	rate = ipt_sim_live_rate(LIVE_RATE);
