@@ -727,37 +727,103 @@ static struct ival *expected_cover(struct run *r, size_t *n)
 	return v;
 }
 
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+struct drc_mod {
+	unsigned int id, cont;
+	unsigned long long start, end, entry, off, pref;
+	char path[PATH_MAX];
+};
+
 static void test_drcov(struct run *r, const char *path)
 {
-	size_t len, nexp, n = 0, i, nmods = 0, nbb = 0;
-	char *s = slurp(path, &len), *p;
-	uint64_t bases[256] = { 0 };
+	size_t len, nexp, n = 0, i, nmods = 0, nbb = 0, dups = 0, bad = 0;
+	char *s = slurp(path, &len), *p = s, *nl;
 	struct ival *exp = expected_cover(r, &nexp), *got = NULL;
-	bool hdr, ok = true;
+	struct drc_mod *mods = NULL;
+	unsigned int ver = 0, tver = 0, cnt = 0;
+	char flavor[64] = "";
+	bool hdr = true, ok = true, elf_ok = false;
 
-	hdr = s && !strncmp(s, "DRCOV VERSION: 2\n", 17);
-	p = s ? strstr(s, "Module Table: version 2, count ") : NULL;
-	if (p) {
-		nmods = strtoul(p + 31, NULL, 10);
-		p = strstr(p, "\n") + 1;
-		p = strstr(p, "\n") + 1;	/* Columns: */
-		for (i = 0; i < nmods && i < 256; i++) {
-			unsigned long long b;
-
-			if (sscanf(p, "%*u, %llx,", &b) != 1)
-				hdr = false;
-			bases[i] = b;
-			p = strstr(p, "\n") + 1;
-		}
-		if (sscanf(p, "BB Table: %zu bbs\n", &nbb) != 1)
-			hdr = false;
-		p = strstr(p, "\n") + 1;
-	} else {
+#define NEXT_LINE() do { nl = p ? strchr(p, '\n') : NULL; p = nl ? nl + 1 : NULL; } while (0)
+	if (!p || sscanf(p, "DRCOV VERSION: %u\n", &ver) != 1 || ver != 3)
 		hdr = false;
+	NEXT_LINE();
+	if (!p || sscanf(p, "DRCOV FLAVOR: %63[^\n\r]\n", flavor) != 1 || strcmp(flavor, "drcov-64"))
+		hdr = false;
+	NEXT_LINE();
+	if (!p || sscanf(p, "Module Table: version %u, count %u\n", &tver, &cnt) != 2 || tver != 5)
+		hdr = false;
+	NEXT_LINE();
+	if (!p || strncmp(p, "Columns: id, containing_id, start, end, entry, offset, preferred_base, "
+			  "path\n", 72))
+		hdr = false;
+	NEXT_LINE();
+	mods = calloc(cnt + 1, sizeof(*mods));
+	for (i = 0; hdr && p && i < cnt; i++) {
+		struct drc_mod *m = &mods[i];
+		int used = 0;
+
+		if (sscanf(p, "%u, %u, 0x%llx, 0x%llx, 0x%llx, %llx, 0x%llx, %n", &m->id, &m->cont,
+			   &m->start, &m->end, &m->entry, &m->off, &m->pref, &used) != 7 || !used ||
+		    m->id != i || m->cont > i || m->end <= m->start ||
+		    sscanf(p + used, " %4095[^\n\r]", m->path) != 1 ||
+		    (m->cont != i && strcmp(mods[m->cont].path, m->path)))
+			hdr = false;
+		NEXT_LINE();
+		nmods++;
 	}
+	if (!p || sscanf(p, "BB Table: %zu bbs\n", &nbb) != 1)
+		hdr = false;
+	NEXT_LINE();
+#undef NEXT_LINE
 	CHECK(hdr && p && (size_t)(s + len - p) == nbb * 8,
-	      "%s: --drcov has a version 2 header, %zu modules and %zu 8-byte bb entries", r->name,
-	      nmods, nbb);
+	      "%s: --drcov as drcov2lcov reads it: DRCOV VERSION 3, FLAVOR drcov-64, module table "
+	      "version 5 with Linux columns (%zu entries), %zu 8-byte bb entries to the end",
+	      r->name, nmods, nbb);
+	/* the program's ELF: one entry per PT_LOAD, in address order */
+	{
+		int fd = open(r->elf, O_RDONLY);
+		Elf *e;
+		size_t np = 0, k, j = 0;
+
+		elf_version(EV_CURRENT);
+		e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+		for (i = 0; hdr && e && i < nmods; i++) {
+			if (mods[i].cont != i || strcmp(mods[i].path, r->elf))
+				continue;
+			elf_ok = !elf_getphdrnum(e, &np);
+			for (k = 0, j = i; elf_ok && k < np; k++) {
+				GElf_Phdr ph;
+				uint64_t vs, ve;
+
+				if (!gelf_getphdr(e, (int)k, &ph) || ph.p_type != PT_LOAD)
+					continue;
+				vs = ph.p_vaddr & ~0xfffULL;
+				ve = (ph.p_vaddr + ph.p_memsz + 0xfff) & ~0xfffULL;
+				if (j >= nmods || mods[j].cont != i || mods[j].off != ph.p_offset ||
+				    mods[j].end - mods[j].start != ve - vs ||
+				    mods[j].start - mods[i].start != vs - (mods[i].pref & ~0xfffULL) ||
+				    mods[j].pref != vs)
+					elf_ok = false;
+				j++;
+			}
+			if (j < nmods && mods[j].cont == i && j != i)
+				elf_ok = false;	/* more entries than segments */
+			break;
+		}
+		if (e)
+			elf_end(e);
+		if (fd >= 0)
+			close(fd);
+	}
+	CHECK(elf_ok, "%s: drcov lists %s once, an entry per PT_LOAD segment (start/end "
+	      "page-aligned, offset, preferred base)", r->name, r->elf);
 	if (hdr && p && (size_t)(s + len - p) == nbb * 8) {
 		got = malloc((nbb + 1) * sizeof(*got));
 		for (i = 0; i < nbb; i++) {
@@ -766,15 +832,27 @@ static void test_drcov(struct run *r, const char *path)
 					 (uint32_t)e[3] << 24;
 			uint16_t size = (uint16_t)(e[4] | e[5] << 8), mod = (uint16_t)(e[6] | e[7] << 8);
 
-			if (mod >= nmods || mod >= 256) {
-				ok = false;
+			if (mod >= nmods || (uint64_t)start + size > mods[mod].end - mods[mod].start ||
+			    !size) {
+				bad++;
 				continue;
 			}
-			got[n].a = bases[mod] + start;
-			got[n++].b = bases[mod] + start + size;
+			got[n].a = mods[mod].start + start;
+			got[n++].b = mods[mod].start + start + size;
+		}
+		{
+			/* an entry twice: the same 8 bytes */
+			uint64_t *keys = malloc((nbb + 1) * sizeof(*keys));
+
+			for (i = 0; i < nbb; i++)
+				memcpy(&keys[i], p + 8 * i, 8);
+			qsort(keys, nbb, sizeof(*keys), cmp_u64);
+			for (i = 0; i + 1 < nbb; i++)
+				dups += keys[i] == keys[i + 1];
+			free(keys);
 		}
 		n = merge(got, n);
-		if (n != nexp)
+		if (n != nexp || bad)
 			ok = false;
 		for (i = 0; ok && i < n; i++)
 			if (got[i].a != exp[i].a || got[i].b != exp[i].b)
@@ -782,8 +860,10 @@ static void test_drcov(struct run *r, const char *path)
 	} else {
 		ok = false;
 	}
-	CHECK(ok, "%s: drcov blocks cover exactly the bytes of the executed instructions "
-	      "(%zu ranges expected, %zu found)", r->name, nexp, n);
+	CHECK(ok && !dups, "%s: drcov blocks cover exactly the bytes of the executed instructions "
+	      "(%zu ranges expected, %zu found; %zu outside their segment; %zu duplicate entries)",
+	      r->name, nexp, n, bad, dups);
+	free(mods);
 	free(got);
 	free(exp);
 	free(s);
