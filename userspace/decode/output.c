@@ -331,6 +331,16 @@ struct dec_render {
 	int pending;			/* 1 call, 2 return from the block before */
 	unsigned int depth;		/* --calls indentation */
 	const char *stack[MAX_STACK];	/* folded: frame names */
+	/* perfetto: the open spans, so that each "E" repeats its "B"'s name and args */
+	struct pspan {
+		const char *name;	/* the function, or NULL: named by @mod + offset */
+		const struct dec_module *mod;
+		uint64_t ip;		/* the callee's address */
+	} *pspans;
+	size_t pspans_cap;
+	long ppid;			/* the track's process id (0: unknown) */
+	long *ppids;			/* processes named so far ("process_name") */
+	size_t nr_ppids;
 	unsigned int sdepth;		/* folded / perfetto depth (may exceed MAX_STACK) */
 	struct dec_prof prof;		/* --profile (its own c, pid, time, sc unused) */
 	struct sym_cache sc;		/* the last instruction's function */
@@ -352,6 +362,8 @@ struct dec_render {
 	uint64_t ns0;			/* c->t0 in ns */
 	uint64_t prev_tsc;		/* the time of the block before (0: unknown) */
 	uint64_t ev_tsc;		/* the newest time given to a Perfetto event */
+	uint64_t ev_ps;			/* its time in ps, after the 1 ps steps (below) */
+	bool have_ev_ps;
 	long shown_pid;			/* --insn: the last [process PID] (-1: none) */
 	/* --folded-time: the time after the block before (0: none since tracing resumed) */
 	bool fold_time;
@@ -418,29 +430,78 @@ static const char *time_col(struct dec_render *r, uint64_t tsc, char *buf, size_
  * trace is timed and the TSC's frequency known, else at the instruction
  * count.
  */
-static void perfetto_ev(struct dec_render *r, char ph, const char *name)
+static void perfetto_ev(struct dec_render *r, char ph, const struct pspan *sp)
 {
 	FILE *f = r->o->f[OUT_PERFETTO];
-	uint64_t ns;
+	uint64_t ns, ps;
 
-	fprintf(f, "%s{\"ph\":\"%c\",\"pid\":1,\"tid\":%u,\"ts\":", r->perfetto_first ? "" : ",\n",
-		ph, r->tid);
+	fprintf(f, "%s{\"ph\":\"%c\",\"pid\":%ld,\"tid\":%u,\"ts\":",
+		r->perfetto_first ? "" : ",\n", ph, r->ppid, r->tid);
 	if (r->time_ok) {
 		if (r->prev_tsc > r->ev_tsc)
 			r->ev_tsc = r->prev_tsc;
 		if (!r->ev_tsc || !dec_tsc_ns(r->c, r->ev_tsc, &ns) || ns < r->ns0)
 			ns = r->ns0;
 		ns -= r->ns0;
-		fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned int)(ns % 1000));
+		/*
+		 * Strictly later than the track's event before, by 1 ps when
+		 * the time is the same: speedscope pairs a "B" and an "E" of
+		 * one name at one time as a zero-length span (trace-event.ts
+		 * selectQueueToTakeFromNext), which is wrong for a return from
+		 * f followed by the next call to f within one TSC step.
+		 */
+		ps = ns * 1000;
+		if (r->have_ev_ps && ps <= r->ev_ps)
+			ps = r->ev_ps + 1;
+		r->ev_ps = ps;
+		r->have_ev_ps = true;
+		fprintf(f, "%" PRIu64 ".%06" PRIu64, ps / 1000000, ps % 1000000);
 	} else {
 		fprintf(f, "%" PRIu64, r->idx);
 	}
 	r->perfetto_first = false;
-	if (name) {
-		fprintf(f, ",\"name\":");
-		json_str(f, name);
+	fprintf(f, ",\"name\":");
+	if (sp->name) {
+		json_str(f, sp->name);
+	} else {
+		/* no symbol: DSO+offset (as --insn shows it), the address in args */
+		char buf[320];
+
+		if (sp->mod)
+			snprintf(buf, sizeof(buf), "%s+%#" PRIx64, sp->mod->name, sp->ip - sp->mod->bias);
+		else
+			snprintf(buf, sizeof(buf), "%#" PRIx64, sp->ip);
+		json_str(f, buf);
+		fprintf(f, ",\"args\":{\"addr\":\"%#" PRIx64 "\"}", sp->ip);
 	}
 	fprintf(f, "}");
+}
+
+/* Open a span for a call to @ip (at depth r->depth, already counted). */
+static void perfetto_begin(struct dec_render *r, uint64_t ip)
+{
+	struct pspan *sp;
+
+	if (r->depth > r->pspans_cap) {
+		r->pspans_cap = r->depth * 2;
+		r->pspans = realloc(r->pspans, r->pspans_cap * sizeof(*r->pspans));
+		if (!r->pspans) {
+			fprintf(stderr, "ipttool: out of memory\n");
+			exit(2);
+		}
+	}
+	sp = &r->pspans[r->depth - 1];
+	lookup(r, ip);
+	sp->name = r->sc.sym ? r->sc.sym->name : NULL;
+	sp->mod = r->sc.mod;
+	sp->ip = ip;
+	perfetto_ev(r, 'B', sp);
+}
+
+/* Close the innermost span (r->depth already lowered): "E" with the same name and args. */
+static void perfetto_end(struct dec_render *r)
+{
+	perfetto_ev(r, 'E', &r->pspans[r->depth]);
 }
 
 static void folded_flush(struct dec_render *r)
@@ -631,12 +692,12 @@ static void on_block_start(struct dec_render *r, const struct dec_item *b)
 		}
 		r->depth++;
 		if (o->f[OUT_PERFETTO])
-			perfetto_ev(r, 'B', frame_name(r, b->ip));
+			perfetto_begin(r, b->ip);
 	} else if (r->pending == 2) {
 		if (r->depth) {
 			r->depth--;
 			if (o->f[OUT_PERFETTO])
-				perfetto_ev(r, 'E', NULL);
+				perfetto_end(r);
 		}
 		if (o->f[OUT_CALLS]) {
 			fprintf(o->f[OUT_CALLS], "%10" PRIu64 " ", r->idx);
@@ -825,7 +886,7 @@ void dec_render_trace_end(struct dec_render *r)
 	if (o->f[OUT_PERFETTO])
 		while (r->depth) {
 			r->depth--;
-			perfetto_ev(r, 'E', NULL);
+			perfetto_end(r);
 		}
 }
 
@@ -1146,8 +1207,25 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	if (o->f[OUT_FOLDED] && o->folded_time && !c->timed)
 		fprintf(stderr, "ipttool: decode: --folded-time: the trace has no TSC packets "
 			"(record with --tsc): --folded counts instructions\n");
-	if (o->f[OUT_PERFETTO])
-		fprintf(o->f[OUT_PERFETTO], "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+	if (o->f[OUT_PERFETTO]) {
+		/*
+		 * What "ts" is, in the trace-event format's free-form
+		 * "otherData" (chrome://tracing) and in "metadata" (Perfetto
+		 * keeps it as json_metadata.*): an untimed trace's "ts" are
+		 * instruction numbers, shown as microseconds.
+		 */
+		char meta[512];
+
+		snprintf(meta, sizeof(meta), "{\"generator\":\"ipttool decode\",\"ts_unit\":\"%s\","
+			 "\"ts_note\":\"%s\"}", r->time_ok ? "microseconds" : "instructions",
+			 r->time_ok ? "ts: microseconds since the first TSC of the decode" :
+			 c->timed ? "untimed: the TSC frequency is unknown; ts is the instruction "
+				    "number of each trace, shown as microseconds, not a time" :
+			 "untimed: the trace has no TSC packets; ts is the instruction number of "
+			 "each trace, shown as microseconds, not a time");
+		fprintf(o->f[OUT_PERFETTO], "{\"displayTimeUnit\":\"ns\",\"otherData\":%s,"
+			"\"metadata\":%s,\"traceEvents\":[\n", meta, meta);
+	}
 	return r;
 }
 
@@ -1170,21 +1248,60 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->pending = 0;
 	r->have_prev = false;
 	r->prev_tsc = r->ev_tsc = r->fold_last = 0;
+	r->ev_ps = 0;
+	r->have_ev_ps = false;
 	r->shown_pid = res->trace->pid > 0 ? res->trace->pid : -1;
 	r->run_leaf = NULL;
 	r->run_count = 0;
 	fstack_rebuild(r);
 	if (o->f[OUT_PERFETTO]) {
-		char name[64];
+		FILE *f = o->f[OUT_PERFETTO];
+		const char *comm;
+		char name[128];
+		size_t k;
 
-		if (res->trace->tid > 0)
-			snprintf(name, sizeof(name), "thread %ld", res->trace->tid);
-		else
+		/*
+		 * The track's process: the trace's own (per thread), else the
+		 * one process the decode is about (--pid, the capture's
+		 * program); 0 when unknown (raw traces, per-CPU switching).
+		 */
+		r->ppid = res->trace->pid > 0 ? res->trace->pid :
+			  r->c->in->pid > 0 ? r->c->in->pid :
+			  !r->c->in->nr_sched && r->c->in->program_pid > 0 ? r->c->in->program_pid : 0;
+		for (k = 0; k < r->nr_ppids && r->ppids[k] != r->ppid; k++)
+			;
+		if (k == r->nr_ppids) {
+			r->ppids = realloc(r->ppids, (r->nr_ppids + 1) * sizeof(*r->ppids));
+			if (!r->ppids)
+				exit(2);
+			r->ppids[r->nr_ppids++] = r->ppid;
+			comm = r->ppid > 0 ? dec_input_comm(r->c->in, r->ppid, 0) : NULL;
+			if (comm)
+				snprintf(name, sizeof(name), "%s", comm);
+			else if (r->ppid > 0)
+				snprintf(name, sizeof(name), "process %ld", r->ppid);
+			else
+				snprintf(name, sizeof(name), "unknown process");
+			fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%ld,\"tid\":%u,"
+				"\"args\":{\"name\":", r->perfetto_first ? "" : ",\n", r->ppid, r->tid);
+			json_str(f, name);
+			fprintf(f, "}}");
+			r->perfetto_first = false;
+		}
+		if (res->trace->tid > 0) {
+			comm = dec_input_comm(r->c->in, res->trace->pid, res->trace->tid);
+			if (comm)
+				snprintf(name, sizeof(name), "%s (thread %ld)", comm, res->trace->tid);
+			else
+				snprintf(name, sizeof(name), "thread %ld", res->trace->tid);
+		} else {
 			snprintf(name, sizeof(name), res->trace->cpu >= 0 ? "cpu%d" : "trace%d",
 				 res->trace->cpu >= 0 ? res->trace->cpu : (int)i);
-		fprintf(o->f[OUT_PERFETTO], "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,"
-			"\"tid\":%u,\"args\":{\"name\":\"%s\"}}", r->perfetto_first ? "" : ",\n",
-			r->tid, name);
+		}
+		fprintf(f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,\"tid\":%u,"
+			"\"args\":{\"name\":", r->perfetto_first ? "" : ",\n", r->ppid, r->tid);
+		json_str(f, name);
+		fprintf(f, "}}");
 		r->perfetto_first = false;
 	}
 	if (o->f[OUT_INSN] && r->c->nr_res > 1)
@@ -1231,6 +1348,8 @@ void dec_render_end(struct dec_render *r)
 	free(r->edges.t);
 	free(r->folded.t);
 	free(r->fstack);
+	free(r->pspans);
+	free(r->ppids);
 	free(r);
 }
 

@@ -638,13 +638,93 @@ static void test_folded(struct run *r, const char *out)
 	free(s);
 }
 
+/*
+ * Import the Chrome trace-event JSON @path with speedscope's own importer
+ * (tools/testing/speedscope/import-trace.mjs runs the npm package's code
+ * under node): it must warn about nothing (speedscope warns for every "E"
+ * it drops or that does not match the frame on top of its stack, and for
+ * every frame left open), give @ntracks profiles, each with exactly the
+ * spans the file has (by name and args, in order), and name a profile
+ * with each of @names (process and thread names).  Skipped, saying why,
+ * only when node or speedscope is not installed (scripts/setup installs
+ * them).
+ */
+static void test_speedscope(const char *label, const char *path, size_t ntracks,
+			    const char *const *names)
+{
+	char out[PATH_MAX + 16], *s;
+	struct json_object *o, *v, *profs = NULL;
+	size_t len, i, np = 0, spans = 0;
+	bool ok = true;
+	int st;
+
+	if (sh("command -v node >/dev/null 2>&1")) {
+		SKIP("%s: speedscope's importer: node is not installed (run scripts/setup)", label);
+		return;
+	}
+	snprintf(out, sizeof(out), "%s.speedscope", path);
+	st = sh("node %s/tools/testing/speedscope/import-trace.mjs %s >%s 2>&1", IPT_SRCDIR, path,
+		out);
+	s = slurp(out, &len);
+	o = s ? json_tokener_parse(s) : NULL;
+	if (st == 77) {
+		SKIP("%s: speedscope's importer: %s", label,
+		     o && json_object_object_get_ex(o, "skip", &v) ? json_object_get_string(v) :
+		     "not installed");
+		json_object_put(o);
+		free(s);
+		return;
+	}
+	if (st || !o || !json_object_object_get_ex(o, "nwarnings", &v) || json_object_get_int(v) ||
+	    !json_object_object_get_ex(o, "profiles", &profs))
+		ok = false;
+	np = profs ? json_object_array_length(profs) : 0;
+	for (i = 0; i < np; i++) {
+		struct json_object *p = json_object_array_get_idx(profs, i), *c, *e, *m;
+
+		if (!json_object_object_get_ex(p, "calls", &c) ||
+		    !json_object_object_get_ex(p, "expected", &e) ||
+		    !json_object_object_get_ex(p, "first_mismatch", &m) ||
+		    json_object_get_int64(c) != json_object_get_int64(e) || !json_object_get_int64(e) ||
+		    json_object_get_int(m) != -1)
+			ok = false;
+		spans += (size_t)json_object_get_int64(c);
+	}
+	for (i = 0; names && names[i]; i++)
+		if (!strstr(s, names[i]))
+			ok = false;
+	CHECK(ok && np == ntracks, "%s: speedscope's own importer takes the Perfetto JSON without a "
+	      "warning: %zu profiles (%zu expected), %zu spans, every one closed and named as in the "
+	      "file, with the process and thread names", label, np, ntracks, spans);
+	if (!ok)
+		printf("# speedscope: %.600s\n", s ? s : "(no output)");
+	json_object_put(o);
+	free(s);
+}
+
+/* The "otherData" and "metadata" of trace-event JSON @o say what "ts" is: @unit. */
+static bool perfetto_unit(struct json_object *o, const char *unit)
+{
+	const char *keys[] = { "otherData", "metadata" };
+	struct json_object *m, *u;
+	size_t i;
+
+	for (i = 0; i < 2; i++)
+		if (!json_object_object_get_ex(o, keys[i], &m) ||
+		    !json_object_object_get_ex(m, "ts_unit", &u) ||
+		    strcmp(json_object_get_string(u), unit))
+			return false;
+	return true;
+}
+
 static void test_perfetto(struct run *r, const char *path)
 {
 	struct json_object *o = json_object_from_file(path), *evs = NULL;
-	size_t i, n, calls = 0, begins = 0;
+	size_t i, n, calls = 0, begins = 0, noname = 0;
 	int64_t last_ts = -1;
 	unsigned int open = 0;
-	bool nested = true, order = true, named = true;
+	bool nested = true, order = true, named = true, ends = true, pids = true, pname = false;
+	struct json_object *stack[4096];
 
 	for (i = 0; i < r->n; i++)
 		calls += r->kind[i] == 1 && i + 1 < r->n;
@@ -663,28 +743,65 @@ static void test_perfetto(struct run *r, const char *path)
 		if (!json_object_object_get_ex(e, "ph", &ph))
 			continue;
 		k = json_object_get_string(ph);
-		if (!strcmp(k, "M"))
+		if (!strcmp(k, "M")) {
+			if (json_object_object_get_ex(e, "name", &nm) &&
+			    !strcmp(json_object_get_string(nm), "process_name"))
+				pname = true;
 			continue;
+		}
 		json_object_object_get_ex(e, "ts", &ts);
 		if (json_object_get_int64(ts) < last_ts)
 			order = false;
 		last_ts = json_object_get_int64(ts);
+		if (!json_object_object_get_ex(e, "pid", &nm) || json_object_get_int64(nm) == 1)
+			pids = false;	/* ptgen: no process id known, never a made-up 1 */
 		if (!strcmp(k, "B")) {
+			struct json_object *args, *addr;
+
+			if (open < 4096)
+				stack[open] = e;
 			open++;
 			begins++;
 			if (!json_object_object_get_ex(e, "name", &nm) || !*json_object_get_string(nm))
 				named = false;
+			/* no symbol: "dso+0xOFFSET" or "0xADDRESS", the address in args */
+			if (json_object_object_get_ex(e, "args", &args)) {
+				const char *nms = json_object_get_string(nm);
+
+				noname++;
+				if (!json_object_object_get_ex(args, "addr", &addr) ||
+				    strncmp(json_object_get_string(addr), "0x", 2) ||
+				    (!strstr(nms, "+0x") && strncmp(nms, "0x", 2)))
+					named = false;
+			}
 		} else if (!strcmp(k, "E")) {
-			if (!open)
+			if (!open) {
 				nested = false;
-			else
-				open--;
+			} else if (--open < 4096) {
+				/* an "E" repeats its "B"'s name and args (speedscope matches by them) */
+				struct json_object *b = stack[open], *bn, *en, *ba = NULL, *ea = NULL;
+
+				if (!json_object_object_get_ex(e, "name", &en) ||
+				    !json_object_object_get_ex(b, "name", &bn) ||
+				    strcmp(json_object_get_string(en), json_object_get_string(bn)))
+					ends = false;
+				json_object_object_get_ex(e, "args", &ea);
+				json_object_object_get_ex(b, "args", &ba);
+				if (!ea != !ba || (ea && strcmp(json_object_to_json_string(ea),
+								json_object_to_json_string(ba))))
+					ends = false;
+			}
 		}
 	}
 	CHECK(nested && open == 0 && order && named && begins == calls,
-	      "%s: Perfetto spans nest (every E closes an open B, all closed, time ordered, named), "
-	      "one per call (%zu B events, %zu calls)", r->name, begins, calls);
+	      "%s: Perfetto spans nest (every E closes an open B, all closed, time ordered, named; "
+	      "%zu without a symbol named dso+offset with the address in args), one per call "
+	      "(%zu B events, %zu calls)", r->name, noname, begins, calls);
+	CHECK(ends && pids && pname && perfetto_unit(o, "instructions"),
+	      "%s: Perfetto: every E has its B's name and args, a process_name, no made-up pid 1, and "
+	      "otherData/metadata say ts is in instructions", r->name);
 	json_object_put(o);
+	test_speedscope(r->name, path, 1, NULL);
 }
 
 struct ival {
@@ -727,6 +844,31 @@ static struct ival *expected_cover(struct run *r, size_t *n)
 	return v;
 }
 
+/*
+ * drcov, read by the rules of DynamoRIO's own reader, drcov2lcov (DynamoRIO
+ * 05e3165, clients/drcov/postprocess/drcov2lcov.cpp: read_file_header()
+ * lines 880-921, read_module_list() 776-852 through drcovlib's
+ * drmodtrack_offline_read() in ext/drcovlib/modules.c lines 689-760,
+ * read_drcov_file() 970-1008, read_bb_list() 855-878,
+ * module_table_bb_add() 672-690):
+ * - "DRCOV VERSION: %u" must be 3, DRCOV_VERSION (2 only with a warning
+ *   that segments after the first are lost); "DRCOV FLAVOR: %s" must equal
+ *   "drcov-64" on Linux x86-64 (strcmp, else "Fatal file mismatch");
+ * - "Module Table: version %u, count %u" with version <= 5, then a
+ *   Columns line, skipped; per entry "%u, %u, 0x%x, 0x%x, 0x%x, " (id,
+ *   containing_id, start, end, entry; id must be the entry's index), then
+ *   for version 4 and up the offset ("%x, "), for 5 the preferred base
+ *   ("0x%x, "), then the path after blanks; a segment's containing entry
+ *   comes first (containing_index <= i);
+ * - "BB Table: %u bbs", then that many 8-byte entries (u32 start, u16
+ *   size, u16 module id); an entry of an unknown id (>= count) is dropped,
+ *   one past its segment's size refused; its address is its segment's
+ *   start + start.
+ * Here too: nothing outside those rules, no entry twice (DynamoRIO writes
+ * a block once per thread), the program's own ELF with one entry per
+ * PT_LOAD segment (page-aligned start/end, p_offset), and the blocks
+ * covering exactly the executed bytes.
+ */
 static int cmp_u64(const void *x, const void *y)
 {
 	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
@@ -2017,6 +2159,21 @@ static void test_per_thread(struct run *a, struct run *b)
 	      file_contains(F(a, "ptj"), "thread 200") && file_contains(F(a, "pt"), "\"pid\":200"),
 	      "per-thread capture: one Perfetto track per thread (tid 100, 200), the summary gives "
 	      "each trace's tid and pid");
+	CHECK(file_contains(F(a, "ptj"), "\"name\":\"process_name\",\"pid\":100,\"tid\":100,"
+			    "\"args\":{\"name\":\"a\"}") &&
+	      file_contains(F(a, "ptj"), "\"name\":\"process_name\",\"pid\":200,\"tid\":200,"
+			    "\"args\":{\"name\":\"b\"}") &&
+	      file_contains(F(a, "ptj"), "\"name\":\"thread_name\",\"pid\":200,\"tid\":200,"
+			    "\"args\":{\"name\":\"b (thread 200)\"}") &&
+	      file_contains(F(a, "ptj"), "{\"ph\":\"B\",\"pid\":200,\"tid\":200,"),
+	      "per-thread capture: Perfetto events carry each thread's real pid, with process_name "
+	      "and thread_name from the sideband's comm records");
+	{
+		static const char *const names[] = { "a (pid 100), a (thread 100) (tid 100)",
+						     "b (pid 200), b (thread 200) (tid 200)", NULL };
+
+		test_speedscope("per-thread capture", F(a, "ptj"), 2, names);
+	}
 }
 
 /*
@@ -2134,7 +2291,10 @@ static void test_timed(struct run *r)
 	CHECK(ev && mono && nest && depth == 0 && same && nb == calls,
 	      "%s: Perfetto timeline in time: %zu spans begin at their call's --calls time, "
 	      "never going back, properly nested", r->name, nb);
+	CHECK(o && perfetto_unit(o, "microseconds"),
+	      "%s: Perfetto: otherData/metadata say ts is in microseconds", r->name);
 	json_object_put(o);
+	test_speedscope(r->name, F(r, "t.json"), 1, NULL);
 	free(call_ns);
 	free(win);
 
