@@ -112,7 +112,7 @@ struct dec_input {
 	bool timed_maps;
 	bool per_thread;	/* a per-thread capture ("mode": "thread") */
 	long program_pid;	/* its "program.pid", or 0 */
-	struct dec_comm *comms;	/* thread names from the sideband (Perfetto) */
+	struct dec_comm *comms;	/* thread names from the sideband (Perfetto, --folded) */
 	size_t nr_comms;
 	char kind[16];		/* "pt", "ptgen" or "capture" */
 	int *fds;		/* open unlinked files that images name (/proc/self/fd/N) */

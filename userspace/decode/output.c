@@ -331,6 +331,8 @@ struct dec_render {
 	int pending;			/* 1 call, 2 return from the block before */
 	unsigned int depth;		/* --calls indentation */
 	const char *stack[MAX_STACK];	/* folded: frame names */
+	char root[96];			/* folded: the root frame, COMM-TID ("": none) */
+	bool root_by_process;		/* per-CPU, switched: the root is COMM-PID */
 	/* perfetto: the open spans, so that each "E" repeats its "B"'s name and args */
 	struct pspan {
 		const char *name;	/* the function, or NULL: named by @mod + offset */
@@ -527,7 +529,7 @@ static void folded_flush(struct dec_render *r)
 static void fstack_rebuild(struct dec_render *r)
 {
 	unsigned int i, n = r->sdepth < MAX_STACK ? r->sdepth : MAX_STACK;
-	size_t need = 1;
+	size_t need = strlen(r->root) + 2;
 
 	for (i = 0; i < n; i++)
 		need += strlen(r->stack[i]) + 1;
@@ -537,11 +539,12 @@ static void fstack_rebuild(struct dec_render *r)
 		if (!r->fstack)
 			exit(2);
 	}
-	r->fstack_len = 0;
+	r->fstack_len = strlen(r->root);
+	memcpy(r->fstack, r->root, r->fstack_len);
 	for (i = 0; i < n; i++) {
 		size_t l = strlen(r->stack[i]);
 
-		if (i)
+		if (r->fstack_len)
 			r->fstack[r->fstack_len++] = ';';
 		memcpy(r->fstack + r->fstack_len, r->stack[i], l);
 		r->fstack_len += l;
@@ -863,6 +866,18 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 					r->c->syms->cur_time = ns;
 				}
 				sym_cache_reset(&r->sc);
+				/* folded, per CPU: each process's stacks under its own root */
+				if (o->f[OUT_FOLDED] && r->root_by_process && it->code != r->shown_pid) {
+					const char *comm = dec_input_comm(r->c->in, it->code, 0);
+
+					folded_flush(r);
+					if (it->code > 0)
+						snprintf(r->root, sizeof(r->root), "%s-%d",
+							 comm ? comm : "[unknown]", it->code);
+					else
+						r->root[0] = 0;
+					fstack_rebuild(r);
+				}
 				/* each segment starts with one: shown when it changes */
 				if (o->f[OUT_INSN] && it->code != r->shown_pid)
 					fprintf(o->f[OUT_INSN], "[process %d]\n", it->code);
@@ -1253,6 +1268,15 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->shown_pid = res->trace->pid > 0 ? res->trace->pid : -1;
 	r->run_leaf = NULL;
 	r->run_count = 0;
+	/* folded: a thread's stacks under its own root, COMM-TID */
+	r->root[0] = 0;
+	r->root_by_process = res->trace->tid <= 0 && r->c->in->nr_sched;
+	if (res->trace->tid > 0) {
+		const char *comm = dec_input_comm(r->c->in, res->trace->pid, res->trace->tid);
+
+		snprintf(r->root, sizeof(r->root), "%s-%ld", comm ? comm : "[unknown]",
+			 res->trace->tid);
+	}
 	fstack_rebuild(r);
 	if (o->f[OUT_PERFETTO]) {
 		FILE *f = o->f[OUT_PERFETTO];

@@ -2059,6 +2059,61 @@ static void append_mmaps(FILE *out, struct run *r, long pid, uint64_t *t)
 }
 
 /*
+ * --folded of a capture of two threads: every stack starts with its
+ * thread's root frame, COMM-TID (the sideband's comm), so the threads do
+ * not merge; under each root, exactly the stacks of that thread's trace
+ * decoded alone (its run's --folded).
+ */
+static void test_folded_threads(const char *path, struct run *const runs[2], const long tids[2])
+{
+	size_t len, k, i, nroot[2] = { 0, 0 }, other = 0;
+	char *s = slurp(path, &len), *save = NULL, *line;
+	char *want[2] = { NULL, NULL }, *got[2] = { NULL, NULL };
+	size_t glen[2] = { 0, 0 };
+	bool ok = s != NULL;
+
+	for (k = 0; k < 2; k++) {
+		size_t wl;
+
+		want[k] = slurp(F(runs[k], "s.folded"), &wl);
+		got[k] = calloc(1, len + 1);
+		if (!want[k] || !got[k])
+			ok = false;
+	}
+	for (line = s ? strtok_r(s, "\n", &save) : NULL; ok && line; line = strtok_r(NULL, "\n", &save)) {
+		char root[64];
+
+		for (k = 0; k < 2; k++) {
+			snprintf(root, sizeof(root), "%s-%ld;", k ? "b" : "a", tids[k]);
+			if (!strncmp(line, root, strlen(root)))
+				break;
+		}
+		if (k == 2) {
+			other++;
+			continue;
+		}
+		nroot[k]++;
+		/* the rest, in the order --folded sorts it (by stack: the root is common) */
+		i = strlen(line + strlen(root));
+		memcpy(got[k] + glen[k], line + strlen(root), i);
+		glen[k] += i;
+		got[k][glen[k]++] = '\n';
+	}
+	for (k = 0; ok && k < 2; k++)
+		if (strcmp(got[k], want[k]))
+			ok = false;
+	CHECK(ok && !other && nroot[0] && nroot[1],
+	      "per-thread capture: --folded puts each thread under its own root frame a-%ld (%zu "
+	      "stacks) and b-%ld (%zu stacks), %zu stacks without one; under each, exactly that "
+	      "thread's stacks decoded alone", tids[0], nroot[0], tids[1], nroot[1], other);
+	for (k = 0; k < 2; k++) {
+		free(want[k]);
+		free(got[k]);
+	}
+	free(s);
+}
+
+/*
  * A per-thread capture ("mode": "thread") of two threads in two processes:
  * thread 100 ran @a (process 100), thread 200 (process 200, forked from 100,
  * then exec'd) ran @b.  Process 100 also maps other code where @b's code
@@ -2134,8 +2189,8 @@ static void test_per_thread(struct run *a, struct run *b)
 	append_mmaps(out, b, 200, &t);
 	fclose(out);
 
-	st = decode(F(a, "pt"), F(a, "ept"), "-j decode %s --insn=%s --perfetto %s", cap,
-		    F(a, "pti"), F(a, "ptj"));
+	st = decode(F(a, "pt"), F(a, "ept"), "-j decode %s --insn=%s --perfetto %s --folded=%s", cap,
+		    F(a, "pti"), F(a, "ptj"), F(a, "ptf"));
 	all = slurp(F(a, "pti"), &len);
 	/* split the --insn output at its "[trace FILE]" lines */
 	for (i = 0; all && i < 2; i++) {
@@ -2168,6 +2223,7 @@ static void test_per_thread(struct run *a, struct run *b)
 	      file_contains(F(a, "ptj"), "{\"ph\":\"B\",\"pid\":200,\"tid\":200,"),
 	      "per-thread capture: Perfetto events carry each thread's real pid, with process_name "
 	      "and thread_name from the sideband's comm records");
+	test_folded_threads(F(a, "ptf"), runs, tids);
 	{
 		static const char *const names[] = { "a (pid 100), a (thread 100) (tid 100)",
 						     "b (pid 200), b (thread 200) (tid 200)", NULL };
@@ -2761,6 +2817,11 @@ static void test_switching(struct run *a, struct run *b)
 	f = fopen(path, "w");
 	if (f) {
 		fprintf(f, "{\"type\":\"header\",\"format\":\"ipt-sideband\",\"version\":1}\n");
+		/* the processes' names, for --folded's root frames */
+		fprintf(f, "{\"type\":\"comm\",\"time\":null,\"cpu\":null,\"pid\":100,\"tid\":100,"
+			"\"comm\":\"sw-a\",\"exec\":false}\n");
+		fprintf(f, "{\"type\":\"comm\",\"time\":null,\"cpu\":null,\"pid\":200,\"tid\":200,"
+			"\"comm\":\"sw-b\",\"exec\":false}\n");
 		sb_mmap(f, a, 100, 0);
 		sb_mmap(f, b, 200, 0);
 		/* who enters the CPU: an "in" record, then an "out" one naming the next */
@@ -2800,6 +2861,31 @@ static void test_switching(struct run *a, struct run *b)
 	CHECK(st == 0 && same_files(F(&both, "p.profile"), F(&both, "w.profile")),
 	      "... and its --profile counted in the workers, each process's code with its own "
 	      "symbols, equals the per-instruction walk");
+	/* --folded: each process's stacks under its own root, COMM-PID */
+	st = decode(F(&both, "fo"), F(&both, "efo"), "decode %s --folded=%s -J 2", cap,
+		    F(&both, "fold"));
+	{
+		size_t len;
+		char *txt = slurp(F(&both, "fold"), &len), *save = NULL, *ln;
+		uint64_t in_a = 0, in_b = 0, other = 0;
+
+		for (ln = txt ? strtok_r(txt, "\n", &save) : NULL; ln; ln = strtok_r(NULL, "\n", &save)) {
+			const char *sp = strrchr(ln, ' ');
+			uint64_t c = sp ? strtoull(sp + 1, NULL, 10) : 0;
+
+			if (!strncmp(ln, "sw-a-100;", 9))
+				in_a += c;
+			else if (!strncmp(ln, "sw-b-200;", 9))
+				in_b += c;
+			else
+				other += c ? c : 1;
+		}
+		free(txt);
+		CHECK(st == 0 && in_a == a->n && in_b == b->n && !other,
+		      "... and --folded roots each process's stacks at COMM-PID: sw-a-100 has %" PRIu64
+		      " instructions (%zu), sw-b-200 %" PRIu64 " (%zu), %" PRIu64 " elsewhere", in_a,
+		      a->n, in_b, b->n, other);
+	}
 	st = decode(F(&both, "o1"), F(&both, "e1"), "-j decode %s --pid 100 --insn=%s", cap,
 		    F(&both, "insn1"));
 	CHECK(!insn_equal(&both, F(&both, "insn1"), &n, &first),
