@@ -1115,15 +1115,19 @@ static void print_drcov(struct dec_render *r)
 			t.nseg = 0;
 			t.path = m->path;
 		}
-		/* code without its ELF: the image, one segment */
+		/*
+		 * Code without its ELF: the image, one segment, rounded out to
+		 * pages as DynamoRIO's are (drcov2lcov asserts a page-aligned
+		 * module size, module_table_create()).
+		 */
 		t.seg = calloc(1, sizeof(*t.seg));
 		if (!t.seg)
 			exit(2);
-		t.seg[0].vstart = m->start;
-		t.seg[0].vend = m->end;
-		t.seg[0].off = m->start - m->bias;
+		t.seg[0].vstart = m->start & ~(uint64_t)(DRCOV_PAGE - 1);
+		t.seg[0].vend = (m->end + DRCOV_PAGE - 1) & ~(uint64_t)(DRCOV_PAGE - 1);
+		t.seg[0].off = t.seg[0].vstart - m->bias;
 		t.nseg = 1;
-		t.pref = m->start;
+		t.pref = t.seg[0].vstart;
 		d[nd] = t;
 		of[i] = nd++;
 		bias[i] = 0;
