@@ -102,9 +102,30 @@ void dec_input_free(struct dec_input *in)
 		free(in->sched[i].pid);
 	}
 	free(in->sched);
+	free(in->comms);
 	free(in->traces);
 	free(in->images);
 	memset(in, 0, sizeof(*in));
+}
+
+/*
+ * The name of thread @tid (> 0), else of process @pid's main thread, else
+ * of any thread of @pid, from the sideband's comm records; NULL if none.
+ */
+const char *dec_input_comm(const struct dec_input *in, long pid, long tid)
+{
+	size_t i;
+
+	for (i = 0; tid > 0 && i < in->nr_comms; i++)
+		if (in->comms[i].tid == tid)
+			return in->comms[i].comm;
+	for (i = 0; pid > 0 && i < in->nr_comms; i++)
+		if (in->comms[i].tid == pid)
+			return in->comms[i].comm;
+	for (i = 0; pid > 0 && i < in->nr_comms; i++)
+		if (in->comms[i].pid == pid)
+			return in->comms[i].comm;
+	return NULL;
 }
 
 int dec_input_add_trace(struct dec_input *in, const char *file, int cpu)

@@ -63,6 +63,12 @@ struct dec_trace {
  * Which process runs on one CPU from when (a per-CPU capture's "switch"
  * records): switch-ins in time order.
  */
+/* A thread's name: its last comm record in time order (after an exec, the program's). */
+struct dec_comm {
+	long pid, tid;
+	char comm[64];
+};
+
 struct dec_sched {
 	int cpu;
 	size_t n;
@@ -106,6 +112,8 @@ struct dec_input {
 	bool timed_maps;
 	bool per_thread;	/* a per-thread capture ("mode": "thread") */
 	long program_pid;	/* its "program.pid", or 0 */
+	struct dec_comm *comms;	/* thread names from the sideband (Perfetto, --folded) */
+	size_t nr_comms;
 	char kind[16];		/* "pt", "ptgen" or "capture" */
 	int *fds;		/* open unlinked files that images name (/proc/self/fd/N) */
 	size_t nr_fds;
@@ -152,6 +160,7 @@ int dec_parse_cpu(const char *s, struct pt_cpu *cpu);
 /* Load a ptgen output directory or an ipt capture directory. 0 or -1 + @msg. */
 int dec_input_load_dir(struct dec_input *in, const char *dir, char *msg, size_t len);
 int dec_input_add_trace(struct dec_input *in, const char *file, int cpu);
+const char *dec_input_comm(const struct dec_input *in, long pid, long tid);
 
 /* ---- decoding ------------------------------------------------------------- */
 

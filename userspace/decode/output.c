@@ -3,9 +3,12 @@
  * libiptdecode: the output formats of Documentation/decode.rst, rendered
  * from the decoded item lists in trace order.
  */
+#include <fcntl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <Zydis/Zydis.h>
 
 #include "decode.h"
@@ -65,7 +68,13 @@ static struct kv *map_get(struct map *m, uint64_t a, uint64_t b)
 	}
 }
 
-/* The used entries, compacted to the front of the table; returns the count. */
+/*
+ * The used entries, compacted to the front of the table; returns the
+ * count.  The table is no longer a hash table after this (no map_get()),
+ * but may be listed again: the slots after the entries are marked unused,
+ * or a second listing (--blocks, then --drcov) would count the moved
+ * entries twice.
+ */
 static size_t map_entries(struct map *m)
 {
 	size_t i, n = 0;
@@ -73,6 +82,8 @@ static size_t map_entries(struct map *m)
 	for (i = 0; i < m->cap; i++)
 		if (m->t[i].used)
 			m->t[n++] = m->t[i];
+	for (i = n; i < m->cap; i++)
+		m->t[i].used = false;
 	m->n = n;
 	return n;
 }
@@ -320,6 +331,18 @@ struct dec_render {
 	int pending;			/* 1 call, 2 return from the block before */
 	unsigned int depth;		/* --calls indentation */
 	const char *stack[MAX_STACK];	/* folded: frame names */
+	char root[96];			/* folded: the root frame, COMM-TID ("": none) */
+	bool root_by_process;		/* per-CPU, switched: the root is COMM-PID */
+	/* perfetto: the open spans, so that each "E" repeats its "B"'s name and args */
+	struct pspan {
+		const char *name;	/* the function, or NULL: named by @mod + offset */
+		const struct dec_module *mod;
+		uint64_t ip;		/* the callee's address */
+	} *pspans;
+	size_t pspans_cap;
+	long ppid;			/* the track's process id (0: unknown) */
+	long *ppids;			/* processes named so far ("process_name") */
+	size_t nr_ppids;
 	unsigned int sdepth;		/* folded / perfetto depth (may exceed MAX_STACK) */
 	struct dec_prof prof;		/* --profile (its own c, pid, time, sc unused) */
 	struct sym_cache sc;		/* the last instruction's function */
@@ -341,6 +364,8 @@ struct dec_render {
 	uint64_t ns0;			/* c->t0 in ns */
 	uint64_t prev_tsc;		/* the time of the block before (0: unknown) */
 	uint64_t ev_tsc;		/* the newest time given to a Perfetto event */
+	uint64_t ev_ps;			/* its time in ps, after the 1 ps steps (below) */
+	bool have_ev_ps;
 	long shown_pid;			/* --insn: the last [process PID] (-1: none) */
 	/* --folded-time: the time after the block before (0: none since tracing resumed) */
 	bool fold_time;
@@ -407,29 +432,78 @@ static const char *time_col(struct dec_render *r, uint64_t tsc, char *buf, size_
  * trace is timed and the TSC's frequency known, else at the instruction
  * count.
  */
-static void perfetto_ev(struct dec_render *r, char ph, const char *name)
+static void perfetto_ev(struct dec_render *r, char ph, const struct pspan *sp)
 {
 	FILE *f = r->o->f[OUT_PERFETTO];
-	uint64_t ns;
+	uint64_t ns, ps;
 
-	fprintf(f, "%s{\"ph\":\"%c\",\"pid\":1,\"tid\":%u,\"ts\":", r->perfetto_first ? "" : ",\n",
-		ph, r->tid);
+	fprintf(f, "%s{\"ph\":\"%c\",\"pid\":%ld,\"tid\":%u,\"ts\":",
+		r->perfetto_first ? "" : ",\n", ph, r->ppid, r->tid);
 	if (r->time_ok) {
 		if (r->prev_tsc > r->ev_tsc)
 			r->ev_tsc = r->prev_tsc;
 		if (!r->ev_tsc || !dec_tsc_ns(r->c, r->ev_tsc, &ns) || ns < r->ns0)
 			ns = r->ns0;
 		ns -= r->ns0;
-		fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned int)(ns % 1000));
+		/*
+		 * Strictly later than the track's event before, by 1 ps when
+		 * the time is the same: speedscope pairs a "B" and an "E" of
+		 * one name at one time as a zero-length span (trace-event.ts
+		 * selectQueueToTakeFromNext), which is wrong for a return from
+		 * f followed by the next call to f within one TSC step.
+		 */
+		ps = ns * 1000;
+		if (r->have_ev_ps && ps <= r->ev_ps)
+			ps = r->ev_ps + 1;
+		r->ev_ps = ps;
+		r->have_ev_ps = true;
+		fprintf(f, "%" PRIu64 ".%06" PRIu64, ps / 1000000, ps % 1000000);
 	} else {
 		fprintf(f, "%" PRIu64, r->idx);
 	}
 	r->perfetto_first = false;
-	if (name) {
-		fprintf(f, ",\"name\":");
-		json_str(f, name);
+	fprintf(f, ",\"name\":");
+	if (sp->name) {
+		json_str(f, sp->name);
+	} else {
+		/* no symbol: DSO+offset (as --insn shows it), the address in args */
+		char buf[320];
+
+		if (sp->mod)
+			snprintf(buf, sizeof(buf), "%s+%#" PRIx64, sp->mod->name, sp->ip - sp->mod->bias);
+		else
+			snprintf(buf, sizeof(buf), "%#" PRIx64, sp->ip);
+		json_str(f, buf);
+		fprintf(f, ",\"args\":{\"addr\":\"%#" PRIx64 "\"}", sp->ip);
 	}
 	fprintf(f, "}");
+}
+
+/* Open a span for a call to @ip (at depth r->depth, already counted). */
+static void perfetto_begin(struct dec_render *r, uint64_t ip)
+{
+	struct pspan *sp;
+
+	if (r->depth > r->pspans_cap) {
+		r->pspans_cap = r->depth * 2;
+		r->pspans = realloc(r->pspans, r->pspans_cap * sizeof(*r->pspans));
+		if (!r->pspans) {
+			fprintf(stderr, "ipttool: out of memory\n");
+			exit(2);
+		}
+	}
+	sp = &r->pspans[r->depth - 1];
+	lookup(r, ip);
+	sp->name = r->sc.sym ? r->sc.sym->name : NULL;
+	sp->mod = r->sc.mod;
+	sp->ip = ip;
+	perfetto_ev(r, 'B', sp);
+}
+
+/* Close the innermost span (r->depth already lowered): "E" with the same name and args. */
+static void perfetto_end(struct dec_render *r)
+{
+	perfetto_ev(r, 'E', &r->pspans[r->depth]);
 }
 
 static void folded_flush(struct dec_render *r)
@@ -455,7 +529,7 @@ static void folded_flush(struct dec_render *r)
 static void fstack_rebuild(struct dec_render *r)
 {
 	unsigned int i, n = r->sdepth < MAX_STACK ? r->sdepth : MAX_STACK;
-	size_t need = 1;
+	size_t need = strlen(r->root) + 2;
 
 	for (i = 0; i < n; i++)
 		need += strlen(r->stack[i]) + 1;
@@ -465,11 +539,12 @@ static void fstack_rebuild(struct dec_render *r)
 		if (!r->fstack)
 			exit(2);
 	}
-	r->fstack_len = 0;
+	r->fstack_len = strlen(r->root);
+	memcpy(r->fstack, r->root, r->fstack_len);
 	for (i = 0; i < n; i++) {
 		size_t l = strlen(r->stack[i]);
 
-		if (i)
+		if (r->fstack_len)
 			r->fstack[r->fstack_len++] = ';';
 		memcpy(r->fstack + r->fstack_len, r->stack[i], l);
 		r->fstack_len += l;
@@ -620,12 +695,12 @@ static void on_block_start(struct dec_render *r, const struct dec_item *b)
 		}
 		r->depth++;
 		if (o->f[OUT_PERFETTO])
-			perfetto_ev(r, 'B', frame_name(r, b->ip));
+			perfetto_begin(r, b->ip);
 	} else if (r->pending == 2) {
 		if (r->depth) {
 			r->depth--;
 			if (o->f[OUT_PERFETTO])
-				perfetto_ev(r, 'E', NULL);
+				perfetto_end(r);
 		}
 		if (o->f[OUT_CALLS]) {
 			fprintf(o->f[OUT_CALLS], "%10" PRIu64 " ", r->idx);
@@ -791,6 +866,18 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 					r->c->syms->cur_time = ns;
 				}
 				sym_cache_reset(&r->sc);
+				/* folded, per CPU: each process's stacks under its own root */
+				if (o->f[OUT_FOLDED] && r->root_by_process && it->code != r->shown_pid) {
+					const char *comm = dec_input_comm(r->c->in, it->code, 0);
+
+					folded_flush(r);
+					if (it->code > 0)
+						snprintf(r->root, sizeof(r->root), "%s-%d",
+							 comm ? comm : "[unknown]", it->code);
+					else
+						r->root[0] = 0;
+					fstack_rebuild(r);
+				}
 				/* each segment starts with one: shown when it changes */
 				if (o->f[OUT_INSN] && it->code != r->shown_pid)
 					fprintf(o->f[OUT_INSN], "[process %d]\n", it->code);
@@ -814,7 +901,7 @@ void dec_render_trace_end(struct dec_render *r)
 	if (o->f[OUT_PERFETTO])
 		while (r->depth) {
 			r->depth--;
-			perfetto_ev(r, 'E', NULL);
+			perfetto_end(r);
 		}
 }
 
@@ -887,44 +974,232 @@ static void put32(FILE *f, uint32_t v)
 	put16(f, (uint16_t)(v >> 16));
 }
 
-/* drcov version 2: a text header, the module table, then binary bb entries. */
+/*
+ * drcov, as DynamoRIO's drcov client writes it on Linux x86-64 today
+ * (ext/drcovlib/drcovlib.c, modules.c; read by clients/drcov/postprocess/
+ * drcov2lcov.cpp, Lighthouse, bncov): "DRCOV VERSION: 3" (bb offsets from
+ * the segment), "DRCOV FLAVOR: drcov-64", module table version 5 with an
+ * entry per loaded segment of each module (the first is the module's, the
+ * others name it as containing_id), then "BB Table: N bbs" and N binary
+ * entries: u32 offset from the start of the entry's segment, u16 size,
+ * u16 entry id.
+ */
+#define DRCOV_PAGE 4096u
+#define DRCOV_MAX_BB 0xfffeu	/* drcovlib asserts size < USHRT_MAX */
+
+struct drseg {
+	uint64_t vstart, vend;	/* page-aligned, in the ELF's addresses (+ bias: runtime) */
+	uint64_t off;		/* p_offset */
+};
+
+struct drmod {
+	const char *path;
+	bool elf;		/* segments from the ELF's PT_LOADs (else one: the image) */
+	uint64_t start;		/* a non-ELF image: its start (one module per image) */
+	uint64_t bias;		/* runtime = ELF address + bias, for the instance listed */
+	uint64_t entry, pref;
+	struct drseg *seg;
+	size_t nseg;
+	unsigned int first_id;
+};
+
+struct drbb {
+	uint32_t start;
+	uint16_t size, id;
+};
+
+static int cmp_drbb(const void *x, const void *y)
+{
+	const struct drbb *a = x, *b = y;
+
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->size < b->size ? -1 : a->size > b->size;
+}
+
+/* Read the PT_LOAD segments of ELF @path into @d (sorted); false if it has none. */
+static bool drcov_elf(struct drmod *d, const char *path)
+{
+	GElf_Ehdr eh;
+	size_t n, i, k;
+	bool ok = false;
+	int fd = open(path, O_RDONLY);
+	Elf *e;
+
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) || elf_getphdrnum(e, &n))
+		goto out;
+	d->seg = calloc(n ? n : 1, sizeof(*d->seg));
+	if (!d->seg)
+		exit(2);
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		struct drseg sg;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		sg.vstart = ph.p_vaddr & ~(uint64_t)(DRCOV_PAGE - 1);
+		sg.vend = (ph.p_vaddr + ph.p_memsz + DRCOV_PAGE - 1) & ~(uint64_t)(DRCOV_PAGE - 1);
+		sg.off = ph.p_offset;
+		for (k = d->nseg; k && d->seg[k - 1].vstart > sg.vstart; k--)
+			d->seg[k] = d->seg[k - 1];
+		d->seg[k] = sg;
+		d->nseg++;
+	}
+	if (d->nseg) {
+		d->entry = eh.e_entry;
+		d->pref = d->seg[0].vstart;
+		ok = true;
+	}
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ok;
+}
+
+/* Does module @m lie in a segment of @d at bias @bias? */
+static bool drcov_fits(const struct drmod *d, const struct dec_module *m, uint64_t bias)
+{
+	size_t j;
+
+	for (j = 0; j < d->nseg; j++)
+		if (m->start - bias >= d->seg[j].vstart && m->end - bias <= d->seg[j].vend)
+			return true;
+	return false;
+}
+
 static void print_drcov(struct dec_render *r)
 {
 	FILE *f = r->o->f[OUT_DRCOV];
 	const struct dec_syms *s = r->c->syms;
-	size_t n, i, nbb = 0, m;
+	size_t nm = s ? s->nr_mods : 0, nd = 0, n, i, j, nbb = 0, cap = 0;
+	struct drmod *d = calloc(nm + 1, sizeof(*d));
+	size_t *of = calloc(nm + 1, sizeof(*of));	/* module -> its drmod */
+	uint64_t *bias = calloc(nm + 1, sizeof(*bias));	/* module -> its runtime bias */
+	struct drbb *bb = NULL;
+	unsigned int ids = 0;
 
-	n = map_entries(&r->blocks);
-	dec_sort(r->blocks.t, n, sizeof(*r->blocks.t), cmp_addr);
-	/* count entries: blocks in a module, split in pieces of <= 0xffff bytes */
-	for (i = 0; i < n; i++) {
-		const struct dec_module *mod = dec_syms_module(s, r->blocks.t[i].a);
+	if (!d || !of || !bias)
+		exit(2);
+	/* one DynamoRIO module per ELF file (all its instances), else per image */
+	for (i = 0; i < nm; i++) {
+		const struct dec_module *m = &s->mods[i];
+		struct drmod t = { .path = m->path, .start = m->start };
 
-		if (mod)
-			nbb += (size_t)((r->blocks.t[i].b - r->blocks.t[i].a + 0xfffe) / 0xffff);
+		if (m->elf) {
+			for (j = 0; j < nd && !(d[j].elf && !strcmp(d[j].path, m->elf)); j++)
+				;
+			if (j < nd && drcov_fits(&d[j], m, m->bias)) {
+				of[i] = j;
+				bias[i] = m->bias;
+				continue;
+			}
+			t.path = m->elf;
+			if (j == nd && drcov_elf(&t, m->elf) && drcov_fits(&t, m, m->bias)) {
+				t.elf = true;
+				t.bias = m->bias;
+				t.entry += m->bias;
+				d[nd] = t;
+				of[i] = nd++;
+				bias[i] = m->bias;
+				continue;
+			}
+			free(t.seg);
+			t.seg = NULL;
+			t.nseg = 0;
+			t.path = m->path;
+		}
+		/*
+		 * Code without its ELF: the image, one segment, rounded out to
+		 * pages as DynamoRIO's are (drcov2lcov asserts a page-aligned
+		 * module size, module_table_create()).
+		 */
+		t.seg = calloc(1, sizeof(*t.seg));
+		if (!t.seg)
+			exit(2);
+		t.seg[0].vstart = m->start & ~(uint64_t)(DRCOV_PAGE - 1);
+		t.seg[0].vend = (m->end + DRCOV_PAGE - 1) & ~(uint64_t)(DRCOV_PAGE - 1);
+		t.seg[0].off = t.seg[0].vstart - m->bias;
+		t.nseg = 1;
+		t.pref = t.seg[0].vstart;
+		d[nd] = t;
+		of[i] = nd++;
+		bias[i] = 0;
 	}
-	fprintf(f, "DRCOV VERSION: 2\nDRCOV FLAVOR: ipttool\n");
-	fprintf(f, "Module Table: version 2, count %zu\n", s ? s->nr_mods : 0);
-	fprintf(f, "Columns: id, base, end, entry, checksum, timestamp, path\n");
-	for (m = 0; s && m < s->nr_mods; m++)
-		fprintf(f, "%3zu, %#018" PRIx64 ", %#018" PRIx64 ", 0x0000000000000000, 0x00000000, "
-			"0x00000000, %s\n", m, s->mods[m].load_base, s->mods[m].end, s->mods[m].path);
-	fprintf(f, "BB Table: %zu bbs\n", nbb);
+	for (i = 0; i < nd; i++) {
+		d[i].first_id = ids;
+		ids += (unsigned int)d[i].nseg;
+	}
+	/* the blocks, as entries of their segments, each once */
+	n = map_entries(&r->blocks);
 	for (i = 0; i < n; i++) {
 		const struct dec_module *mod = dec_syms_module(s, r->blocks.t[i].a);
 		uint64_t a = r->blocks.t[i].a, e = r->blocks.t[i].b;
+		const struct drmod *dm;
 
 		if (!mod)
 			continue;
+		dm = &d[of[mod - s->mods]];
+		a -= bias[mod - s->mods];
+		e -= bias[mod - s->mods];
 		while (a < e) {
-			uint64_t len = e - a > 0xffff ? 0xffff : e - a;
+			uint64_t len;
 
-			put32(f, (uint32_t)(a - mod->load_base));
-			put16(f, (uint16_t)len);
-			put16(f, (uint16_t)(mod - s->mods));
+			for (j = 0; j < dm->nseg && !(a >= dm->seg[j].vstart && a < dm->seg[j].vend); j++)
+				;
+			if (j == dm->nseg)
+				break;
+			len = e - a;
+			if (len > dm->seg[j].vend - a)
+				len = dm->seg[j].vend - a;
+			if (len > DRCOV_MAX_BB)
+				len = DRCOV_MAX_BB;
+			if (nbb == cap) {
+				cap = cap ? 2 * cap : 1024;
+				bb = realloc(bb, cap * sizeof(*bb));
+				if (!bb)
+					exit(2);
+			}
+			bb[nbb].start = (uint32_t)(a - dm->seg[j].vstart);
+			bb[nbb].size = (uint16_t)len;
+			bb[nbb].id = (uint16_t)(dm->first_id + j);
+			nbb++;
 			a += len;
 		}
 	}
+	dec_sort(bb, nbb, sizeof(*bb), cmp_drbb);
+	for (i = j = 0; i < nbb; i++)
+		if (!j || cmp_drbb(&bb[j - 1], &bb[i]))
+			bb[j++] = bb[i];
+	nbb = j;
+	fprintf(f, "DRCOV VERSION: 3\nDRCOV FLAVOR: drcov-64\n");
+	fprintf(f, "Module Table: version 5, count %u\n", ids);
+	fprintf(f, "Columns: id, containing_id, start, end, entry, offset, preferred_base, path\n");
+	for (i = 0; i < nd; i++)
+		for (j = 0; j < d[i].nseg; j++)
+			fprintf(f, "%3u, %3u, 0x%016" PRIx64 ", 0x%016" PRIx64 ", 0x%016" PRIx64 ", %016"
+				PRIx64 ", 0x%016" PRIx64 ",  %s\n", d[i].first_id + (unsigned int)j,
+				d[i].first_id, d[i].seg[j].vstart + d[i].bias, d[i].seg[j].vend + d[i].bias,
+				d[i].entry, d[i].seg[j].off, d[i].pref + d[i].seg[j].vstart - d[i].seg[0].vstart,
+				d[i].path);
+	fprintf(f, "BB Table: %zu bbs\n", nbb);
+	for (i = 0; i < nbb; i++) {
+		put32(f, bb[i].start);
+		put16(f, bb[i].size);
+		put16(f, bb[i].id);
+	}
+	for (i = 0; i < nd; i++)
+		free(d[i].seg);
+	free(d);
+	free(of);
+	free(bias);
+	free(bb);
 }
 
 struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs *o)
@@ -951,8 +1226,25 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	if (o->f[OUT_FOLDED] && o->folded_time && !c->timed)
 		fprintf(stderr, "ipttool: decode: --folded-time: the trace has no TSC packets "
 			"(record with --tsc): --folded counts instructions\n");
-	if (o->f[OUT_PERFETTO])
-		fprintf(o->f[OUT_PERFETTO], "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+	if (o->f[OUT_PERFETTO]) {
+		/*
+		 * What "ts" is, in the trace-event format's free-form
+		 * "otherData" (chrome://tracing) and in "metadata" (Perfetto
+		 * keeps it as json_metadata.*): an untimed trace's "ts" are
+		 * instruction numbers, shown as microseconds.
+		 */
+		char meta[512];
+
+		snprintf(meta, sizeof(meta), "{\"generator\":\"ipttool decode\",\"ts_unit\":\"%s\","
+			 "\"ts_note\":\"%s\"}", r->time_ok ? "microseconds" : "instructions",
+			 r->time_ok ? "ts: microseconds since the first TSC of the decode" :
+			 c->timed ? "untimed: the TSC frequency is unknown; ts is the instruction "
+				    "number of each trace, shown as microseconds, not a time" :
+			 "untimed: the trace has no TSC packets; ts is the instruction number of "
+			 "each trace, shown as microseconds, not a time");
+		fprintf(o->f[OUT_PERFETTO], "{\"displayTimeUnit\":\"ns\",\"otherData\":%s,"
+			"\"metadata\":%s,\"traceEvents\":[\n", meta, meta);
+	}
 	return r;
 }
 
@@ -975,21 +1267,69 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->pending = 0;
 	r->have_prev = false;
 	r->prev_tsc = r->ev_tsc = r->fold_last = 0;
+	r->ev_ps = 0;
+	r->have_ev_ps = false;
 	r->shown_pid = res->trace->pid > 0 ? res->trace->pid : -1;
 	r->run_leaf = NULL;
 	r->run_count = 0;
+	/* folded: a thread's stacks under its own root, COMM-TID */
+	r->root[0] = 0;
+	r->root_by_process = res->trace->tid <= 0 && r->c->in->nr_sched;
+	if (res->trace->tid > 0) {
+		const char *comm = dec_input_comm(r->c->in, res->trace->pid, res->trace->tid);
+
+		snprintf(r->root, sizeof(r->root), "%s-%ld", comm ? comm : "[unknown]",
+			 res->trace->tid);
+	}
 	fstack_rebuild(r);
 	if (o->f[OUT_PERFETTO]) {
-		char name[64];
+		FILE *f = o->f[OUT_PERFETTO];
+		const char *comm;
+		char name[128];
+		size_t k;
 
-		if (res->trace->tid > 0)
-			snprintf(name, sizeof(name), "thread %ld", res->trace->tid);
-		else
+		/*
+		 * The track's process: the trace's own (per thread), else the
+		 * one process the decode is about (--pid, the capture's
+		 * program); 0 when unknown (raw traces, per-CPU switching).
+		 */
+		r->ppid = res->trace->pid > 0 ? res->trace->pid :
+			  r->c->in->pid > 0 ? r->c->in->pid :
+			  !r->c->in->nr_sched && r->c->in->program_pid > 0 ? r->c->in->program_pid : 0;
+		for (k = 0; k < r->nr_ppids && r->ppids[k] != r->ppid; k++)
+			;
+		if (k == r->nr_ppids) {
+			r->ppids = realloc(r->ppids, (r->nr_ppids + 1) * sizeof(*r->ppids));
+			if (!r->ppids)
+				exit(2);
+			r->ppids[r->nr_ppids++] = r->ppid;
+			comm = r->ppid > 0 ? dec_input_comm(r->c->in, r->ppid, 0) : NULL;
+			if (comm)
+				snprintf(name, sizeof(name), "%s", comm);
+			else if (r->ppid > 0)
+				snprintf(name, sizeof(name), "process %ld", r->ppid);
+			else
+				snprintf(name, sizeof(name), "unknown process");
+			fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%ld,\"tid\":%u,"
+				"\"args\":{\"name\":", r->perfetto_first ? "" : ",\n", r->ppid, r->tid);
+			json_str(f, name);
+			fprintf(f, "}}");
+			r->perfetto_first = false;
+		}
+		if (res->trace->tid > 0) {
+			comm = dec_input_comm(r->c->in, res->trace->pid, res->trace->tid);
+			if (comm)
+				snprintf(name, sizeof(name), "%s (thread %ld)", comm, res->trace->tid);
+			else
+				snprintf(name, sizeof(name), "thread %ld", res->trace->tid);
+		} else {
 			snprintf(name, sizeof(name), res->trace->cpu >= 0 ? "cpu%d" : "trace%d",
 				 res->trace->cpu >= 0 ? res->trace->cpu : (int)i);
-		fprintf(o->f[OUT_PERFETTO], "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,"
-			"\"tid\":%u,\"args\":{\"name\":\"%s\"}}", r->perfetto_first ? "" : ",\n",
-			r->tid, name);
+		}
+		fprintf(f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,\"tid\":%u,"
+			"\"args\":{\"name\":", r->perfetto_first ? "" : ",\n", r->ppid, r->tid);
+		json_str(f, name);
+		fprintf(f, "}}");
 		r->perfetto_first = false;
 	}
 	if (o->f[OUT_INSN] && r->c->nr_res > 1)
@@ -1036,6 +1376,8 @@ void dec_render_end(struct dec_render *r)
 	free(r->edges.t);
 	free(r->folded.t);
 	free(r->fstack);
+	free(r->pspans);
+	free(r->ppids);
 	free(r);
 }
 

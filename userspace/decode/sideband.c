@@ -183,6 +183,30 @@ static void apply(struct sb_state *s, struct json_object *o, uint64_t time)
 	}
 }
 
+/* Thread @tid of process @pid is named @comm from here on (time order). */
+static void set_comm(struct dec_input *in, long pid, long tid, const char *name, bool keep)
+{
+	char comm[sizeof(in->comms->comm)];
+	size_t i;
+
+	if (tid <= 0 || !name)
+		return;
+	snprintf(comm, sizeof(comm), "%s", name);	/* @name may be in @in->comms */
+	for (i = 0; i < in->nr_comms && in->comms[i].tid != tid; i++)
+		;
+	if (i < in->nr_comms && keep)
+		return;
+	if (i == in->nr_comms) {
+		in->comms = realloc(in->comms, (in->nr_comms + 1) * sizeof(*in->comms));
+		if (!in->comms)
+			exit(2);
+		in->nr_comms++;
+	}
+	in->comms[i].pid = pid;
+	in->comms[i].tid = tid;
+	snprintf(in->comms[i].comm, sizeof(in->comms[i].comm), "%s", comm);
+}
+
 /* The GNU build-id of ELF @path as lower-case hex into @buf; 0, or -1 if none. */
 static int file_build_id(const char *path, char *buf, size_t len)
 {
@@ -347,6 +371,13 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 				  jbool(recs[i].o, "out") ? (long)jint(recs[i].o, "next_prev_pid", 0) :
 				  (long)jint(recs[i].o, "pid", 0));
 		apply(&st, recs[i].o, recs[i].time ? recs[i].time - 1 : 0);
+		/* thread names: a comm record names its thread; a forked one keeps its parent's */
+		if (type && !strcmp(type, "comm"))
+			set_comm(in, (long)jint(recs[i].o, "pid", -1), (long)jint(recs[i].o, "tid", -1),
+				 jstr(recs[i].o, "comm"), false);
+		else if (type && !strcmp(type, "fork"))
+			set_comm(in, (long)jint(recs[i].o, "pid", -1), (long)jint(recs[i].o, "tid", -1),
+				 dec_input_comm(in, 0, (long)jint(recs[i].o, "ptid", -1)), true);
 		/* a per-thread trace's process: the pid of its thread's records */
 		for (size_t t = 0; pid == -1 && t < in->nr_traces; t++)
 			if (in->traces[t].tid > 0 && jint(recs[i].o, "tid", -1) == in->traces[t].tid &&

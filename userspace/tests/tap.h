@@ -24,6 +24,14 @@ static int tap_n, tap_failed;
 		printf("# failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
 } while (0)
 
+/* A test point that could not run here, and why (TAP's "# SKIP"). */
+#define SKIP(...) do {							\
+	tap_n++;							\
+	printf("ok %d - # SKIP ", tap_n);				\
+	printf(__VA_ARGS__);						\
+	printf("\n");							\
+} while (0)
+
 static inline int tap_done(void)
 {
 	printf("1..%d\n", tap_n);

@@ -638,13 +638,93 @@ static void test_folded(struct run *r, const char *out)
 	free(s);
 }
 
+/*
+ * Import the Chrome trace-event JSON @path with speedscope's own importer
+ * (tools/testing/speedscope/import-trace.mjs runs the npm package's code
+ * under node): it must warn about nothing (speedscope warns for every "E"
+ * it drops or that does not match the frame on top of its stack, and for
+ * every frame left open), give @ntracks profiles, each with exactly the
+ * spans the file has (by name and args, in order), and name a profile
+ * with each of @names (process and thread names).  Skipped, saying why,
+ * only when node or speedscope is not installed (scripts/setup installs
+ * them).
+ */
+static void test_speedscope(const char *label, const char *path, size_t ntracks,
+			    const char *const *names)
+{
+	char out[PATH_MAX + 16], *s;
+	struct json_object *o, *v, *profs = NULL;
+	size_t len, i, np = 0, spans = 0;
+	bool ok = true;
+	int st;
+
+	if (sh("command -v node >/dev/null 2>&1")) {
+		SKIP("%s: speedscope's importer: node is not installed (run scripts/setup)", label);
+		return;
+	}
+	snprintf(out, sizeof(out), "%s.speedscope", path);
+	st = sh("node %s/tools/testing/speedscope/import-trace.mjs %s >%s 2>&1", IPT_SRCDIR, path,
+		out);
+	s = slurp(out, &len);
+	o = s ? json_tokener_parse(s) : NULL;
+	if (st == 77) {
+		SKIP("%s: speedscope's importer: %s", label,
+		     o && json_object_object_get_ex(o, "skip", &v) ? json_object_get_string(v) :
+		     "not installed");
+		json_object_put(o);
+		free(s);
+		return;
+	}
+	if (st || !o || !json_object_object_get_ex(o, "nwarnings", &v) || json_object_get_int(v) ||
+	    !json_object_object_get_ex(o, "profiles", &profs))
+		ok = false;
+	np = profs ? json_object_array_length(profs) : 0;
+	for (i = 0; i < np; i++) {
+		struct json_object *p = json_object_array_get_idx(profs, i), *c, *e, *m;
+
+		if (!json_object_object_get_ex(p, "calls", &c) ||
+		    !json_object_object_get_ex(p, "expected", &e) ||
+		    !json_object_object_get_ex(p, "first_mismatch", &m) ||
+		    json_object_get_int64(c) != json_object_get_int64(e) || !json_object_get_int64(e) ||
+		    json_object_get_int(m) != -1)
+			ok = false;
+		spans += (size_t)json_object_get_int64(c);
+	}
+	for (i = 0; names && names[i]; i++)
+		if (!strstr(s, names[i]))
+			ok = false;
+	CHECK(ok && np == ntracks, "%s: speedscope's own importer takes the Perfetto JSON without a "
+	      "warning: %zu profiles (%zu expected), %zu spans, every one closed and named as in the "
+	      "file, with the process and thread names", label, np, ntracks, spans);
+	if (!ok)
+		printf("# speedscope: %.600s\n", s ? s : "(no output)");
+	json_object_put(o);
+	free(s);
+}
+
+/* The "otherData" and "metadata" of trace-event JSON @o say what "ts" is: @unit. */
+static bool perfetto_unit(struct json_object *o, const char *unit)
+{
+	const char *keys[] = { "otherData", "metadata" };
+	struct json_object *m, *u;
+	size_t i;
+
+	for (i = 0; i < 2; i++)
+		if (!json_object_object_get_ex(o, keys[i], &m) ||
+		    !json_object_object_get_ex(m, "ts_unit", &u) ||
+		    strcmp(json_object_get_string(u), unit))
+			return false;
+	return true;
+}
+
 static void test_perfetto(struct run *r, const char *path)
 {
 	struct json_object *o = json_object_from_file(path), *evs = NULL;
-	size_t i, n, calls = 0, begins = 0;
+	size_t i, n, calls = 0, begins = 0, noname = 0;
 	int64_t last_ts = -1;
 	unsigned int open = 0;
-	bool nested = true, order = true, named = true;
+	bool nested = true, order = true, named = true, ends = true, pids = true, pname = false;
+	struct json_object *stack[4096];
 
 	for (i = 0; i < r->n; i++)
 		calls += r->kind[i] == 1 && i + 1 < r->n;
@@ -663,28 +743,65 @@ static void test_perfetto(struct run *r, const char *path)
 		if (!json_object_object_get_ex(e, "ph", &ph))
 			continue;
 		k = json_object_get_string(ph);
-		if (!strcmp(k, "M"))
+		if (!strcmp(k, "M")) {
+			if (json_object_object_get_ex(e, "name", &nm) &&
+			    !strcmp(json_object_get_string(nm), "process_name"))
+				pname = true;
 			continue;
+		}
 		json_object_object_get_ex(e, "ts", &ts);
 		if (json_object_get_int64(ts) < last_ts)
 			order = false;
 		last_ts = json_object_get_int64(ts);
+		if (!json_object_object_get_ex(e, "pid", &nm) || json_object_get_int64(nm) == 1)
+			pids = false;	/* ptgen: no process id known, never a made-up 1 */
 		if (!strcmp(k, "B")) {
+			struct json_object *args, *addr;
+
+			if (open < 4096)
+				stack[open] = e;
 			open++;
 			begins++;
 			if (!json_object_object_get_ex(e, "name", &nm) || !*json_object_get_string(nm))
 				named = false;
+			/* no symbol: "dso+0xOFFSET" or "0xADDRESS", the address in args */
+			if (json_object_object_get_ex(e, "args", &args)) {
+				const char *nms = json_object_get_string(nm);
+
+				noname++;
+				if (!json_object_object_get_ex(args, "addr", &addr) ||
+				    strncmp(json_object_get_string(addr), "0x", 2) ||
+				    (!strstr(nms, "+0x") && strncmp(nms, "0x", 2)))
+					named = false;
+			}
 		} else if (!strcmp(k, "E")) {
-			if (!open)
+			if (!open) {
 				nested = false;
-			else
-				open--;
+			} else if (--open < 4096) {
+				/* an "E" repeats its "B"'s name and args (speedscope matches by them) */
+				struct json_object *b = stack[open], *bn, *en, *ba = NULL, *ea = NULL;
+
+				if (!json_object_object_get_ex(e, "name", &en) ||
+				    !json_object_object_get_ex(b, "name", &bn) ||
+				    strcmp(json_object_get_string(en), json_object_get_string(bn)))
+					ends = false;
+				json_object_object_get_ex(e, "args", &ea);
+				json_object_object_get_ex(b, "args", &ba);
+				if (!ea != !ba || (ea && strcmp(json_object_to_json_string(ea),
+								json_object_to_json_string(ba))))
+					ends = false;
+			}
 		}
 	}
 	CHECK(nested && open == 0 && order && named && begins == calls,
-	      "%s: Perfetto spans nest (every E closes an open B, all closed, time ordered, named), "
-	      "one per call (%zu B events, %zu calls)", r->name, begins, calls);
+	      "%s: Perfetto spans nest (every E closes an open B, all closed, time ordered, named; "
+	      "%zu without a symbol named dso+offset with the address in args), one per call "
+	      "(%zu B events, %zu calls)", r->name, noname, begins, calls);
+	CHECK(ends && pids && pname && perfetto_unit(o, "instructions"),
+	      "%s: Perfetto: every E has its B's name and args, a process_name, no made-up pid 1, and "
+	      "otherData/metadata say ts is in instructions", r->name);
 	json_object_put(o);
+	test_speedscope(r->name, path, 1, NULL);
 }
 
 struct ival {
@@ -727,37 +844,134 @@ static struct ival *expected_cover(struct run *r, size_t *n)
 	return v;
 }
 
-static void test_drcov(struct run *r, const char *path)
+/*
+ * drcov, read by the rules of DynamoRIO's own reader, drcov2lcov (DynamoRIO
+ * 05e3165, clients/drcov/postprocess/drcov2lcov.cpp: read_file_header()
+ * lines 880-921, read_module_list() 776-852 through drcovlib's
+ * drmodtrack_offline_read() in ext/drcovlib/modules.c lines 689-760,
+ * read_drcov_file() 970-1008, read_bb_list() 855-878,
+ * module_table_bb_add() 671-685, module_table_create() 736-740):
+ * - "DRCOV VERSION: %u" must be 3, DRCOV_VERSION (2 only with a warning
+ *   that segments after the first are lost); "DRCOV FLAVOR: %s" must equal
+ *   "drcov-64" on Linux x86-64 (strcmp, else "Fatal file mismatch");
+ * - "Module Table: version %u, count %u" with version <= 5, then a
+ *   Columns line, skipped; per entry "%u, %u, 0x%x, 0x%x, 0x%x, " (id,
+ *   containing_id, start, end, entry; id must be the entry's index), then
+ *   for version 4 and up the offset ("%x, "), for 5 the preferred base
+ *   ("0x%x, "), then the path after blanks; a segment's containing entry
+ *   comes first (containing_index <= i);
+ * - "BB Table: %u bbs", then that many 8-byte entries (u32 start, u16
+ *   size, u16 module id); an entry of an unknown id (>= count) is dropped,
+ *   one with start + size >= its segment's size refused; its address is
+ *   its segment's start + start; module_table_create() asserts that a
+ *   segment's size is page-aligned.
+ * Here too: nothing outside those rules, no entry twice (the issue's
+ * --drcov --blocks bug; a reader gains nothing from repeats), the program's own ELF with one entry per
+ * PT_LOAD segment (page-aligned start/end, p_offset), and the blocks
+ * covering exactly the executed bytes.
+ */
+static int cmp_u64(const void *x, const void *y)
 {
-	size_t len, nexp, n = 0, i, nmods = 0, nbb = 0;
-	char *s = slurp(path, &len), *p;
-	uint64_t bases[256] = { 0 };
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+struct drc_mod {
+	unsigned int id, cont;
+	unsigned long long start, end, entry, off, pref;
+	char path[PATH_MAX];
+};
+
+static void test_drcov(struct run *r, const char *path, bool raw)
+{
+	size_t len, nexp, n = 0, i, nmods = 0, nbb = 0, dups = 0, bad = 0;
+	char *s = slurp(path, &len), *p = s, *nl;
 	struct ival *exp = expected_cover(r, &nexp), *got = NULL;
-	bool hdr, ok = true;
+	struct drc_mod *mods = NULL;
+	unsigned int ver = 0, tver = 0, cnt = 0;
+	char flavor[64] = "";
+	bool hdr = true, ok = true, elf_ok = false;
 
-	hdr = s && !strncmp(s, "DRCOV VERSION: 2\n", 17);
-	p = s ? strstr(s, "Module Table: version 2, count ") : NULL;
-	if (p) {
-		nmods = strtoul(p + 31, NULL, 10);
-		p = strstr(p, "\n") + 1;
-		p = strstr(p, "\n") + 1;	/* Columns: */
-		for (i = 0; i < nmods && i < 256; i++) {
-			unsigned long long b;
-
-			if (sscanf(p, "%*u, %llx,", &b) != 1)
-				hdr = false;
-			bases[i] = b;
-			p = strstr(p, "\n") + 1;
-		}
-		if (sscanf(p, "BB Table: %zu bbs\n", &nbb) != 1)
-			hdr = false;
-		p = strstr(p, "\n") + 1;
-	} else {
+#define NEXT_LINE() do { nl = p ? strchr(p, '\n') : NULL; p = nl ? nl + 1 : NULL; } while (0)
+	if (!p || sscanf(p, "DRCOV VERSION: %u\n", &ver) != 1 || ver != 3)
 		hdr = false;
+	NEXT_LINE();
+	if (!p || sscanf(p, "DRCOV FLAVOR: %63[^\n\r]\n", flavor) != 1 || strcmp(flavor, "drcov-64"))
+		hdr = false;
+	NEXT_LINE();
+	if (!p || sscanf(p, "Module Table: version %u, count %u\n", &tver, &cnt) != 2 || tver != 5)
+		hdr = false;
+	NEXT_LINE();
+	if (!p || strncmp(p, "Columns: id, containing_id, start, end, entry, offset, preferred_base, "
+			  "path\n", 72))
+		hdr = false;
+	NEXT_LINE();
+	mods = calloc(cnt + 1, sizeof(*mods));
+	for (i = 0; hdr && p && i < cnt; i++) {
+		struct drc_mod *m = &mods[i];
+		int used = 0;
+
+		if (sscanf(p, "%u, %u, 0x%llx, 0x%llx, 0x%llx, %llx, 0x%llx, %n", &m->id, &m->cont,
+			   &m->start, &m->end, &m->entry, &m->off, &m->pref, &used) != 7 || !used ||
+		    m->id != i || m->cont > i || m->end <= m->start ||
+		    (m->start | m->end) & 0xfff ||	/* drcov2lcov asserts page-aligned sizes */
+		    sscanf(p + used, " %4095[^\n\r]", m->path) != 1 ||
+		    (m->cont != i && strcmp(mods[m->cont].path, m->path)))
+			hdr = false;
+		NEXT_LINE();
+		nmods++;
 	}
+	if (!p || sscanf(p, "BB Table: %zu bbs\n", &nbb) != 1)
+		hdr = false;
+	NEXT_LINE();
+#undef NEXT_LINE
 	CHECK(hdr && p && (size_t)(s + len - p) == nbb * 8,
-	      "%s: --drcov has a version 2 header, %zu modules and %zu 8-byte bb entries", r->name,
-	      nmods, nbb);
+	      "%s: --drcov as drcov2lcov reads it: DRCOV VERSION 3, FLAVOR drcov-64, module table "
+	      "version 5 with Linux columns (%zu entries), %zu 8-byte bb entries to the end",
+	      r->name, nmods, nbb);
+	/* the program's ELF: one entry per PT_LOAD, in address order */
+	{
+		int fd = open(r->elf, O_RDONLY);
+		Elf *e;
+		size_t np = 0, k, j = 0;
+
+		elf_version(EV_CURRENT);
+		e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+		for (i = 0; hdr && e && i < nmods; i++) {
+			if (mods[i].cont != i || strcmp(mods[i].path, r->elf))
+				continue;
+			elf_ok = !elf_getphdrnum(e, &np);
+			for (k = 0, j = i; elf_ok && k < np; k++) {
+				GElf_Phdr ph;
+				uint64_t vs, ve;
+
+				if (!gelf_getphdr(e, (int)k, &ph) || ph.p_type != PT_LOAD)
+					continue;
+				vs = ph.p_vaddr & ~0xfffULL;
+				ve = (ph.p_vaddr + ph.p_memsz + 0xfff) & ~0xfffULL;
+				if (j >= nmods || mods[j].cont != i || mods[j].off != ph.p_offset ||
+				    mods[j].end - mods[j].start != ve - vs ||
+				    mods[j].start - mods[i].start != vs - (mods[i].pref & ~0xfffULL) ||
+				    mods[j].pref != vs)
+					elf_ok = false;
+				j++;
+			}
+			if (j < nmods && mods[j].cont == i && j != i)
+				elf_ok = false;	/* more entries than segments */
+			break;
+		}
+		if (e)
+			elf_end(e);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (raw)	/* --raw images: no ELF, one page-aligned entry per image */
+		CHECK(hdr && nmods == r->nimg, "%s: --raw images: drcov has an entry per image (%zu of "
+		      "%zu)", r->name, nmods, r->nimg);
+	else
+		CHECK(elf_ok, "%s: drcov lists %s once, an entry per PT_LOAD segment (start/end "
+		      "page-aligned, offset, preferred base)", r->name, r->elf);
 	if (hdr && p && (size_t)(s + len - p) == nbb * 8) {
 		got = malloc((nbb + 1) * sizeof(*got));
 		for (i = 0; i < nbb; i++) {
@@ -766,15 +980,28 @@ static void test_drcov(struct run *r, const char *path)
 					 (uint32_t)e[3] << 24;
 			uint16_t size = (uint16_t)(e[4] | e[5] << 8), mod = (uint16_t)(e[6] | e[7] << 8);
 
-			if (mod >= nmods || mod >= 256) {
-				ok = false;
+			/* drcov2lcov: "table->size <= entry->start + entry->size" is refused */
+			if (mod >= nmods || (uint64_t)start + size >= mods[mod].end - mods[mod].start ||
+			    !size) {
+				bad++;
 				continue;
 			}
-			got[n].a = bases[mod] + start;
-			got[n++].b = bases[mod] + start + size;
+			got[n].a = mods[mod].start + start;
+			got[n++].b = mods[mod].start + start + size;
+		}
+		{
+			/* an entry twice: the same 8 bytes */
+			uint64_t *keys = malloc((nbb + 1) * sizeof(*keys));
+
+			for (i = 0; i < nbb; i++)
+				memcpy(&keys[i], p + 8 * i, 8);
+			qsort(keys, nbb, sizeof(*keys), cmp_u64);
+			for (i = 0; i + 1 < nbb; i++)
+				dups += keys[i] == keys[i + 1];
+			free(keys);
 		}
 		n = merge(got, n);
-		if (n != nexp)
+		if (n != nexp || bad)
 			ok = false;
 		for (i = 0; ok && i < n; i++)
 			if (got[i].a != exp[i].a || got[i].b != exp[i].b)
@@ -782,8 +1009,10 @@ static void test_drcov(struct run *r, const char *path)
 	} else {
 		ok = false;
 	}
-	CHECK(ok, "%s: drcov blocks cover exactly the bytes of the executed instructions "
-	      "(%zu ranges expected, %zu found)", r->name, nexp, n);
+	CHECK(ok && !dups, "%s: drcov blocks cover exactly the bytes of the executed instructions "
+	      "(%zu ranges expected, %zu found; %zu outside their segment; %zu duplicate entries)",
+	      r->name, nexp, n, bad, dups);
+	free(mods);
 	free(got);
 	free(exp);
 	free(s);
@@ -1002,6 +1231,8 @@ static bool insn_equal(struct run *r, const char *path, size_t *n, size_t *first
 	return *n == r->n && *first == SIZE_MAX;
 }
 
+static void raw_args(struct run *r, char *buf, size_t len, int skip);
+
 static void test_run(struct run *r, bool full)
 {
 	size_t n, first;
@@ -1095,7 +1326,17 @@ static void test_run(struct run *r, bool full)
 		test_folded(r, F(r, "s.folded"));
 	}
 	test_perfetto(r, F(r, "s.json"));
-	test_drcov(r, F(r, "s.drcov"));
+	test_drcov(r, F(r, "s.drcov"), false);
+	if (full) {
+		char raws[8192];
+
+		raw_args(r, raws, sizeof(raws), -1);
+		st = decode(F(r, "rc"), F(r, "erc"), "decode --pt %s/trace.pt%s --drcov %s", r->dir, raws,
+			    F(r, "r.drcov"));
+		CHECK(st == 0 && clean_stderr(F(r, "erc")), "%s: --drcov from --raw images exits 0",
+		      r->name);
+		test_drcov(r, F(r, "r.drcov"), true);
+	}
 	test_blocks(r, F(r, "s.blocks"));
 	st = decode(F(r, "pk"), F(r, "epk"), "decode %s --packets", r->dir);
 	CHECK(st == 0, "%s: --packets exits 0", r->name);
@@ -1839,6 +2080,61 @@ static void append_mmaps(FILE *out, struct run *r, long pid, uint64_t *t)
 }
 
 /*
+ * --folded of a capture of two threads: every stack starts with its
+ * thread's root frame, COMM-TID (the sideband's comm), so the threads do
+ * not merge; under each root, exactly the stacks of that thread's trace
+ * decoded alone (its run's --folded).
+ */
+static void test_folded_threads(const char *path, struct run *const runs[2], const long tids[2])
+{
+	size_t len, k, i, nroot[2] = { 0, 0 }, other = 0;
+	char *s = slurp(path, &len), *save = NULL, *line;
+	char *want[2] = { NULL, NULL }, *got[2] = { NULL, NULL };
+	size_t glen[2] = { 0, 0 };
+	bool ok = s != NULL;
+
+	for (k = 0; k < 2; k++) {
+		size_t wl;
+
+		want[k] = slurp(F(runs[k], "s.folded"), &wl);
+		got[k] = calloc(1, len + 1);
+		if (!want[k] || !got[k])
+			ok = false;
+	}
+	for (line = s ? strtok_r(s, "\n", &save) : NULL; ok && line; line = strtok_r(NULL, "\n", &save)) {
+		char root[64];
+
+		for (k = 0; k < 2; k++) {
+			snprintf(root, sizeof(root), "%s-%ld;", k ? "b" : "a", tids[k]);
+			if (!strncmp(line, root, strlen(root)))
+				break;
+		}
+		if (k == 2) {
+			other++;
+			continue;
+		}
+		nroot[k]++;
+		/* the rest, in the order --folded sorts it (by stack: the root is common) */
+		i = strlen(line + strlen(root));
+		memcpy(got[k] + glen[k], line + strlen(root), i);
+		glen[k] += i;
+		got[k][glen[k]++] = '\n';
+	}
+	for (k = 0; ok && k < 2; k++)
+		if (strcmp(got[k], want[k]))
+			ok = false;
+	CHECK(ok && !other && nroot[0] && nroot[1],
+	      "per-thread capture: --folded puts each thread under its own root frame a-%ld (%zu "
+	      "stacks) and b-%ld (%zu stacks), %zu stacks without one; under each, exactly that "
+	      "thread's stacks decoded alone", tids[0], nroot[0], tids[1], nroot[1], other);
+	for (k = 0; k < 2; k++) {
+		free(want[k]);
+		free(got[k]);
+	}
+	free(s);
+}
+
+/*
  * A per-thread capture ("mode": "thread") of two threads in two processes:
  * thread 100 ran @a (process 100), thread 200 (process 200, forked from 100,
  * then exec'd) ran @b.  Process 100 also maps other code where @b's code
@@ -1914,8 +2210,8 @@ static void test_per_thread(struct run *a, struct run *b)
 	append_mmaps(out, b, 200, &t);
 	fclose(out);
 
-	st = decode(F(a, "pt"), F(a, "ept"), "-j decode %s --insn=%s --perfetto %s", cap,
-		    F(a, "pti"), F(a, "ptj"));
+	st = decode(F(a, "pt"), F(a, "ept"), "-j decode %s --insn=%s --perfetto %s --folded=%s", cap,
+		    F(a, "pti"), F(a, "ptj"), F(a, "ptf"));
 	all = slurp(F(a, "pti"), &len);
 	/* split the --insn output at its "[trace FILE]" lines */
 	for (i = 0; all && i < 2; i++) {
@@ -1939,6 +2235,22 @@ static void test_per_thread(struct run *a, struct run *b)
 	      file_contains(F(a, "ptj"), "thread 200") && file_contains(F(a, "pt"), "\"pid\":200"),
 	      "per-thread capture: one Perfetto track per thread (tid 100, 200), the summary gives "
 	      "each trace's tid and pid");
+	CHECK(file_contains(F(a, "ptj"), "\"name\":\"process_name\",\"pid\":100,\"tid\":100,"
+			    "\"args\":{\"name\":\"a\"}") &&
+	      file_contains(F(a, "ptj"), "\"name\":\"process_name\",\"pid\":200,\"tid\":200,"
+			    "\"args\":{\"name\":\"b\"}") &&
+	      file_contains(F(a, "ptj"), "\"name\":\"thread_name\",\"pid\":200,\"tid\":200,"
+			    "\"args\":{\"name\":\"b (thread 200)\"}") &&
+	      file_contains(F(a, "ptj"), "{\"ph\":\"B\",\"pid\":200,\"tid\":200,"),
+	      "per-thread capture: Perfetto events carry each thread's real pid, with process_name "
+	      "and thread_name from the sideband's comm records");
+	test_folded_threads(F(a, "ptf"), runs, tids);
+	{
+		static const char *const names[] = { "a (pid 100), a (thread 100) (tid 100)",
+						     "b (pid 200), b (thread 200) (tid 200)", NULL };
+
+		test_speedscope("per-thread capture", F(a, "ptj"), 2, names);
+	}
 }
 
 /*
@@ -2057,7 +2369,10 @@ static void test_timed(struct run *r)
 	CHECK(ev && mono && nest && depth == 0 && same && nb == calls,
 	      "%s: Perfetto timeline in time: %zu spans begin at their call's --calls time, "
 	      "never going back, properly nested", r->name, nb);
+	CHECK(o && perfetto_unit(o, "microseconds"),
+	      "%s: Perfetto: otherData/metadata say ts is in microseconds", r->name);
 	json_object_put(o);
+	test_speedscope(r->name, F(r, "t.json"), 1, NULL);
 	free(call_ns);
 	free(win);
 
@@ -2524,6 +2839,11 @@ static void test_switching(struct run *a, struct run *b)
 	f = fopen(path, "w");
 	if (f) {
 		fprintf(f, "{\"type\":\"header\",\"format\":\"ipt-sideband\",\"version\":1}\n");
+		/* the processes' names, for --folded's root frames */
+		fprintf(f, "{\"type\":\"comm\",\"time\":null,\"cpu\":null,\"pid\":100,\"tid\":100,"
+			"\"comm\":\"sw-a\",\"exec\":false}\n");
+		fprintf(f, "{\"type\":\"comm\",\"time\":null,\"cpu\":null,\"pid\":200,\"tid\":200,"
+			"\"comm\":\"sw-b\",\"exec\":false}\n");
 		sb_mmap(f, a, 100, 0);
 		sb_mmap(f, b, 200, 0);
 		/* who enters the CPU: an "in" record, then an "out" one naming the next */
@@ -2563,6 +2883,31 @@ static void test_switching(struct run *a, struct run *b)
 	CHECK(st == 0 && same_files(F(&both, "p.profile"), F(&both, "w.profile")),
 	      "... and its --profile counted in the workers, each process's code with its own "
 	      "symbols, equals the per-instruction walk");
+	/* --folded: each process's stacks under its own root, COMM-PID */
+	st = decode(F(&both, "fo"), F(&both, "efo"), "decode %s --folded=%s -J 2", cap,
+		    F(&both, "fold"));
+	{
+		size_t len;
+		char *txt = slurp(F(&both, "fold"), &len), *save = NULL, *ln;
+		uint64_t in_a = 0, in_b = 0, other = 0;
+
+		for (ln = txt ? strtok_r(txt, "\n", &save) : NULL; ln; ln = strtok_r(NULL, "\n", &save)) {
+			const char *sp = strrchr(ln, ' ');
+			uint64_t c = sp ? strtoull(sp + 1, NULL, 10) : 0;
+
+			if (!strncmp(ln, "sw-a-100;", 9))
+				in_a += c;
+			else if (!strncmp(ln, "sw-b-200;", 9))
+				in_b += c;
+			else
+				other += c ? c : 1;
+		}
+		free(txt);
+		CHECK(st == 0 && in_a == a->n && in_b == b->n && !other,
+		      "... and --folded roots each process's stacks at COMM-PID: sw-a-100 has %" PRIu64
+		      " instructions (%zu), sw-b-200 %" PRIu64 " (%zu), %" PRIu64 " elsewhere", in_a,
+		      a->n, in_b, b->n, other);
+	}
 	st = decode(F(&both, "o1"), F(&both, "e1"), "-j decode %s --pid 100 --insn=%s", cap,
 		    F(&both, "insn1"));
 	CHECK(!insn_equal(&both, F(&both, "insn1"), &n, &first),
