@@ -498,6 +498,41 @@ int dec_input_add_raw(struct dec_input *in, const char *arg, char *msg, size_t l
 	return 0;
 }
 
+/*
+ * A ptgen directory's thread names: info.txt's "comm", the name the kernel
+ * gave the traced program (/proc/PID/comm, Documentation/groundtruth.rst),
+ * for each traced thread (its TID from threads.txt), so --folded and
+ * --perfetto name a ptgen thread as they name a capture's.
+ */
+static void ptgen_comms(struct dec_input *in, const char *dir)
+{
+	char path[PATH_MAX], line[256], comm[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/info.txt", dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "comm ", 5)) {
+			snprintf(comm, sizeof(comm), "%.*s", (int)strcspn(line + 5, "\n"), line + 5);
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (!comm[0])
+		return;
+	for (size_t k = 0; k < in->nr_traces; k++) {
+		struct dec_comm *c;
+
+		if (in->traces[k].tid <= 0)
+			continue;
+		in->comms = xrealloc(in->comms, (in->nr_comms + 1) * sizeof(*in->comms));
+		c = &in->comms[in->nr_comms++];
+		c->pid = 0;
+		c->tid = in->traces[k].tid;
+		snprintf(c->comm, sizeof(c->comm), "%s", comm);
+	}
+}
+
 /* ptgen: images.txt + maps.txt + cpu + trace.pt. */
 static int load_ptgen(struct dec_input *in, const char *dir, char *msg, size_t len)
 {
@@ -614,6 +649,7 @@ static int load_ptgen(struct dec_input *in, const char *dir, char *msg, size_t l
 	}
 	if (f)
 		fclose(f);
+	ptgen_comms(in, dir);
 	/* a followed fork child: its own images, in DIR/proc-N */
 	for (unsigned int k = 1;; k++) {
 		struct stat st;

@@ -530,22 +530,51 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Folded: the frames are the functions of the call sites, then the current function. */
+/*
+ * The root frame --folded gives thread 0 of ptgen run @r: COMM-TID, the
+ * name the kernel gave the program (its file's base name, at most 15
+ * bytes) and the TID ptgen wrote in threads.txt; "" without a TID.
+ */
+static void run_root(const struct run *r, char *root, size_t size)
+{
+	char path[PATH_MAX + 16], line[256];
+	const char *slash = strrchr(r->elf, '/');
+	unsigned int k;
+	long tid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/threads.txt", r->dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%u %ld", &k, &tid) == 2 && k == 0)
+			break;
+	if (f)
+		fclose(f);
+	root[0] = 0;
+	if (tid > 0)
+		snprintf(root, size, "%.15s-%ld;", slash ? slash + 1 : r->elf, tid);
+}
+
+/*
+ * Folded: under the thread's root frame, the frames are the functions of
+ * the call sites, then the current function.
+ */
 static void test_folded(struct run *r, const char *out)
 {
 	size_t cap = 1 << 16, nl = 0, i, len, ngot = 0;
 	char **lines = malloc(cap * sizeof(char *));
 	const char *stack[4096];
 	unsigned int depth = 0;
-	char cur[1 << 16];
+	char cur[1 << 16], root[128];
 	char *s, *p, *save = NULL, **gotl;
 	uint64_t run = 0;
 	char key[1 << 16] = "";
 	bool ok = true;
 
+	run_root(r, root, sizeof(root));
 	/* (stack;leaf, count) pairs, in runs, then merged after sorting */
 	for (i = 0; i < r->n; i++) {
-		size_t l = 0;
+		size_t l = (size_t)snprintf(cur, sizeof(cur), "%s", root);
 		unsigned int k;
 
 		for (k = 0; k < depth && k < 4096; k++)
@@ -2094,12 +2123,36 @@ static void test_folded_threads(const char *path, struct run *const runs[2], con
 	bool ok = s != NULL;
 
 	for (k = 0; k < 2; k++) {
-		size_t wl;
+		char rroot[128];
+		size_t wl, rl;
 
 		want[k] = slurp(F(runs[k], "s.folded"), &wl);
 		got[k] = calloc(1, len + 1);
-		if (!want[k] || !got[k])
+		if (!want[k] || !got[k]) {
 			ok = false;
+			continue;
+		}
+		/* the thread decoded alone is under its ptgen root: drop that */
+		run_root(runs[k], rroot, sizeof(rroot));
+		rl = strlen(rroot);
+		if (rl) {
+			char *w = want[k], *rd = want[k];
+
+			while (*rd) {
+				size_t ll = strcspn(rd, "\n");
+
+				if (strncmp(rd, rroot, rl))
+					ok = false;
+				else
+					rd += rl, ll -= rl;
+				memmove(w, rd, ll);
+				w += ll;
+				rd += ll;
+				if (*rd == '\n')
+					*w++ = *rd++;
+			}
+			*w = 0;
+		}
 	}
 	for (line = s ? strtok_r(s, "\n", &save) : NULL; ok && line; line = strtok_r(NULL, "\n", &save)) {
 		char root[64];

@@ -99,6 +99,7 @@ struct proc {
 	size_t cache_mask, cache_used;
 	FILE *maps_out;
 	unsigned int nsnapshots;
+	char comm[16];		/* /proc/PID/comm when its code was first read */
 	struct thread **threads;	/* by thread index */
 	unsigned int nthreads;
 };
@@ -220,6 +221,15 @@ static struct image *load_image(struct thread *t, uint64_t ip)
 	struct image *img = NULL;
 	FILE *f;
 
+	if (!p->comm[0]) {
+		/* the name the kernel gave the program it runs (info.txt "comm") */
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)t->tid);
+		f = fopen(path, "r");
+		if (f && fgets(p->comm, sizeof(p->comm), f))
+			p->comm[strcspn(p->comm, "\n")] = 0;
+		if (f)
+			fclose(f);
+	}
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->tid);
 	f = fopen(path, "r");
 	if (!f)
@@ -1104,6 +1114,8 @@ static void write_proc(const struct proc *p, double secs, uint64_t total)
 		t0->n_syscall, t0->n_async, p->nimages, p->nthreads, all, p->index,
 		p->parent, opt_tsc, t0->n_mtc, t0->n_cyc, secs,
 		secs > 0 ? (double)total / secs : 0.0);
+	if (p->comm[0])
+		fprintf(info, "comm %s\n", p->comm);
 	close_out(info);
 	close_out(img);
 	close_out(pc);
