@@ -59,16 +59,16 @@ struct dec_trace {
 	long pid;		/* its process, whose images it uses (0: unknown, all images) */
 };
 
-/*
- * Which process runs on one CPU from when (a per-CPU capture's "switch"
- * records): switch-ins in time order.
- */
 /* A thread's name: its last comm record in time order (after an exec, the program's). */
 struct dec_comm {
 	long pid, tid;
 	char comm[64];
 };
 
+/*
+ * Which process runs on one CPU from when (a per-CPU capture's "switch"
+ * records): switch-ins in time order.
+ */
 struct dec_sched {
 	int cpu;
 	size_t n;
