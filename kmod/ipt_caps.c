@@ -82,6 +82,37 @@ static bool ipt_xsaves_pt(const struct ipt_hw_ops *hw, u32 max_leaf, u32 *size)
 	return true;
 }
 
+/*
+ * Broadwell's erratum BDM106: enabling with BranchEn = 0 is #GP.  Linux
+ * keeps BranchEn on for these four models (pt.c:213-224, checked in
+ * pt_event_valid(), pt.c:391-407).  Intel PT implies family 6.
+ */
+static const u32 ipt_bdm106_models[] = {
+	0x3d,	/* INTEL_FAM6_BROADWELL */
+	0x47,	/* INTEL_FAM6_BROADWELL_G */
+	0x4f,	/* INTEL_FAM6_BROADWELL_X */
+	0x56,	/* INTEL_FAM6_BROADWELL_D */
+};
+
+/**
+ * ipt_caps_branch_required() - whether the unit cannot run with BranchEn = 0
+ * @caps: the unit's capabilities
+ *
+ * Context: any; reads @caps only.
+ * Return: true on the parts with erratum BDM106.
+ */
+bool ipt_caps_branch_required(const struct ipt_caps *caps)
+{
+	unsigned int i;
+
+	if (caps->family != 6)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(ipt_bdm106_models); i++)
+		if (caps->model == ipt_bdm106_models[i])
+			return true;
+	return false;
+}
+
 static void ipt_caps_clear_pt(struct ipt_caps *caps)
 {
 	size_t from = offsetof(struct ipt_caps, features);

@@ -89,8 +89,16 @@ static int ipt_check_ranges(const struct ipt_config *cfg,
  * fields) and that the unit has ToPA output, the output scheme sessions
  * use (with one output entry per table where the unit allows no more).
  *
+ * On parts with erratum BDM106 (ipt_caps_branch_required()) enabling
+ * without BranchEn is #GP, so a configuration without IPT_TRACE_BRANCH is
+ * refused here rather than failing at start, as pt_event_valid() refuses
+ * the perf event (pt.c:391-407).  Where the unit has no configurable PSB
+ * the STATUS written at each start leaves PacketByteCnt out (@hwcfg's
+ * status_keep): a non-zero value there is #GP.
+ *
  * Return: 0; -EINVAL for a malformed field (unknown flag, reserved bit,
- * encoding above 15, value without its enabling flag, bad range);
+ * encoding above 15, value without its enabling flag, bad range, no
+ * IPT_TRACE_BRANCH on a part with BDM106);
  * -EOPNOTSUPP for what the unit cannot do (missing feature, encoding
  * absent from its bitmap, range beyond its count, no ToPA output);
  * -EPERM for kernel tracing without @privileged.
@@ -113,8 +121,13 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 		return -EPERM;
 	if (!(feat & IPT_FEAT_TOPA))
 		return -EOPNOTSUPP;
+	if (!(tf & IPT_TRACE_BRANCH) && ipt_caps_branch_required(caps))
+		return -EINVAL;
 
 	hw.ctl = RTIT_CTL_TOPA;
+	hw.status_keep = IPT_STATUS_KEEP;
+	if (!(feat & IPT_FEAT_PSB_CYC))
+		hw.status_keep &= ~RTIT_STATUS_BYTECNT;
 	if (tf & IPT_TRACE_USER)
 		hw.ctl |= RTIT_CTL_USR;
 	if (tf & IPT_TRACE_KERNEL)
