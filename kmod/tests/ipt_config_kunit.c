@@ -122,7 +122,11 @@ struct cfg_case {
 	u64 need;		/* features it needs */
 	u32 field;		/* which mask its encoding needs: 1 mtc 2 cyc 3 psb */
 	u64 clear_flags;	/* trace flags taken away */
+	bool la57;		/* range 0 canonical to 57 bits only */
 };
+
+/* Canonical to 57 bits (bits 63:56 equal), not to 48. */
+#define LA57_START	0x00ff800000401000ULL
 
 static const struct cfg_case cfg_cases[] = {
 	{ "plain" },
@@ -148,6 +152,8 @@ static const struct cfg_case cfg_cases[] = {
 	{ "no branch", .clear_flags = IPT_TRACE_BRANCH },
 	{ "no branch, mtc", IPT_TRACE_MTC, 3, .need = IPT_FEAT_MTC, .field = 1,
 	  .clear_flags = IPT_TRACE_BRANCH },
+	/* Canonical by the CPU's linear address width. */
+	{ "range la57", .range = 1, .need = IPT_FEAT_IP_FILTER, .la57 = true },
 };
 
 /* The errno ipt_config_check() owes @c on a unit with @caps. */
@@ -158,6 +164,9 @@ static int expected(const struct cfg_case *c, const struct ipt_caps *caps)
 		return -EOPNOTSUPP;
 	/* What the model's unit would #GP on enable (erratum BDM106). */
 	if ((c->clear_flags & IPT_TRACE_BRANCH) && cfg_model->bdm106)
+		return -EINVAL;
+	/* Malformed whatever the unit has: checked before the count. */
+	if (c->la57 && cfg_model->virt_bits < 57)
 		return -EINVAL;
 	if (c->need && !(caps->features & c->need)) {
 		/* PSBFreq 0 is what every unit does. */
@@ -203,6 +212,10 @@ static void config_against_models(struct kunit *test)
 				cfg.ranges[c->range - 1].kind = IPT_RANGE_FILTER;
 				cfg.ranges[c->range - 1].start = IPT_SIM_CODE_BASE;
 				cfg.ranges[c->range - 1].end = IPT_SIM_CODE_LOOP_END;
+			}
+			if (c->la57) {
+				cfg.ranges[0].start = LA57_START;
+				cfg.ranges[0].end = LA57_START + 0x1000;
 			}
 			memset(&hw, 0xa5, sizeof(hw));
 			ret = ipt_config_check(&cfg, &caps, true, &hw);
