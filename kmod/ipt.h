@@ -127,9 +127,13 @@ struct page *ipt_buffer_page(const struct ipt_buffer *buf, u64 off);
  * @cr3_match: IA32_RTIT_CR3_MATCH
  * @addr_a: IA32_RTIT_ADDRn_A
  * @addr_b: IA32_RTIT_ADDRn_B
+ * @status_keep: the IA32_RTIT_STATUS bits a (re)start writes back
+ *        (IPT_STATUS_KEEP, without PacketByteCnt where the unit has no
+ *        configurable PSB: writing it there is #GP)
  */
 struct ipt_hwcfg {
 	u64 ctl;
+	u64 status_keep;
 	u64 cr3_match;
 	u64 addr_a[IPT_MAX_ADDR_RANGES];
 	u64 addr_b[IPT_MAX_ADDR_RANGES];
@@ -262,6 +266,7 @@ int ipt_session_mmap(struct ipt_session *s, struct vm_area_struct *vma);
 const char *ipt_unavail_str(enum ipt_unavail why);
 enum ipt_unavail ipt_caps_probe(const struct ipt_hw_ops *hw,
 				struct ipt_caps *caps);
+bool ipt_caps_branch_required(const struct ipt_caps *caps);
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_caps_signature(u32 eax, struct ipt_caps *caps);
 #endif

@@ -82,6 +82,58 @@ static bool ipt_xsaves_pt(const struct ipt_hw_ops *hw, u32 max_leaf, u32 *size)
 	return true;
 }
 
+/*
+ * The linear address width, CPUID.80000008H:EAX[15:8], as Linux's
+ * x86_virt_bits (arch/x86/kernel/cpu/common.c, get_cpu_address_sizes()),
+ * which pt.c checks filter addresses against (pt.c:1384-1401).  It is the
+ * width the processor supports (57 on LA57 parts even with 4-level paging
+ * in use), the one WRMSR checks ADDRn against.  A leaf that is missing or
+ * says less than 48 (no x86-64 part has less) counts as 48.
+ */
+static u32 ipt_caps_virt_bits(const struct ipt_hw_ops *hw)
+{
+	struct ipt_cpuid_regs r;
+	u32 bits;
+
+	hw->cpuid(IPT_CPUID_EXT_MAX, 0, &r);
+	if (r.eax < IPT_CPUID_ADDR_SIZES || r.eax > IPT_CPUID_EXT_MAX + 0xffff)
+		return 48;
+	hw->cpuid(IPT_CPUID_ADDR_SIZES, 0, &r);
+	bits = (r.eax >> 8) & 0xff;
+	return bits >= 48 && bits <= 64 ? bits : 48;
+}
+
+/*
+ * Broadwell's erratum BDM106: enabling with BranchEn = 0 is #GP.  Linux
+ * keeps BranchEn on for these four models (pt.c:213-224, checked in
+ * pt_event_valid(), pt.c:391-407).  Intel PT implies family 6.
+ */
+static const u32 ipt_bdm106_models[] = {
+	0x3d,	/* INTEL_FAM6_BROADWELL */
+	0x47,	/* INTEL_FAM6_BROADWELL_G */
+	0x4f,	/* INTEL_FAM6_BROADWELL_X */
+	0x56,	/* INTEL_FAM6_BROADWELL_D */
+};
+
+/**
+ * ipt_caps_branch_required() - whether the unit cannot run with BranchEn = 0
+ * @caps: the unit's capabilities
+ *
+ * Context: any; reads @caps only.
+ * Return: true on the parts with erratum BDM106.
+ */
+bool ipt_caps_branch_required(const struct ipt_caps *caps)
+{
+	unsigned int i;
+
+	if (caps->family != 6)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(ipt_bdm106_models); i++)
+		if (caps->model == ipt_bdm106_models[i])
+			return true;
+	return false;
+}
+
 static void ipt_caps_clear_pt(struct ipt_caps *caps)
 {
 	size_t from = offsetof(struct ipt_caps, features);
@@ -181,6 +233,8 @@ enum ipt_unavail ipt_caps_probe(const struct ipt_hw_ops *hw,
 	if (!hw->read_msr(MSR_PLATFORM_INFO, &platform_info))
 		caps->nom_freq = (platform_info >> 8) & 0xff;
 	preempt_enable();
+
+	caps->virt_addr_bits = ipt_caps_virt_bits(hw);
 
 	if (caps->features & IPT_FEAT_TOPA)
 		caps->max_topa_order = IPT_TOPA_MAX_ORDER;

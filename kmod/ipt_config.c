@@ -35,10 +35,17 @@
 			 IPT_TRACE_PTWRITE | IPT_TRACE_PTWRITE_FUP |	\
 			 IPT_TRACE_POWER_EVENTS | IPT_TRACE_CR3_FILTER)
 
-/* Linear addresses are checked as 48-bit canonical (4-level paging). */
-static bool ipt_canonical(u64 la)
+/*
+ * Canonical to the CPU's linear address width (ipt_caps.virt_addr_bits,
+ * 48 or 57), as pt.c's filter check (pt.c:1384-1401): ADDRn writes of
+ * addresses that are not are #GP (SDM vol. 3C, 33.2.8.5).  A width
+ * ipt_caps_probe() cannot have set counts as 48.
+ */
+static bool ipt_canonical(u64 la, u32 bits)
 {
-	return ((s64)(la << 16) >> 16) == (s64)la;
+	unsigned int shift = bits >= 48 && bits <= 64 ? 64 - bits : 16;
+
+	return ((s64)(la << shift) >> shift) == (s64)la;
 }
 
 /* An encoding @val (0..15) of a CTL field, supported per @mask. */
@@ -65,8 +72,9 @@ static int ipt_check_ranges(const struct ipt_config *cfg,
 				return -EINVAL;
 			continue;
 		}
-		if (r->start > r->end || !ipt_canonical(r->start) ||
-		    !ipt_canonical(r->end))
+		if (r->start > r->end ||
+		    !ipt_canonical(r->start, caps->virt_addr_bits) ||
+		    !ipt_canonical(r->end, caps->virt_addr_bits))
 			return -EINVAL;
 		if (i >= caps->num_addr_ranges)
 			return -EOPNOTSUPP;
@@ -89,8 +97,17 @@ static int ipt_check_ranges(const struct ipt_config *cfg,
  * fields) and that the unit has ToPA output, the output scheme sessions
  * use (with one output entry per table where the unit allows no more).
  *
+ * On parts with erratum BDM106 (ipt_caps_branch_required()) enabling
+ * without BranchEn is #GP, so a configuration without IPT_TRACE_BRANCH is
+ * refused here rather than failing at start, as pt_event_valid() refuses
+ * the perf event (pt.c:391-407).  Where the unit has no configurable PSB
+ * the STATUS written at each start leaves PacketByteCnt out (@hwcfg's
+ * status_keep): a non-zero value there is #GP.
+ *
  * Return: 0; -EINVAL for a malformed field (unknown flag, reserved bit,
- * encoding above 15, value without its enabling flag, bad range);
+ * encoding above 15, value without its enabling flag, bad range, a range
+ * not canonical to the CPU's linear address width, no IPT_TRACE_BRANCH
+ * on a part with BDM106);
  * -EOPNOTSUPP for what the unit cannot do (missing feature, encoding
  * absent from its bitmap, range beyond its count, no ToPA output);
  * -EPERM for kernel tracing without @privileged.
@@ -113,8 +130,13 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 		return -EPERM;
 	if (!(feat & IPT_FEAT_TOPA))
 		return -EOPNOTSUPP;
+	if (!(tf & IPT_TRACE_BRANCH) && ipt_caps_branch_required(caps))
+		return -EINVAL;
 
 	hw.ctl = RTIT_CTL_TOPA;
+	hw.status_keep = IPT_STATUS_KEEP;
+	if (!(feat & IPT_FEAT_PSB_CYC))
+		hw.status_keep &= ~RTIT_STATUS_BYTECNT;
 	if (tf & IPT_TRACE_USER)
 		hw.ctl |= RTIT_CTL_USR;
 	if (tf & IPT_TRACE_KERNEL)

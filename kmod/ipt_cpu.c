@@ -50,7 +50,7 @@ static void ipt_trace_start_on_cpu(void *arg)
 		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_MASK, t->mask);
 	if (!ret)
 		ret = hw->write_msr(MSR_IA32_RTIT_STATUS,
-				    t->status & IPT_STATUS_KEEP);
+				    t->status & s->hwcfg.status_keep);
 	if (!ret && s->has_cr3)
 		ret = hw->write_msr(MSR_IA32_RTIT_CR3_MATCH, s->hwcfg.cr3_match);
 	for (i = 0; !ret && i < s->nr_ranges; i++) {

@@ -168,7 +168,7 @@ VISIBLE_IF_KUNIT void ipt_thread_area_init(const struct ipt_session *s,
 	v[IPT_XSAVE_CTL] = s->hwcfg.ctl | RTIT_CTL_TRACEEN;
 	v[IPT_XSAVE_OUTPUT_BASE] = t->base;
 	v[IPT_XSAVE_OUTPUT_MASK] = t->mask;
-	v[IPT_XSAVE_STATUS] = t->status & IPT_STATUS_KEEP;
+	v[IPT_XSAVE_STATUS] = t->status & s->hwcfg.status_keep;
 	v[IPT_XSAVE_CR3_MATCH] = s->has_cr3 ? s->hwcfg.cr3_match : 0;
 	if (s->nr_ranges > 0) {
 		v[IPT_XSAVE_ADDR0_A] = s->hwcfg.addr_a[0];
@@ -235,7 +235,7 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 			ret = ipt_th_wr(hw, MSR_IA32_RTIT_OUTPUT_MASK, t->mask);
 		if (!ret)
 			ret = ipt_th_wr(hw, MSR_IA32_RTIT_STATUS,
-					t->status & IPT_STATUS_KEEP);
+					t->status & s->hwcfg.status_keep);
 		for (i = 0; !ret && i < s->nr_switch_msrs; i++)
 			ret = ipt_th_wr(hw, s->switch_msrs[i].msr,
 					s->switch_msrs[i].val);

@@ -49,6 +49,8 @@
  * @xsave_pt_size: size of the PT component, CPUID.(0DH,8):EAX (0 without
  *        @xsaves_pt); the module parameter xsave_pt_size overrides it
  * @maxphyaddr: physical address width (CPUID.80000008H:EAX[7:0])
+ * @virt_bits: linear address width (CPUID.80000008H:EAX[15:8]): 48, or 57
+ *        on parts with 5-level paging (LA57); ADDRn must be canonical to it
  * @nom_ratio: MSR_PLATFORM_INFO[15:8]
  * @bdm106: erratum BDM106: enabling with BranchEn = 0 is #GP
  */
@@ -62,6 +64,7 @@ struct ipt_sim_model {
 	bool xsaves_pt;
 	u32 xsave_pt_size;
 	u8 maxphyaddr;
+	u8 virt_bits;
 	u8 nom_ratio;
 	bool bdm106;
 };

@@ -22,7 +22,7 @@
 
 static char *model = "icl";
 module_param(model, charp, 0444);
-MODULE_PARM_DESC(model, "CPU model: icl, icl-noxsaves, skl, glm, bdw-sro");
+MODULE_PARM_DESC(model, "CPU model: icl, icl-noxsaves, skl, glm, icx, bdw, bdw-sro");
 
 static unsigned long rate = SZ_1M;
 module_param(rate, ulong, 0444);

@@ -30,6 +30,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.xsaves_pt = true,
 		.xsave_pt_size = IPT_SIM_XSAVE_PT_SIZE,
 		.maxphyaddr = 39,
+		.virt_bits = 48,
 		.nom_ratio = 20,
 	},
 	{
@@ -40,6 +41,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
 		.leaf_15 = { 2, 104, 38400000, 0 },
 		.maxphyaddr = 39,
+		.virt_bits = 48,
 		.nom_ratio = 20,
 	},
 	{
@@ -50,6 +52,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
 		.leaf_15 = { 2, 216, 0, 0 },
 		.maxphyaddr = 39,
+		.virt_bits = 48,
 		.nom_ratio = 26,
 	},
 	{
@@ -60,7 +63,37 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
 		.leaf_15 = { 1, 62, 19200000, 0 },
 		.maxphyaddr = 39,
+		.virt_bits = 48,
 		.nom_ratio = 12,
+	},
+	{
+		.name = "icx",
+		.desc = "Ice Lake server as 'icl', with 57-bit linear addresses (LA57)",
+		.signature = 0x000606a6,
+		.leaf_14_0 = { 1, 0x1ff, 0x7, 0 },
+		.leaf_14_1 = IPT_SIM_LEAF_14_1_TYPICAL,
+		.leaf_15 = { 2, 104, 38400000, 0 },
+		.xsaves_pt = true,
+		.xsave_pt_size = IPT_SIM_XSAVE_PT_SIZE,
+		.maxphyaddr = 46,
+		.virt_bits = 57,
+		.nom_ratio = 20,
+	},
+	{
+		/*
+		 * Broadwell as it is: ToPA with many entries and single-range
+		 * output, nothing in CPUID.(14H,0):EBX (so no configurable
+		 * PSB: PacketByteCnt is not writable), no subleaf 1, no leaf
+		 * 15H, erratum BDM106.
+		 */
+		.name = "bdw",
+		.desc = "Broadwell client: ToPA, single-range, nothing in EBX, BDM106",
+		.signature = 0x000306d4,
+		.leaf_14_0 = { 0, 0x0, 0x7, 0 },
+		.maxphyaddr = 39,
+		.virt_bits = 48,
+		.nom_ratio = 22,
+		.bdm106 = true,
 	},
 	{
 		.name = "bdw-sro",
@@ -68,6 +101,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.signature = 0x000306d4,
 		.leaf_14_0 = { 0, 0x0, 0x4, 0 },
 		.maxphyaddr = 39,
+		.virt_bits = 48,
 		.nom_ratio = 22,
 		.bdm106 = true,
 	},
@@ -165,7 +199,7 @@ void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
 		r->eax = 0x80000008;
 		break;
 	case 0x80000008:
-		r->eax = m->maxphyaddr | (48 << 8);
+		r->eax = m->maxphyaddr | (m->virt_bits << 8);
 		break;
 	}
 }

@@ -97,9 +97,16 @@ static bool ipt_sim_ctl_valid(const struct ipt_sim_model *m, u64 v)
 	return true;
 }
 
-static bool ipt_sim_canonical(u64 la)
+/*
+ * Canonical to the model's linear address width (CPUID.80000008H:EAX[15:8]):
+ * the WRMSR check of an MSR holding a linear address uses the width the
+ * processor supports, 57 bits on LA57 parts whatever CR4.LA57 says.
+ */
+static bool ipt_sim_canonical(const struct ipt_sim_model *m, u64 la)
 {
-	return (u64)((s64)(la << 16) >> 16) == la;
+	unsigned int shift = 64 - m->virt_bits;
+
+	return (u64)((s64)(la << shift) >> shift) == la;
 }
 
 /* The index of ADDRn_A/B for @msr, or -1. */
@@ -143,6 +150,12 @@ static int ipt_sim_wrmsr_check(const struct ipt_sim_cpu *c, u32 msr, u64 val)
 		if (!(m->leaf_14_0.ebx & BIT(6)) &&
 		    (val & (IPT_RTIT_STATUS_PENDPSB | IPT_RTIT_STATUS_PENDTOPAPMI)))
 			return -EIO;
+		/*
+		 * Without configurable PSB (CPUID.(14H,0):EBX[1] = 0) a
+		 * non-zero PacketByteCnt is #GP (SDM vol. 3C, table 33-10).
+		 */
+		if (!(m->leaf_14_0.ebx & BIT(1)) && (val & RTIT_STATUS_BYTECNT))
+			return -EIO;
 		return 0;
 	case MSR_IA32_RTIT_OUTPUT_BASE:
 		if (tracing || (val & 0x7f) || (val >> m->maxphyaddr))
@@ -164,7 +177,7 @@ static int ipt_sim_wrmsr_check(const struct ipt_sim_cpu *c, u32 msr, u64 val)
 	n = ipt_sim_addr_index(msr, &is_b);
 	if (n >= 0) {
 		if (n >= ipt_sim_nr_ranges(m) || tracing ||
-		    !ipt_sim_canonical(val))
+		    !ipt_sim_canonical(m, val))
 			return -EIO;
 		return 0;
 	}

@@ -160,8 +160,9 @@ static void ipt_sim_update_en(struct ipt_sim_cpu *c)
  *
  * Sets TriggerEn (unless Error or Stopped is set), ContextEn (the workload
  * runs at CPL 3 with CR3 IPT_SIM_CODE_CR3), FilterEn and PacketEn, and
- * writes the enable packets: a full PSB+ when PacketByteCnt is 0, else
- * TSC, TMA, CBR and MODE.Exec as enabled; then TIP.PGE when PacketEn.
+ * writes the enable packets: a full PSB+ when PacketByteCnt is 0 or the
+ * model has no configurable PSB, else TSC, TMA, CBR and MODE.Exec as
+ * enabled; then TIP.PGE when PacketEn.
  * The IP is the feed's starting IP when a feed begins with one.  After a
  * context switch to another program (@c->pge_pending) the CPU is in the
  * kernel: PacketEn stays off and the TIP.PGE comes when the program runs
@@ -188,7 +189,9 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 	if (c->pge_pending)
 		c->packet_en = false;
 
-	if (!FIELD_GET(RTIT_STATUS_BYTECNT, c->status)) {
+	/* Without configurable PSB, every enable writes a PSB+. */
+	if (!FIELD_GET(RTIT_STATUS_BYTECNT, c->status) ||
+	    !(c->model->leaf_14_0.ebx & BIT(1))) {
 		n = ipt_sim_psb_plus(c, buf, false);
 	} else {
 		if (c->ctl & RTIT_CTL_TSC_EN) {

@@ -8,6 +8,9 @@
  */
 #include <kunit/test.h>
 #include <linux/bitfield.h>
+#include <linux/gfp.h>
+#include <linux/io.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/string.h>
 
@@ -50,24 +53,63 @@ static void base_config(struct ipt_config *cfg)
 	cfg->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
 }
 
-/* Program @hw on a fresh unit of the model, as a session would. */
+/*
+ * Program @hw on a fresh unit of the model as a session would, into a
+ * one-page ring (a table with one output entry and END back to itself,
+ * which single-entry units accept too), enable it, run it, stop it, and
+ * start it again with the STATUS a restart writes back (@hw's
+ * status_keep of what the stop read): every #GP the model has on the way
+ * (BDM106 on enable, PacketByteCnt without configurable PSB) fails it.
+ */
 static int program(const struct ipt_caps *caps, const struct ipt_hwcfg *hw)
 {
 	struct ipt_sim_cpu c = {};
-	unsigned int i;
+	struct page *pages;
+	u64 *table, status = 0;
+	unsigned int i, pass;
 	int ret = 0;
 
+	pages = alloc_pages(GFP_KERNEL | __GFP_ZERO, 1);
+	if (!pages)
+		return -ENOMEM;
+	table = page_address(pages);
+	table[0] = page_to_phys(pages + 1);
+	table[1] = page_to_phys(pages) | IPT_TOPA_END;
+
 	ipt_sim_cpu_init(&c, cfg_model);
-	if (caps->features & IPT_FEAT_CR3_FILTER)
-		ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_CR3_MATCH, hw->cr3_match);
-	for (i = 0; !ret && i < caps->num_addr_ranges; i++) {
-		ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_ADDR_A(i), hw->addr_a[i]);
+	for (pass = 0; !ret && pass < 2; pass++) {
+		ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_OUTPUT_BASE,
+				    page_to_phys(pages));
 		if (!ret)
-			ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_ADDR_B(i),
-					    hw->addr_b[i]);
+			ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_OUTPUT_MASK,
+					    IPT_RTIT_MASK_LOW);
+		if (!ret)
+			ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_STATUS,
+					    status & hw->status_keep);
+		if (!ret && (caps->features & IPT_FEAT_CR3_FILTER))
+			ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_CR3_MATCH,
+					    hw->cr3_match);
+		for (i = 0; !ret && i < caps->num_addr_ranges; i++) {
+			ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_ADDR_A(i),
+					    hw->addr_a[i]);
+			if (!ret)
+				ret = ipt_sim_wrmsr(&c, IPT_MSR_RTIT_ADDR_B(i),
+						    hw->addr_b[i]);
+		}
+		if (!ret)
+			ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_CTL, hw->ctl);
+		if (!ret)
+			ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_CTL,
+					    hw->ctl | RTIT_CTL_TRACEEN);
+		if (!ret) {
+			c.tsc += 1000;
+			ipt_sim_run(&c, 100);
+			ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_CTL, hw->ctl);
+		}
+		if (!ret)
+			ret = ipt_sim_rdmsr(&c, MSR_IA32_RTIT_STATUS, &status);
 	}
-	if (!ret)
-		ret = ipt_sim_wrmsr(&c, MSR_IA32_RTIT_CTL, hw->ctl);
+	__free_pages(pages, 1);
 	return ret;
 }
 
@@ -79,7 +121,12 @@ struct cfg_case {
 	unsigned int range;	/* 1 + index of a filter range, or 0 */
 	u64 need;		/* features it needs */
 	u32 field;		/* which mask its encoding needs: 1 mtc 2 cyc 3 psb */
+	u64 clear_flags;	/* trace flags taken away */
+	bool la57;		/* range 0 canonical to 57 bits only */
 };
+
+/* Canonical to 57 bits (bits 63:56 equal), not to 48. */
+#define LA57_START	0x00ff800000401000ULL
 
 static const struct cfg_case cfg_cases[] = {
 	{ "plain" },
@@ -101,6 +148,12 @@ static const struct cfg_case cfg_cases[] = {
 	{ "range 1", 0, 0, 0, 0, 0, 2, IPT_FEAT_IP_FILTER },
 	{ "range 2", 0, 0, 0, 0, 0, 3, IPT_FEAT_IP_FILTER },
 	{ "range 3", 0, 0, 0, 0, 0, 4, IPT_FEAT_IP_FILTER },
+	/* BDM106: refused at configure, not #GP at start. */
+	{ "no branch", .clear_flags = IPT_TRACE_BRANCH },
+	{ "no branch, mtc", IPT_TRACE_MTC, 3, .need = IPT_FEAT_MTC, .field = 1,
+	  .clear_flags = IPT_TRACE_BRANCH },
+	/* Canonical by the CPU's linear address width. */
+	{ "range la57", .range = 1, .need = IPT_FEAT_IP_FILTER, .la57 = true },
 };
 
 /* The errno ipt_config_check() owes @c on a unit with @caps. */
@@ -109,6 +162,12 @@ static int expected(const struct cfg_case *c, const struct ipt_caps *caps)
 	/* ToPA is needed; one output entry per table is enough. */
 	if (!(caps->features & IPT_FEAT_TOPA))
 		return -EOPNOTSUPP;
+	/* What the model's unit would #GP on enable (erratum BDM106). */
+	if ((c->clear_flags & IPT_TRACE_BRANCH) && cfg_model->bdm106)
+		return -EINVAL;
+	/* Malformed whatever the unit has: checked before the count. */
+	if (c->la57 && cfg_model->virt_bits < 57)
+		return -EINVAL;
 	if (c->need && !(caps->features & c->need)) {
 		/* PSBFreq 0 is what every unit does. */
 		if (c->field == 3 && !c->psb)
@@ -144,6 +203,7 @@ static void config_against_models(struct kunit *test)
 
 			base_config(&cfg);
 			cfg.trace_flags |= c->add_flags;
+			cfg.trace_flags &= ~c->clear_flags;
 			cfg.mtc_freq = c->mtc;
 			cfg.cyc_thresh = c->cyc;
 			cfg.psb_freq = c->psb;
@@ -152,6 +212,10 @@ static void config_against_models(struct kunit *test)
 				cfg.ranges[c->range - 1].kind = IPT_RANGE_FILTER;
 				cfg.ranges[c->range - 1].start = IPT_SIM_CODE_BASE;
 				cfg.ranges[c->range - 1].end = IPT_SIM_CODE_LOOP_END;
+			}
+			if (c->la57) {
+				cfg.ranges[0].start = LA57_START;
+				cfg.ranges[0].end = LA57_START + 0x1000;
 			}
 			memset(&hw, 0xa5, sizeof(hw));
 			ret = ipt_config_check(&cfg, &caps, true, &hw);

@@ -137,6 +137,7 @@ static int thread_test_init(struct kunit *test)
 	f->s.idev = &f->idev;
 	f->s.hw = &fake_ops;
 	f->s.hwcfg.ctl = CTL;
+	f->s.hwcfg.status_keep = IPT_STATUS_KEEP;
 	f->s.nr_ranges = 2;
 	f->s.has_cr3 = true;
 	f->s.xsave_size = IPT_XSAVE_AREA_BYTES(TEST_PT_SIZE);

@@ -71,6 +71,7 @@ static int ts_init(struct kunit *test)
 	f->s.idev = &f->idev;
 	f->s.hw = ops;
 	f->s.hwcfg.ctl = TS_CTL;
+	f->s.hwcfg.status_keep = IPT_STATUS_KEEP;
 	f->s.xsaves = true;
 	ipt_thread_switch_msrs(&f->s);
 	ts_trace(test, f, 0);

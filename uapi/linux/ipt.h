@@ -123,7 +123,10 @@ struct ipt_cpuid_regs {
  *                   allocator (CONFIG_CONTIG_ALLOC), else the page
  *                   allocator's largest block (22 on x86-64); ipt_config's
  *                   chunk_order 0 means min(22, this)
- * @reserved: 0
+ * @virt_addr_bits: the CPU's linear address width, CPUID.80000008H:EAX[15:8]
+ *                  (48, or 57 with 5-level paging): address ranges must be
+ *                  canonical to it.  0 from modules that predate the field
+ *                  (it was reserved): they check 48 bits
  *
  * When @unavailable is not IPT_UNAVAIL_NONE, only the CPU identity fields
  * are filled and every PT field is zero.
@@ -152,7 +155,7 @@ struct ipt_caps {
 	struct ipt_cpuid_regs cpuid_14_1;
 	struct ipt_cpuid_regs cpuid_15;
 	__u32 max_chunk_order;
-	__u32 reserved;
+	__u32 virt_addr_bits;
 };
 
 #define IPT_CAPS_SIZE_VER0	144	/* sizeof first published ipt_caps */
@@ -206,7 +209,7 @@ enum ipt_range_kind {
 
 /**
  * struct ipt_addr_range - one IA32_RTIT_ADDRn_A/B pair
- * @start: first linear address, canonical (48 bits)
+ * @start: first linear address, canonical (ipt_caps.virt_addr_bits)
  * @end: last linear address (inclusive), canonical, >= @start
  * @kind: enum ipt_range_kind
  * @reserved: must be 0

@@ -319,12 +319,24 @@ static enum iptcap_err need_feature(struct iptcap_config_error *e, const struct 
 		    iptcap_feature_name(feat));
 }
 
-/* A canonical 48-bit linear address: bits 63:47 all equal. */
-static bool canonical(uint64_t a)
+/*
+ * The CPU's linear address width (ipt_caps.virt_addr_bits: 48, or 57 with
+ * 5-level paging); a module that predates the field reports 0 and checks
+ * 48 bits.
+ */
+static unsigned int virt_bits(const struct ipt_caps *caps)
 {
-	uint64_t top = a >> 47;
+	unsigned int bits = caps->virt_addr_bits;
 
-	return top == 0 || top == 0x1ffff;
+	return bits >= 48 && bits <= 64 ? bits : 48;
+}
+
+/* Canonical to @bits: bits 63:@bits-1 all equal. */
+static bool canonical(uint64_t a, unsigned int bits)
+{
+	uint64_t top = a >> (bits - 1);
+
+	return bits == 64 || top == 0 || top == (UINT64_MAX >> (bits - 1));
 }
 
 static enum iptcap_err check_ranges(const struct iptcap_config *cfg, const struct ipt_caps *caps,
@@ -346,11 +358,13 @@ static enum iptcap_err check_ranges(const struct iptcap_config *cfg, const struc
 			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_RANGES, (int)i,
 				    "kind %u is neither IPT_RANGE_FILTER nor IPT_RANGE_STOP",
 				    r->kind);
-		if (!canonical(r->start) || !canonical(r->end) || r->start > r->end) {
+		if (!canonical(r->start, virt_bits(caps)) ||
+		    !canonical(r->end, virt_bits(caps)) || r->start > r->end) {
 			set_value(e, "0x%llx-0x%llx", (unsigned long long)r->start,
 				  (unsigned long long)r->end);
 			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_RANGES, (int)i,
-				    "give canonical addresses with START <= END");
+				    "give canonical addresses (%u-bit on this CPU) with "
+				    "START <= END", virt_bits(caps));
 		}
 	}
 	err = need_feature(e, caps, IPT_FEAT_IP_FILTER, IPTCAP_FIELD_RANGES, 0);

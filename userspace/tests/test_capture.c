@@ -331,6 +331,28 @@ static void test_config_ranges(void)
 	cfg.ranges[1].start = 0xffffffff81000000ull;
 	cfg.ranges[1].end = 0xffffffff81ffffffull;
 	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)), "a kernel range is canonical");
+	/*
+	 * By the CPU's linear address width: with LA57 (57 bits) an address
+	 * above 47 bits is canonical; 0 (a module that predates the field)
+	 * means 48.
+	 */
+	cfg.ranges[1].start = 0x00ff800000000000ull;
+	cfg.ranges[1].end = 0x00ff800000001000ull;
+	caps.virt_addr_bits = 0;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
+	      strstr(msg, "48-bit"), "an LA57 range on an older module: %s", msg);
+	caps.virt_addr_bits = 48;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
+	      strstr(msg, "48-bit"), "an LA57 range on a 48-bit CPU: %s", msg);
+	caps.virt_addr_bits = 57;
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) &&
+	      ic.ranges[1].start == 0x00ff800000000000ull,
+	      "an LA57 range on a 57-bit CPU: %s", msg);
+	cfg.ranges[1].start = 0x0100000000000000ull;
+	cfg.ranges[1].end = 0x0100000000001000ull;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
+	      strstr(msg, "57-bit"), "beyond 57 bits on a 57-bit CPU: %s", msg);
+	caps.virt_addr_bits = 48;
 	cfg.nr_ranges = 0;
 	cfg.cr3_filter = true;
 	cfg.cr3_match = 0x1a2b3000;

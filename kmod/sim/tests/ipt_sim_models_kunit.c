@@ -40,21 +40,27 @@ struct model_case {
 	u32 family, model;
 	u64 features_set, features_clear;
 	u32 ranges, mtc, cyc, psb, xsave;
+	u32 virt_bits;
 };
 
 static const struct model_case model_cases[] = {
 	{ "icl", 6, 0x7e, IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI |
 	  IPT_FEAT_SINGLE_RANGE | IPT_FEAT_XSAVES_PT | IPT_FEAT_PTWRITE |
 	  IPT_FEAT_POWER_EVENTS | IPT_FEAT_EVENT_TRACE | IPT_FEAT_TNT_DISABLE,
-	  0, 2, 0x249, 0x1fff, 0x3f, 128 },
+	  0, 2, 0x249, 0x1fff, 0x3f, 128, 48 },
 	{ "icl-noxsaves", 6, 0x7e, IPT_FEAT_TOPA_MULTI, IPT_FEAT_XSAVES_PT,
-	  2, 0x249, 0x1fff, 0x3f, 0 },
+	  2, 0x249, 0x1fff, 0x3f, 0, 48 },
 	{ "skl", 6, 0x4e, IPT_FEAT_TOPA_MULTI | IPT_FEAT_CR3_FILTER,
-	  IPT_FEAT_PTWRITE | IPT_FEAT_XSAVES_PT, 2, 0x249, 0x1fff, 0x3f, 0 },
+	  IPT_FEAT_PTWRITE | IPT_FEAT_XSAVES_PT, 2, 0x249, 0x1fff, 0x3f, 0, 48 },
 	{ "glm", 6, 0x5c, IPT_FEAT_TOPA | IPT_FEAT_SINGLE_RANGE,
-	  IPT_FEAT_TOPA_MULTI, 2, 0x249, 0x1fff, 0x3f, 0 },
+	  IPT_FEAT_TOPA_MULTI, 2, 0x249, 0x1fff, 0x3f, 0, 48 },
+	{ "icx", 6, 0x6a, IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_XSAVES_PT,
+	  0, 2, 0x249, 0x1fff, 0x3f, 128, 57 },
+	{ "bdw", 6, 0x3d, IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_SINGLE_RANGE,
+	  IPT_FEAT_PSB_CYC | IPT_FEAT_CR3_FILTER | IPT_FEAT_MTC | IPT_FEAT_IP_FILTER,
+	  0, 0, 0, 0, 0, 48 },
 	{ "bdw-sro", 6, 0x3d, IPT_FEAT_SINGLE_RANGE,
-	  IPT_FEAT_TOPA | IPT_FEAT_CR3_FILTER | IPT_FEAT_MTC, 0, 0, 0, 0, 0 },
+	  IPT_FEAT_TOPA | IPT_FEAT_CR3_FILTER | IPT_FEAT_MTC, 0, 0, 0, 0, 0, 48 },
 };
 
 /* Every model probes through ipt.ko's own capability code as intended. */
@@ -84,6 +90,7 @@ static void sim_models_probe(struct kunit *test)
 		KUNIT_EXPECT_EQ_MSG(test, caps.xsave_pt_size, mc->xsave, "%s", mc->name);
 		KUNIT_EXPECT_EQ_MSG(test, caps.nom_freq, (u32)probe_cpu->model->nom_ratio,
 				    "%s", mc->name);
+		KUNIT_EXPECT_EQ_MSG(test, caps.virt_addr_bits, mc->virt_bits, "%s", mc->name);
 	}
 }
 

@@ -185,6 +185,60 @@ static void gp_status(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v, RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED | (5ULL << 32));
 }
 
+/*
+ * Without configurable PSB (bdw: CPUID.(14H,0):EBX[1] = 0) a non-zero
+ * PacketByteCnt is #GP, RDMSR still shows the count (the worst case the
+ * SDM allows) and every enable writes a PSB+; with it (icl) an enable
+ * with a count left over does not.
+ */
+static void gp_status_bytecnt(struct kunit *test)
+{
+	static const char *const models[] = { "bdw", "icl" };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(models); i++) {
+		struct ipt_sim_cpu *c = sim_cpu(test, models[i]);
+		bool psb_cyc = c->model->leaf_14_0.ebx & BIT(1);
+		u64 pa, v, off;
+		u8 *mem;
+
+		mem = sim_mem(test, 0, &pa);
+		if (psb_cyc)
+			sim_expect_ok(test, c, MSR_IA32_RTIT_STATUS, 5ULL << 32);
+		else
+			sim_expect_gp(test, c, MSR_IA32_RTIT_STATUS, 5ULL << 32);
+		sim_start(test, c, pa, SZ_4K - 1, CTL_RANGE);
+		sim_produce(c, 100);
+		sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+		KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, MSR_IA32_RTIT_STATUS, &v), 0);
+		KUNIT_EXPECT_NE_MSG(test, FIELD_GET(RTIT_STATUS_BYTECNT, v), 0ULL,
+				    "%s", models[i]);
+		/* Writing back what was read is #GP without PSB_CYC. */
+		if (psb_cyc)
+			sim_expect_ok(test, c, MSR_IA32_RTIT_STATUS, v);
+		else
+			sim_expect_gp(test, c, MSR_IA32_RTIT_STATUS, v);
+		off = out_offset(c);
+		sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE);
+		KUNIT_EXPECT_EQ_MSG(test, mem[off] == 0x02 && mem[off + 1] == 0x82,
+				    !psb_cyc, "%s: enable with a count left", models[i]);
+	}
+}
+
+/* ADDRn canonical to the model's linear address width (LA57: 57 bits). */
+static void gp_addr_la57(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icx");
+
+	sim_expect_ok(test, c, IPT_MSR_RTIT_ADDR_A(0), 0x00ff800000401000ULL);
+	sim_expect_ok(test, c, IPT_MSR_RTIT_ADDR_B(0), 0xff00000000000000ULL);
+	sim_expect_gp(test, c, IPT_MSR_RTIT_ADDR_A(1), 0x0100000000000000ULL);
+	sim_expect_gp(test, c, IPT_MSR_RTIT_ADDR_B(1), 0xfeffffffffffffffULL);
+	c = sim_cpu(test, "icl");
+	sim_expect_gp(test, c, IPT_MSR_RTIT_ADDR_A(0), 0x00ff800000401000ULL);
+	sim_expect_gp(test, c, IPT_MSR_RTIT_ADDR_B(0), 0xff00000000000000ULL);
+}
+
 static void gp_output_base(struct kunit *test)
 {
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
@@ -284,9 +338,11 @@ static struct kunit_case sim_gp_cases[] = {
 	KUNIT_CASE(gp_ctl_bdm106),
 	KUNIT_CASE(gp_msrs_while_tracing),
 	KUNIT_CASE(gp_status),
+	KUNIT_CASE(gp_status_bytecnt),
 	KUNIT_CASE(gp_output_base),
 	KUNIT_CASE(gp_cr3_match),
 	KUNIT_CASE(gp_addr),
+	KUNIT_CASE(gp_addr_la57),
 	KUNIT_CASE(gp_other_msrs),
 	KUNIT_CASE(gp_foreign_owner),
 	{}

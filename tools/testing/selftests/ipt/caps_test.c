@@ -112,7 +112,7 @@ TEST_F(dev, caps_match_cpuinfo)
 	EXPECT_EQ(0, caps.max_topa_order);
 	EXPECT_EQ(0, caps.max_trace_size);
 	EXPECT_EQ(0, caps.max_chunk_order);
-	EXPECT_EQ(0, caps.reserved);
+	EXPECT_EQ(0, caps.virt_addr_bits);
 	EXPECT_EQ(0, caps.cpuid_14_0.eax | caps.cpuid_14_0.ebx | caps.cpuid_14_0.ecx);
 }
 

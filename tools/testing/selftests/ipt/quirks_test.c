@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kselftest: CPU quirks of Broadwell, on the simulator's "bdw" model
+ * (tools/testing/vm/guest-tests loads ipt_sim model=bdw for it):
+ *
+ *  - erratum BDM106: enabling with BranchEn = 0 is #GP, so ipt refuses a
+ *    configuration without IPT_TRACE_BRANCH at IPT_IOC_CONFIGURE with
+ *    EINVAL, as Linux's pt_event_valid() refuses the perf event, instead
+ *    of failing IPT_IOC_START with EIO;
+ *  - no configurable PSB (CPUID.(14H,0):EBX[1] = 0): a non-zero
+ *    PacketByteCnt in IA32_RTIT_STATUS is #GP, so a restart (per CPU) or a
+ *    thread's load after a switch must not write back the count it read.
+ *
+ * No instruction of ipt may fault on the way (the unit's #GP counter).
+ * Skips unless the loaded unit is a Broadwell (family 6, model 0x3d) with
+ * ToPA output.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <time.h>
+
+#include "ipt_lib.h"
+#include "kselftest_harness.h"
+
+#define KIB 1024ULL
+#define MIB (1024 * KIB)
+
+static int nr_cpus(void)
+{
+	return sysconf(_SC_NPROCESSORS_CONF);
+}
+
+/* #GP count of every simulated CPU. */
+static uint64_t sim_gp(void)
+{
+	uint64_t sum = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < nr_cpus(); cpu++)
+		sum += ipt_sim_stat(cpu, "gp");
+	return sum;
+}
+
+FIXTURE(bdw) {
+	int fd;
+	struct ipt_caps caps;
+	uint64_t gp;
+};
+
+FIXTURE_SETUP(bdw)
+{
+	self->fd = -1;
+	if (!ipt_sim_loaded())
+		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->caps.size = sizeof(self->caps);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
+	if (self->caps.family != 6 || self->caps.model != 0x3d ||
+	    !(self->caps.features & IPT_FEAT_TOPA))
+		SKIP(return, "not a Broadwell with ToPA (load ipt_sim model=bdw)");
+	ASSERT_EQ(0, self->caps.features & IPT_FEAT_PSB_CYC);
+	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+	self->gp = sim_gp();
+}
+
+FIXTURE_TEARDOWN(bdw)
+{
+	if (self->fd < 0)
+		return;
+	close(self->fd);
+	/* Nothing ipt did faulted. */
+	EXPECT_EQ(self->gp, sim_gp());
+}
+
+/*
+ * Wait until the unit of @cpu wrote more bytes than it had at @from (its
+ * own counter: a per-CPU trace's state is as of its last stop); at most
+ * 30 s.
+ */
+static int wait_unit_bytes(int cpu, uint64_t from)
+{
+	struct timespec d = { 0, 1000000 };
+	int i;
+
+	for (i = 0; i < 30000; i++) {
+		if (ipt_sim_stat(cpu, "bytes") > from)
+			return 0;
+		nanosleep(&d, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+TEST_F(bdw, bdm106_refused_at_configure)
+{
+	struct ipt_trace_state ts;
+	uint64_t mask[1] = { 0 };
+	struct ipt_config c;
+
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	c.trace_flags &= ~IPT_TRACE_BRANCH;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	/* Nothing configured: the file has no session. */
+	EXPECT_EQ(-EINVAL, ipt_cmd(self->fd, IPT_IOC_START));
+	EXPECT_NE(0, ipt_state(self->fd, 0, &ts));
+
+	/* Per-thread sessions alike. */
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_TSC;
+	c.buffer_size = 64 * KIB;
+	c.max_threads = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+
+	/* With BranchEn it configures, starts and traces. */
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_LT(0ULL, ts.bytes_captured);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * Stop and start again: the STATUS ipt read at the stop holds a non-zero
+ * PacketByteCnt (the disable's own packets came after the last PSB), which
+ * this unit does not let software write.  The restart must work, and the
+ * unit writes a PSB+ at it, which is where the new bytes begin.
+ */
+TEST_F(bdw, restart_without_configurable_psb)
+{
+	struct ipt_trace_state ts;
+	uint64_t mask[1] = { 0 }, head;
+	struct ipt_config c;
+	const uint8_t *buf;
+	int round;
+
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	c.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	buf = mmap(NULL, ts.buffer_size, PROT_READ, MAP_SHARED, self->fd, ts.mmap_offset);
+	ASSERT_NE(MAP_FAILED, buf);
+	head = 0;
+	for (round = 0; round < 3; round++) {
+		uint64_t from = ipt_sim_stat(0, "bytes");
+
+		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START)) TH_LOG("start %d", round);
+		/* Some of the workload's own output too, not just the PSB+. */
+		ASSERT_EQ(0, wait_unit_bytes(0, from + 64));
+		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+		EXPECT_EQ(0, ts.status & (IPT_TS_ERROR | IPT_TS_FULL));
+		ASSERT_LT(head + 16, ts.head);
+		EXPECT_TRUE(ipt_is_psb(buf + head, ts.head - head))
+			TH_LOG("round %d: the bytes at %llu are not a PSB", round,
+			       (unsigned long long)head);
+		head = ts.head;
+	}
+	munmap((void *)buf, ts.buffer_size);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A traced thread that sleeps is switched out (ipt reads STATUS) and in
+ * again (ipt writes it): on the MSR path (bdw has no XSAVES for PT) the
+ * load must not write the count back.
+ */
+TEST_F(bdw, thread_switches_without_configurable_psb)
+{
+	struct timespec d = { 0, 1000000 };
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	int i;
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+	c.buffer_size = 64 * KIB;
+	c.max_threads = 1;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	/* Each sleep is one switch out and one in. */
+	for (i = 0; i < 20; i++)
+		nanosleep(&d, NULL);
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_LE(20ULL, ts.switches);
+	EXPECT_EQ(0ULL, ts.busy);
+	EXPECT_EQ(0, ts.status & IPT_TS_ERROR);
+	EXPECT_LT(0ULL, ts.bytes_captured);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+TEST_HARNESS_MAIN
