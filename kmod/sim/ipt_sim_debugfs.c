@@ -42,6 +42,9 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 		   st.stats.xsaves_empty, st.stats.xrstors);
 	seq_printf(m, "clobbered %llu\nswitches %llu\nforeign %u\n",
 		   st.stats.clobbered, st.stats.switches, st.foreign);
+	seq_printf(m, "stuck %u\nstops_ignored %llu\nsleeps %llu\nlost_live %llu\n",
+		   st.stuck, st.stats.stops_ignored, st.stats.sleeps,
+		   st.stats.lost_live);
 	seq_printf(m, "ctl %#llx\nstatus %#llx\noutput_base %#llx\noutput_mask %#llx\n",
 		   st.ctl, st.status, st.output_base, st.output_mask | 0x7f);
 	seq_printf(m, "cr3_match %#llx\nglobal_status %#llx\nxss %#llx\n",
@@ -237,6 +240,7 @@ void ipt_sim_debugfs_init(void)
 					   &ipt_sim_foreign_fops);
 		debugfs_create_file_unsafe("clear_xss", 0200, d, pc,
 					   &ipt_sim_clear_xss_fops);
+		ipt_sim_life_debugfs(d, pc);
 	}
 }
 
