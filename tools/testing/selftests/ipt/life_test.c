@@ -336,4 +336,79 @@ TEST_F(life, suspend_hook)
 	EXPECT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
+/* A per-thread session for one thread: the caller, pinned to @cpu. */
+static int thread_session(int fd, int cpu, uint64_t size)
+{
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_config c;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return -errno;
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+	c.buffer_size = size;
+	c.max_threads = 1;
+	return ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c) ?:
+	       ipt_ioctl(fd, IPT_IOC_ATTACH, &a);
+}
+
+/*
+ * Per-thread mode through the PM notifier's work: the thread is unloaded
+ * for the sleep (every unit off), loaded again after it, its trace marked.
+ */
+TEST_F(life, thread_suspend_hook)
+{
+	struct ipt_trace_state ts;
+	int cpu;
+
+	ASSERT_EQ(0, thread_session(self->fd, nr_cpus() - 1, 16 * KIB));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_write_file(IPT_DEBUGFS "/life_test", "suspend"));
+	for (cpu = 0; cpu < nr_cpus(); cpu++)
+		EXPECT_FALSE(sim_on(cpu)) TH_LOG("cpu%d still traces", cpu);
+	ASSERT_EQ(0, ipt_write_file(IPT_DEBUGFS "/life_test", "resume"));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	for (cpu = 0; cpu < nr_cpus(); cpu++)
+		EXPECT_FALSE(sim_on(cpu));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_TRUE(ts.status & IPT_TS_SUSPENDED);
+	/* Loaded at the start and again, running, at the resume. */
+	EXPECT_LE(2ULL, ts.switches);
+	EXPECT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A stuck unit under a per-thread session: the switch-out (XSAVES or MSR
+ * path) leaves TraceEn set, so release leaks the thread's buffer.
+ */
+TEST_F_TIMEOUT(life, thread_stuck_unit_keeps_its_buffer, 120)
+{
+	int cpu = nr_cpus() - 1;
+	uint64_t bufs;
+	char msg[160];
+
+	bufs = file_stat(IPT_DEBUGFS "/leaked", "buffers");
+	ASSERT_NE(~0ULL, bufs);
+	ASSERT_EQ(0, thread_session(self->fd, cpu, 64 * KIB));
+	ASSERT_EQ(0, cpu_knob(cpu, "stuck", "1"));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	EXPECT_TRUE(sim_on(cpu));
+	EXPECT_LE(1ULL, ipt_sim_stat(cpu, "stops_ignored"));
+	/* Only the first leak of a boot WARNs; this may be it. */
+	snprintf(msg, sizeof(msg),
+		 "ipt: CPU %d still traces after stop: leaking 1 buffers (65536 bytes)",
+		 cpu);
+	expect_warning(msg);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	EXPECT_EQ(bufs + 1, file_stat(IPT_DEBUGFS "/leaked", "buffers"));
+	ASSERT_EQ(0, cpu_knob(cpu, "stuck", "0"));
+	EXPECT_FALSE(sim_on(cpu));
+}
+
 TEST_HARNESS_MAIN
