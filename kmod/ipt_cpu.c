@@ -77,9 +77,11 @@ static void ipt_trace_stop_on_cpu(void *arg)
 	int ret;
 
 	ret = hw->write_msr(MSR_IA32_RTIT_CTL, t->s->hwcfg.ctl);
-	ipt_life_mark_off();
-	if (!ret)
+	/* A faulted stop leaves the unit ipt's: panic would still clear it. */
+	if (!ret) {
+		ipt_life_mark_off();
 		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &t->base);
+	}
 	if (!ret)
 		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &t->mask);
 	if (!ret)
