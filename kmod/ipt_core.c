@@ -250,6 +250,13 @@ static int __init ipt_init(void)
 		goto err_thread;
 	}
 
+	ret = ipt_life_init(&ipt_dev);
+	if (ret) {
+		pr_err("cannot register the reboot / PM notifiers: %d\n", ret);
+		ipt_session_exit();
+		goto err_thread;
+	}
+
 	ipt_dev.misc.minor = MISC_DYNAMIC_MINOR;
 	ipt_dev.misc.name = "ipt";
 	ipt_dev.misc.fops = &ipt_fops;
@@ -257,6 +264,7 @@ static int __init ipt_init(void)
 	ret = misc_register(&ipt_dev.misc);
 	if (ret) {
 		pr_err("cannot register /dev/ipt: %d\n", ret);
+		ipt_life_exit();
 		ipt_session_exit();
 		goto err_thread;
 	}
@@ -271,6 +279,7 @@ err_thread:
 static void __exit ipt_exit(void)
 {
 	misc_deregister(&ipt_dev.misc);
+	ipt_life_exit();
 	ipt_session_exit();
 	ipt_hw_detach(&ipt_dev);
 	ipt_thread_exit();

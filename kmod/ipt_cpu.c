@@ -63,8 +63,10 @@ static void ipt_trace_start_on_cpu(void *arg)
 		ret = hw->write_msr(MSR_IA32_RTIT_CTL,
 				    s->hwcfg.ctl | RTIT_CTL_TRACEEN);
 	t->err = ret;
-	if (!ret)
+	if (!ret) {
 		t->running = true;
+		ipt_life_mark_on();
+	}
 }
 
 /* Stop: CTL without TraceEn, then read OUTPUT_BASE, MASK_PTRS, STATUS. */
@@ -75,8 +77,11 @@ static void ipt_trace_stop_on_cpu(void *arg)
 	int ret;
 
 	ret = hw->write_msr(MSR_IA32_RTIT_CTL, t->s->hwcfg.ctl);
-	if (!ret)
+	/* A faulted stop leaves the unit ipt's: panic would still clear it. */
+	if (!ret) {
+		ipt_life_mark_off();
 		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &t->base);
+	}
 	if (!ret)
 		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &t->mask);
 	if (!ret)
@@ -200,14 +205,17 @@ static struct ipt_trace *ipt_cpu_trace(struct ipt_session *s, u32 cpu)
 	return NULL;
 }
 
-/* A CPU comes online: its trace starts if the session traces. */
+/*
+ * A CPU comes online: its trace starts if the session traces, unless a
+ * system sleep stopped it (the sleep's end starts it, ipt_life.c).
+ */
 static void ipt_cpu_online(struct ipt_session *s, unsigned int cpu)
 {
 	struct ipt_trace *t;
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
-	if (s->state != IPT_STATE_TRACING)
+	if (s->state != IPT_STATE_TRACING || ipt_life_paused())
 		return;
 	t = ipt_cpu_trace(s, cpu);
 	/* A unit someone else took meanwhile stays theirs. */

@@ -132,6 +132,8 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	if (s->mops->teardown)
 		s->mops->teardown(s);
 	ipt_pmi_release(s);
+	/* A unit that ignored the stop keeps its buffers: leaked. */
+	ipt_life_release(s);
 	ipt_session_free_traces(s);
 	idev->owner = NULL;
 	idev->users--;
@@ -141,8 +143,13 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	s->state = IPT_STATE_IDLE;
 }
 
-/* Stop the mode.  Context: cpus read lock, device lock held. */
-static void ipt_session_stop_locked(struct ipt_session *s)
+/**
+ * ipt_session_stop_locked() - stop a tracing session: TRACING to STOPPED
+ * @s: the session, tracing
+ *
+ * Context: process context, sleeps; cpus read lock and device lock held.
+ */
+void ipt_session_stop_locked(struct ipt_session *s)
 {
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
@@ -326,6 +333,7 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 		if (ret)
 			goto out_release_pmi;
 	}
+	ipt_life_configure(s);
 	idev->owner = s;
 	idev->users++;
 	s->state = IPT_STATE_CONFIGURED;
@@ -381,7 +389,8 @@ int ipt_ioctl_cmd_pre(struct ipt_ioctl_call *c)
  *
  * Context: process context; cpus read lock and device lock held.
  * Return: 0; -EBUSY (tracing already, or a unit is someone else's),
- * -EINVAL (IDLE), -EIO.
+ * -EINVAL (IDLE), -EIO, -EAGAIN (a system sleep is under way),
+ * -ESHUTDOWN (the system is going down: reboot, halt, kexec).
  */
 long ipt_ioctl_start(struct ipt_ioctl_call *c)
 {
@@ -395,7 +404,9 @@ long ipt_ioctl_start(struct ipt_ioctl_call *c)
 	} else if (s->state == IPT_STATE_IDLE) {
 		ret = -EINVAL;
 	} else {
-		ret = s->mops->start(s);
+		ret = ipt_life_may_start();
+		if (!ret)
+			ret = s->mops->start(s);
 		if (!ret)
 			s->state = IPT_STATE_TRACING;
 	}
@@ -493,6 +504,8 @@ long ipt_ioctl_get_trace(struct ipt_ioctl_call *c)
 	ts->mmap_offset = t->mmap_offset;
 	ts->parent = IPT_TRACE_NONE;
 	s->mops->fill(t, ts);
+	if (ipt_life_gap_of(s))
+		ts->status |= IPT_TS_SUSPENDED;
 	if (!ts->chunks_ptr)
 		return 0;
 	/* Copied out after the lock: no user access under it. */

@@ -229,7 +229,20 @@ extern const struct ipt_mode_ops ipt_thread_mode_ops;
 int ipt_thread_init(void);
 void ipt_thread_exit(void);
 
+/* ipt_life.c: reboot, kexec, panic, system sleep; release */
+int ipt_life_init(struct ipt_device *idev);
+void ipt_life_exit(void);
+void ipt_life_mark_on(void);
+void ipt_life_mark_off(void);
+int ipt_life_may_start(void);
+bool ipt_life_paused(void);
+bool ipt_life_gap_of(const struct ipt_session *s);
+void ipt_life_configure(struct ipt_session *s);
+bool ipt_life_release(struct ipt_session *s);
+void ipt_life_panic_here(void);
+
 /* ipt_session.c: what the modes share */
+void ipt_session_stop_locked(struct ipt_session *s);
 int ipt_session_alloc_traces(struct ipt_session *s,
 			     const struct ipt_config *cfg,
 			     const struct cpumask *cpus, unsigned int nr);

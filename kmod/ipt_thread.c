@@ -261,6 +261,7 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	}
 	this_cpu_write(ipt_thread_loaded, t);
 	this_cpu_inc(ipt_switch_stats.loads);
+	ipt_life_mark_on();
 	return true;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_load);
@@ -348,6 +349,7 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 
 	this_cpu_write(ipt_thread_loaded, NULL);
 	this_cpu_inc(ipt_switch_stats.unloads);
+	ipt_life_mark_off();
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_unload);
 

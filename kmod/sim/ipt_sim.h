@@ -94,6 +94,11 @@ struct ipt_sim_model {
  * @clobbered: TraceEn of a foreign owner (debugfs "foreign") cleared by
  *        a write: what a driver must never do
  * @switches: context switches that changed the running program
+ * @stops_ignored: writes or XSAVES that should have cleared TraceEn and
+ *        did not, the unit being stuck (debugfs "stuck")
+ * @sleeps: system sleeps the unit lost power in (ipt_sim_life.c)
+ * @lost_live: of those, the ones it went into with TraceEn = 1: the
+ *        trace it was writing was cut without a stop
  */
 struct ipt_sim_stats {
 	u64 rdmsr;
@@ -114,6 +119,9 @@ struct ipt_sim_stats {
 	u64 xrstors;
 	u64 clobbered;
 	u64 switches;
+	u64 stops_ignored;
+	u64 sleeps;
+	u64 lost_live;
 };
 
 /**
@@ -161,6 +169,9 @@ struct ipt_sim_feed {
  *        off; ipt_sim_run() resumes it with TIP.PGE
  * @foreign: TraceEn belongs to another tracer (debugfs "foreign"): no
  *        output of ours, and every write but one clearing TraceEn is #GP
+ * @stuck: the unit ignores every clear of TraceEn (debugfs "stuck"): a
+ *        fault the driver must survive without freeing live buffers
+ * @stuck_pending: a clear of TraceEn was ignored while @stuck
  * @pmi_pending: a PMI was raised and not yet delivered by the glue
  * @ovf_pending: bytes were dropped: the next write starts with OVF
  * @drop: number of bytes still to drop (fault injection)
@@ -190,6 +201,8 @@ struct ipt_sim_cpu {
 	bool feed_ctx_off;
 	bool pge_pending;
 	bool foreign;
+	bool stuck;
+	bool stuck_pending;
 	bool pmi_pending;
 	bool ovf_pending;
 	u64 drop;
@@ -215,6 +228,10 @@ int ipt_sim_wrmsr(struct ipt_sim_cpu *c, u32 msr, u64 val);
 int ipt_sim_xsaves(struct ipt_sim_cpu *c, void *area);
 int ipt_sim_xrstors(struct ipt_sim_cpu *c, const void *area);
 void ipt_sim_global_ack(struct ipt_sim_cpu *c, u64 val);
+
+/* ipt_sim_life.c: power loss, a stuck unit */
+bool ipt_sim_power_loss(struct ipt_sim_cpu *c);
+int ipt_sim_set_stuck(struct ipt_sim_cpu *c, bool stuck);
 
 /* ipt_sim_trace.c: what is traced, and when */
 void ipt_sim_trace_enable(struct ipt_sim_cpu *c);

@@ -47,6 +47,9 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 		   st.stats.xsaves_empty, st.stats.xrstors);
 	seq_printf(m, "clobbered %llu\nswitches %llu\nforeign %u\n",
 		   st.stats.clobbered, st.stats.switches, st.foreign);
+	seq_printf(m, "stuck %u\nstops_ignored %llu\nsleeps %llu\nlost_live %llu\n",
+		   st.stuck, st.stats.stops_ignored, st.stats.sleeps,
+		   st.stats.lost_live);
 	seq_printf(m, "ctl %#llx\nstatus %#llx\noutput_base %#llx\noutput_mask %#llx\n",
 		   st.ctl, st.status, st.output_base, st.output_mask | 0x7f);
 	seq_printf(m, "cr3_match %#llx\nglobal_status %#llx\nxss %#llx\n",
@@ -302,6 +305,7 @@ void ipt_sim_debugfs_init(void)
 					   &ipt_sim_pmc_overflow_fops);
 		debugfs_create_file_unsafe("lvt_mask", 0200, d, pc,
 					   &ipt_sim_lvt_mask_fops);
+		ipt_sim_life_debugfs(d, pc);
 	}
 }
 

@@ -96,6 +96,7 @@ static int __init ipt_sim_init(void)
 	if (ret)
 		goto err_free;
 	ipt_sim_debugfs_init();
+	ipt_sim_life_init();
 
 	ret = ipt_hw_register(&ipt_sim_ops);
 	if (ret) {
@@ -107,6 +108,7 @@ static int __init ipt_sim_init(void)
 	return 0;
 
 err_debugfs:
+	ipt_sim_life_exit();
 	ipt_sim_debugfs_exit();
 	ipt_sim_prog_exit();
 err_free:
@@ -117,6 +119,7 @@ err_free:
 static void __exit ipt_sim_exit(void)
 {
 	ipt_hw_unregister(&ipt_sim_ops);
+	ipt_sim_life_exit();
 	ipt_sim_debugfs_exit();
 	ipt_sim_perf_nmi_set(false);
 	ipt_sim_prog_exit();

@@ -93,6 +93,12 @@ void ipt_sim_prog_exit(void);
 void ipt_sim_prog_cpu_free(struct ipt_sim_pcpu *pc);
 void ipt_sim_prog_free_tasks(void);
 
+/* ipt_sim_life.c: power loss in system sleeps, a stuck unit */
+struct dentry;
+void ipt_sim_life_init(void);
+void ipt_sim_life_exit(void);
+void ipt_sim_life_debugfs(struct dentry *dir, struct ipt_sim_pcpu *pc);
+
 /* ipt_sim_debugfs.c: /sys/kernel/debug/ipt_sim */
 void ipt_sim_debugfs_init(void);
 void ipt_sim_debugfs_exit(void);

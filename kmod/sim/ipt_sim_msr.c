@@ -196,6 +196,11 @@ static void ipt_sim_wrmsr_apply(struct ipt_sim_cpu *c, u32 msr, u64 val)
 	case MSR_IA32_RTIT_CTL:
 		if (was_on && (val & RTIT_CTL_TRACEEN))
 			return;		/* the identical value */
+		if (was_on && c->stuck && !c->foreign) {
+			c->stats.stops_ignored++;
+			c->stuck_pending = true;
+			return;
+		}
 		if (was_on && c->foreign) {
 			c->stats.clobbered++;
 			c->foreign = false;
@@ -417,7 +422,10 @@ int ipt_sim_xsaves(struct ipt_sim_cpu *c, void *area)
 		return 0;
 	}
 	f[IPT_XSAVE_CTL] = c->ctl;
-	if (c->ctl & RTIT_CTL_TRACEEN) {
+	if ((c->ctl & RTIT_CTL_TRACEEN) && c->stuck) {
+		c->stats.stops_ignored++;
+		c->stuck_pending = true;
+	} else if (c->ctl & RTIT_CTL_TRACEEN) {
 		ipt_sim_trace_disable(c);
 		c->ctl &= ~RTIT_CTL_TRACEEN;
 	}

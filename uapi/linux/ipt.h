@@ -318,6 +318,11 @@ enum ipt_state {
 #define IPT_TS_DETACHED		_BITULL(8)	/* IPT_IOC_DETACH: final */
 #define IPT_TS_INHERITED	_BITULL(9)	/* attached at its creation */
 #define IPT_TS_INHERIT		_BITULL(10)	/* its new threads are traced */
+/*
+ * A system sleep (suspend, hibernation) stopped the session while it
+ * traced, and it started again after: the trace has a gap there.
+ */
+#define IPT_TS_SUSPENDED	_BITULL(11)
 
 /* ipt_trace_state.parent when the thread was attached by IPT_IOC_ATTACH. */
 #define IPT_TRACE_NONE		0xffffffffU

@@ -560,7 +560,7 @@ static void test_meta(const char *dir)
 	tr[0].ts.wrap_count = 3;
 	tr[0].ts.bytes_lost = 150;
 	tr[1].cpu = 1;
-	tr[1].ts.status = IPT_TS_STOP_ON_FULL | IPT_TS_FULL;
+	tr[1].ts.status = IPT_TS_STOP_ON_FULL | IPT_TS_FULL | IPT_TS_SUSPENDED;
 
 	rc = capture_write_trace(&c, &tr[0], data, segs, 2);
 	CHECK(rc == 0 && tr[0].written == 64, "cpu0.pt written");
@@ -612,9 +612,12 @@ static void test_meta(const char *dir)
 	      json_object_get_int(jget(t, "size")) == 64 &&
 	      !strcmp(json_object_get_string(jget(t, "loss")), "overwritten") &&
 	      !strcmp(json_object_get_string(jget(t, "file")), "cpu0.pt"), "trace 0 state");
+	CHECK(t && json_object_object_get_ex(t, "suspended", NULL) &&
+	      !json_object_get_boolean(jget(t, "suspended")), "trace 0 not suspended");
 	t = json_object_array_get_idx(jget(o, "traces"), 1);
 	CHECK(t && json_object_get_boolean(jget(t, "stopped_full")) &&
 	      !strcmp(json_object_get_string(jget(t, "loss")), "truncated"), "trace 1 state");
+	CHECK(t && json_object_get_boolean(jget(t, "suspended")), "trace 1 marked suspended");
 	json_object_put(o);
 
 	/* Without time conversion, the reason is recorded. */

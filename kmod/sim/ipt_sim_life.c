@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt_sim: the platform around the unit's life - power lost in a system
+ * sleep, and a unit stuck enabled.
+ *
+ *  - Power loss: on S3 and hibernation every core loses its PT state; Linux
+ *    restores no RTIT MSR on resume (arch/x86/power/cpu.c restores a fixed
+ *    list without them) and rewrites IA32_XSS (fpu__resume_cpu()).  The
+ *    simulator's syscore suspend callback, which runs on the boot CPU
+ *    with interrupts off after the non-boot CPUs went offline
+ *    (kernel/power/suspend.c:447-459, hibernate.c), puts every unit's
+ *    registers back to their power-on values and counts, per unit, the
+ *    sleep and whether the unit was still enabled (the trace it wrote is
+ *    cut without a stop, and the driver would restart from zeros).
+ *  - Stuck unit (debugfs cpuN/stuck): the unit ignores every clear of
+ *    TraceEn (WRMSR and XSAVES; ipt_sim_msr.c), so that a driver that
+ *    frees a buffer after a stop without checking frees it under a live
+ *    unit.
+ *
+ * The rules (ipt_sim_power_loss(), ipt_sim_set_stuck()) are pure functions
+ * of a struct ipt_sim_cpu, as everywhere in the simulator; the syscore
+ * and debugfs glue around them is here too, the concern being one.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/percpu.h>
+#include <linux/spinlock.h>
+#include <linux/syscore_ops.h>
+#include <kunit/visibility.h>
+
+#include "ipt_sim_module.h"
+
+/**
+ * ipt_sim_power_loss() - the unit loses power (S3, hibernation)
+ * @c: the state
+ *
+ * The PT MSRs, IA32_PERF_GLOBAL_STATUS bit 55 and IA32_XSS go back to
+ * their power-on values (IA32_XSS to the kernel's own, which has no bit
+ * 8); a foreign owner and a stuck unit are gone.  The program, the feed
+ * and the counters stay.  Counts the sleep, and whether the unit was
+ * enabled (@c->stats.lost_live).
+ *
+ * Context: the owner of @c serialises every call on it.
+ * Return: true if TraceEn was set by a driver (not a foreign owner).
+ */
+bool ipt_sim_power_loss(struct ipt_sim_cpu *c)
+{
+	bool live = (c->ctl & RTIT_CTL_TRACEEN) && !c->foreign;
+	unsigned int i;
+
+	c->stats.sleeps++;
+	if (live)
+		c->stats.lost_live++;
+	c->ctl = 0;
+	c->status = 0;
+	c->output_base = 0;
+	c->output_mask = 0x7f;
+	c->cr3_match = 0;
+	for (i = 0; i < ARRAY_SIZE(c->addr_a); i++) {
+		c->addr_a[i] = 0;
+		c->addr_b[i] = 0;
+	}
+	c->global_status = 0;
+	c->xss = 0;
+	c->packet_en = false;
+	c->pmi_pending = false;
+	c->foreign = false;
+	c->stuck = false;
+	c->stuck_pending = false;
+	return live;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_power_loss);
+
+/**
+ * ipt_sim_set_stuck() - make the unit ignore clears of TraceEn, or not
+ * @c: the state
+ * @stuck: from now on, every write or XSAVES that should clear TraceEn
+ *         leaves it set (counted in @c->stats.stops_ignored)
+ *
+ * Un-sticking a unit that ignored a clear carries that clear out now, as
+ * a WRMSR would, so that a test leaves the unit off.
+ *
+ * Context: the owner of @c serialises every call on it.
+ * Return: 0, or -EIO if that clear faulted.
+ */
+int ipt_sim_set_stuck(struct ipt_sim_cpu *c, bool stuck)
+{
+	bool pending = c->stuck_pending;
+
+	c->stuck = stuck;
+	if (stuck)
+		return 0;
+	c->stuck_pending = false;
+	if (pending && (c->ctl & RTIT_CTL_TRACEEN) && !c->foreign)
+		return ipt_sim_wrmsr(c, MSR_IA32_RTIT_CTL,
+				     c->ctl & ~RTIT_CTL_TRACEEN);
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_set_stuck);
+
+/* ---- the module's glue ---------------------------------------------- */
+
+/*
+ * syscore suspend: the boot CPU alone, interrupts off, just before the
+ * platform sleeps (or, with /sys/power/pm_test "core", pretends to).
+ */
+static int ipt_sim_life_suspend(void)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
+
+		raw_spin_lock(&pc->lock);
+		ipt_sim_power_loss(&pc->st);
+		raw_spin_unlock(&pc->lock);
+	}
+	return 0;
+}
+
+static struct syscore_ops ipt_sim_life_syscore = {
+	.suspend = ipt_sim_life_suspend,
+};
+
+static int ipt_sim_stuck_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+	int ret;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	ret = ipt_sim_set_stuck(&pc->st, val);
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return ret;
+}
+
+static int ipt_sim_stuck_get(void *data, u64 *val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	*val = pc->st.stuck;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_stuck_fops, ipt_sim_stuck_get,
+			 ipt_sim_stuck_set, "%llu\n");
+
+/**
+ * ipt_sim_life_debugfs() - the per-CPU knob "stuck"
+ * @dir: the CPU's debugfs directory
+ * @pc: its unit
+ *
+ * Context: module init (ipt_sim_debugfs_init()).
+ */
+void ipt_sim_life_debugfs(struct dentry *dir, struct ipt_sim_pcpu *pc)
+{
+	debugfs_create_file_unsafe("stuck", 0600, dir, pc, &ipt_sim_stuck_fops);
+}
+
+/**
+ * ipt_sim_life_init() - model power loss in system sleeps
+ *
+ * Context: module init, after ipt_sim_pcpu_init().
+ */
+void ipt_sim_life_init(void)
+{
+	register_syscore_ops(&ipt_sim_life_syscore);
+}
+
+/**
+ * ipt_sim_life_exit() - undo ipt_sim_life_init()
+ *
+ * Context: module exit, before the units are freed.
+ */
+void ipt_sim_life_exit(void)
+{
+	unregister_syscore_ops(&ipt_sim_life_syscore);
+}
