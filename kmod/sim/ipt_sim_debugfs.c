@@ -237,6 +237,7 @@ void ipt_sim_debugfs_init(void)
 					   &ipt_sim_foreign_fops);
 		debugfs_create_file_unsafe("clear_xss", 0200, d, pc,
 					   &ipt_sim_clear_xss_fops);
+		ipt_sim_perf_debugfs(d, pc);
 	}
 }
 

@@ -3,7 +3,8 @@
  * ipt_sim: what the files of the module share, around the unit's rules
  * (ipt_sim.h): the selected model and parameters (ipt_sim_main.c), the
  * per-CPU units with their timer and PMI delivery (ipt_sim_pcpu.c), the
- * programs and feeds (ipt_sim_prog.c) and debugfs (ipt_sim_debugfs.c).
+ * programs and feeds (ipt_sim_prog.c), the perf-like foreign tracer
+ * (ipt_sim_perf.c) and debugfs (ipt_sim_debugfs.c).
  *
  * Lock order: ipt_sim_feed_lock (a mutex), then a unit's
  * ipt_sim_pcpu.lock, then ipt_sim_task_lock (both raw spinlocks, taken
@@ -83,6 +84,11 @@ int ipt_sim_prog_init(void);
 void ipt_sim_prog_exit(void);
 void ipt_sim_prog_cpu_free(struct ipt_sim_pcpu *pc);
 void ipt_sim_prog_free_tasks(void);
+
+/* ipt_sim_perf.c: the perf-like foreign tracer, PMU "intel_pt" */
+int ipt_sim_perf_init(void);
+void ipt_sim_perf_exit(void);
+void ipt_sim_perf_debugfs(struct dentry *dir, struct ipt_sim_pcpu *pc);
 
 /* ipt_sim_debugfs.c: /sys/kernel/debug/ipt_sim */
 void ipt_sim_debugfs_init(void);
