@@ -145,6 +145,8 @@ struct ipt_hwcfg {
  * @cpus: per-CPU mode: the chosen CPUs (empty in per-thread mode)
  * @nr_traces: the traces the session will have
  * @privileged: the caller had CAP_PERFMON or CAP_SYS_ADMIN
+ * @perf_type: perf's intel_pt PMU type, or -ENOENT (none) or another
+ *             negative errno (ipt_own_lookup(), before the locks)
  *
  * Locking: private to one IPT_IOC_CONFIGURE call.
  */
@@ -152,6 +154,7 @@ struct ipt_config_req {
 	cpumask_var_t cpus;
 	unsigned int nr_traces;
 	bool privileged;
+	int perf_type;
 };
 
 int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,

@@ -157,12 +157,19 @@ static int ipt_cpu_start(struct ipt_session *s)
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 
-	/* Refuse before touching anything if any unit is someone else's. */
+	/*
+	 * Refuse before touching anything if any unit is someone else's:
+	 * perf's, when perf took a CPU while it was offline and still has
+	 * it (ipt_own_claim()), or enabled by another tracer.
+	 */
 	for (i = 0; i < s->nr_traces; i++) {
 		struct ipt_trace *t = &s->traces[i];
 
 		if (!cpu_online(t->cpu))
 			continue;
+		ret = ipt_own_claim(s, t->cpu);
+		if (ret)
+			return ret;
 		smp_call_function_single(t->cpu, ipt_trace_check_free_on_cpu,
 					 t, 1);
 		if (t->err)
@@ -219,7 +226,7 @@ static void ipt_cpu_online(struct ipt_session *s, unsigned int cpu)
 		return;
 	t = ipt_cpu_trace(s, cpu);
 	/* A unit someone else took meanwhile stays theirs. */
-	if (t && !t->running)
+	if (t && !t->running && ipt_own_cpu(cpu))
 		ipt_trace_start(t);
 }
 

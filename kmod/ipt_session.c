@@ -81,8 +81,11 @@ static int ipt_session_cpu_online(unsigned int cpu)
 	lock_map_acquire_read(&ipt_cpus_map);
 	mutex_lock(&idev->lock);
 	s = idev->owner;
-	if (s)
+	if (s) {
+		/* perf dropped the hold at offline: take it again first. */
+		ipt_own_cpu_online(s, cpu);
 		s->mops->cpu_online(s, cpu);
+	}
 	mutex_unlock(&idev->lock);
 	lock_map_release(&ipt_cpus_map);
 	return 0;
@@ -96,8 +99,10 @@ static int ipt_session_cpu_offline(unsigned int cpu)
 	lock_map_acquire_read(&ipt_cpus_map);
 	mutex_lock(&idev->lock);
 	s = idev->owner;
-	if (s)
+	if (s) {
 		s->mops->cpu_offline(s, cpu);
+		ipt_own_cpu_offline(s, cpu);
+	}
 	mutex_unlock(&idev->lock);
 	lock_map_release(&ipt_cpus_map);
 	return 0;
@@ -120,8 +125,9 @@ static void ipt_session_free_traces(struct ipt_session *s)
 /*
  * Back to IDLE: let the mode undo its configuration (per-thread: let the
  * threads go), release the PMI handler (waits for running calls), then
- * free what the handler could see, then let the unit go.  Context: cpus
- * read lock and device lock held.
+ * free what the handler could see, then let the unit go: back to perf
+ * (ipt_own_release(), every unit off by now), and to other sessions.
+ * Context: cpus read lock and device lock held.
  */
 static void ipt_session_teardown_locked(struct ipt_session *s)
 {
@@ -135,6 +141,7 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	/* A unit that ignored the stop keeps its buffers: leaked. */
 	ipt_life_release(s);
 	ipt_session_free_traces(s);
+	ipt_own_release(s);
 	idev->owner = NULL;
 	idev->users--;
 	module_put(s->hw->owner);
@@ -266,7 +273,8 @@ int ipt_session_alloc_traces(struct ipt_session *s,
  * ipt_ioctl_configure_pre() - IPT_IOC_CONFIGURE's checks of the argument
  * @c: the call; on success @c->data is a struct ipt_config_req
  *
- * ipt_config_parse(), with the caller's privilege.
+ * ipt_config_parse(), with the caller's privilege; and perf's intel_pt
+ * PMU type (ipt_own_lookup(), which reads sysfs: not under the locks).
  *
  * Context: process context, no lock held (reads the CPU mask from
  * userspace).
@@ -279,6 +287,7 @@ int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
 	req = ipt_config_parse(c->arg, perfmon_capable());
 	if (IS_ERR(req))
 		return PTR_ERR(req);
+	req->perf_type = ipt_own_lookup();
 	c->data = req;
 	return 0;
 }
@@ -287,10 +296,14 @@ int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
  * ipt_ioctl_configure() - IPT_IOC_CONFIGURE: IDLE to CONFIGURED
  * @c: the call, its argument checked by ipt_ioctl_configure_pre()
  *
+ * The session holds perf's intel_pt from here until it is IDLE again
+ * (ipt_own_acquire()): the whole session, so that nothing of perf's can
+ * run on its units between CONFIGURE and START or between STOP and START.
+ *
  * Context: process context; cpus read lock and device lock held.
- * Return: 0; -EBUSY (not IDLE, or the unit is another session's),
- * -ENODEV (no PT unit), -EFBIG, -EINVAL, -EOPNOTSUPP, -EPERM (per
- * ipt_config_validate()), -ENOMEM, or the backend's error.
+ * Return: 0; -EBUSY (not IDLE, the unit is another session's, or perf
+ * holds intel_pt), -ENODEV (no PT unit), -EFBIG, -EINVAL, -EOPNOTSUPP,
+ * -EPERM (per ipt_config_validate()), -ENOMEM, or the backend's error.
  */
 long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 {
@@ -322,9 +335,14 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 	s->privileged = req->privileged;
 	s->nr_ranges = idev->caps.num_addr_ranges;
 	s->has_cr3 = idev->caps.features & IPT_FEAT_CR3_FILTER;
-	ret = mops->alloc(s, cfg, req);
+	/* Per-thread: threads run on any CPU. */
+	ret = ipt_own_acquire(s, cfg->mode == IPT_MODE_CPU ? req->cpus :
+			      cpu_possible_mask, req->perf_type);
 	if (ret)
 		goto out_put;
+	ret = mops->alloc(s, cfg, req);
+	if (ret)
+		goto out_own;
 	ret = ipt_pmi_request(s);
 	if (ret)
 		goto out_free_traces;
@@ -342,10 +360,12 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 out_release_pmi:
 	ipt_pmi_release(s);
 	ipt_session_free_traces(s);
-	goto out_put;
+	goto out_own;
 out_free_traces:
 	ipt_pmi_disarm(s);
 	ipt_session_free_traces(s);
+out_own:
+	ipt_own_release(s);
 out_put:
 	module_put(hw->owner);
 	s->hw = NULL;

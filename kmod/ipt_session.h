@@ -221,6 +221,17 @@ bool ipt_pmi_settle_here(struct ipt_trace *t, u64 mask, unsigned int *rdmsr,
 			 unsigned int *wrmsr);
 void ipt_pmi_drain(struct ipt_trace *t);
 
+/* ipt_own.c: the unit held against perf's intel_pt */
+int ipt_own_lookup(void);
+int ipt_own_acquire(struct ipt_session *s, const struct cpumask *cpus,
+		    int type);
+void ipt_own_release(struct ipt_session *s);
+int ipt_own_claim(struct ipt_session *s, unsigned int cpu);
+void ipt_own_cpu_online(struct ipt_session *s, unsigned int cpu);
+void ipt_own_cpu_offline(struct ipt_session *s, unsigned int cpu);
+bool ipt_own_cpu(unsigned int cpu);
+bool ipt_own_here(void);
+
 /* ipt_cpu.c */
 extern const struct ipt_mode_ops ipt_cpu_mode_ops;
 

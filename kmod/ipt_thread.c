@@ -204,12 +204,13 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	const struct ipt_hw_ops *hw = s->hw;
 	bool xsaves = s->xsaves && this_cpu_read(ipt_xsaves_here);
 	unsigned int i;
-	int ret = 0;
+	/* perf took this CPU back (ipt_own_cpu_online()): not ours. */
+	int ret = ipt_own_here() ? 0 : -EBUSY;
 
 	lockdep_assert_irqs_disabled();
 	/* Counted from the first byte on: set before TraceEn. */
 	ipt_pmi_arm_here(t);
-	if (xsaves) {
+	if (xsaves && !ret) {
 		for (i = s->xsaves_switch_from; !ret && i < s->nr_switch_msrs; i++)
 			ret = ipt_th_wr(hw, s->switch_msrs[i].msr,
 					s->switch_msrs[i].val);
@@ -565,9 +566,9 @@ static void ipt_probe_lookup(struct tracepoint *tp, void *priv)
  * Set IA32_XSS bit 8 on this CPU for the session, with every PT MSR at
  * its initial value first (the only time changing XSS is safe), and
  * decide this CPU's path: XSAVES if the bit reads back.  A unit someone
- * else has enabled is left alone: the CPU stays on the MSR path, whose
- * first write faults, which counts as busy.  Context: interrupts off, on
- * the CPU.
+ * else has enabled, or perf's (ipt_own_here()), is left alone: the CPU
+ * stays on the MSR path, whose first write faults (or is refused), which
+ * counts as busy.  Context: interrupts off, on the CPU.
  */
 VISIBLE_IF_KUNIT void ipt_xss_set_on_cpu(void *arg)
 {
@@ -576,7 +577,7 @@ VISIBLE_IF_KUNIT void ipt_xss_set_on_cpu(void *arg)
 	unsigned int i;
 	u64 ctl, xss;
 
-	if (this_cpu_read(ipt_xss_changed) ||
+	if (this_cpu_read(ipt_xss_changed) || !ipt_own_here() ||
 	    hw->read_msr(MSR_IA32_RTIT_CTL, &ctl) ||
 	    (ctl & RTIT_CTL_TRACEEN) || hw->read_msr(MSR_IA32_XSS, &xss))
 		return;

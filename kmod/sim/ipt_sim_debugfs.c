@@ -306,6 +306,7 @@ void ipt_sim_debugfs_init(void)
 		debugfs_create_file_unsafe("lvt_mask", 0200, d, pc,
 					   &ipt_sim_lvt_mask_fops);
 		ipt_sim_life_debugfs(d, pc);
+		ipt_sim_perf_debugfs(d, pc);
 	}
 }
 

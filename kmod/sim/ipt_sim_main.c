@@ -6,7 +6,8 @@
  * then drives it as it would drive the CPU's own unit; unloading it gives
  * ipt.ko back the native probe.  This file holds the module parameters and
  * puts the parts together: the per-CPU units (ipt_sim_pcpu.c), the
- * programs they run (ipt_sim_prog.c) and debugfs (ipt_sim_debugfs.c).
+ * programs they run (ipt_sim_prog.c), the perf-like foreign tracer
+ * (ipt_sim_perf.c) and debugfs (ipt_sim_debugfs.c).
  * The unit's rules are in ipt_sim_models.c, ipt_sim_msr.c,
  * ipt_sim_trace.c, ipt_sim_output.c and ipt_sim_packets.c.  See
  * Documentation/simulator.rst.
@@ -95,6 +96,9 @@ static int __init ipt_sim_init(void)
 	ret = ipt_sim_prog_init();
 	if (ret)
 		goto err_free;
+	ret = ipt_sim_perf_init();
+	if (ret)
+		goto err_prog;
 	ipt_sim_debugfs_init();
 	ipt_sim_life_init();
 
@@ -110,6 +114,8 @@ static int __init ipt_sim_init(void)
 err_debugfs:
 	ipt_sim_life_exit();
 	ipt_sim_debugfs_exit();
+	ipt_sim_perf_exit();
+err_prog:
 	ipt_sim_prog_exit();
 err_free:
 	ipt_sim_free();
@@ -122,6 +128,7 @@ static void __exit ipt_sim_exit(void)
 	ipt_sim_life_exit();
 	ipt_sim_debugfs_exit();
 	ipt_sim_perf_nmi_set(false);
+	ipt_sim_perf_exit();
 	ipt_sim_prog_exit();
 	ipt_sim_free();
 }

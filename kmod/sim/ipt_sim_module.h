@@ -3,8 +3,9 @@
  * ipt_sim: what the files of the module share, around the unit's rules
  * (ipt_sim.h): the selected model and parameters (ipt_sim_main.c), the
  * per-CPU units with their timer (ipt_sim_pcpu.c), PMI delivery through
- * LVTPC and the NMI chain (ipt_sim_nmi.c), the
- * programs and feeds (ipt_sim_prog.c) and debugfs (ipt_sim_debugfs.c).
+ * LVTPC and the NMI chain (ipt_sim_nmi.c), the programs and feeds
+ * (ipt_sim_prog.c), the perf-like foreign tracer (ipt_sim_perf.c) and
+ * debugfs (ipt_sim_debugfs.c).
  *
  * Lock order: ipt_sim_feed_lock (a mutex), then a unit's
  * ipt_sim_pcpu.lock, then ipt_sim_task_lock (both raw spinlocks, taken
@@ -98,6 +99,11 @@ struct dentry;
 void ipt_sim_life_init(void);
 void ipt_sim_life_exit(void);
 void ipt_sim_life_debugfs(struct dentry *dir, struct ipt_sim_pcpu *pc);
+
+/* ipt_sim_perf.c: the perf-like foreign tracer, PMU "intel_pt" */
+int ipt_sim_perf_init(void);
+void ipt_sim_perf_exit(void);
+void ipt_sim_perf_debugfs(struct dentry *dir, struct ipt_sim_pcpu *pc);
 
 /* ipt_sim_debugfs.c: /sys/kernel/debug/ipt_sim */
 void ipt_sim_debugfs_init(void);
