@@ -10,6 +10,7 @@
 #include <linux/miscdevice.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
+#include <linux/refcount.h>
 #include <linux/types.h>
 #include <uapi/linux/ipt.h>
 
@@ -58,6 +59,47 @@ struct ipt_session;
 #define IPT_STATUS_KEEP	(RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED | \
 			 RTIT_STATUS_BYTECNT)
 
+/* ipt_account.c */
+
+/*
+ * What a buffer, and everything sized by the caller's configuration, is
+ * allocated with: charged to the caller's memory cgroup, and failing with
+ * ENOMEM at the cgroup's limit, or when memory runs out, rather than
+ * invoking the OOM killer (try_charge_memcg() gives up before
+ * mem_cgroup_oom() for __GFP_RETRY_MAYFAIL, mm/memcontrol.c:2720-2721).
+ */
+#define IPT_GFP_ACCOUNT	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL)
+
+struct user_struct;
+
+/**
+ * struct ipt_charge - the locked memory one buffer is charged for
+ * @user: the user charged (a reference), or NULL: nothing charged
+ * @mm: the mm whose pinned_vm shows @extra (mmgrab()), or NULL
+ * @allow: pages charged to @user's allowance (the mlock_kb parameter)
+ * @extra: pages charged to @user->locked_vm and @mm->pinned_vm
+ *
+ * Locking: set by ipt_account_charge() before the buffer is published,
+ * given back by ipt_account_uncharge() when it is freed; not shared.
+ */
+struct ipt_charge {
+	struct user_struct *user;
+	struct mm_struct *mm;
+	unsigned long allow;
+	unsigned long extra;
+};
+
+void ipt_account_split(unsigned long used, unsigned long limit,
+		       unsigned long pages, unsigned long *allow,
+		       unsigned long *extra);
+bool ipt_account_fits(unsigned long locked, unsigned long extra,
+		      unsigned long rlim);
+unsigned long ipt_account_user_pages(kuid_t uid);
+int ipt_account_charge(struct ipt_charge *ch, unsigned long pages,
+		       bool bypass);
+void ipt_account_uncharge(struct ipt_charge *ch);
+void ipt_account_exit(void);
+
 /* ipt_buffer.c */
 
 /* A ToPA table is one page: its last entry is kept for the END link. */
@@ -90,9 +132,14 @@ struct ipt_chunk {
  * @tables: their kernel addresses
  * @table_phys: their physical addresses
  * @table_pages: their pages
+ * @ref: references: the session's trace, and each mapping of it
+ *       (ipt_mmap.c); the last ipt_buffer_put() frees it
+ * @charge: the locked memory it is charged for, given back when it is
+ *          freed (set by the session after ipt_buffer_alloc())
  *
- * Locking: immutable after ipt_buffer_alloc() except by the PT unit,
- * which writes the chunks' contents.
+ * Locking: immutable after ipt_buffer_alloc() (and @charge after the
+ * session set it, before the buffer can be mapped) except by the PT unit,
+ * which writes the chunks' contents; @ref is atomic.
  */
 struct ipt_buffer {
 	u64 size;
@@ -103,6 +150,8 @@ struct ipt_buffer {
 	u64 **tables;
 	u64 *table_phys;
 	struct page **table_pages;
+	refcount_t ref;
+	struct ipt_charge charge;
 };
 
 typedef struct page *(*ipt_page_alloc_fn)(int node, unsigned int order);
@@ -117,6 +166,8 @@ struct ipt_buffer *ipt_buffer_alloc(u64 size, unsigned int max_shift,
 				    bool exact, bool stop_on_full, int node,
 				    ipt_page_alloc_fn alloc);
 void ipt_buffer_free(struct ipt_buffer *buf);
+struct ipt_buffer *ipt_buffer_get(struct ipt_buffer *buf);
+void ipt_buffer_put(struct ipt_buffer *buf);
 struct page *ipt_buffer_page(const struct ipt_buffer *buf, u64 off);
 
 /* ipt_config.c */
@@ -147,6 +198,9 @@ struct ipt_hwcfg {
  * @privileged: the caller had CAP_PERFMON or CAP_SYS_ADMIN
  * @perf_type: perf's intel_pt PMU type, or -ENOENT (none) or another
  *             negative errno (ipt_own_lookup(), before the locks)
+ * @ipc_lock: the caller had CAP_IPC_LOCK (set by the configure pre
+ *            handler): RLIMIT_MEMLOCK does not limit it, and it may have
+ *            chunks from alloc_contig_range()
  *
  * Locking: private to one IPT_IOC_CONFIGURE call.
  */
@@ -155,6 +209,7 @@ struct ipt_config_req {
 	unsigned int nr_traces;
 	bool privileged;
 	int perf_type;
+	bool ipc_lock;
 };
 
 int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,

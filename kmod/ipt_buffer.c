@@ -244,16 +244,19 @@ static struct page *ipt_buffer_alloc_contig(int node, unsigned int order,
 static struct page *ipt_buffer_alloc_pages(int node, unsigned int order,
 					   const struct ipt_buffer *buf)
 {
-	gfp_t gfp = GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN;
+	gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN;
 	struct page *page;
 
 #ifdef CONFIG_CONTIG_ALLOC
 	if (order + PAGE_SHIFT > IPT_BUDDY_MAX_SHIFT)
 		return ipt_buffer_alloc_contig(node, order, buf);
 #endif
-	/* Fail fast at high orders: the caller falls back to smaller ones. */
-	if (order)
-		gfp |= __GFP_NORETRY;
+	/*
+	 * Fail fast at high orders: the caller falls back to smaller ones.
+	 * Order 0 may reclaim but fails rather than invoke the OOM killer,
+	 * globally or in the caller's memory cgroup (IPT_GFP_ACCOUNT).
+	 */
+	gfp |= order ? __GFP_NORETRY : __GFP_RETRY_MAYFAIL;
 	page = alloc_pages_node(node, gfp, order);
 	if (page && order)
 		split_page(page, order);
@@ -279,7 +282,7 @@ static int ipt_buffer_grow(struct ipt_buffer *buf, unsigned int *cap,
 		return 0;
 	ncap = max(want, *cap * 2);
 	n = kvrealloc(buf->chunks, *cap * sizeof(*n), ncap * sizeof(*n),
-		      GFP_KERNEL | __GFP_ZERO);
+		      IPT_GFP_ACCOUNT | __GFP_ZERO);
 	if (!n)
 		return -ENOMEM;
 	buf->chunks = n;
@@ -441,9 +444,10 @@ struct ipt_buffer *ipt_buffer_alloc(u64 size, unsigned int max_shift,
 			return ERR_PTR(-ENOMEM);
 		max_shift = IPT_CHUNK_MAX_SHIFT;
 	}
-	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	buf = kzalloc(sizeof(*buf), IPT_GFP_ACCOUNT);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
+	refcount_set(&buf->ref, 1);
 	buf->size = size;
 	buf->stop_on_full = stop_on_full;
 
@@ -472,15 +476,16 @@ struct ipt_buffer *ipt_buffer_alloc(u64 size, unsigned int max_shift,
 	}
 
 	buf->nr_tables = DIV_ROUND_UP(buf->nr_chunks, IPT_TOPA_OUTPUTS);
-	buf->tables = kcalloc(buf->nr_tables, sizeof(*buf->tables), GFP_KERNEL);
+	buf->tables = kcalloc(buf->nr_tables, sizeof(*buf->tables),
+			      IPT_GFP_ACCOUNT);
 	buf->table_phys = kcalloc(buf->nr_tables, sizeof(*buf->table_phys),
-				  GFP_KERNEL);
+				  IPT_GFP_ACCOUNT);
 	buf->table_pages = kcalloc(buf->nr_tables, sizeof(*buf->table_pages),
-				   GFP_KERNEL);
+				   IPT_GFP_ACCOUNT);
 	if (!buf->tables || !buf->table_phys || !buf->table_pages)
 		goto err;
 	for (t = 0; t < buf->nr_tables; t++) {
-		struct page *page = alloc_pages_node(node, GFP_KERNEL |
+		struct page *page = alloc_pages_node(node, IPT_GFP_ACCOUNT |
 						     __GFP_ZERO, 0);
 
 		if (!page)
@@ -499,11 +504,13 @@ err:
 EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_alloc);
 
 /**
- * ipt_buffer_free() - free a buffer
+ * ipt_buffer_free() - free a buffer and give back its charge
  * @buf: the buffer, or NULL
  *
- * Pages still mapped by userspace keep their own references and live on
- * until unmapped (see ipt_session.c).
+ * Callers other than ipt_buffer_alloc()'s unwinding and KUnit drop their
+ * reference with ipt_buffer_put() instead.
+ *
+ * Context: process context; no CPU may still write to @buf.
  */
 void ipt_buffer_free(struct ipt_buffer *buf)
 {
@@ -511,9 +518,39 @@ void ipt_buffer_free(struct ipt_buffer *buf)
 		return;
 	ipt_buffer_free_tables(buf);
 	ipt_buffer_free_chunks(buf);
+	ipt_account_uncharge(&buf->charge);
 	kfree(buf);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_free);
+
+/**
+ * ipt_buffer_get() - take a reference to a buffer
+ * @buf: the buffer, which the caller holds a reference to
+ *
+ * Return: @buf.
+ */
+struct ipt_buffer *ipt_buffer_get(struct ipt_buffer *buf)
+{
+	refcount_inc(&buf->ref);
+	return buf;
+}
+
+/**
+ * ipt_buffer_put() - drop a reference; the last one frees the buffer
+ * @buf: the buffer, or NULL
+ *
+ * The session's reference goes at IPT_IOC_RELEASE or close, a mapping's
+ * when the mapping goes (ipt_mmap.c): the pages and their charge live as
+ * long as either.
+ *
+ * Context: process context (the device lock, or mmap_lock of a mapping's
+ * mm, may be held); no CPU may still write to @buf.
+ */
+void ipt_buffer_put(struct ipt_buffer *buf)
+{
+	if (buf && refcount_dec_and_test(&buf->ref))
+		ipt_buffer_free(buf);
+}
 
 /**
  * ipt_buffer_page() - the page at a byte offset of the buffer

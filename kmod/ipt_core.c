@@ -283,6 +283,7 @@ static void __exit ipt_exit(void)
 	ipt_session_exit();
 	ipt_hw_detach(&ipt_dev);
 	ipt_thread_exit();
+	ipt_account_exit();
 }
 
 module_init(ipt_init);

@@ -19,18 +19,44 @@
  * The file a mapping refers to.  Each mapping gets its own anonymous file
  * instead of /dev/ipt's: closing /dev/ipt then ends the session even while
  * buffers are mapped, and this file's owner reference keeps ipt.ko loaded
- * until the last mapping is gone.  The mapped pages carry references of
- * their own (vm_insert_page()), so they outlive the buffer.
+ * until the last mapping is gone (remove_vma() calls ->close before it
+ * drops the file, mm/mmap.c:137-142).
  */
 static const struct file_operations ipt_map_fops = {
 	.owner = THIS_MODULE,
 	.llseek = noop_llseek,
 };
 
+/*
+ * Each mapping holds a reference to its buffer (vm_private_data), so the
+ * buffer, its pages and its locked-memory charge live until the last
+ * mapping is gone, whatever happens to the session: configure, mmap,
+ * release in a loop cannot pin more than the charge allows.  ->open runs
+ * for every copy of a mapping (fork, split, mremap), ->close for every
+ * one that goes.
+ */
+static void ipt_vm_open(struct vm_area_struct *vma)
+{
+	ipt_buffer_get(vma->vm_private_data);
+}
+
+static void ipt_vm_close(struct vm_area_struct *vma)
+{
+	ipt_buffer_put(vma->vm_private_data);
+}
+
+static const struct vm_operations_struct ipt_vm_ops = {
+	.open = ipt_vm_open,
+	.close = ipt_vm_close,
+};
+
 /**
  * ipt_session_mmap() - map (part of) one trace's buffer, read-only
  * @s: the session
  * @vma: the mapping; its offset selects the buffer (mmap_offset)
+ *
+ * The mapping holds a reference to the buffer (and so its charge) until
+ * it is unmapped.
  *
  * Context: mmap_lock held for writing; takes the device lock.
  * Return: 0; -EPERM for a writable mapping; -EINVAL when the session has
@@ -78,8 +104,11 @@ int ipt_session_mmap(struct ipt_session *s, struct vm_area_struct *vma)
 		if (ret)
 			break;
 	}
-	if (!ret)
+	if (!ret) {
 		vma_set_file(vma, file);
+		vma->vm_private_data = ipt_buffer_get(t->buf);
+		vma->vm_ops = &ipt_vm_ops;
+	}
 	fput(file);
 out_unlock:
 	mutex_unlock(&s->idev->lock);

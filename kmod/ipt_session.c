@@ -114,8 +114,9 @@ static void ipt_session_free_traces(struct ipt_session *s)
 {
 	unsigned int i;
 
+	/* Mapped buffers live on, charged, until their last munmap(). */
 	for (i = 0; s->traces && i < s->nr_traces; i++)
-		ipt_buffer_free(s->traces[i].buf);
+		ipt_buffer_put(s->traces[i].buf);
 	kfree(s->traces);
 	s->traces = NULL;
 	s->nr_traces = 0;
@@ -213,12 +214,21 @@ void ipt_session_close(struct ipt_session *s)
  * @nr: the number of traces (ipt_config_req.nr_traces: the weight of
  *      @cpus when given)
  *
+ * Every buffer is charged to the caller (ipt_account_charge()) before
+ * any is allocated, and keeps its charge until it is freed.  Chunks above
+ * the page allocator's largest block (alloc_contig_range(), which charges
+ * no memory cgroup) are only for a caller with CAP_IPC_LOCK
+ * (@s->ipc_lock): others get smaller chunks, or -EPERM when the chunks
+ * must be exact.
+ *
  * Lays the buffers out one after the other in the mmap space and sets
  * each trace's initial position: the first entry of its first ToPA table.
  *
- * Context: process context; device lock held.
- * Return: 0; -ENOMEM or another allocation error, with nothing left
- * allocated.
+ * Context: process context (the configuring caller, whose user, mm and
+ * memory cgroup are charged); device lock held.
+ * Return: 0; -EPERM (over RLIMIT_MEMLOCK, or exact chunks above 4 MiB
+ * without CAP_IPC_LOCK); -ENOMEM or another allocation error.  Nothing
+ * left allocated or charged on error.
  */
 int ipt_session_alloc_traces(struct ipt_session *s,
 			     const struct ipt_config *cfg,
@@ -227,7 +237,10 @@ int ipt_session_alloc_traces(struct ipt_session *s,
 	unsigned int shift = cfg->chunk_order ?: ipt_buffer_default_chunk_shift();
 	bool exact = cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS;
 	bool stop = cfg->buffer_flags & IPT_BUFFER_STOP_ON_FULL;
+	unsigned long pages = cfg->buffer_size >> PAGE_SHIFT;
+	struct ipt_charge *charges;
 	unsigned int cpu = 0, i;
+	int ret;
 
 	lockdep_assert_held(&s->idev->lock);
 	/* Single-entry ToPA: the buffer is one region. */
@@ -235,11 +248,25 @@ int ipt_session_alloc_traces(struct ipt_session *s,
 		shift = ilog2(cfg->buffer_size);
 		exact = true;
 	}
+	if (shift > ipt_buffer_default_chunk_shift() && !s->ipc_lock) {
+		if (exact)
+			return -EPERM;
+		shift = ipt_buffer_default_chunk_shift();
+	}
+	charges = kvcalloc(nr, sizeof(*charges), IPT_GFP_ACCOUNT);
+	if (!charges)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++) {
+		ret = ipt_account_charge(&charges[i], pages, s->ipc_lock);
+		if (ret)
+			goto out_uncharge;
+	}
 	s->nr_traces = nr;
-	s->traces = kcalloc(s->nr_traces, sizeof(*s->traces), GFP_KERNEL);
+	s->traces = kcalloc(s->nr_traces, sizeof(*s->traces), IPT_GFP_ACCOUNT);
 	if (!s->traces) {
 		s->nr_traces = 0;
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto out_uncharge;
 	}
 	for (i = 0; i < s->nr_traces; i++) {
 		struct ipt_trace *t = &s->traces[i];
@@ -254,19 +281,28 @@ int ipt_session_alloc_traces(struct ipt_session *s,
 		t->buf = ipt_buffer_alloc(cfg->buffer_size, shift, exact, stop,
 					  node, NULL);
 		if (IS_ERR(t->buf)) {
-			int ret = PTR_ERR(t->buf);
-
+			ret = PTR_ERR(t->buf);
 			t->buf = NULL;
 			ipt_session_free_traces(s);
-			return ret;
+			goto out_uncharge;
 		}
+		/* The buffer gives the charge back when it is freed. */
+		t->buf->charge = charges[i];
+		memset(&charges[i], 0, sizeof(charges[i]));
 		t->mmap_offset = s->map_size;
 		s->map_size += cfg->buffer_size;
 		t->base = t->buf->table_phys[0];
 		t->mask = IPT_RTIT_MASK_LOW;
 		atomic64_set(&t->pmis, 0);
 	}
+	kvfree(charges);
 	return 0;
+
+out_uncharge:
+	for (i = 0; i < nr; i++)
+		ipt_account_uncharge(&charges[i]);
+	kvfree(charges);
+	return ret;
 }
 
 /**
@@ -288,6 +324,7 @@ int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
 	if (IS_ERR(req))
 		return PTR_ERR(req);
 	req->perf_type = ipt_own_lookup();
+	req->ipc_lock = capable(CAP_IPC_LOCK);
 	c->data = req;
 	return 0;
 }
@@ -303,7 +340,8 @@ int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
  * Context: process context; cpus read lock and device lock held.
  * Return: 0; -EBUSY (not IDLE, the unit is another session's, or perf
  * holds intel_pt), -ENODEV (no PT unit), -EFBIG, -EINVAL, -EOPNOTSUPP,
- * -EPERM (per ipt_config_validate()), -ENOMEM, or the backend's error.
+ * -EPERM (per ipt_config_validate(), or per ipt_session_alloc_traces():
+ * over RLIMIT_MEMLOCK), -ENOMEM, or the backend's error.
  */
 long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 {
@@ -333,6 +371,7 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 	s->mode = cfg->mode;
 	s->mops = mops;
 	s->privileged = req->privileged;
+	s->ipc_lock = req->ipc_lock;
 	s->nr_ranges = idev->caps.num_addr_ranges;
 	s->has_cr3 = idev->caps.features & IPT_FEAT_CR3_FILTER;
 	/* Per-thread: threads run on any CPU. */

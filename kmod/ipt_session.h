@@ -137,6 +137,7 @@ struct ipt_msr_val {
  *           the scheduler hooks)
  * @nr_used: per-thread: traces handed out (under ipt_thread_lock)
  * @privileged: the configuring caller had CAP_PERFMON or CAP_SYS_ADMIN
+ * @ipc_lock: the configuring caller had CAP_IPC_LOCK (ipt_config_req)
  * @pid_ns: per-thread: the pid namespace tids are reported in
  * @nr_switch_msrs: entries of @switch_msrs
  * @switch_msrs: filter MSRs each switch-in writes before enabling: on
@@ -166,6 +167,7 @@ struct ipt_session {
 	bool tracing;
 	unsigned int nr_used;
 	bool privileged;
+	bool ipc_lock;
 	struct pid_namespace *pid_ns;
 	unsigned int nr_switch_msrs;
 	unsigned int xsaves_switch_from;

@@ -639,6 +639,18 @@ enum iptcap_err iptcap_configure(struct iptcap *ipt, const struct iptcap_config 
 				 (unsigned long long)ic.buffer_size);
 			return err;
 		}
+		/*
+		 * Per-thread, user-only tracing needs no privilege: EPERM is
+		 * the locked-memory limit (Documentation/abi.rst, "Locked
+		 * memory").
+		 */
+		if (cfg->per_thread && !cfg->kernel && e == EPERM && msg && msg_len) {
+			snprintf(msg, msg_len, "over the locked-memory limit: %u buffers of %llu bytes "
+				 "(beyond ipt.mlock_kb KiB per CPU they count against RLIMIT_MEMLOCK, "
+				 "see ulimit -l; chunks above 4 MiB need CAP_IPC_LOCK)",
+				 ic.max_threads, (unsigned long long)ic.buffer_size);
+			return err;
+		}
 		if (msg && msg_len)
 			snprintf(msg, msg_len, "%s (%s)", iptcap_strerror(err), strerror(e));
 		return err;

@@ -51,6 +51,7 @@
 struct fake {
 	int old_module;		/* behave like a module before per-thread mode */
 	int eperm_tid;		/* a "thread of another user" */
+	int eperm_configure;	/* over the locked-memory limit */
 	int state;
 	unsigned int configures;
 	struct ipt_config cfg;
@@ -136,6 +137,8 @@ static int fake_ioctl(unsigned long req, void *arg)
 
 		if (fk->state)
 			return fail(EBUSY);
+		if (fk->eperm_configure)
+			return fail(EPERM);
 		if (cfg->mode != IPT_MODE_THREAD || fk->old_module || !cfg->max_threads ||
 		    cfg->max_threads > FAKE_MAX || cfg->flags || cfg->cpu_mask_ptr)
 			return fail(EINVAL);
@@ -458,6 +461,18 @@ static void test_record_prog(const char *dir)
 	}
 	CHECK1(rc == 1 && strstr(text, "predates") && strstr(text, "record -a") &&
 	      access(out, F_OK), "an old module is named as such, nothing written (got %d)", rc);
+
+	/* Buffers over the locked-memory limit (EPERM from CONFIGURE). */
+	reset();
+	fk->eperm_configure = 1;
+	snprintf(out, sizeof(out), "%s/p-memlock", dir);
+	{
+		char *argv[] = { "record", "-o", out, "--", "/bin/true", NULL };
+
+		rc = run_captured(cmd_record, &t, argv);
+	}
+	CHECK1(rc == 1 && strstr(text, "RLIMIT_MEMLOCK") && strstr(text, "ipt.mlock_kb") &&
+	      access(out, F_OK), "EPERM at configure names the locked-memory limit (got %d)", rc);
 }
 
 static void test_record_pid(const char *dir)

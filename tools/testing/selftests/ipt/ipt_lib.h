@@ -36,6 +36,41 @@ static inline int ipt_drop_caps(const int *caps, int n)
 	return syscall(SYS_capset, &hdr, data) ? -errno : 0;
 }
 
+/* ---- an unprivileged user -------------------------------------------------- */
+
+#include <grp.h>
+#include <sys/prctl.h>
+
+/* The unprivileged user tests become (nobody on Debian). */
+#define IPT_TEST_UID	65534
+
+/*
+ * Drop to IPT_TEST_UID / IPT_TEST_UID, no supplementary groups; no
+ * capabilities but @keep_cap (a CAP_* number), or none when it is -1.
+ */
+static inline int ipt_become_user_keep(int keep_cap)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+
+	if (keep_cap >= 0 && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
+		return -errno;
+	if (setgroups(0, NULL) || setresgid(IPT_TEST_UID, IPT_TEST_UID, IPT_TEST_UID) ||
+	    setresuid(IPT_TEST_UID, IPT_TEST_UID, IPT_TEST_UID))
+		return -errno;
+	if (keep_cap < 0)
+		return 0;
+	data[keep_cap / 32].effective = 1u << (keep_cap % 32);
+	data[keep_cap / 32].permitted = 1u << (keep_cap % 32);
+	return syscall(SYS_capset, &hdr, data) ? -errno : 0;
+}
+
+/* Drop to IPT_TEST_UID / IPT_TEST_UID, no supplementary groups, no capabilities. */
+static inline int ipt_become_user(void)
+{
+	return ipt_become_user_keep(-1);
+}
+
 /* First line of /proc/cpuinfo starting with @key, its value; NULL if none. */
 static inline char *ipt_cpuinfo(const char *key, char *buf, size_t len)
 {

@@ -596,8 +596,7 @@ TEST_F(abi, unprivileged_callers)
 
 /* ---- what an unprivileged user may trace ---------------------------------- */
 
-/* The unprivileged user the tests below become (nobody on Debian). */
-#define TEST_UID	65534
+#define TEST_UID	IPT_TEST_UID
 #define EXEC_HELPER_ENV	"IPT_THREAD_TEST_EXEC_HELPER"
 
 /*
@@ -619,15 +618,6 @@ __attribute__((constructor)) static void exec_helper(void)
 		_exit(30);
 	spin_us(200000);
 	_exit(0);
-}
-
-/* Drop to TEST_UID / TEST_UID, no supplementary groups, no capabilities. */
-static int become_user(void)
-{
-	if (setgroups(0, NULL) || setresgid(TEST_UID, TEST_UID, TEST_UID) ||
-	    setresuid(TEST_UID, TEST_UID, TEST_UID))
-		return -errno;
-	return 0;
 }
 
 /* A copy of this program at @path, root's, with @mode. */
@@ -706,14 +696,14 @@ static int exec_as_user(int fd, const char *path, bool user_configures,
 	if (child == 0) {
 		char env[32];
 
-		if (!root_attaches && become_user())
+		if (!root_attaches && ipt_become_user())
 			_exit(10);
 		if (user_configures && (ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c) ||
 					ipt_cmd(fd, IPT_IOC_START)))
 			_exit(11);
 		if (attach(fd, 0, 0, NULL))
 			_exit(12);
-		if (root_attaches && become_user())
+		if (root_attaches && ipt_become_user())
 			_exit(15);
 		spin_us(20000);
 		if (write(ready[1], "r", 1) != 1 || read(go[0], &ch, 1) != 1)
@@ -895,7 +885,7 @@ TEST_F(abi, unprivileged_attach_to_kernel_session)
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
-			if (become_user())
+			if (ipt_become_user())
 				_exit(10);
 			_exit(attach(self->fd, 0, 0, NULL) == (k ? -EPERM : 0) ?
 			      0 : 11);
@@ -936,11 +926,11 @@ TEST_F(abi, no_inherit_into_non_dumpable)
 		if (pid == 0) {
 			pid_t gc;
 
-			if (!root && become_user())
+			if (!root && ipt_become_user())
 				_exit(10);
 			if (attach(self->fd, 0, IPT_ATTACH_INHERIT, NULL))
 				_exit(11);
-			if (root && become_user())
+			if (root && ipt_become_user())
 				_exit(15);
 			if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
 				_exit(12);
