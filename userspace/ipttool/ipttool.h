@@ -78,6 +78,9 @@ void mask_to_list(uint32_t mask, char *buf, size_t len);
  *        RECORD_MAX_TIDS)
  * @no_inherit: per-thread: --no-inherit (new threads and children of the
  *        traced ones are not traced)
+ * @size_default: per-thread without --size: @cfg.buffer_size is
+ *        RECORD_THREAD_SIZE, which record_fit_size() may lower to what
+ *        the caller may lock
  *
  * Per-thread mode (@cfg.per_thread) is a command without -a/-C, or -p.
  */
@@ -98,7 +101,10 @@ struct record_opts {
 	uint32_t tids[RECORD_MAX_TIDS];
 	unsigned int nr_tids;
 	bool no_inherit;
+	bool size_default;
 };
+
+uint64_t record_fit_size(uint64_t budget, unsigned int traces, uint64_t size);
 
 /*
  * Bytes a tracing unit has written into @buf (@len bytes, zeroed before

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -428,8 +429,10 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 				 o->cfg.max_threads);
 			return 2;
 		}
-		if (!size_given)
+		if (!size_given) {
 			o->cfg.buffer_size = RECORD_THREAD_SIZE;
+			o->size_default = true;
+		}
 		/* A thread's user code unless asked: the kernel needs CAP_PERFMON. */
 		if (!user && !kernel)
 			user = true;
@@ -463,7 +466,8 @@ static void record_usage(FILE *f)
 		"  --no-inherit        per-thread: do not trace new threads and children\n"
 		"  -o, --output DIR    capture directory (default ipt.data)\n"
 		"  --size SZ           buffer per CPU (default 4M) or per thread (default 1M),\n"
-		"                      a multiple of 4K\n"
+		"                      a multiple of 4K; without CAP_IPC_LOCK the per-thread\n"
+		"                      default is lowered to fit the locked-memory limit\n"
 		"  --ring              overwrite the oldest data when full (default)\n"
 		"  --stop-on-full      stop a CPU's trace when its buffer is full\n"
 		"  --user, --kernel    trace only user / kernel code (default: both per CPU,\n"
@@ -993,6 +997,74 @@ static void thread_child(struct iptcap *ipt, const struct record_opts *o, int st
 	_exit(127);
 }
 
+/*
+ * The per-thread buffer size to use when @traces buffers of @size bytes
+ * must fit in @budget bytes: @size, else the largest power of two below
+ * it that fits, at least one page; 0 when not even a page each fits.
+ */
+uint64_t record_fit_size(uint64_t budget, unsigned int traces, uint64_t size)
+{
+	if (!traces || budget / traces >= size)
+		return size;
+	while (size > 4096 && size > budget / traces)
+		size >>= 1;
+	return size <= budget / traces ? size : 0;
+}
+
+/* Whether this process has CAP_IPC_LOCK (bit 14 of CapEff), as the kernel checks. */
+static bool have_ipc_lock(void)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	bool found = false;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	if (f)
+		fclose(f);
+	return !found || (eff >> 14) & 1;
+}
+
+/*
+ * Per-thread without --size: the default 64 x 1 MiB is locked memory
+ * (Documentation/abi.rst, "Locked memory"), more than an unprivileged
+ * user may lock by default.  Without CAP_IPC_LOCK, lower the size to fit
+ * the module's per-user allowance (ipt.mlock_kb per online CPU) plus
+ * RLIMIT_MEMLOCK, as perf gives unprivileged users a smaller AUX buffer,
+ * and say so; what the user already has locked is not known here, and a
+ * refusal still names the limit.  A module without the parameter leaves
+ * the size alone.
+ */
+static void record_fit_default(struct record_opts *o)
+{
+	unsigned long long kb = 0;
+	struct rlimit rl;
+	uint64_t budget, size;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	FILE *f;
+
+	if (!o->size_default || have_ipc_lock() || getrlimit(RLIMIT_MEMLOCK, &rl) ||
+	    rl.rlim_cur == RLIM_INFINITY || ncpu < 1)
+		return;
+	f = fopen("/sys/module/ipt/parameters/mlock_kb", "r");
+	if (!f)
+		return;
+	if (fscanf(f, "%llu", &kb) != 1)
+		kb = 0;
+	fclose(f);
+	budget = (uint64_t)kb * 1024 * (uint64_t)ncpu + rl.rlim_cur;
+	size = record_fit_size(budget, o->cfg.max_threads, o->cfg.buffer_size);
+	if (!size || size == o->cfg.buffer_size)
+		return;
+	if (!o->quiet)
+		fprintf(stderr, "ipttool: record: %u per-thread buffers of %" PRIu64 " KiB, not %"
+			PRIu64 " KiB: without CAP_IPC_LOCK a user may lock %" PRIu64 " KiB "
+			"(ipt.mlock_kb per CPU and RLIMIT_MEMLOCK); --size and --threads set them\n",
+			o->cfg.max_threads, size >> 10, o->cfg.buffer_size >> 10, budget >> 10);
+	o->cfg.buffer_size = size;
+}
+
 /* Read one int from @fd: 1 when read, 0 at end of file, -1 on error. */
 static int read_int(int fd, int *v)
 {
@@ -1049,6 +1121,7 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		record_usage(stdout);
 		return 0;
 	}
+	record_fit_default(&o);
 	memset(&c, 0, sizeof(c));
 	c.complete = true;
 	c.dir = o.out_dir;

@@ -94,7 +94,20 @@ static void test_parse(void)
 	CHECK(P("--", "true") == 0 && o.cfg.per_thread && o.prog_argv &&
 	      !strcmp(o.prog_argv[0], "true") && o.cfg.max_threads == RECORD_THREAD_MAX &&
 	      o.cfg.buffer_size == RECORD_THREAD_SIZE && o.cfg.user && !o.cfg.kernel &&
-	      !o.no_inherit && !o.nr_tids, "-- prog: per-thread, 64 threads of 1M, user only");
+	      !o.no_inherit && !o.nr_tids && o.size_default,
+	      "-- prog: per-thread, 64 threads of 1M, user only");
+	CHECK(P("--size", "1M", "--", "true") == 0 && !o.size_default &&
+	      P("-a", "--", "true") == 0 && !o.size_default,
+	      "only a per-thread record without --size may have its size fitted");
+	/* the default fitted to what an unprivileged user may lock */
+	CHECK(record_fit_size(64ull << 20, 64, 1 << 20) == 1 << 20 &&
+	      record_fit_size(UINT64_MAX, 64, 1 << 20) == 1 << 20 &&
+	      record_fit_size((1032ull << 10) + (8ull << 20), 64, 1 << 20) == 128 << 10 &&
+	      record_fit_size((1032ull << 10) + (64 << 10), 64, 1 << 20) == 16 << 10 &&
+	      record_fit_size(64ull << 12, 64, 1 << 20) == 4096 &&
+	      record_fit_size((64ull << 12) - 1, 64, 1 << 20) == 0 &&
+	      record_fit_size(0, 0, 1 << 20) == 1 << 20,
+	      "record_fit_size: the largest power of two that fits, a page at least");
 	CHECK(P("--threads", "8", "--size", "64K", "--no-inherit", "--kernel", "--stop-on-full",
 		"--tsc", "--", "sh", "-c", "x") == 0 && o.cfg.per_thread && o.cfg.max_threads == 8 &&
 	      o.cfg.buffer_size == 65536 && o.no_inherit && o.cfg.kernel && !o.cfg.user &&
