@@ -136,15 +136,14 @@ static inline int ipt_sim_loaded(void)
 	return access(IPT_SIM_DEBUGFS "/model", R_OK) == 0;
 }
 
-/* Value of counter @key in cpuN/stats; ~0 if absent. */
-static inline uint64_t ipt_sim_stat(int cpu, const char *key)
+/* Value of @key in a "key value" lines file such as @path; ~0 if absent. */
+static inline uint64_t ipt_file_stat(const char *path, const char *key)
 {
-	char path[128], line[256];
+	char line[256];
 	uint64_t v = ~0ULL;
 	size_t klen = strlen(key);
 	FILE *f;
 
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
 	f = fopen(path, "r");
 	if (!f)
 		return v;
@@ -157,6 +156,15 @@ static inline uint64_t ipt_sim_stat(int cpu, const char *key)
 	return v;
 }
 
+/* Value of counter @key in the simulated unit's cpuN/stats; ~0 if absent. */
+static inline uint64_t ipt_sim_stat(int cpu, const char *key)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
+	return ipt_file_stat(path, key);
+}
+
 static inline int ipt_write_file(const char *path, const char *val)
 {
 	int fd = open(path, O_WRONLY), ret = 0;
@@ -167,6 +175,15 @@ static inline int ipt_write_file(const char *path, const char *val)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+/* Take CPU @cpu offline (@on 0) or bring it back (1); 0 or -errno. */
+static inline int ipt_cpu_online_set(int cpu, int on)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	return ipt_write_file(path, on ? "1" : "0");
 }
 
 /* Copy the file at @path to stdout, each line after @prefix. */

@@ -21,25 +21,6 @@ static int nr_cpus(void)
 	return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-/* Value of @key in a "key value" file; ~0 if absent. */
-static uint64_t file_stat(const char *path, const char *key)
-{
-	char line[256];
-	size_t klen = strlen(key);
-	uint64_t v = ~0ULL;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return v;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, klen) && line[klen] == ' ') {
-			v = strtoull(line + klen + 1, NULL, 0);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
 static int sim_on(int cpu)
 {
 	return ipt_sim_stat(cpu, "ctl") & 1;	/* TraceEn */
@@ -126,8 +107,8 @@ TEST_F_TIMEOUT(life, stuck_unit_keeps_its_buffer, 120)
 	uint64_t bufs, bytes, ignored;
 	char msg[160];
 
-	bufs = file_stat(IPT_DEBUGFS "/leaked", "buffers");
-	bytes = file_stat(IPT_DEBUGFS "/leaked", "bytes");
+	bufs = ipt_file_stat(IPT_DEBUGFS "/leaked", "buffers");
+	bytes = ipt_file_stat(IPT_DEBUGFS "/leaked", "bytes");
 	ASSERT_NE(~0ULL, bufs);
 	ignored = ipt_sim_stat(cpu, "stops_ignored");
 	ASSERT_NE(~0ULL, ignored);
@@ -145,8 +126,8 @@ TEST_F_TIMEOUT(life, stuck_unit_keeps_its_buffer, 120)
 		 cpu);
 	expect_warning(msg);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
-	EXPECT_EQ(bufs + 1, file_stat(IPT_DEBUGFS "/leaked", "buffers"));
-	EXPECT_EQ(bytes + 64 * KIB, file_stat(IPT_DEBUGFS "/leaked", "bytes"));
+	EXPECT_EQ(bufs + 1, ipt_file_stat(IPT_DEBUGFS "/leaked", "buffers"));
+	EXPECT_EQ(bytes + 64 * KIB, ipt_file_stat(IPT_DEBUGFS "/leaked", "bytes"));
 	/* Still live, into the leaked buffer: it keeps writing. */
 	EXPECT_TRUE(sim_on(cpu));
 	EXPECT_EQ(0, wait_bytes(cpu, ipt_sim_stat(cpu, "bytes")));
@@ -160,7 +141,7 @@ TEST_F_TIMEOUT(life, stuck_unit_keeps_its_buffer, 120)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
-	EXPECT_EQ(bufs + 1, file_stat(IPT_DEBUGFS "/leaked", "buffers"));
+	EXPECT_EQ(bufs + 1, ipt_file_stat(IPT_DEBUGFS "/leaked", "buffers"));
 }
 
 /*
@@ -392,7 +373,7 @@ TEST_F_TIMEOUT(life, thread_stuck_unit_keeps_its_buffer, 120)
 	uint64_t bufs;
 	char msg[160];
 
-	bufs = file_stat(IPT_DEBUGFS "/leaked", "buffers");
+	bufs = ipt_file_stat(IPT_DEBUGFS "/leaked", "buffers");
 	ASSERT_NE(~0ULL, bufs);
 	ASSERT_EQ(0, thread_session(self->fd, cpu, 64 * KIB));
 	ASSERT_EQ(0, cpu_knob(cpu, "stuck", "1"));
@@ -406,7 +387,7 @@ TEST_F_TIMEOUT(life, thread_stuck_unit_keeps_its_buffer, 120)
 		 cpu);
 	expect_warning(msg);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
-	EXPECT_EQ(bufs + 1, file_stat(IPT_DEBUGFS "/leaked", "buffers"));
+	EXPECT_EQ(bufs + 1, ipt_file_stat(IPT_DEBUGFS "/leaked", "buffers"));
 	ASSERT_EQ(0, cpu_knob(cpu, "stuck", "0"));
 	EXPECT_FALSE(sim_on(cpu));
 }

@@ -56,30 +56,10 @@ static int pt_open(int type, pid_t pid, int cpu)
 /* Value of @key in the sim's cpuN/perf; ~0 if absent. */
 static uint64_t perf_stat(int cpu, const char *key)
 {
-	char path[128], line[256];
-	size_t klen = strlen(key);
-	uint64_t v = ~0ULL;
-	FILE *f;
+	char path[128];
 
 	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/perf", cpu);
-	f = fopen(path, "r");
-	if (!f)
-		return v;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, klen) && line[klen] == ' ') {
-			v = strtoull(line + klen + 1, NULL, 0);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
-static int cpu_online_set(int cpu, int on)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-	return ipt_write_file(path, on ? "1" : "0");
+	return ipt_file_stat(path, key);
 }
 
 static int cpu_hotpluggable(int cpu)
@@ -198,7 +178,7 @@ FIXTURE_TEARDOWN(pf)
 {
 	child_stop(&self->child);
 	if (self->offline >= 0)
-		cpu_online_set(self->offline, 1);
+		ipt_cpu_online_set(self->offline, 1);
 	if (self->fd >= 0)
 		close(self->fd);
 }
@@ -416,11 +396,11 @@ TEST_F_TIMEOUT(pf, hotplug_keeps_the_hold, 120)
 	EXPECT_EQ(1ULL, ipt_sim_stat(cpu, "ctl") & 1);
 
 	self->offline = cpu;
-	ASSERT_EQ(0, cpu_online_set(cpu, 0));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
 	EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "ctl") & 1);
 	/* perf's per-task events stay refused meanwhile. */
 	EXPECT_EQ(-EBUSY, pt_open(self->type, 0, -1));
-	ASSERT_EQ(0, cpu_online_set(cpu, 1));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
 	self->offline = -1;
 
 	EXPECT_EQ(-EBUSY, pt_open(self->type, -1, cpu));
@@ -451,11 +431,11 @@ TEST_F_TIMEOUT(pf, perf_takes_a_cpu_while_offline, 120)
 		SKIP(return, "needs a second CPU that can go offline");
 	ipt_cfg_cpu(&self->cfg, self->mask, cpu, 64 * KIB);
 	self->offline = cpu;
-	ASSERT_EQ(0, cpu_online_set(cpu, 0));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
 	ASSERT_EQ(0, configure(self->fd, &self->cfg));
 	pfd = pt_open(self->type, 0, -1);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, cpu_online_set(cpu, 1));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
 	self->offline = -1;
 
 	wrmsr = ipt_sim_stat(cpu, "wrmsr");

@@ -1739,14 +1739,6 @@ TEST_F_TIMEOUT(thr, xss_lost_under_a_thread, 120)
 	self->gp = sim_sum("gp");
 }
 
-static int cpu_online_set(int cpu, int on)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-	return ipt_write_file(path, on ? "1" : "0");
-}
-
 /*
  * A CPU that goes offline and comes back during a session: IA32_XSS is put
  * back when it leaves and bit 8 set again when it returns (silicon comes
@@ -1773,9 +1765,9 @@ TEST_F_TIMEOUT(thr, cpu_hotplug_in_a_session, 120)
 	ASSERT_EQ(0, attach(self->fd, w.tid, 0, NULL));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 
-	ASSERT_EQ(0, cpu_online_set(cpu, 0));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
 	EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "xss"));
-	ASSERT_EQ(0, cpu_online_set(cpu, 1));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
 	EXPECT_EQ(xsaves ? 0x100ULL : 0ULL, ipt_sim_stat(cpu, "xss"));
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
