@@ -35,6 +35,8 @@ int cmd_status(struct ipttool *t, int argc, char **argv);
 int cmd_dump(struct ipttool *t, int argc, char **argv);
 /* decode.c (the decoder itself is in userspace/decode/) */
 int cmd_decode(struct ipttool *t, int argc, char **argv);
+/* selftest.c: ipttool selftest (Documentation/man/ipttool-selftest.8) */
+int cmd_selftest(struct ipttool *t, int argc, char **argv);
 
 /*
  * Print "ipttool: <message>" to stderr (printf-style, newline added); with
@@ -324,5 +326,94 @@ void err_session(const struct ipttool *t, enum iptcap_err err, const char *what,
 		 const char *detail);
 /* The outcome of a capture: a line per CPU on stderr, or JSON on stdout. */
 void print_summary(const struct ipttool *t, const struct capture *c);
+
+/* ---- selftest: the bundled program and its ground truth, exposed for tests */
+
+/*
+ * selftest_work.c: ipt_st_call(n) (n >= 1) calls ipt_st_work(n), the
+ * program in [ipt_st_work, ipt_st_work_end), which returns to ipt_st_after.
+ */
+void ipt_st_call(unsigned int n);
+extern const unsigned char ipt_st_work[], ipt_st_work_end[], ipt_st_after[];
+/* What one call does, by construction: instructions, conditional branches. */
+uint64_t selftest_expected_insns(unsigned int n);
+uint64_t selftest_expected_branches(unsigned int n);
+/* The outcome of conditional branch @k (0 .. 2n - 1) of a call. */
+bool selftest_expected_taken(unsigned int n, uint64_t k);
+
+/*
+ * TNT packets (TNT-64 of up to 47 bits, TNT-8 for a last 6 or fewer) for
+ * @nbits outcomes, oldest first, into @buf; bytes written, 0 if @cap is short.
+ */
+size_t selftest_tnt(const bool *bits, size_t nbits, uint8_t *buf, size_t cap);
+/*
+ * The packets of one call as an address filter on the program shows it:
+ * TIP.PGE(@work), its TNTs, TIP.PGD(@after), full IPs.  Bytes, or 0.
+ */
+size_t selftest_run_packets(unsigned int n, uint64_t work, uint64_t after, uint8_t *buf,
+			    size_t cap);
+/*
+ * A feed for the simulated unit (Documentation/simulator.rst): an IP-only
+ * record and one record per call (selftest_run_packets()), @runs of them,
+ * each with CTX_OFF and the IP @work, where the simulator evaluates an
+ * address filter on the program.  Bytes, or 0 if @cap is short.
+ */
+size_t selftest_feed(unsigned int n, unsigned int runs, uint64_t work, uint64_t after,
+		     uint8_t *buf, size_t cap);
+
+#define SELFTEST_MAX_MAPS	64
+/* Code the decoder may read: this process's own memory in these ranges. */
+struct selftest_image {
+	unsigned int nr;
+	uint64_t start[SELFTEST_MAX_MAPS], end[SELFTEST_MAX_MAPS];
+};
+/* The program alone; or every readable executable mapping (0 or -1). */
+void selftest_image_work(struct selftest_image *img);
+int selftest_image_self(struct selftest_image *img);
+
+#define SELFTEST_MAX_BRANCHES	(1u << 16)
+/**
+ * struct selftest_decoded - what a decode found inside [lo, hi)
+ * @insns: instructions in the range
+ * @nbranches: their conditional branches; @taken: outcomes, a bitmap
+ *        (the first SELFTEST_MAX_BRANCHES)
+ * @unresolved: a conditional branch with no instruction after it
+ * @errors: decode errors, @first_error the first as text
+ * @overflows: OVF packets
+ * @syncs: PSBs synchronised on
+ */
+struct selftest_decoded {
+	uint64_t insns;
+	uint64_t nbranches;
+	uint8_t taken[SELFTEST_MAX_BRANCHES / 8];
+	uint64_t unresolved;
+	uint64_t errors;
+	char first_error[128];
+	uint64_t overflows;
+	uint64_t syncs;
+	/* private: a conditional branch in the range waits for the next IP */
+	bool pending_cond;
+	uint64_t cond_next;
+};
+/* Decode @pt with libipt (the CPU of @caps, code from @img).  0 or -1. */
+int selftest_decode(const uint8_t *pt, size_t len, const struct ipt_caps *caps,
+		    const struct selftest_image *img, uint64_t lo, uint64_t hi,
+		    struct selftest_decoded *d);
+/*
+ * 0 when @d is exactly one call of the program with @n: no error, the
+ * branch outcomes and the instruction count equal; else -1.  One sentence
+ * in @why either way.
+ */
+int selftest_compare(const struct selftest_decoded *d, unsigned int n, char *why, size_t len);
+/*
+ * Calls to make so that a ring of @size bytes wraps @wraps times and half
+ * a ring more, from a reference of @ref_runs calls that wrote @ref_bytes;
+ * 0 if none fits.
+ */
+unsigned int selftest_pmi_runs(uint64_t ref_bytes, unsigned int ref_runs, uint64_t size,
+			       unsigned int wraps);
+/* The JSON report: versions, kernel, CPU, @caps, @checks (taken over). */
+struct json_object *selftest_report(const struct ipt_caps *caps, struct json_object *checks,
+				    int failed);
 
 #endif /* IPTTOOL_H */

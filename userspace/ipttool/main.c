@@ -26,6 +26,7 @@ static const struct {
 	{ "dump", cmd_dump, "save the flight recorder's buffers: dump -o DIR" },
 	{ "stop", cmd_stop, "end the flight recorder (stop -o DIR saves first)" },
 	{ "decode", cmd_decode, "decode a capture or raw PT with libipt (decode --help)" },
+	{ "selftest", cmd_selftest, "check that ipt works on this CPU (first thing to run)" },
 };
 
 static void usage(FILE *f)
