@@ -71,6 +71,7 @@ struct ipt_session;
 #define IPT_GFP_ACCOUNT	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL)
 
 struct user_struct;
+struct ipt_trace;
 
 /**
  * struct ipt_charge - the locked memory one buffer is charged for
@@ -201,6 +202,13 @@ struct ipt_hwcfg {
  * @ipc_lock: the caller had CAP_IPC_LOCK (set by the configure pre
  *            handler): RLIMIT_MEMLOCK does not limit it, and it may have
  *            chunks from alloc_contig_range()
+ * @single: the unit's ToPA tables held one output entry when the buffers
+ *          were laid out (checked again under the device lock)
+ * @backend: the backend the buffers were allocated for (ipt_gate.c)
+ * @traces: the @nr_traces traces with their buffers, allocated without
+ *          the locks by the configure pre handler; taken by the session,
+ *          else freed by the post handler
+ * @map_size: bytes of their buffers together
  *
  * Locking: private to one IPT_IOC_CONFIGURE call.
  */
@@ -210,6 +218,10 @@ struct ipt_config_req {
 	bool privileged;
 	int perf_type;
 	bool ipc_lock;
+	bool single;
+	enum ipt_backend backend;
+	struct ipt_trace *traces;
+	u64 map_size;
 };
 
 int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
@@ -328,6 +340,11 @@ bool ipt_caps_branch_required(const struct ipt_caps *caps);
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_caps_signature(u32 eax, struct ipt_caps *caps);
 #endif
+
+/* ipt_gate.c: the allocation gate, a test hook */
+void ipt_gate_alloc(enum ipt_backend backend);
+void ipt_gate_init(void);
+void ipt_gate_exit(void);
 
 /* ipt_hw.c */
 void ipt_hw_attach(struct ipt_device *idev);

@@ -243,6 +243,7 @@ static int __init ipt_init(void)
 	ret = ipt_thread_init();
 	if (ret)
 		return ret;
+	ipt_gate_init();
 	ipt_select_backend(&ipt_dev);
 	ret = ipt_session_init(&ipt_dev);
 	if (ret) {
@@ -272,6 +273,7 @@ static int __init ipt_init(void)
 
 err_thread:
 	ipt_hw_detach(&ipt_dev);
+	ipt_gate_exit();
 	ipt_thread_exit();
 	return ret;
 }
@@ -282,6 +284,7 @@ static void __exit ipt_exit(void)
 	ipt_life_exit();
 	ipt_session_exit();
 	ipt_hw_detach(&ipt_dev);
+	ipt_gate_exit();
 	ipt_thread_exit();
 	ipt_account_exit();
 }

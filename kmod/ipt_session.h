@@ -176,10 +176,9 @@ struct ipt_session {
 
 /**
  * struct ipt_mode_ops - a tracing mode, as the session state machine sees it
- * @alloc: allocate @s's traces and buffers for @cfg, @req->nr_traces of
- *         them (per-CPU: one per CPU of @req->cpus), before
- *         the PMI handler is installed.  0 or a negative errno, with
- *         nothing left allocated.
+ * @install: optional; take @s's traces (installed, their buffers
+ *         allocated and laid out by the configure's unlocked half),
+ *         before the PMI handler is installed.
  * @configure: optional; finish configuring once the PMI handler is
  *         installed.  0 or a negative errno, with nothing left to undo.
  * @start: start tracing.  0 or a negative errno, with nothing started.
@@ -200,8 +199,7 @@ struct ipt_session {
  * the hotplug callback @cpu_online and @cpu_offline run in).
  */
 struct ipt_mode_ops {
-	int (*alloc)(struct ipt_session *s, const struct ipt_config *cfg,
-		     const struct ipt_config_req *req);
+	void (*install)(struct ipt_session *s);
 	int (*configure)(struct ipt_session *s);
 	int (*start)(struct ipt_session *s);
 	void (*stop)(struct ipt_session *s);
@@ -256,9 +254,6 @@ void ipt_life_panic_here(void);
 
 /* ipt_session.c: what the modes share */
 void ipt_session_stop_locked(struct ipt_session *s);
-int ipt_session_alloc_traces(struct ipt_session *s,
-			     const struct ipt_config *cfg,
-			     const struct cpumask *cpus, unsigned int nr);
 
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_thread_area_init(const struct ipt_session *s, struct ipt_trace *t);

@@ -1163,20 +1163,7 @@ static struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx)
 	return idx < ipt_thread_nr_used(s) ? &s->traces[idx] : NULL;
 }
 
-/*
- * The session's max_threads traces, not bound to a CPU; handed out by
- * attach and inheritance.  Context: as ipt_mode_ops.alloc.
- */
-static int ipt_thread_alloc(struct ipt_session *s, const struct ipt_config *cfg,
-			    const struct ipt_config_req *req)
-{
-	ipt_lockdep_assert_cpus_held();
-	lockdep_assert_held(&s->idev->lock);
-	return ipt_session_alloc_traces(s, cfg, NULL, req->nr_traces);
-}
-
 const struct ipt_mode_ops ipt_thread_mode_ops = {
-	.alloc = ipt_thread_alloc,
 	.configure = ipt_thread_configure,
 	.start = ipt_thread_start,
 	.stop = ipt_thread_stop,
