@@ -6,6 +6,7 @@
 #define _IPT_H
 
 #include <linux/cpumask.h>
+#include <linux/list.h>
 #include <linux/lockdep.h>
 #include <linux/miscdevice.h>
 #include <linux/mm_types.h>
@@ -27,9 +28,10 @@
  *        simulator), which replaces the native one while it is set
  * @users: number of users of @hw (sessions); the backend may change only
  *        while it is 0
- * @owner: the session that owns the PT unit, or NULL
+ * @sessions: the sessions that are not IDLE (struct ipt_session.node):
+ *        one per-CPU session, or any number of per-thread ones
  *
- * Locking: @hw, @caps, @registered, @users and @owner are written only
+ * Locking: @hw, @caps, @registered, @users and @sessions are written only
  * with @lock held and read under it by the ioctl paths.  @lock nests
  * inside cpu_hotplug_lock and mmap_lock (Documentation/design.rst).
  */
@@ -40,7 +42,7 @@ struct ipt_device {
 	struct ipt_caps caps;
 	const struct ipt_hw_ops *registered;
 	unsigned int users;
-	struct ipt_session *owner;
+	struct list_head sessions;
 };
 
 struct ipt_session;

@@ -20,6 +20,7 @@
 
 static struct ipt_device ipt_dev = {
 	.lock = __MUTEX_INITIALIZER(ipt_dev.lock),
+	.sessions = LIST_HEAD_INIT(ipt_dev.sessions),
 };
 
 /* ---- the ioctl table --------------------------------------------------- */

@@ -72,6 +72,9 @@ static const struct ipt_mode_ops *const ipt_modes[] = {
  * Callbacks of a dynamic AP state: they run on the CPU in question, in
  * process context, with CPU hotplug excluded.  Ioctls that make cross-CPU
  * calls take the cpus read lock before the device lock, as these do.
+ * The hold on perf's intel_pt is one for all sessions: taken again once
+ * before the modes hear of a CPU coming online, given back once after
+ * they let a CPU go.
  */
 static int ipt_session_cpu_online(unsigned int cpu)
 {
@@ -80,12 +83,12 @@ static int ipt_session_cpu_online(unsigned int cpu)
 
 	lock_map_acquire_read(&ipt_cpus_map);
 	mutex_lock(&idev->lock);
-	s = idev->owner;
-	if (s) {
-		/* perf dropped the hold at offline: take it again first. */
+	s = list_first_entry_or_null(&idev->sessions, struct ipt_session, node);
+	/* perf dropped the hold at offline: take it again first. */
+	if (s)
 		ipt_own_cpu_online(s, cpu);
+	list_for_each_entry(s, &idev->sessions, node)
 		s->mops->cpu_online(s, cpu);
-	}
 	mutex_unlock(&idev->lock);
 	lock_map_release(&ipt_cpus_map);
 	return 0;
@@ -98,11 +101,11 @@ static int ipt_session_cpu_offline(unsigned int cpu)
 
 	lock_map_acquire_read(&ipt_cpus_map);
 	mutex_lock(&idev->lock);
-	s = idev->owner;
-	if (s) {
+	list_for_each_entry(s, &idev->sessions, node)
 		s->mops->cpu_offline(s, cpu);
+	s = list_first_entry_or_null(&idev->sessions, struct ipt_session, node);
+	if (s)
 		ipt_own_cpu_offline(s, cpu);
-	}
 	mutex_unlock(&idev->lock);
 	lock_map_release(&ipt_cpus_map);
 	return 0;
@@ -125,9 +128,11 @@ static void ipt_session_free_traces(struct ipt_session *s)
 
 /*
  * Back to IDLE: let the mode undo its configuration (per-thread: let the
- * threads go), release the PMI handler (waits for running calls), then
- * free what the handler could see, then let the unit go: back to perf
- * (ipt_own_release(), every unit off by now), and to other sessions.
+ * threads go), release the PMI handler (the last session's release waits
+ * for running calls), then free what the handler could see, then let the
+ * unit go: back to perf when no other session holds it
+ * (ipt_own_release(), every unit of the session off by now), and to
+ * other sessions.
  * Context: cpus read lock and device lock held.
  */
 static void ipt_session_teardown_locked(struct ipt_session *s)
@@ -143,7 +148,7 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	ipt_life_release(s);
 	ipt_session_free_traces(s);
 	ipt_own_release(s);
-	idev->owner = NULL;
+	list_del_init(&s->node);
 	idev->users--;
 	module_put(s->hw->owner);
 	s->hw = NULL;
@@ -175,8 +180,10 @@ struct ipt_session *ipt_session_new(struct ipt_device *idev)
 {
 	struct ipt_session *s = kzalloc(sizeof(*s), GFP_KERNEL);
 
-	if (s)
+	if (s) {
 		s->idev = idev;
+		INIT_LIST_HEAD(&s->node);
+	}
 	return s;
 }
 
@@ -324,9 +331,34 @@ out_uncharge:
 	return ret;
 }
 
+/**
+ * ipt_session_excluded() - whether a session of @mode must wait its turn
+ * @idev: the device
+ * @mode: the mode asked for
+ *
+ * Per-thread sessions share the unit, as perf's per-task intel_pt events
+ * do: each thread has its own trace, switched with the thread.  A per-CPU
+ * session traces whatever runs on its CPUs, so it excludes every other
+ * session, and they it.
+ *
+ * Context: device lock held.
+ * Return: true when a session of @mode cannot be configured now.
+ */
+static bool ipt_session_excluded(struct ipt_device *idev, enum ipt_mode mode)
+{
+	struct ipt_session *o;
+
+	lockdep_assert_held(&idev->lock);
+	list_for_each_entry(o, &idev->sessions, node)
+		if (mode == IPT_MODE_CPU || o->mode == IPT_MODE_CPU)
+			return true;
+	return false;
+}
+
 /*
  * Whether @s may be configured as @cfg asks, against the unit as it is
- * now: IDLE, no owner, a unit, and @cfg valid for it (into @hwcfg).
+ * now: IDLE, not excluded by the other sessions, a unit, and @cfg valid
+ * for it (into @hwcfg).
  * Context: device lock held.
  */
 static int ipt_session_may_configure(struct ipt_session *s,
@@ -337,7 +369,8 @@ static int ipt_session_may_configure(struct ipt_session *s,
 	struct ipt_device *idev = s->idev;
 
 	lockdep_assert_held(&idev->lock);
-	if (s->state != IPT_STATE_IDLE || idev->owner)
+	if (s->state != IPT_STATE_IDLE ||
+	    ipt_session_excluded(idev, cfg->mode))
 		return -EBUSY;
 	if (!idev->hw)
 		return -ENODEV;
@@ -483,7 +516,9 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 			goto out_release_pmi;
 	}
 	ipt_life_configure(s);
-	idev->owner = s;
+	s->uid = current_uid();
+	s->pid = task_tgid_nr(current);
+	list_add_tail(&s->node, &idev->sessions);
 	idev->users++;
 	s->state = IPT_STATE_CONFIGURED;
 	return 0;

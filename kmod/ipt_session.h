@@ -13,6 +13,7 @@
 #include <linux/percpu.h>
 #include <linux/seqlock.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 
 #include "ipt.h"
 
@@ -145,11 +146,20 @@ struct ipt_msr_val {
  *               XSAVES path only the ADDRn pairs it does not hold, the
  *               entries from @xsaves_switch_from on
  * @xsaves_switch_from: see @switch_msrs
+ * @node: in @idev->sessions while not IDLE
+ * @published: per-thread: the scheduler hooks may hand the session's
+ *             traces to new threads (under ipt_thread_lock; READ_ONCE in
+ *             the hooks)
+ * @life_gap: a system sleep stopped and restarted the session
+ *            (IPT_TS_SUSPENDED), until it is IDLE again
+ * @life_paused: a system sleep stopped it and has not restarted it yet
+ * @uid: the configuring caller's real uid
+ * @pid: the configuring caller's process, in the initial namespace
  *
- * Locking: every field under @idev->lock, except where noted.  A session
- * that is not IDLE is @idev->owner.
+ * Locking: every field under @idev->lock, except where noted.
  */
 struct ipt_session {
+	struct list_head node;
 	struct ipt_device *idev;
 	enum ipt_state state;
 	enum ipt_mode mode;
@@ -172,6 +182,11 @@ struct ipt_session {
 	unsigned int nr_switch_msrs;
 	unsigned int xsaves_switch_from;
 	struct ipt_msr_val switch_msrs[1 + 2 * IPT_MAX_ADDR_RANGES];
+	bool published;
+	bool life_gap;
+	bool life_paused;
+	kuid_t uid;
+	pid_t pid;
 };
 
 /**
@@ -237,6 +252,7 @@ extern const struct ipt_mode_ops ipt_cpu_mode_ops;
 
 /* ipt_thread.c */
 extern const struct ipt_mode_ops ipt_thread_mode_ops;
+const struct ipt_session *ipt_thread_loaded_session_here(void);
 int ipt_thread_init(void);
 void ipt_thread_exit(void);
 

@@ -11,11 +11,22 @@
  * - A configure that loses the race for the unit while it allocated
  *   (another session took it meanwhile) fails with EBUSY and gives back
  *   the locked memory it charged before allocating.
+ * - Per-thread sessions of different users run at once, each trace
+ *   holding its own thread's packets only; a thread is in one session at
+ *   most; a per-CPU session and any per-thread one exclude each other
+ *   (EBUSY); perf's intel_pt stays held until the last session goes.
  */
 #define _GNU_SOURCE
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <linux/perf_event.h>
+
+#include <grp.h>
 
 #include "ipt_lib.h"
 #include "kselftest_harness.h"
@@ -213,8 +224,6 @@ FIXTURE_SETUP(multi)
 		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
 	if (geteuid())
 		SKIP(return, "must run as root");
-	if (access(GATE, W_OK))
-		SKIP(return, "no %s", GATE);
 	self->cpus = sysconf(_SC_NPROCESSORS_ONLN);
 }
 
@@ -224,14 +233,18 @@ FIXTURE_TEARDOWN(multi)
 }
 
 /*
- * One configure parked in its allocation: another process's GET_CAPS and
- * a CPU offline complete meanwhile; the configure then succeeds.
+ * One configure parked in its allocation: another process's GET_CAPS, a
+ * small per-thread configure and a CPU offline complete meanwhile; the
+ * parked configure then succeeds too (per-thread sessions share the unit).
  */
 TEST_F_TIMEOUT(multi, alloc_holds_no_lock, 150)
 {
-	struct ipt_config cfg;
-	struct call big, caps, off = { -1, -1 };
-	int cpu = 1, r_caps, r_off = 0, r_big;
+	struct ipt_config cfg, small_cfg;
+	struct call big, caps, small, off = { -1, -1 };
+	int cpu = 1, r_caps, r_small, r_off = 0, r_big;
+
+	if (access(GATE, W_OK))
+		SKIP(return, "no %s", GATE);
 
 	cfg_thread(&cfg, 64 * 1024, 8);
 	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
@@ -240,6 +253,10 @@ TEST_F_TIMEOUT(multi, alloc_holds_no_lock, 150)
 
 	caps = call_start(do_get_caps, NULL);
 	r_caps = call_result(&caps);
+	small_cfg = cfg;
+	small_cfg.max_threads = 1;
+	small = call_start(do_configure, &small_cfg);
+	r_small = call_result(&small);
 	if (self->cpus > 1) {
 		off = call_start(do_offline, &cpu);
 		r_off = call_result(&off);
@@ -248,6 +265,7 @@ TEST_F_TIMEOUT(multi, alloc_holds_no_lock, 150)
 	ipt_write_file(GATE, "open");
 	r_big = call_result(&big);
 	call_reap(&caps);
+	call_reap(&small);
 	call_reap(&off);
 	call_reap(&big);
 	if (self->cpus > 1)
@@ -255,6 +273,8 @@ TEST_F_TIMEOUT(multi, alloc_holds_no_lock, 150)
 
 	EXPECT_EQ(0, r_caps) TH_LOG("GET_CAPS while a configure allocates: %d (%s)",
 				    r_caps, r_caps == -ETIMEDOUT ? "blocked" : "failed");
+	EXPECT_EQ(0, r_small) TH_LOG("another per-thread configure meanwhile: %d (%s)",
+				     r_small, r_small == -ETIMEDOUT ? "blocked" : "failed");
 	if (self->cpus > 1)
 		EXPECT_EQ(0, r_off) TH_LOG("CPU %d offline while a configure allocates: %d (%s)",
 					   cpu, r_off, r_off == -ETIMEDOUT ? "blocked" : "failed");
@@ -275,6 +295,9 @@ TEST_F_TIMEOUT(multi, lost_race_uncharged, 120)
 	long pin_parked;
 	int fd, r_thread, r_lose;
 	FILE *f;
+
+	if (access(GATE, W_OK))
+		SKIP(return, "no %s", GATE);
 
 	f = fopen(MLOCK_KB_PARAM, "r");
 	ASSERT_NE(NULL, f);
@@ -300,6 +323,268 @@ TEST_F_TIMEOUT(multi, lost_race_uncharged, 120)
 	EXPECT_EQ(0, r_thread);
 	EXPECT_EQ(0, r_lose) TH_LOG("the configure that lost: %d (0: EBUSY and nothing pinned)",
 				    r_lose);
+}
+
+/* ---- several per-thread sessions ----------------------------------------- */
+
+#define KIB		1024ULL
+/* The two users (nobody, and the uid below it) and their programs' IPs. */
+#define UID(i)		(IPT_TEST_UID - (i))
+#define MARK(i)		((i) ? 0x7f0022222000ULL : 0x7f0011111000ULL)
+#define RECORDS		400
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+/*
+ * The feed of program @i: an IP-only record at MARK(@i), then RECORDS
+ * records each holding one TIP (IPBytes 011) to MARK(@i).
+ */
+static size_t make_feed(int i, uint8_t *buf)
+{
+	size_t off = 0;
+	int r, b;
+
+	for (r = 0; r <= RECORDS; r++) {
+		uint16_t len = r ? 7 : 0;
+		uint64_t ip = MARK(i);
+
+		memset(buf + off, 0, 16);
+		memcpy(buf + off, &len, 2);
+		memcpy(buf + off + 8, &ip, 8);
+		off += 16;
+		if (!r)
+			continue;
+		buf[off++] = 0x6d;
+		for (b = 0; b < 6; b++)
+			buf[off++] = ip >> (8 * b);
+	}
+	return off;
+}
+
+/*
+ * IP packets (TIP, TIP.PGE, TIP.PGD, FUP with 6-byte IPs) in @n bytes of
+ * trace: *@own of them name MARK(@i), *@other MARK(!@i).  -1 if the bytes
+ * do not parse.
+ */
+static int count_marks(const uint8_t *p, size_t n, int i, int *own, int *other)
+{
+	size_t off = 0;
+
+	*own = *other = 0;
+	while (off < n) {
+		int len = ipt_pkt_len(p + off, n - off), b;
+		uint8_t h = p[off];
+
+		if (len < 0)
+			return -1;
+		if (!len)
+			break;
+		if (len == 7 && (h >> 5) == 3 &&
+		    ((h & 0x1f) == 0x0d || (h & 0x1f) == 0x11 ||
+		     (h & 0x1f) == 0x01 || (h & 0x1f) == 0x1d)) {
+			uint64_t ip = 0;
+
+			for (b = 0; b < 6; b++)
+				ip |= (uint64_t)p[off + 1 + b] << (8 * b);
+			*own += ip == MARK(i);
+			*other += ip == MARK(!i);
+		}
+		off += len;
+	}
+	return 0;
+}
+
+/* Read one byte from @fd with a bounded wait; 0 or -1. */
+static int pipe_wait(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char c;
+
+	if (poll(&pfd, 1, WAIT_MS) != 1 || read(fd, &c, 1) != 1)
+		return -1;
+	return 0;
+}
+
+/*
+ * User @i: opens /dev/ipt and its thread's task_feed as root, becomes
+ * UID(@i), configures a per-thread session, attaches itself, says so on
+ * @ready, waits for @go (both sessions exist by then), starts, runs its
+ * program to the end, stops and checks its trace: packets of its own
+ * program, none of the other's.  Exits 0, or the line that failed.
+ */
+static void user_run(int i, int ready, int go)
+{
+	static uint8_t feed[32 * 1024];
+	struct ipt_trace_state ts;
+	struct ipt_config cfg;
+	struct ipt_attach a = { .size = sizeof(a) };
+	int fd, tf, own, other;
+	uint64_t deadline;
+	size_t n = make_feed(i, feed);
+	uint8_t *p;
+
+	fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	tf = open(IPT_SIM_DEBUGFS "/task_feed", O_RDWR | O_TRUNC);
+	CHECK(fd >= 0 && tf >= 0, "open: %s", strerror(errno));
+	CHECK(setgroups(0, NULL) == 0 && setresgid(UID(i), UID(i), UID(i)) == 0 &&
+	      setresuid(UID(i), UID(i), UID(i)) == 0, "setresuid: %s", strerror(errno));
+	cfg_thread(&cfg, 256 * KIB, 1);
+	cfg.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
+	CHECK(ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg) == 0, "user %d: configure", i);
+	CHECK(ipt_ioctl(fd, IPT_IOC_ATTACH, &a) == 0 && a.trace == 0, "attach");
+	CHECK(write(ready, "r", 1) == 1, "ready");
+	CHECK(pipe_wait(go) == 0, "no go");
+	CHECK(ipt_cmd(fd, IPT_IOC_START) == 0, "start");
+	CHECK(write(tf, feed, n) == (ssize_t)n, "feed: %s", strerror(errno));
+	deadline = now_ns() + WAIT_MS * 1000000ULL;
+	for (;;) {
+		char line[64];
+		size_t pos, len;
+		ssize_t r;
+
+		CHECK(now_ns() < deadline, "user %d: the program did not run to its end", i);
+		r = read(tf, line, sizeof(line) - 1);
+		CHECK(r > 0, "task_feed read");
+		line[r] = '\0';
+		if (sscanf(line, "%zu %zu", &pos, &len) == 2 && pos == len)
+			break;
+	}
+	CHECK(ipt_cmd(fd, IPT_IOC_STOP) == 0, "stop");
+	CHECK(ipt_state(fd, 0, &ts) == 0, "get_trace");
+	CHECK(ts.bytes_valid > 0, "user %d: no bytes", i);
+	p = mmap(NULL, ts.buffer_size, PROT_READ, MAP_SHARED, fd, ts.mmap_offset);
+	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	CHECK(count_marks(p, ts.bytes_valid, i, &own, &other) == 0,
+	      "user %d: the trace does not parse", i);
+	CHECK(own >= RECORDS, "user %d: %d packets of its own program, %d expected",
+	      i, own, RECORDS);
+	CHECK(other == 0, "user %d: %d packets of the other user's program", i, other);
+	_exit(0);
+}
+
+/*
+ * Two users, each a per-thread session of its own, trace at the same
+ * time; each trace holds its own thread's program only.  On the old code
+ * (one session owns the unit) the second configure failed with EBUSY.
+ */
+TEST_F_TIMEOUT(multi, two_users_trace_apart, 120)
+{
+	int ready[2][2], go[2][2], st, i, ok = 0;
+	pid_t pid[2];
+
+	ASSERT_EQ(0, ipt_sim_set_rate(1024 * KIB));
+	/* A user that failed early closed its pipe: its status says why. */
+	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, pipe(ready[i]));
+		ASSERT_EQ(0, pipe(go[i]));
+		pid[i] = fork();
+		ASSERT_LE(0, pid[i]);
+		if (!pid[i]) {
+			close(ready[i][0]);
+			close(go[i][1]);
+			user_run(i, ready[i][1], go[i][0]);
+		}
+		close(ready[i][1]);
+		close(go[i][0]);
+	}
+	/* Both sessions configured, each with its thread attached. */
+	for (i = 0; i < 2; i++)
+		ok += !pipe_wait(ready[i][0]);
+	for (i = 0; i < 2; i++)
+		if (write(go[i][1], "g", 1) != 1)
+			ok = 0;
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(pid[i], waitpid(pid[i], &st, 0));
+		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			TH_LOG("user %d failed (status 0x%x)", i, st);
+		close(ready[i][0]);
+		close(go[i][1]);
+	}
+	EXPECT_EQ(2, ok) TH_LOG("both sessions were not configured at once");
+}
+
+static int pt_open_task(int type)
+{
+	struct perf_event_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = type;
+	a.exclude_kernel = 1;
+	fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int pt_type(void)
+{
+	char buf[32] = "";
+	int fd = open("/sys/bus/event_source/devices/intel_pt/type", O_RDONLY), n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? atoi(buf) : -EIO;
+}
+
+/*
+ * Per-thread sessions share the unit, a per-CPU session excludes them and
+ * they it; a thread is in one session at most; perf's intel_pt stays
+ * held until the last session is released.
+ */
+TEST_F(multi, sessions_share_and_exclude)
+{
+	uint64_t mask[1] = { 0 };
+	struct ipt_config c, t;
+	struct ipt_attach a = { .size = sizeof(a) };
+	int fd[3], i, type = pt_type(), pfd;
+
+	for (i = 0; i < 3; i++) {
+		fd[i] = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fd[i]);
+	}
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	cfg_thread(&t, 64 * KIB, 2);
+	ASSERT_EQ(0, ipt_ioctl(fd[0], IPT_IOC_CONFIGURE, &t));
+	ASSERT_EQ(0, ipt_ioctl(fd[1], IPT_IOC_CONFIGURE, &t));
+	EXPECT_EQ(-EBUSY, ipt_ioctl(fd[2], IPT_IOC_CONFIGURE, &c));
+	/* This thread, in the first session, cannot join the second. */
+	ASSERT_EQ(0, ipt_ioctl(fd[0], IPT_IOC_ATTACH, &a));
+	a.trace = 0;
+	EXPECT_EQ(-EEXIST, ipt_ioctl(fd[1], IPT_IOC_ATTACH, &a));
+	a.trace = 0;
+	ASSERT_EQ(0, ipt_cmd(fd[0], IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cmd(fd[1], IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cmd(fd[0], IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_cmd(fd[1], IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_cmd(fd[0], IPT_IOC_RELEASE));
+	/* One session left: still exclusive against per-CPU, and perf. */
+	EXPECT_EQ(-EBUSY, ipt_ioctl(fd[2], IPT_IOC_CONFIGURE, &c));
+	if (type >= 0)
+		EXPECT_EQ(-EBUSY, pt_open_task(type));
+	/* The thread is free again: the second session takes it. */
+	EXPECT_EQ(0, ipt_ioctl(fd[1], IPT_IOC_ATTACH, &a));
+	ASSERT_EQ(0, ipt_cmd(fd[1], IPT_IOC_RELEASE));
+	if (type >= 0) {
+		pfd = pt_open_task(type);
+		EXPECT_LE(0, pfd) TH_LOG("perf's intel_pt after the last release: %d", pfd);
+		if (pfd >= 0)
+			close(pfd);
+	}
+	/* Per-CPU now; then no per-thread session beside it. */
+	ASSERT_EQ(0, ipt_ioctl(fd[2], IPT_IOC_CONFIGURE, &c));
+	EXPECT_EQ(-EBUSY, ipt_ioctl(fd[0], IPT_IOC_CONFIGURE, &t));
+	EXPECT_EQ(-EBUSY, ipt_ioctl(fd[1], IPT_IOC_CONFIGURE, &c));
+	for (i = 0; i < 3; i++)
+		close(fd[i]);
 }
 
 TEST_HARNESS_MAIN
