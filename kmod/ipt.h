@@ -331,6 +331,11 @@ long ipt_ioctl_attach_post(struct ipt_ioctl_call *c, long ret);
 int ipt_ioctl_detach_pre(struct ipt_ioctl_call *c);
 long ipt_ioctl_detach(struct ipt_ioctl_call *c);
 
+/* ipt_list.c */
+int ipt_ioctl_list_pre(struct ipt_ioctl_call *c);
+long ipt_ioctl_list(struct ipt_ioctl_call *c);
+long ipt_ioctl_list_post(struct ipt_ioctl_call *c, long ret);
+
 /* ipt_mmap.c */
 int ipt_session_mmap(struct ipt_session *s, struct vm_area_struct *vma);
 

@@ -73,6 +73,7 @@ union ipt_ioctl_arg {
 	struct ipt_trace_state trace;
 	struct ipt_attach attach;
 	struct ipt_detach detach;
+	struct ipt_sessions sessions;
 };
 
 static int ipt_ioctl_get_caps_pre(struct ipt_ioctl_call *c)
@@ -120,6 +121,9 @@ static const struct ipt_ioctl_desc ipt_ioctls[] = {
 	IPT_IOCTL(IPT_IOC_DETACH, struct ipt_detach, IPT_DETACH_SIZE_VER0,
 		  IPT_IOCTL_CPUS,
 		  ipt_ioctl_detach_pre, ipt_ioctl_detach, NULL),
+	IPT_IOCTL(IPT_IOC_LIST_SESSIONS, struct ipt_sessions,
+		  IPT_SESSIONS_SIZE_VER0, IPT_IOCTL_OUT,
+		  ipt_ioctl_list_pre, ipt_ioctl_list, ipt_ioctl_list_post),
 };
 
 /*
@@ -240,6 +244,9 @@ static int __init ipt_init(void)
 	BUILD_BUG_ON(sizeof(struct ipt_addr_range) != 24);
 	BUILD_BUG_ON(sizeof(struct ipt_attach) != IPT_ATTACH_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_detach) != IPT_DETACH_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_sessions) != IPT_SESSIONS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_session_info) !=
+		     IPT_SESSION_INFO_SIZE_VER0);
 
 	ret = ipt_thread_init();
 	if (ret)

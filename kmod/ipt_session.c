@@ -18,6 +18,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/pid.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/topology.h>
@@ -149,6 +150,8 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	ipt_session_free_traces(s);
 	ipt_own_release(s);
 	list_del_init(&s->node);
+	put_pid(s->pid);
+	s->pid = NULL;
 	idev->users--;
 	module_put(s->hw->owner);
 	s->hw = NULL;
@@ -517,7 +520,7 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 	}
 	ipt_life_configure(s);
 	s->uid = current_uid();
-	s->pid = task_tgid_nr(current);
+	s->pid = get_pid(task_tgid(current));
 	list_add_tail(&s->node, &idev->sessions);
 	idev->users++;
 	s->state = IPT_STATE_CONFIGURED;

@@ -18,6 +18,7 @@
 #include "ipt.h"
 
 struct cpumask;
+struct pid;
 struct pid_namespace;
 struct task_struct;
 struct ipt_mode_ops;
@@ -153,8 +154,8 @@ struct ipt_msr_val {
  * @life_gap: a system sleep stopped and restarted the session
  *            (IPT_TS_SUSPENDED), until it is IDLE again
  * @life_paused: a system sleep stopped it and has not restarted it yet
- * @uid: the configuring caller's real uid
- * @pid: the configuring caller's process, in the initial namespace
+ * @uid: the configuring caller's real uid (IPT_IOC_LIST_SESSIONS)
+ * @pid: the configuring caller's thread group (a reference)
  *
  * Locking: every field under @idev->lock, except where noted.
  */
@@ -186,7 +187,7 @@ struct ipt_session {
 	bool life_gap;
 	bool life_paused;
 	kuid_t uid;
-	pid_t pid;
+	struct pid *pid;
 };
 
 /**

@@ -15,6 +15,9 @@
  *   holding its own thread's packets only; a thread is in one session at
  *   most; a per-CPU session and any per-thread one exclude each other
  *   (EBUSY); perf's intel_pt stays held until the last session goes.
+ * - IPT_IOC_LIST_SESSIONS shows a privileged caller every session (mode,
+ *   state, uid and pid of the configurer, traces, threads), any other
+ *   caller only its own; its argument is checked like every other.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -585,6 +588,169 @@ TEST_F(multi, sessions_share_and_exclude)
 	EXPECT_EQ(-EBUSY, ipt_ioctl(fd[1], IPT_IOC_CONFIGURE, &c));
 	for (i = 0; i < 3; i++)
 		close(fd[i]);
+}
+
+/* ---- IPT_IOC_LIST_SESSIONS ---------------------------------------------- */
+
+static int list(int fd, struct ipt_session_info *e, uint32_t n, uint32_t *total)
+{
+	struct ipt_sessions l = {
+		.size = sizeof(l), .entry_size = sizeof(*e), .nr_entries = n,
+		.entries_ptr = (uintptr_t)e,
+	};
+	int r = ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l);
+
+	if (total)
+		*total = l.total;
+	return r ? r : (int)l.nr_entries;
+}
+
+/*
+ * An unprivileged user (opens as root, then becomes nobody) configures a
+ * session, attaches itself and lists: only its own session.  Exits 0 or
+ * the line that failed; @ready and @done sync with the parent.
+ */
+static void list_user(int ready, int done)
+{
+	struct ipt_session_info e[4];
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_config cfg;
+	uint32_t total;
+	int fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC), n;
+
+	CHECK(fd >= 0, "open");
+	CHECK(ipt_become_user() == 0, "setresuid");
+	cfg_thread(&cfg, 16 * KIB, 3);
+	CHECK(ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg) == 0, "configure");
+	CHECK(ipt_ioctl(fd, IPT_IOC_ATTACH, &a) == 0, "attach");
+	memset(e, 0xff, sizeof(e));
+	n = list(fd, e, 4, &total);
+	CHECK(n == 1 && total == 1, "the user sees %d of %u sessions, 1 expected", n, total);
+	CHECK(e[0].mode == IPT_MODE_THREAD && e[0].state == IPT_STATE_CONFIGURED &&
+	      e[0].uid == IPT_TEST_UID && e[0].pid == (uint32_t)getpid() &&
+	      e[0].nr_traces == 3 && e[0].nr_threads == 1 &&
+	      e[0].flags == IPT_SESSION_THIS && !e[0].reserved[0] && !e[0].reserved[1],
+	      "entry: mode %u state %u uid %u pid %u traces %u threads %u flags 0x%llx",
+	      e[0].mode, e[0].state, e[0].uid, e[0].pid, e[0].nr_traces,
+	      e[0].nr_threads, (unsigned long long)e[0].flags);
+	CHECK(write(ready, "r", 1) == 1, "ready");
+	CHECK(pipe_wait(done) == 0, "no done");
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(multi, list_sessions, 60)
+{
+	struct ipt_session_info e[4];
+	struct ipt_config cfg;
+	int fd, ready[2], done[2], st, n, i, seen = 0;
+	uint32_t total;
+	pid_t pid;
+
+	fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, list(fd, NULL, 0, &total));
+	EXPECT_EQ(0, total);
+	cfg_thread(&cfg, 16 * KIB, 2);
+	cfg.trace_flags |= IPT_TRACE_KERNEL;
+	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(done));
+	/* A user that failed early closed its pipe: its status says why. */
+	signal(SIGPIPE, SIG_IGN);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(ready[0]);
+		close(done[1]);
+		list_user(ready[1], done[0]);
+	}
+	close(ready[1]);
+	close(done[0]);
+	EXPECT_EQ(0, pipe_wait(ready[0])) TH_LOG("the user's session never came");
+
+	/* Root sees both: its own (this file) and the user's. */
+	n = list(fd, e, 4, &total);
+	EXPECT_EQ(2, n);
+	EXPECT_EQ(2, total);
+	for (i = 0; i < n && i < 4; i++) {
+		if (e[i].uid == 0) {
+			seen |= 1;
+			EXPECT_EQ(IPT_SESSION_THIS | IPT_SESSION_KERNEL, e[i].flags);
+			EXPECT_EQ((uint32_t)getpid(), e[i].pid);
+			EXPECT_EQ(2, e[i].nr_traces);
+			EXPECT_EQ(0, e[i].nr_threads);
+		} else if (e[i].uid == IPT_TEST_UID) {
+			seen |= 2;
+			EXPECT_EQ(0, e[i].flags);
+			EXPECT_EQ((uint32_t)pid, e[i].pid);
+			EXPECT_EQ(3, e[i].nr_traces);
+			EXPECT_EQ(1, e[i].nr_threads);
+		}
+		EXPECT_EQ(IPT_MODE_THREAD, e[i].mode);
+	}
+	EXPECT_EQ(3, seen);
+	/* Room for one: one written, the total still says two. */
+	EXPECT_EQ(1, list(fd, e, 1, &total));
+	EXPECT_EQ(2, total);
+	/* Counting only. */
+	EXPECT_EQ(0, list(fd, NULL, 0, &total));
+	EXPECT_EQ(2, total);
+
+	if (write(done[1], "d", 1) != 1)
+		TH_LOG("cannot tell the user to finish");
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("user status 0x%x", st);
+	close(ready[0]);
+	close(done[1]);
+	close(fd);
+}
+
+/* The argument is checked like every other; a larger entry is zero-padded. */
+TEST_F(multi, list_sessions_abi)
+{
+	struct ipt_sessions l;
+	struct ipt_config cfg;
+	uint8_t buf[2 * 64];
+	int fd, i;
+
+	fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	cfg_thread(&cfg, 16 * KIB, 1);
+	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg));
+#define L0 (struct ipt_sessions){ .size = sizeof(l), .entry_size = 48 }
+	l = L0; l.flags = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l));
+	l = L0; l.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l));
+	l = L0; l.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l));
+	l = L0; l.total = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l));
+	l = L0; l.entry_size = 40;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l));
+	l = L0; l.entry_size = 4097;
+	EXPECT_EQ(-E2BIG, ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l));
+	l = L0; l.nr_entries = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l));
+	l = L0; l.size = 40;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l));
+	l = L0; l.nr_entries = 1; l.entries_ptr = 8;
+	EXPECT_EQ(-EFAULT, ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l));
+	/* A 64-byte entry: the kernel's 48, then zeroes up to the stride. */
+	memset(buf, 0xff, sizeof(buf));
+	l = L0; l.entry_size = 64; l.nr_entries = 2; l.entries_ptr = (uintptr_t)buf;
+	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_LIST_SESSIONS, &l));
+	EXPECT_EQ(1, l.nr_entries);
+	EXPECT_EQ(1, l.total);
+	EXPECT_EQ(IPT_MODE_THREAD, ((struct ipt_session_info *)buf)->mode);
+	for (i = 48; i < 64; i++)
+		EXPECT_EQ(0, buf[i]);
+	for (i = 64; i < 128; i++)
+		EXPECT_EQ(0xff, buf[i]);
+	/* The next command number is unknown. */
+	EXPECT_EQ(-ENOTTY, ipt_ioctl(fd, _IOWR(IPT_IOC_MAGIC, 0x09, struct ipt_sessions), &l));
+#undef L0
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
