@@ -23,6 +23,7 @@
 #include <linux/string.h>
 #include <linux/topology.h>
 #include <linux/uaccess.h>
+#include <kunit/visibility.h>
 
 #include "ipt_session.h"
 
@@ -347,7 +348,8 @@ out_uncharge:
  * Context: device lock held.
  * Return: true when a session of @mode cannot be configured now.
  */
-static bool ipt_session_excluded(struct ipt_device *idev, enum ipt_mode mode)
+VISIBLE_IF_KUNIT bool ipt_session_excluded(struct ipt_device *idev,
+					   enum ipt_mode mode)
 {
 	struct ipt_session *o;
 
@@ -357,6 +359,7 @@ static bool ipt_session_excluded(struct ipt_device *idev, enum ipt_mode mode)
 			return true;
 	return false;
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_session_excluded);
 
 /*
  * Whether @s may be configured as @cfg asks, against the unit as it is

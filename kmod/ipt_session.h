@@ -273,6 +273,7 @@ void ipt_life_panic_here(void);
 void ipt_session_stop_locked(struct ipt_session *s);
 
 #if IS_ENABLED(CONFIG_KUNIT)
+bool ipt_session_excluded(struct ipt_device *idev, enum ipt_mode mode);
 void ipt_thread_area_init(const struct ipt_session *s, struct ipt_trace *t);
 bool ipt_thread_load(struct ipt_trace *t);
 void ipt_thread_unload(struct ipt_trace *t);
