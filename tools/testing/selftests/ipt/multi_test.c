@@ -212,6 +212,28 @@ static int do_configure_lose(void *arg)
 	return pin ? 1000 + pin : 0;
 }
 
+/*
+ * A per-CPU configure of CPU *@arg, then GET_TRACE of it; the session is
+ * released when the process exits.
+ */
+static int do_configure_cpu(void *arg)
+{
+	uint64_t mask[1] = { 0 };
+	struct ipt_trace_state ts;
+	struct ipt_config cfg;
+	int fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	ipt_cfg_cpu(&cfg, mask, *(int *)arg, 64 * 1024);
+	r = ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg);
+	if (!r)
+		r = ipt_state(fd, *(int *)arg, &ts);
+	if (!r && ts.state != IPT_STATE_CONFIGURED)
+		r = -EPROTO;
+	return r;
+}
+
 static int do_offline(void *arg)
 {
 	return ipt_cpu_online_set(*(int *)arg, 0);
@@ -282,6 +304,38 @@ TEST_F_TIMEOUT(multi, alloc_holds_no_lock, 150)
 		EXPECT_EQ(0, r_off) TH_LOG("CPU %d offline while a configure allocates: %d (%s)",
 					   cpu, r_off, r_off == -ETIMEDOUT ? "blocked" : "failed");
 	EXPECT_EQ(0, r_big);
+}
+
+/*
+ * A per-CPU configure of CPU 1 parked in its allocation while CPU 1 goes
+ * offline: the offline completes, the configure then succeeds (the CPU
+ * is present; it traces once it is back), and the session is released
+ * with the CPU offline.
+ */
+TEST_F_TIMEOUT(multi, cpu_offline_while_allocating, 120)
+{
+	struct call conf, off;
+	int cpu = 1, r_off, r_conf;
+
+	if (access(GATE, W_OK))
+		SKIP(return, "no %s", GATE);
+	if (self->cpus < 2)
+		SKIP(return, "needs a second CPU");
+
+	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
+	conf = call_start(do_configure_cpu, &cpu);
+	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
+	off = call_start(do_offline, &cpu);
+	r_off = call_result(&off);
+	ipt_write_file(GATE, "open");
+	r_conf = call_result(&conf);
+	call_reap(&off);
+	call_reap(&conf);
+	ipt_cpu_online_set(cpu, 1);
+
+	EXPECT_EQ(0, r_off) TH_LOG("CPU %d offline: %d (%s)", cpu, r_off,
+				   r_off == -ETIMEDOUT ? "blocked" : "failed");
+	EXPECT_EQ(0, r_conf) TH_LOG("the configure of the CPU that went offline: %d", r_conf);
 }
 
 /*
