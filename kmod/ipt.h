@@ -6,6 +6,7 @@
 #define _IPT_H
 
 #include <linux/cpumask.h>
+#include <linux/list.h>
 #include <linux/lockdep.h>
 #include <linux/miscdevice.h>
 #include <linux/mm_types.h>
@@ -27,9 +28,10 @@
  *        simulator), which replaces the native one while it is set
  * @users: number of users of @hw (sessions); the backend may change only
  *        while it is 0
- * @owner: the session that owns the PT unit, or NULL
+ * @sessions: the sessions that are not IDLE (struct ipt_session.node):
+ *        one per-CPU session, or any number of per-thread ones
  *
- * Locking: @hw, @caps, @registered, @users and @owner are written only
+ * Locking: @hw, @caps, @registered, @users and @sessions are written only
  * with @lock held and read under it by the ioctl paths.  @lock nests
  * inside cpu_hotplug_lock and mmap_lock (Documentation/design.rst).
  */
@@ -40,7 +42,7 @@ struct ipt_device {
 	struct ipt_caps caps;
 	const struct ipt_hw_ops *registered;
 	unsigned int users;
-	struct ipt_session *owner;
+	struct list_head sessions;
 };
 
 struct ipt_session;
@@ -71,6 +73,7 @@ struct ipt_session;
 #define IPT_GFP_ACCOUNT	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL)
 
 struct user_struct;
+struct ipt_trace;
 
 /**
  * struct ipt_charge - the locked memory one buffer is charged for
@@ -201,6 +204,13 @@ struct ipt_hwcfg {
  * @ipc_lock: the caller had CAP_IPC_LOCK (set by the configure pre
  *            handler): RLIMIT_MEMLOCK does not limit it, and it may have
  *            chunks from alloc_contig_range()
+ * @single: the unit's ToPA tables held one output entry when the buffers
+ *          were laid out (checked again under the device lock)
+ * @backend: the backend the buffers were allocated for (ipt_gate.c)
+ * @traces: the @nr_traces traces with their buffers, allocated without
+ *          the locks by the configure pre handler; taken by the session,
+ *          else freed by the post handler
+ * @map_size: bytes of their buffers together
  *
  * Locking: private to one IPT_IOC_CONFIGURE call.
  */
@@ -210,6 +220,10 @@ struct ipt_config_req {
 	bool privileged;
 	int perf_type;
 	bool ipc_lock;
+	bool single;
+	enum ipt_backend backend;
+	struct ipt_trace *traces;
+	u64 map_size;
 };
 
 int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
@@ -317,6 +331,11 @@ long ipt_ioctl_attach_post(struct ipt_ioctl_call *c, long ret);
 int ipt_ioctl_detach_pre(struct ipt_ioctl_call *c);
 long ipt_ioctl_detach(struct ipt_ioctl_call *c);
 
+/* ipt_list.c */
+int ipt_ioctl_list_pre(struct ipt_ioctl_call *c);
+long ipt_ioctl_list(struct ipt_ioctl_call *c);
+long ipt_ioctl_list_post(struct ipt_ioctl_call *c, long ret);
+
 /* ipt_mmap.c */
 int ipt_session_mmap(struct ipt_session *s, struct vm_area_struct *vma);
 
@@ -328,6 +347,11 @@ bool ipt_caps_branch_required(const struct ipt_caps *caps);
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_caps_signature(u32 eax, struct ipt_caps *caps);
 #endif
+
+/* ipt_gate.c: the allocation gate, a test hook */
+void ipt_gate_alloc(enum ipt_backend backend);
+void ipt_gate_init(void);
+void ipt_gate_exit(void);
 
 /* ipt_hw.c */
 void ipt_hw_attach(struct ipt_device *idev);

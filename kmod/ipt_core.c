@@ -20,6 +20,7 @@
 
 static struct ipt_device ipt_dev = {
 	.lock = __MUTEX_INITIALIZER(ipt_dev.lock),
+	.sessions = LIST_HEAD_INIT(ipt_dev.sessions),
 };
 
 /* ---- the ioctl table --------------------------------------------------- */
@@ -72,6 +73,7 @@ union ipt_ioctl_arg {
 	struct ipt_trace_state trace;
 	struct ipt_attach attach;
 	struct ipt_detach detach;
+	struct ipt_sessions sessions;
 };
 
 static int ipt_ioctl_get_caps_pre(struct ipt_ioctl_call *c)
@@ -119,6 +121,9 @@ static const struct ipt_ioctl_desc ipt_ioctls[] = {
 	IPT_IOCTL(IPT_IOC_DETACH, struct ipt_detach, IPT_DETACH_SIZE_VER0,
 		  IPT_IOCTL_CPUS,
 		  ipt_ioctl_detach_pre, ipt_ioctl_detach, NULL),
+	IPT_IOCTL(IPT_IOC_LIST_SESSIONS, struct ipt_sessions,
+		  IPT_SESSIONS_SIZE_VER0, IPT_IOCTL_OUT,
+		  ipt_ioctl_list_pre, ipt_ioctl_list, ipt_ioctl_list_post),
 };
 
 /*
@@ -239,10 +244,14 @@ static int __init ipt_init(void)
 	BUILD_BUG_ON(sizeof(struct ipt_addr_range) != 24);
 	BUILD_BUG_ON(sizeof(struct ipt_attach) != IPT_ATTACH_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_detach) != IPT_DETACH_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_sessions) != IPT_SESSIONS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_session_info) !=
+		     IPT_SESSION_INFO_SIZE_VER0);
 
 	ret = ipt_thread_init();
 	if (ret)
 		return ret;
+	ipt_gate_init();
 	ipt_select_backend(&ipt_dev);
 	ret = ipt_session_init(&ipt_dev);
 	if (ret) {
@@ -272,6 +281,7 @@ static int __init ipt_init(void)
 
 err_thread:
 	ipt_hw_detach(&ipt_dev);
+	ipt_gate_exit();
 	ipt_thread_exit();
 	return ret;
 }
@@ -282,6 +292,7 @@ static void __exit ipt_exit(void)
 	ipt_life_exit();
 	ipt_session_exit();
 	ipt_hw_detach(&ipt_dev);
+	ipt_gate_exit();
 	ipt_thread_exit();
 	ipt_account_exit();
 }

@@ -129,23 +129,17 @@ static void ipt_trace_stop(struct ipt_trace *t)
 /* ---- the mode operations ---------------------------------------------- */
 
 /*
- * One trace per CPU of @req->cpus, each buffer on its CPU's node, and the PMI
- * handler's per-CPU pointers at them.  Context: as ipt_mode_ops.alloc.
+ * Point the PMI handler's per-CPU counters at the traces, one per CPU.
+ * Context: as ipt_mode_ops.install.
  */
-static int ipt_cpu_alloc(struct ipt_session *s, const struct ipt_config *cfg,
-			 const struct ipt_config_req *req)
+static void ipt_cpu_install(struct ipt_session *s)
 {
 	unsigned int i;
-	int ret;
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
-	ret = ipt_session_alloc_traces(s, cfg, req->cpus, req->nr_traces);
-	if (ret)
-		return ret;
 	for (i = 0; i < s->nr_traces; i++)
 		ipt_pmi_arm(&s->traces[i], s->traces[i].cpu);
-	return 0;
 }
 
 /* Start every online CPU's trace, or none.  Context: as ipt_mode_ops. */
@@ -260,7 +254,7 @@ static void ipt_cpu_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
 }
 
 const struct ipt_mode_ops ipt_cpu_mode_ops = {
-	.alloc = ipt_cpu_alloc,
+	.install = ipt_cpu_install,
 	.start = ipt_cpu_start,
 	.stop = ipt_cpu_stop,
 	.cpu_online = ipt_cpu_online,

@@ -41,9 +41,9 @@
 static struct ipt_device *ipt_life_dev;
 
 /*
- * The backend of the configured session, for the panic notifier, which
- * takes no lock: set at configure and cleared at teardown, while the
- * session pins the backend's module.
+ * The backend of the configured sessions, for the panic notifier, which
+ * takes no lock: set at the first configure and cleared at the last
+ * teardown, while the sessions pin the backend's module.
  */
 static const struct ipt_hw_ops *ipt_life_hw;
 
@@ -54,18 +54,17 @@ static const struct ipt_hw_ops *ipt_life_hw;
 static DEFINE_PER_CPU(bool, ipt_life_on);
 
 /*
- * The CPUs where the configured session set TraceEn: the ones whose
- * IA32_RTIT_CTL is read before its buffers are freed.  Set by the CPU
- * itself (ipt_life_mark_on()), cleared at configure and after the check.
+ * The CPUs where a configured session set TraceEn: the ones whose
+ * IA32_RTIT_CTL is read before a session's buffers are freed.  Set by the
+ * CPU itself (ipt_life_mark_on()), cleared at the first configure and
+ * after the last session's check.
  */
 static struct cpumask ipt_life_used;
 
 /* Reboot, halt, power-off or kexec is under way: no more tracing. */
 static bool ipt_life_down;
-/* A system sleep is under way: the session was stopped for it. */
+/* A system sleep is under way: the sessions were stopped for it. */
 static bool ipt_life_sleeping;
-/* The session that a system sleep stopped while it traced (the gap). */
-static struct ipt_session *ipt_life_gap;
 
 /* Buffers leaked because a unit still had TraceEn at release. */
 static atomic64_t ipt_life_leaked_buffers;
@@ -146,12 +145,12 @@ bool ipt_life_paused(void)
 bool ipt_life_gap_of(const struct ipt_session *s)
 {
 	lockdep_assert_held(&ipt_life_dev->lock);
-	return ipt_life_gap == s;
+	return s->life_gap;
 }
 
 /**
  * ipt_life_configure() - a session takes the unit
- * @s: the session, configured
+ * @s: the session, configured, not yet among the device's sessions
  *
  * Context: cpus read lock and device lock held.
  */
@@ -159,8 +158,11 @@ void ipt_life_configure(struct ipt_session *s)
 {
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&ipt_life_dev->lock);
+	s->life_gap = false;
+	s->life_paused = false;
+	if (!list_empty(&ipt_life_dev->sessions))
+		return;
 	cpumask_clear(&ipt_life_used);
-	ipt_life_gap = NULL;
 	WRITE_ONCE(ipt_life_hw, s->hw);
 }
 
@@ -170,15 +172,23 @@ void ipt_life_configure(struct ipt_session *s)
  */
 static DEFINE_PER_CPU(int, ipt_life_err);
 
-/* Cross-CPU call: is TraceEn clear on this CPU?  err 0 if so. */
+/*
+ * Cross-CPU call: is TraceEn clear on this CPU, or set for a thread of
+ * another session (loaded here, ipt_thread_loaded_session_here())?  err 0
+ * if so.
+ */
 static void ipt_life_check_on_cpu(void *arg)
 {
 	struct ipt_session *s = arg;
 	int *err = this_cpu_ptr(&ipt_life_err);
+	const struct ipt_session *other;
 	u64 ctl;
 
 	*err = s->hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
-	if (!*err && (ctl & RTIT_CTL_TRACEEN))
+	if (*err || !(ctl & RTIT_CTL_TRACEEN))
+		return;
+	other = ipt_thread_loaded_session_here();
+	if (!other || other == s)
 		*err = -EBUSY;
 }
 
@@ -201,12 +211,15 @@ bool ipt_life_release(struct ipt_session *s)
 {
 	unsigned int cpu, stuck = nr_cpu_ids, i, n = 0;
 	u64 bytes = 0;
+	bool last;
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&ipt_life_dev->lock);
-	WRITE_ONCE(ipt_life_hw, NULL);
-	if (ipt_life_gap == s)
-		ipt_life_gap = NULL;
+	last = list_is_singular(&ipt_life_dev->sessions);
+	if (last)
+		WRITE_ONCE(ipt_life_hw, NULL);
+	s->life_gap = false;
+	s->life_paused = false;
 	for_each_cpu(cpu, &ipt_life_used) {
 		int err = per_cpu(ipt_life_on, cpu) ? -EBUSY : 0;
 
@@ -220,7 +233,8 @@ bool ipt_life_release(struct ipt_session *s)
 		}
 	}
 	if (stuck >= nr_cpu_ids) {
-		cpumask_clear(&ipt_life_used);
+		if (last)
+			cpumask_clear(&ipt_life_used);
 		return true;
 	}
 	for (i = 0; i < s->nr_traces; i++) {
@@ -259,9 +273,9 @@ static int ipt_life_reboot(struct notifier_block *nb, unsigned long action,
 	ipt_cpus_read_lock();
 	mutex_lock(&idev->lock);
 	ipt_life_down = true;
-	s = idev->owner;
-	if (s && s->state == IPT_STATE_TRACING)
-		ipt_session_stop_locked(s);
+	list_for_each_entry(s, &idev->sessions, node)
+		if (s->state == IPT_STATE_TRACING)
+			ipt_session_stop_locked(s);
 	mutex_unlock(&idev->lock);
 	ipt_cpus_read_unlock();
 	return NOTIFY_DONE;
@@ -329,17 +343,16 @@ static void ipt_life_sleep(bool enter)
 
 	ipt_cpus_read_lock();
 	mutex_lock(&idev->lock);
-	s = idev->owner;
-	if (enter) {
-		ipt_life_sleeping = true;
-		if (s && s->state == IPT_STATE_TRACING) {
+	ipt_life_sleeping = enter;
+	list_for_each_entry(s, &idev->sessions, node) {
+		if (enter && s->state == IPT_STATE_TRACING) {
 			s->mops->stop(s);
-			ipt_life_gap = s;
-		}
-	} else {
-		ipt_life_sleeping = false;
-		if (s && s == ipt_life_gap && s->state == IPT_STATE_TRACING &&
-		    !ipt_life_down) {
+			s->life_gap = true;
+			s->life_paused = true;
+		} else if (!enter && s->life_paused) {
+			s->life_paused = false;
+			if (s->state != IPT_STATE_TRACING || ipt_life_down)
+				continue;
 			ret = s->mops->start(s);
 			if (ret) {
 				pr_warn("cannot restart tracing after resume: %d\n",

@@ -76,12 +76,15 @@ static DEFINE_PER_CPU(struct ipt_own_cpu, ipt_own_pcpu);
 
 /*
  * A hold is in force (intel_pt exists and a session holds it), its PMU
- * type and the CPUs the session uses.  Device lock held; ipt_own_perf is
- * also read by ipt_own_cpu() and ipt_own_here() with READ_ONCE().
+ * type, the CPUs the sessions use and how many sessions share the hold
+ * (per-thread sessions, which all use every CPU; a per-CPU session is
+ * alone).  Device lock held; ipt_own_perf is also read by ipt_own_cpu()
+ * and ipt_own_here() with READ_ONCE().
  */
 static bool ipt_own_perf;
 static u32 ipt_own_type;
 static struct cpumask ipt_own_cpus;
+static unsigned int ipt_own_users;
 
 /**
  * ipt_own_lookup() - the PMU type of perf's intel_pt
@@ -279,6 +282,14 @@ static void ipt_own_refused(unsigned int cpu, int err)
  *        then, ipt_own_cpu_online())
  * @type: ipt_own_lookup()'s answer
  *
+ * The hold is shared: a session configured while others hold it (they
+ * are per-thread sessions, as @s is: the session state machine lets no
+ * other session beside a per-CPU one) counts itself in and takes nothing;
+ * the last ipt_own_release() gives it back.  Every session has the same
+ * backend and number of ranges (the backend changes only without
+ * sessions), so whichever session the hold's calls name reads and writes
+ * the same MSRs.
+ *
  * With no intel_pt PMU (@type is -ENOENT: no PT, or perf's driver did not
  * register) there is nothing to hold and ipt behaves as it always did,
  * trusting TraceEn alone.  Otherwise all or nothing: the first CPU that
@@ -309,8 +320,14 @@ int ipt_own_acquire(struct ipt_session *s, const struct cpumask *cpus,
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
-	if (type == -ENOENT)
+	if (ipt_own_users) {
+		ipt_own_users++;
 		return 0;
+	}
+	if (type == -ENOENT) {
+		ipt_own_users = 1;
+		return 0;
+	}
 	if (type < 0) {
 		pr_info_ratelimited("cannot read %s: %d\n", IPT_OWN_TYPE_PATH,
 				    type);
@@ -334,6 +351,7 @@ int ipt_own_acquire(struct ipt_session *s, const struct cpumask *cpus,
 		return ret;
 	}
 	WRITE_ONCE(ipt_own_perf, true);
+	ipt_own_users = 1;
 	return 0;
 }
 
@@ -341,9 +359,10 @@ int ipt_own_acquire(struct ipt_session *s, const struct cpumask *cpus,
  * ipt_own_release() - give the PT unit back to perf
  * @s: the session; every unit it used is off
  *
- * On each CPU still held, OUTPUT_BASE, OUTPUT_MASK_PTRS and ADDRn get back
- * the values read when it was taken (what pt.c's cache holds), then every
- * counter is released.
+ * When @s is the last session of the hold: on each CPU still held,
+ * OUTPUT_BASE, OUTPUT_MASK_PTRS and ADDRn get back the values read when
+ * it was taken (what pt.c's cache holds), then every counter is released.
+ * Otherwise @s only counts itself out.
  *
  * Context: process context, sleeps; cpus read lock and device lock held.
  */
@@ -353,7 +372,7 @@ void ipt_own_release(struct ipt_session *s)
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
-	if (!ipt_own_perf)
+	if (WARN_ON_ONCE(!ipt_own_users) || --ipt_own_users || !ipt_own_perf)
 		return;
 	for_each_cpu(cpu, &ipt_own_cpus) {
 		if (cpu_online(cpu))
@@ -365,7 +384,7 @@ void ipt_own_release(struct ipt_session *s)
 
 /**
  * ipt_own_claim() - make sure ipt holds @cpu, taking it if need be
- * @s: the owning session
+ * @s: a session of the hold
  * @cpu: an online CPU
  *
  * Nothing to do without a hold (no intel_pt), for a CPU the session does
@@ -395,7 +414,7 @@ int ipt_own_claim(struct ipt_session *s, unsigned int cpu)
 
 /**
  * ipt_own_cpu_online() - re-take @cpu, which came online
- * @s: the owning session
+ * @s: a session of the hold (called once, for all of them)
  * @cpu: the CPU; the callback runs on it
  *
  * perf dropped the CPU's events when it went offline, so a new counter is
@@ -414,7 +433,7 @@ void ipt_own_cpu_online(struct ipt_session *s, unsigned int cpu)
 
 /**
  * ipt_own_cpu_offline() - @cpu goes offline: give its unit back
- * @s: the owning session
+ * @s: a session of the hold (called once, for all of them)
  * @cpu: the CPU; the callback runs on it
  *
  * The values are restored (the mode stopped the unit already); the

@@ -57,6 +57,8 @@ static DEFINE_PER_CPU(atomic64_t *, ipt_pmi_count);
 static DEFINE_PER_CPU(u64 *, ipt_pmi_sample);
 /* The backend the handler reads the position with, for ipt_pmi_sample. */
 static const struct ipt_hw_ops *ipt_pmi_hw;
+/* Sessions the installed handler serves (device lock held). */
+static unsigned int ipt_pmi_users;
 /* Takes the count of a PMI that arrives while a thread is being unloaded. */
 static DEFINE_PER_CPU(atomic64_t, ipt_pmi_orphans);
 
@@ -130,25 +132,41 @@ static bool ipt_pmi_wants_sample(const struct ipt_trace *t)
  * @s: the session; its backend chosen, its per-CPU traces armed
  *
  * First in the NMI chain (IPT_PMI_FIRST), so that ipt sees bit 55 before
- * perf's handler acknowledges it.
+ * perf's handler acknowledges it.  One handler serves every session (the
+ * per-CPU pointers say for which trace it counts): a session configured
+ * while others are only counts itself in.
  *
  * Context: process context; device lock held.
  * Return: 0 or the backend's error (nothing installed then).
  */
 int ipt_pmi_request(struct ipt_session *s)
 {
+	int ret;
+
 	lockdep_assert_held(&s->idev->lock);
+	if (ipt_pmi_users) {
+		ipt_pmi_users++;
+		return 0;
+	}
 	WRITE_ONCE(ipt_pmi_hw, s->hw);
-	return s->hw->pmi_request(ipt_pmi_handler, IPT_PMI_FIRST);
+	ret = s->hw->pmi_request(ipt_pmi_handler, IPT_PMI_FIRST);
+	if (ret)
+		WRITE_ONCE(ipt_pmi_hw, NULL);
+	else
+		ipt_pmi_users = 1;
+	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_request);
 
 /**
  * ipt_pmi_disarm() - clear the per-CPU pointers at @s's traces
- * @s: the session; the handler is not installed (any more)
+ * @s: the session; the handler is not installed (any more), or serves
+ *     other sessions only
  *
  * Per-CPU traces were armed at configure time; a per-thread session's
- * pointers are NULL already once its threads are unloaded.
+ * pointers are NULL already once its threads are unloaded, and a CPU a
+ * thread of it ran on last may count for another session's thread now:
+ * left alone.
  *
  * Context: process context; device lock held.
  */
@@ -157,27 +175,34 @@ void ipt_pmi_disarm(struct ipt_session *s)
 	unsigned int i;
 
 	lockdep_assert_held(&s->idev->lock);
-	for (i = 0; i < s->nr_traces; i++) {
+	for (i = 0; s->mode != IPT_MODE_THREAD && i < s->nr_traces; i++) {
 		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu), NULL);
 		WRITE_ONCE(per_cpu(ipt_pmi_sample, s->traces[i].cpu), NULL);
 	}
-	WRITE_ONCE(ipt_pmi_hw, NULL);
+	if (!ipt_pmi_users)
+		WRITE_ONCE(ipt_pmi_hw, NULL);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_disarm);
 
 /**
  * ipt_pmi_release() - remove the handler, then forget @s's traces
- * @s: the session, tearing down: nothing traces any more
+ * @s: the session, tearing down: nothing traces into it any more
  *
- * On return no handler call is running and none will start: the traces
- * may be freed.
+ * On return no handler call counts for @s's traces and none will: the
+ * traces may be freed.  The last session removes the handler, which
+ * waits for running calls.  Before that the handler counts only for the
+ * trace of its own CPU's pointer, and a per-thread session's threads
+ * were unloaded, each on its CPU with interrupts off (an NMI that had
+ * read the pointer there finished before the unload went on), so no
+ * pointer leads to @s's traces any more.
  *
  * Context: process context, may sleep; device lock held.
  */
 void ipt_pmi_release(struct ipt_session *s)
 {
 	lockdep_assert_held(&s->idev->lock);
-	s->hw->pmi_release();
+	if (!WARN_ON_ONCE(!ipt_pmi_users) && !--ipt_pmi_users)
+		s->hw->pmi_release();
 	ipt_pmi_disarm(s);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_release);

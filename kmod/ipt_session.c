@@ -18,10 +18,12 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/pid.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/topology.h>
 #include <linux/uaccess.h>
+#include <kunit/visibility.h>
 
 #include "ipt_session.h"
 
@@ -72,6 +74,9 @@ static const struct ipt_mode_ops *const ipt_modes[] = {
  * Callbacks of a dynamic AP state: they run on the CPU in question, in
  * process context, with CPU hotplug excluded.  Ioctls that make cross-CPU
  * calls take the cpus read lock before the device lock, as these do.
+ * The hold on perf's intel_pt is one for all sessions: taken again once
+ * before the modes hear of a CPU coming online, given back once after
+ * they let a CPU go.
  */
 static int ipt_session_cpu_online(unsigned int cpu)
 {
@@ -80,12 +85,12 @@ static int ipt_session_cpu_online(unsigned int cpu)
 
 	lock_map_acquire_read(&ipt_cpus_map);
 	mutex_lock(&idev->lock);
-	s = idev->owner;
-	if (s) {
-		/* perf dropped the hold at offline: take it again first. */
+	s = list_first_entry_or_null(&idev->sessions, struct ipt_session, node);
+	/* perf dropped the hold at offline: take it again first. */
+	if (s)
 		ipt_own_cpu_online(s, cpu);
+	list_for_each_entry(s, &idev->sessions, node)
 		s->mops->cpu_online(s, cpu);
-	}
 	mutex_unlock(&idev->lock);
 	lock_map_release(&ipt_cpus_map);
 	return 0;
@@ -98,11 +103,11 @@ static int ipt_session_cpu_offline(unsigned int cpu)
 
 	lock_map_acquire_read(&ipt_cpus_map);
 	mutex_lock(&idev->lock);
-	s = idev->owner;
-	if (s) {
+	list_for_each_entry(s, &idev->sessions, node)
 		s->mops->cpu_offline(s, cpu);
+	s = list_first_entry_or_null(&idev->sessions, struct ipt_session, node);
+	if (s)
 		ipt_own_cpu_offline(s, cpu);
-	}
 	mutex_unlock(&idev->lock);
 	lock_map_release(&ipt_cpus_map);
 	return 0;
@@ -125,9 +130,11 @@ static void ipt_session_free_traces(struct ipt_session *s)
 
 /*
  * Back to IDLE: let the mode undo its configuration (per-thread: let the
- * threads go), release the PMI handler (waits for running calls), then
- * free what the handler could see, then let the unit go: back to perf
- * (ipt_own_release(), every unit off by now), and to other sessions.
+ * threads go), release the PMI handler (the last session's release waits
+ * for running calls), then free what the handler could see, then let the
+ * unit go: back to perf when no other session holds it
+ * (ipt_own_release(), every unit of the session off by now), and to
+ * other sessions.
  * Context: cpus read lock and device lock held.
  */
 static void ipt_session_teardown_locked(struct ipt_session *s)
@@ -143,7 +150,9 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	ipt_life_release(s);
 	ipt_session_free_traces(s);
 	ipt_own_release(s);
-	idev->owner = NULL;
+	list_del_init(&s->node);
+	put_pid(s->pid);
+	s->pid = NULL;
 	idev->users--;
 	module_put(s->hw->owner);
 	s->hw = NULL;
@@ -175,8 +184,10 @@ struct ipt_session *ipt_session_new(struct ipt_device *idev)
 {
 	struct ipt_session *s = kzalloc(sizeof(*s), GFP_KERNEL);
 
-	if (s)
+	if (s) {
 		s->idev = idev;
+		INIT_LIST_HEAD(&s->node);
+	}
 	return s;
 }
 
@@ -205,50 +216,66 @@ void ipt_session_close(struct ipt_session *s)
 
 /* ---- IPT_IOC_CONFIGURE ------------------------------------------------- */
 
+/* Free traces that were never installed, and their buffers (uncharged). */
+static void ipt_session_free_unused(struct ipt_trace *traces, unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; traces && i < nr; i++)
+		ipt_buffer_put(traces[i].buf);
+	kfree(traces);
+}
+
 /**
- * ipt_session_alloc_traces() - a session's traces, each with its buffer
- * @s: the session, configuring
- * @cfg: the validated configuration (buffer size, chunk order and flags)
- * @cpus: per-CPU mode: one trace per CPU of @cpus, its buffer on that
- *        CPU's node; NULL for traces not bound to a CPU
- * @nr: the number of traces (ipt_config_req.nr_traces: the weight of
- *      @cpus when given)
+ * ipt_session_alloc_traces() - a configuration's traces, each with its buffer
+ * @req: the request: @req->nr_traces traces (per-CPU mode: one per CPU of
+ *       @req->cpus, its buffer on that CPU's node), laid out as
+ *       @req->single says, charged with @req->ipc_lock's rules; receives
+ *       @req->traces and @req->map_size
+ * @cfg: the configuration (buffer size, chunk order and flags), checked
+ *       against the unit
  *
  * Every buffer is charged to the caller (ipt_account_charge()) before
  * any is allocated, and keeps its charge until it is freed.  Chunks above
  * the page allocator's largest block (alloc_contig_range(), which charges
  * no memory cgroup) are only for a caller with CAP_IPC_LOCK
- * (@s->ipc_lock): others get smaller chunks, or -EPERM when the chunks
+ * (@req->ipc_lock): others get smaller chunks, or -EPERM when the chunks
  * must be exact.
  *
  * Lays the buffers out one after the other in the mmap space and sets
  * each trace's initial position: the first entry of its first ToPA table.
+ * The traces belong to no session yet (ipt_session_install()).
+ *
+ * This is the long part of a configure (zeroing, migrating pages for
+ * contiguous ranges), so it runs without any lock: CPU hotplug and other
+ * /dev/ipt callers go on meanwhile.
  *
  * Context: process context (the configuring caller, whose user, mm and
- * memory cgroup are charged); device lock held.
+ * memory cgroup are charged), no lock held.
  * Return: 0; -EPERM (over RLIMIT_MEMLOCK, or exact chunks above 4 MiB
  * without CAP_IPC_LOCK); -ENOMEM or another allocation error.  Nothing
  * left allocated or charged on error.
  */
-int ipt_session_alloc_traces(struct ipt_session *s,
-			     const struct ipt_config *cfg,
-			     const struct cpumask *cpus, unsigned int nr)
+static int ipt_session_alloc_traces(struct ipt_config_req *req,
+				    const struct ipt_config *cfg)
 {
 	unsigned int shift = cfg->chunk_order ?: ipt_buffer_default_chunk_shift();
 	bool exact = cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS;
 	bool stop = cfg->buffer_flags & IPT_BUFFER_STOP_ON_FULL;
 	unsigned long pages = cfg->buffer_size >> PAGE_SHIFT;
+	bool per_cpu = cfg->mode == IPT_MODE_CPU;
+	unsigned int cpu = 0, i, nr = req->nr_traces;
 	struct ipt_charge *charges;
-	unsigned int cpu = 0, i;
+	struct ipt_trace *traces;
+	u64 map_size = 0;
 	int ret;
 
-	lockdep_assert_held(&s->idev->lock);
 	/* Single-entry ToPA: the buffer is one region. */
-	if (s->single) {
+	if (req->single) {
 		shift = ilog2(cfg->buffer_size);
 		exact = true;
 	}
-	if (shift > ipt_buffer_default_chunk_shift() && !s->ipc_lock) {
+	if (shift > ipt_buffer_default_chunk_shift() && !req->ipc_lock) {
 		if (exact)
 			return -EPERM;
 		shift = ipt_buffer_default_chunk_shift();
@@ -257,45 +284,48 @@ int ipt_session_alloc_traces(struct ipt_session *s,
 	if (!charges)
 		return -ENOMEM;
 	for (i = 0; i < nr; i++) {
-		ret = ipt_account_charge(&charges[i], pages, s->ipc_lock);
+		ret = ipt_account_charge(&charges[i], pages, req->ipc_lock);
 		if (ret)
 			goto out_uncharge;
 	}
-	s->nr_traces = nr;
-	s->traces = kcalloc(s->nr_traces, sizeof(*s->traces), IPT_GFP_ACCOUNT);
-	if (!s->traces) {
-		s->nr_traces = 0;
+	traces = kcalloc(nr, sizeof(*traces), IPT_GFP_ACCOUNT);
+	if (!traces) {
 		ret = -ENOMEM;
 		goto out_uncharge;
 	}
-	for (i = 0; i < s->nr_traces; i++) {
-		struct ipt_trace *t = &s->traces[i];
+	for (i = 0; i < nr; i++) {
+		struct ipt_trace *t = &traces[i];
 		int node = NUMA_NO_NODE;
 
-		if (cpus) {
-			cpu = i ? cpumask_next(cpu, cpus) : cpumask_first(cpus);
+		if (per_cpu) {
+			cpu = i ? cpumask_next(cpu, req->cpus) :
+				  cpumask_first(req->cpus);
 			node = cpu_to_node(cpu);
 		}
-		t->s = s;
 		t->cpu = cpu;
 		t->buf = ipt_buffer_alloc(cfg->buffer_size, shift, exact, stop,
 					  node, NULL);
 		if (IS_ERR(t->buf)) {
 			ret = PTR_ERR(t->buf);
 			t->buf = NULL;
-			ipt_session_free_traces(s);
+			ipt_session_free_unused(traces, nr);
 			goto out_uncharge;
 		}
 		/* The buffer gives the charge back when it is freed. */
 		t->buf->charge = charges[i];
 		memset(&charges[i], 0, sizeof(charges[i]));
-		t->mmap_offset = s->map_size;
-		s->map_size += cfg->buffer_size;
+		/* A test may park the allocation here (ipt_gate.c). */
+		if (!i)
+			ipt_gate_alloc(req->backend);
+		t->mmap_offset = map_size;
+		map_size += cfg->buffer_size;
 		t->base = t->buf->table_phys[0];
 		t->mask = IPT_RTIT_MASK_LOW;
 		atomic64_set(&t->pmis, 0);
 	}
 	kvfree(charges);
+	req->traces = traces;
+	req->map_size = map_size;
 	return 0;
 
 out_uncharge:
@@ -306,46 +336,149 @@ out_uncharge:
 }
 
 /**
- * ipt_ioctl_configure_pre() - IPT_IOC_CONFIGURE's checks of the argument
- * @c: the call; on success @c->data is a struct ipt_config_req
+ * ipt_session_excluded() - whether a session of @mode must wait its turn
+ * @idev: the device
+ * @mode: the mode asked for
  *
- * ipt_config_parse(), with the caller's privilege; and perf's intel_pt
- * PMU type (ipt_own_lookup(), which reads sysfs: not under the locks).
+ * Per-thread sessions share the unit, as perf's per-task intel_pt events
+ * do: each thread has its own trace, switched with the thread.  A per-CPU
+ * session traces whatever runs on its CPUs, so it excludes every other
+ * session, and they it.
+ *
+ * Context: device lock held.
+ * Return: true when a session of @mode cannot be configured now.
+ */
+VISIBLE_IF_KUNIT bool ipt_session_excluded(struct ipt_device *idev,
+					   enum ipt_mode mode)
+{
+	struct ipt_session *o;
+
+	lockdep_assert_held(&idev->lock);
+	list_for_each_entry(o, &idev->sessions, node)
+		if (mode == IPT_MODE_CPU || o->mode == IPT_MODE_CPU)
+			return true;
+	return false;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_session_excluded);
+
+/*
+ * Whether @s may be configured as @cfg asks, against the unit as it is
+ * now: IDLE, not excluded by the other sessions, a unit, and @cfg valid
+ * for it (into @hwcfg).
+ * Context: device lock held.
+ */
+static int ipt_session_may_configure(struct ipt_session *s,
+				     const struct ipt_config *cfg,
+				     const struct ipt_config_req *req,
+				     struct ipt_hwcfg *hwcfg)
+{
+	struct ipt_device *idev = s->idev;
+
+	lockdep_assert_held(&idev->lock);
+	if (s->state != IPT_STATE_IDLE ||
+	    ipt_session_excluded(idev, cfg->mode))
+		return -EBUSY;
+	if (!idev->hw)
+		return -ENODEV;
+	return ipt_config_validate(cfg, req, &idev->caps, hwcfg);
+}
+
+/* The unit's ToPA tables hold one output entry.  Context: device lock held. */
+static bool ipt_session_single(const struct ipt_device *idev)
+{
+	lockdep_assert_held(&idev->lock);
+	return !(idev->caps.features & IPT_FEAT_TOPA_MULTI);
+}
+
+/**
+ * ipt_ioctl_configure_pre() - IPT_IOC_CONFIGURE's unlocked half
+ * @c: the call; on success @c->data is a struct ipt_config_req holding the
+ *     traces and their buffers
+ *
+ * ipt_config_parse(), with the caller's privilege; perf's intel_pt PMU
+ * type (ipt_own_lookup(), which reads sysfs: not under the locks); then,
+ * after a look at the unit under the device lock (so that a configure
+ * that cannot succeed allocates nothing), the buffers, with no lock held
+ * (ipt_session_alloc_traces()).  ipt_ioctl_configure() checks again under
+ * the locks, since anything may have changed meanwhile.
  *
  * Context: process context, no lock held (reads the CPU mask from
- * userspace).
- * Return: 0; -EINVAL, -EPERM, -ENOMEM or -EFAULT.
+ * userspace, allocates); takes and drops the device lock.
+ * Return: 0; as ipt_ioctl_configure(), but -EAGAIN; nothing allocated or
+ * charged on error.
  */
 int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
 {
+	const struct ipt_config *cfg = c->arg;
+	struct ipt_device *idev = c->s->idev;
 	struct ipt_config_req *req;
+	struct ipt_hwcfg hwcfg;
+	int ret;
 
-	req = ipt_config_parse(c->arg, perfmon_capable());
+	req = ipt_config_parse(cfg, perfmon_capable());
 	if (IS_ERR(req))
 		return PTR_ERR(req);
 	req->perf_type = ipt_own_lookup();
 	req->ipc_lock = capable(CAP_IPC_LOCK);
+	mutex_lock(&idev->lock);
+	ret = ipt_session_may_configure(c->s, cfg, req, &hwcfg);
+	if (!ret) {
+		req->single = ipt_session_single(idev);
+		req->backend = idev->hw->backend;
+	}
+	mutex_unlock(&idev->lock);
+	if (!ret)
+		ret = ipt_session_alloc_traces(req, cfg);
+	if (ret) {
+		ipt_config_req_free(req);
+		return ret;
+	}
 	c->data = req;
 	return 0;
 }
 
+/*
+ * Give @s the traces ipt_ioctl_configure_pre() allocated.  Context:
+ * device lock held; @s is configuring.
+ */
+static void ipt_session_install(struct ipt_session *s,
+				struct ipt_config_req *req)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&s->idev->lock);
+	s->traces = req->traces;
+	s->nr_traces = req->nr_traces;
+	s->map_size = req->map_size;
+	req->traces = NULL;
+	for (i = 0; i < s->nr_traces; i++)
+		s->traces[i].s = s;
+}
+
 /**
  * ipt_ioctl_configure() - IPT_IOC_CONFIGURE: IDLE to CONFIGURED
- * @c: the call, its argument checked by ipt_ioctl_configure_pre()
+ * @c: the call, its argument checked and its buffers allocated by
+ *     ipt_ioctl_configure_pre()
  *
- * The session holds perf's intel_pt from here until it is IDLE again
- * (ipt_own_acquire()): the whole session, so that nothing of perf's can
- * run on its units between CONFIGURE and START or between STOP and START.
+ * The state, the unit and the configuration are checked again: another
+ * command of this file, a backend change or CPU hotplug may have come in
+ * between.  Then the buffers are installed.  The session holds perf's
+ * intel_pt from here until it is IDLE again (ipt_own_acquire()): the whole
+ * session, so that nothing of perf's can run on its units between
+ * CONFIGURE and START or between STOP and START.  On failure the buffers
+ * stay in @c->data, for ipt_ioctl_configure_post() to free.
  *
  * Context: process context; cpus read lock and device lock held.
  * Return: 0; -EBUSY (not IDLE, the unit is another session's, or perf
  * holds intel_pt), -ENODEV (no PT unit), -EFBIG, -EINVAL, -EOPNOTSUPP,
  * -EPERM (per ipt_config_validate(), or per ipt_session_alloc_traces():
- * over RLIMIT_MEMLOCK), -ENOMEM, or the backend's error.
+ * over RLIMIT_MEMLOCK), -ENOMEM, -EAGAIN (the unit's ToPA layout changed,
+ * with its backend, while the buffers were allocated), or the backend's
+ * error.
  */
 long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 {
-	const struct ipt_config_req *req = c->data;
+	struct ipt_config_req *req = c->data;
 	const struct ipt_config *cfg = c->arg;
 	struct ipt_session *s = c->s;
 	struct ipt_device *idev = s->idev;
@@ -356,16 +489,14 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&idev->lock);
-	if (s->state != IPT_STATE_IDLE || idev->owner)
-		return -EBUSY;
-	if (!hw)
-		return -ENODEV;
-	ret = ipt_config_validate(cfg, req, &idev->caps, &hwcfg);
+	ret = ipt_session_may_configure(s, cfg, req, &hwcfg);
 	if (ret)
 		return ret;
+	if (req->single != ipt_session_single(idev))
+		return -EAGAIN;
 	if (!try_module_get(hw->owner))
 		return -ENODEV;
-	s->single = !(idev->caps.features & IPT_FEAT_TOPA_MULTI);
+	s->single = req->single;
 	s->hw = hw;
 	s->hwcfg = hwcfg;
 	s->mode = cfg->mode;
@@ -379,9 +510,9 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 			      cpu_possible_mask, req->perf_type);
 	if (ret)
 		goto out_put;
-	ret = mops->alloc(s, cfg, req);
-	if (ret)
-		goto out_own;
+	ipt_session_install(s, req);
+	if (mops->install)
+		mops->install(s);
 	ret = ipt_pmi_request(s);
 	if (ret)
 		goto out_free_traces;
@@ -391,7 +522,9 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 			goto out_release_pmi;
 	}
 	ipt_life_configure(s);
-	idev->owner = s;
+	s->uid = current_uid();
+	s->pid = get_pid(task_tgid(current));
+	list_add_tail(&s->node, &idev->sessions);
 	idev->users++;
 	s->state = IPT_STATE_CONFIGURED;
 	return 0;
@@ -414,7 +547,7 @@ out_put:
 
 /**
  * ipt_ioctl_configure_post() - free what ipt_ioctl_configure_pre() made
- * @c: the call
+ * @c: the call; its traces, unless ipt_ioctl_configure() installed them
  * @ret: the command's result so far
  *
  * Context: process context, no lock held.
@@ -422,7 +555,11 @@ out_put:
  */
 long ipt_ioctl_configure_post(struct ipt_ioctl_call *c, long ret)
 {
-	ipt_config_req_free(c->data);
+	struct ipt_config_req *req = c->data;
+
+	/* Not installed (the configure failed): freed, uncharged. */
+	ipt_session_free_unused(req->traces, req->nr_traces);
+	ipt_config_req_free(req);
 	return ret;
 }
 

@@ -13,10 +13,12 @@
 #include <linux/percpu.h>
 #include <linux/seqlock.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 
 #include "ipt.h"
 
 struct cpumask;
+struct pid;
 struct pid_namespace;
 struct task_struct;
 struct ipt_mode_ops;
@@ -145,11 +147,20 @@ struct ipt_msr_val {
  *               XSAVES path only the ADDRn pairs it does not hold, the
  *               entries from @xsaves_switch_from on
  * @xsaves_switch_from: see @switch_msrs
+ * @node: in @idev->sessions while not IDLE
+ * @published: per-thread: the scheduler hooks may hand the session's
+ *             traces to new threads (under ipt_thread_lock; READ_ONCE in
+ *             the hooks)
+ * @life_gap: a system sleep stopped and restarted the session
+ *            (IPT_TS_SUSPENDED), until it is IDLE again
+ * @life_paused: a system sleep stopped it and has not restarted it yet
+ * @uid: the configuring caller's real uid (IPT_IOC_LIST_SESSIONS)
+ * @pid: the configuring caller's thread group (a reference)
  *
- * Locking: every field under @idev->lock, except where noted.  A session
- * that is not IDLE is @idev->owner.
+ * Locking: every field under @idev->lock, except where noted.
  */
 struct ipt_session {
+	struct list_head node;
 	struct ipt_device *idev;
 	enum ipt_state state;
 	enum ipt_mode mode;
@@ -172,14 +183,18 @@ struct ipt_session {
 	unsigned int nr_switch_msrs;
 	unsigned int xsaves_switch_from;
 	struct ipt_msr_val switch_msrs[1 + 2 * IPT_MAX_ADDR_RANGES];
+	bool published;
+	bool life_gap;
+	bool life_paused;
+	kuid_t uid;
+	struct pid *pid;
 };
 
 /**
  * struct ipt_mode_ops - a tracing mode, as the session state machine sees it
- * @alloc: allocate @s's traces and buffers for @cfg, @req->nr_traces of
- *         them (per-CPU: one per CPU of @req->cpus), before
- *         the PMI handler is installed.  0 or a negative errno, with
- *         nothing left allocated.
+ * @install: optional; take @s's traces (installed, their buffers
+ *         allocated and laid out by the configure's unlocked half),
+ *         before the PMI handler is installed.
  * @configure: optional; finish configuring once the PMI handler is
  *         installed.  0 or a negative errno, with nothing left to undo.
  * @start: start tracing.  0 or a negative errno, with nothing started.
@@ -200,8 +215,7 @@ struct ipt_session {
  * the hotplug callback @cpu_online and @cpu_offline run in).
  */
 struct ipt_mode_ops {
-	int (*alloc)(struct ipt_session *s, const struct ipt_config *cfg,
-		     const struct ipt_config_req *req);
+	void (*install)(struct ipt_session *s);
 	int (*configure)(struct ipt_session *s);
 	int (*start)(struct ipt_session *s);
 	void (*stop)(struct ipt_session *s);
@@ -239,6 +253,7 @@ extern const struct ipt_mode_ops ipt_cpu_mode_ops;
 
 /* ipt_thread.c */
 extern const struct ipt_mode_ops ipt_thread_mode_ops;
+const struct ipt_session *ipt_thread_loaded_session_here(void);
 int ipt_thread_init(void);
 void ipt_thread_exit(void);
 
@@ -256,11 +271,9 @@ void ipt_life_panic_here(void);
 
 /* ipt_session.c: what the modes share */
 void ipt_session_stop_locked(struct ipt_session *s);
-int ipt_session_alloc_traces(struct ipt_session *s,
-			     const struct ipt_config *cfg,
-			     const struct cpumask *cpus, unsigned int nr);
 
 #if IS_ENABLED(CONFIG_KUNIT)
+bool ipt_session_excluded(struct ipt_device *idev, enum ipt_mode mode);
 void ipt_thread_area_init(const struct ipt_session *s, struct ipt_trace *t);
 bool ipt_thread_load(struct ipt_trace *t);
 void ipt_thread_unload(struct ipt_trace *t);

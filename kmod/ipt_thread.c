@@ -4,7 +4,10 @@
  * switches.
  *
  * A per-thread session owns max_threads traces, allocated at configure
- * time.  Traced threads are found from their task_struct in a hash table;
+ * time; several per-thread sessions may be configured at once, a thread
+ * being in one of them at most.  Traced threads are found from their
+ * task_struct in a hash table shared by the sessions, and each trace
+ * leads to its session;
  * three scheduler tracepoints, hooked for the module's life, do the work:
  *
  *  - sched_switch (runs in __schedule() with the runqueue lock held and
@@ -66,8 +69,17 @@ MODULE_PARM_DESC(force_msr,
 static DEFINE_HASHTABLE(ipt_thread_hash, 8);
 static DEFINE_RAW_SPINLOCK(ipt_thread_lock);
 
-/* The per-thread session, if one is configured (one at a time: owner). */
-static struct ipt_session __rcu *ipt_thread_session;
+/*
+ * Per-thread sessions published to the hooks, and how many of them switch
+ * with XSAVES (debugfs).  Written under the device lock; READ_ONCE() in
+ * the hooks, which do nothing while there is none.  A thread is in at
+ * most one session (the hash is keyed by task), and its trace leads to
+ * its session (struct ipt_trace.s).
+ */
+static unsigned int ipt_thread_sessions;
+static unsigned int ipt_thread_xsaves_sessions;
+/* A session set IA32_XSS bit 8 since the last had none (device lock). */
+static bool ipt_thread_xss_set;
 
 /* The trace whose state is on this CPU's unit. */
 static DEFINE_PER_CPU(struct ipt_trace *, ipt_thread_loaded);
@@ -354,6 +366,22 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_unload);
 
+/**
+ * ipt_thread_loaded_session_here() - the session of the thread whose
+ * state is on this CPU's unit
+ *
+ * Context: interrupts off (a cross-CPU call), so that no switch on this
+ * CPU changes it meanwhile.
+ * Return: the session, or NULL when no thread is loaded here.
+ */
+const struct ipt_session *ipt_thread_loaded_session_here(void)
+{
+	const struct ipt_trace *t = this_cpu_read(ipt_thread_loaded);
+
+	lockdep_assert_irqs_disabled();
+	return t ? t->s : NULL;
+}
+
 /* ---- the task hash ----------------------------------------------------- */
 
 /* Context: RCU read side (the hooks run with preemption off). */
@@ -442,13 +470,11 @@ static void ipt_probe_switch(void *data, bool preempt,
 			     struct task_struct *next, unsigned int prev_state)
 {
 	struct ipt_trace *t = this_cpu_read(ipt_thread_loaded);
-	struct ipt_session *s;
 
 	/* Whatever is loaded belongs to @prev, which leaves the CPU. */
 	if (t)
 		ipt_thread_unload(t);
-	s = rcu_dereference_sched(ipt_thread_session);
-	if (!s)
+	if (!READ_ONCE(ipt_thread_sessions))
 		return;
 	if (prev_state & TASK_DEAD) {
 		t = ipt_thread_find(prev);
@@ -458,10 +484,9 @@ static void ipt_probe_switch(void *data, bool preempt,
 			raw_spin_unlock(&ipt_thread_lock);
 		}
 	}
-	if (!READ_ONCE(s->tracing))
-		return;
+	/* The trace, and so its session, lives while it is hashed. */
 	t = ipt_thread_find(next);
-	if (t)
+	if (t && READ_ONCE(t->s->tracing))
 		ipt_thread_load(t);
 }
 
@@ -472,14 +497,15 @@ static void ipt_probe_fork(void *data, struct task_struct *parent,
 	struct ipt_session *s;
 	unsigned long flags;
 
-	s = rcu_dereference_sched(ipt_thread_session);
-	if (!s)
+	if (!READ_ONCE(ipt_thread_sessions))
 		return;
 	pt = ipt_thread_find(parent);
 	if (!pt || !(READ_ONCE(pt->th.flags) & IPT_TS_INHERIT))
 		return;
+	s = pt->s;
 	raw_spin_lock_irqsave(&ipt_thread_lock, flags);
-	if (!ipt_thread_live(pt))
+	/* Not after the session's teardown began: its count is final. */
+	if (!ipt_thread_live(pt) || !s->published)
 		goto out;
 	/* A child its owner may not inspect is not traced (see exec). */
 	if (!ipt_thread_may_follow(s, pt) && !ipt_task_user_dumpable(child))
@@ -505,14 +531,12 @@ static void ipt_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
 			   struct linux_binprm *bprm)
 {
 	struct ipt_trace *t;
-	struct ipt_session *s;
 	unsigned long flags;
 
-	s = rcu_dereference_sched(ipt_thread_session);
-	if (!s)
+	if (!READ_ONCE(ipt_thread_sessions))
 		return;
 	t = ipt_thread_find(p);
-	if (!t || ipt_thread_may_follow(s, t) ||
+	if (!t || ipt_thread_may_follow(t->s, t) ||
 	    (!bprm->secureexec && ipt_task_user_dumpable(p)))
 		return;
 	local_irq_save(flags);
@@ -734,11 +758,17 @@ static int ipt_thread_configure(struct ipt_session *s)
 	s->pid_ns = get_pid_ns(task_active_pid_ns(current));
 	s->nr_used = 0;
 	s->tracing = false;
-	if (s->xsaves)
+	/* Idempotent per CPU: a CPU set for another session stays as it is. */
+	if (s->xsaves) {
 		on_each_cpu(ipt_xss_set_on_cpu, s, 1);
+		ipt_thread_xss_set = true;
+		WRITE_ONCE(ipt_thread_xsaves_sessions,
+			   ipt_thread_xsaves_sessions + 1);
+	}
 	raw_spin_lock_irq(&ipt_thread_lock);
-	rcu_assign_pointer(ipt_thread_session, s);
+	s->published = true;
 	raw_spin_unlock_irq(&ipt_thread_lock);
+	WRITE_ONCE(ipt_thread_sessions, ipt_thread_sessions + 1);
 	return 0;
 
 err_free:
@@ -770,7 +800,7 @@ static void ipt_thread_kick_on_cpu(void *arg)
 	if (this_cpu_read(ipt_thread_loaded) || !READ_ONCE(s->tracing))
 		return;
 	t = ipt_thread_find(current);
-	if (t && ipt_thread_live(t))
+	if (t && t->s == s && ipt_thread_live(t))
 		ipt_thread_load(t);
 }
 
@@ -855,7 +885,7 @@ static void ipt_thread_teardown(struct ipt_session *s)
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 	raw_spin_lock_irq(&ipt_thread_lock);
-	RCU_INIT_POINTER(ipt_thread_session, NULL);
+	s->published = false;
 	raw_spin_unlock_irq(&ipt_thread_lock);
 	synchronize_rcu();
 
@@ -880,7 +910,18 @@ static void ipt_thread_teardown(struct ipt_session *s)
 		s->traces[i].th.xsave_mem = NULL;
 	}
 	if (s->xsaves)
+		WRITE_ONCE(ipt_thread_xsaves_sessions,
+			   ipt_thread_xsaves_sessions - 1);
+	WRITE_ONCE(ipt_thread_sessions, ipt_thread_sessions - 1);
+	/*
+	 * IA32_XSS goes back when no thread of any session can be loaded:
+	 * rewriting it under a loaded thread (of a session on the MSR path)
+	 * is what ipt_xss_set_on_cpu() avoids too.
+	 */
+	if (!ipt_thread_sessions && ipt_thread_xss_set)
 		on_each_cpu(ipt_xss_restore_on_cpu, s, 1);
+	if (!ipt_thread_sessions)
+		ipt_thread_xss_set = false;
 	put_pid_ns(s->pid_ns);
 	s->pid_ns = NULL;
 	s->nr_used = 0;
@@ -1163,20 +1204,7 @@ static struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx)
 	return idx < ipt_thread_nr_used(s) ? &s->traces[idx] : NULL;
 }
 
-/*
- * The session's max_threads traces, not bound to a CPU; handed out by
- * attach and inheritance.  Context: as ipt_mode_ops.alloc.
- */
-static int ipt_thread_alloc(struct ipt_session *s, const struct ipt_config *cfg,
-			    const struct ipt_config_req *req)
-{
-	ipt_lockdep_assert_cpus_held();
-	lockdep_assert_held(&s->idev->lock);
-	return ipt_session_alloc_traces(s, cfg, NULL, req->nr_traces);
-}
-
 const struct ipt_mode_ops ipt_thread_mode_ops = {
-	.alloc = ipt_thread_alloc,
 	.configure = ipt_thread_configure,
 	.start = ipt_thread_start,
 	.stop = ipt_thread_stop,
@@ -1194,7 +1222,6 @@ static struct dentry *ipt_debugfs_dir;
 static int ipt_switch_stats_show(struct seq_file *m, void *v)
 {
 	struct ipt_switch_stats sum = {};
-	struct ipt_session *s;
 	const char *path = "none";
 	unsigned int cpu, xsaves_cpus = 0;
 	u64 switches, ops;
@@ -1215,11 +1242,11 @@ static int ipt_switch_stats_show(struct seq_file *m, void *v)
 		if (cpu_online(cpu) && READ_ONCE(per_cpu(ipt_xsaves_here, cpu)))
 			xsaves_cpus++;
 	}
-	rcu_read_lock();
-	s = rcu_dereference(ipt_thread_session);
-	if (s)
-		path = s->xsaves ? "xsaves" : "msr";
-	rcu_read_unlock();
+	/* With sessions on both paths, "xsaves": some CPUs may use it. */
+	if (READ_ONCE(ipt_thread_xsaves_sessions))
+		path = "xsaves";
+	else if (READ_ONCE(ipt_thread_sessions))
+		path = "msr";
 
 	switches = sum.loads + sum.unloads;
 	ops = sum.rdmsr + sum.wrmsr + sum.xsaves + sum.xrstors;

@@ -430,6 +430,37 @@ static void pmi_raised_again(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, unmasks, 1u);
 }
 
+/*
+ * One handler serves every session: the first request installs it, the
+ * last release removes it; in between it counts for a thread of the
+ * session that is left.
+ */
+static void pmi_handler_shared(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	struct ipt_session s2 = {
+		.idev = &f->idev, .hw = &fake_ops, .mode = IPT_MODE_THREAD,
+	};
+	struct ipt_buffer buf2 = { .size = SZ_64K };
+	struct ipt_trace t2 = { .s = &s2, .buf = &buf2 };
+
+	f->s.mode = IPT_MODE_THREAD;
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	mutex_lock(&f->idev.lock);
+	KUNIT_ASSERT_EQ(test, ipt_pmi_request(&s2), 0);
+	mutex_unlock(&f->idev.lock);
+	release(f);
+	KUNIT_EXPECT_EQ(test, pmi_releases, 0u);
+	KUNIT_ASSERT_NOT_NULL(test, pmi_fn);
+	arm_here_and_pmi(&t2, 2);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&t2.pmis), 2LL);
+	mutex_lock(&f->idev.lock);
+	ipt_pmi_release(&s2);
+	mutex_unlock(&f->idev.lock);
+	KUNIT_EXPECT_EQ(test, pmi_releases, 1u);
+	KUNIT_EXPECT_NULL(test, pmi_fn);
+}
+
 static struct kunit_case pmi_cases[] = {
 	KUNIT_CASE(pmi_request_release),
 	KUNIT_CASE(pmi_arm_counts),
@@ -440,6 +471,7 @@ static struct kunit_case pmi_cases[] = {
 	KUNIT_CASE(pmi_shared_with_perf),
 	KUNIT_CASE(pmi_unarmed_touches_nothing),
 	KUNIT_CASE(pmi_raised_again),
+	KUNIT_CASE(pmi_handler_shared),
 	{}
 };
 

@@ -428,6 +428,66 @@ struct ipt_detach {
 
 #define IPT_DETACH_SIZE_VER0	16
 
+/* ipt_session_info.flags */
+#define IPT_SESSION_THIS	_BITULL(0)	/* the session of the file asked */
+#define IPT_SESSION_KERNEL	_BITULL(1)	/* it traces the kernel (CPL 0) */
+
+/**
+ * struct ipt_session_info - one configured session (IPT_IOC_LIST_SESSIONS)
+ * @mode: enum ipt_mode
+ * @state: enum ipt_state (never IPT_STATE_IDLE)
+ * @uid: the real uid of the process that configured it, in the caller's
+ *       user namespace (the overflow uid if it has none there)
+ * @pid: that process (its thread-group id) in the caller's pid namespace;
+ *       0 if it is not visible there or has exited
+ * @nr_traces: per-CPU: the CPUs; per-thread: max_threads
+ * @nr_threads: per-thread: threads given a trace so far (attached or
+ *              inherited); per-CPU: 0
+ * @flags: IPT_SESSION_*
+ * @reserved: 0
+ */
+struct ipt_session_info {
+	__u32 mode;
+	__u32 state;
+	__u32 uid;
+	__u32 pid;
+	__u32 nr_traces;
+	__u32 nr_threads;
+	__u64 flags;
+	__u64 reserved[2];
+};
+
+#define IPT_SESSION_INFO_SIZE_VER0	48
+
+/**
+ * struct ipt_sessions - who holds the PT unit (IPT_IOC_LIST_SESSIONS)
+ * @size: the caller's sizeof(struct ipt_sessions)
+ * @flags: must be 0
+ * @entry_size: the caller's sizeof(struct ipt_session_info), at least
+ *              IPT_SESSION_INFO_SIZE_VER0 and at most a page: each entry
+ *              is written with that stride, bytes beyond the kernel's
+ *              struct zeroed
+ * @nr_entries: in: room at @entries_ptr, in entries; out: entries written
+ * @total: out: configured sessions the caller may see (all of them with
+ *         CAP_PERFMON or CAP_SYS_ADMIN, else those its real uid
+ *         configured); must be 0 in
+ * @reserved0: must be 0
+ * @entries_ptr: the entries, or 0 with @nr_entries 0 to count only
+ * @reserved: must be 0
+ */
+struct ipt_sessions {
+	__u32 size;
+	__u32 flags;
+	__u32 entry_size;
+	__u32 nr_entries;
+	__u32 total;
+	__u32 reserved0;
+	__u64 entries_ptr;
+	__u64 reserved[2];
+};
+
+#define IPT_SESSIONS_SIZE_VER0	48
+
 #define IPT_IOC_GET_CAPS	_IOWR(IPT_IOC_MAGIC, 0x00, struct ipt_caps)
 #define IPT_IOC_CONFIGURE	_IOW(IPT_IOC_MAGIC, 0x01, struct ipt_config)
 #define IPT_IOC_START		_IOW(IPT_IOC_MAGIC, 0x02, struct ipt_cmd)
@@ -436,5 +496,6 @@ struct ipt_detach {
 #define IPT_IOC_RELEASE		_IOW(IPT_IOC_MAGIC, 0x05, struct ipt_cmd)
 #define IPT_IOC_ATTACH		_IOWR(IPT_IOC_MAGIC, 0x06, struct ipt_attach)
 #define IPT_IOC_DETACH		_IOW(IPT_IOC_MAGIC, 0x07, struct ipt_detach)
+#define IPT_IOC_LIST_SESSIONS	_IOWR(IPT_IOC_MAGIC, 0x08, struct ipt_sessions)
 
 #endif /* _UAPI_LINUX_IPT_H */

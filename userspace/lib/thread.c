@@ -4,13 +4,13 @@
  * (create a handle on the thread, start, stop into an output holding the
  * PT bytes, the sideband and the metadata).
  *
- * All handles of a process share one per-thread session: the driver lets
- * one session own the PT unit at a time.  Start attaches the calling
- * thread to a fresh trace of that session (the session traces all the
- * time; only attached threads are traced), stop detaches it, which makes
- * the trace final, and copies it out.  Traces are never reused within a
- * session, so when they are used up and no handle is tracing, the session
- * is configured anew.
+ * All handles of a process share one per-thread session (other processes
+ * have their own; a thread is in one session at most).  Start attaches
+ * the calling thread to a fresh trace of that session (the session
+ * traces all the time; only attached threads are traced), stop detaches
+ * it, which makes the trace final, and copies it out.  Traces are never
+ * reused within a session, so when they are used up and no handle is
+ * tracing, the session is configured anew.
  */
 #include <errno.h>
 #include <pthread.h>
