@@ -325,6 +325,7 @@ const char *ipt_unavail_str(enum ipt_unavail why);
 enum ipt_unavail ipt_caps_probe(const struct ipt_hw_ops *hw,
 				struct ipt_caps *caps);
 bool ipt_caps_branch_required(const struct ipt_caps *caps);
+u64 ipt_caps_cr3_user_bits(const struct ipt_caps *caps);
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_caps_signature(u32 eax, struct ipt_caps *caps);
 #endif

@@ -134,6 +134,34 @@ bool ipt_caps_branch_required(const struct ipt_caps *caps)
 	return false;
 }
 
+/**
+ * ipt_caps_cr3_user_bits() - the CR3 bits user mode adds to an address space's CR3
+ * @caps: the unit's capabilities
+ *
+ * With page-table isolation, Linux runs user mode on the user half of an
+ * 8 KiB PGD: CR3 | PTI_USER_PGTABLE_MASK (bit 12), and with PCID also
+ * PTI_USER_PCID_MASK (bit 11), the user PCID being the kernel one + 2048
+ * (arch/x86/entry/calling.h:153-157, 180-212; arch/x86/mm/tlb.c:148-155).
+ * Both bits are in CR3[63:5], which IA32_RTIT_CR3_MATCH[63:5] is compared
+ * with (SDM vol. 3C, 33.2.8.6); the kernel PCID itself, kern_pcid() =
+ * ASID + 1 <= TLB_NR_DYN_ASIDS = 6 (tlb.c:112-143, tlbflush.h:61), lies in
+ * bits 2:0, which the comparison ignores.
+ *
+ * Context: any; reads @caps only.
+ * Return: the bits, 0 without IPT_PLAT_PTI.
+ */
+u64 ipt_caps_cr3_user_bits(const struct ipt_caps *caps)
+{
+	u64 bits;
+
+	if (!(caps->platform & IPT_PLAT_PTI))
+		return 0;
+	bits = IPT_CR3_PTI_USER_PGTABLE;
+	if (caps->platform & IPT_PLAT_PCID)
+		bits |= IPT_CR3_PTI_USER_PCID;
+	return bits;
+}
+
 static void ipt_caps_clear_pt(struct ipt_caps *caps)
 {
 	size_t from = offsetof(struct ipt_caps, features);
@@ -235,6 +263,8 @@ enum ipt_unavail ipt_caps_probe(const struct ipt_hw_ops *hw,
 	preempt_enable();
 
 	caps->virt_addr_bits = ipt_caps_virt_bits(hw);
+	if (hw->platform)
+		caps->platform = hw->platform();
 
 	if (caps->features & IPT_FEAT_TOPA)
 		caps->max_topa_order = IPT_TOPA_MAX_ORDER;

@@ -99,6 +99,9 @@ typedef bool (*ipt_pmi_fn)(void);
  *         while it is set is not delivered.  Called by the PMI handler
  *         and, with interrupts off, by the code that settles a PMI in its
  *         place.  The caller keeps preemption disabled.
+ * @platform: the IPT_PLAT_* bits of the kernel the unit runs under (how it
+ *         uses CR3: page-table isolation, PCID); fixed from boot on.  May
+ *         be NULL (no bits).  Any context.
  */
 struct ipt_hw_ops {
 	const char *name;
@@ -112,6 +115,7 @@ struct ipt_hw_ops {
 	int (*pmi_request)(ipt_pmi_fn fn, unsigned int flags);
 	void (*pmi_release)(void);
 	void (*pmi_unmask)(void);
+	u64 (*platform)(void);
 };
 
 extern const struct ipt_hw_ops ipt_hw_native_ops;

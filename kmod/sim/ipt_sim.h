@@ -23,7 +23,14 @@
 /* The built-in workload (see ipt_sim_code). */
 #define IPT_SIM_CODE_BASE		0x401000ULL
 #define IPT_SIM_CODE_LOOP_END		0x401009ULL
-#define IPT_SIM_CODE_CR3		0x1000ULL
+/*
+ * The workload's address space: its CR3 as the kernel runs on it (8 KiB
+ * aligned, as page-table isolation's PGDs are).  User mode runs on
+ * ipt_sim_user_cr3(), which differs under page-table isolation.
+ */
+#define IPT_SIM_CODE_CR3		0x2000ULL
+/* The kernel PCID of the workload's address space with PCID (ASID 0 + 1). */
+#define IPT_SIM_CODE_KPCID		0x1ULL
 
 /* On single-entry ToPA parts, the INT PMI comes this early. */
 #define IPT_SIM_SINGLE_PMI_EARLY	256
@@ -53,6 +60,10 @@
  *        on parts with 5-level paging (LA57); ADDRn must be canonical to it
  * @nom_ratio: MSR_PLATFORM_INFO[15:8]
  * @bdm106: erratum BDM106: enabling with BranchEn = 0 is #GP
+ * @pti: the kernel runs with page-table isolation (module parameter
+ *        "pti"): user mode runs on the user half of the PGD, CR3 bit 12
+ * @pcid: the kernel puts PCIDs in CR3 (module parameter "pcid"): the
+ *        kernel PCID in CR3[11:0], and under @pti the user PCID with bit 11
  */
 struct ipt_sim_model {
 	const char *name;
@@ -67,6 +78,8 @@ struct ipt_sim_model {
 	u8 virt_bits;
 	u8 nom_ratio;
 	bool bdm106;
+	bool pti;
+	bool pcid;
 };
 
 /**
@@ -220,6 +233,8 @@ const struct ipt_sim_model *ipt_sim_model_by_name(const char *name);
 void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
 		   struct ipt_cpuid_regs *r);
 unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m);
+u64 ipt_sim_user_cr3(const struct ipt_sim_model *m);
+u64 ipt_sim_platform(const struct ipt_sim_model *m);
 
 /* ipt_sim_msr.c: reset state, MSRs, XSAVES */
 void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m);

@@ -250,6 +250,8 @@ static int ipt_sim_model_show(struct seq_file *m, void *v)
 	seq_printf(m, "%s: %s\nsignature %#x\ncode_base %#llx\ncode_size %zu\n",
 		   sm->name, sm->desc, r.eax, IPT_SIM_CODE_BASE,
 		   ipt_sim_code_size);
+	seq_printf(m, "code_cr3 %#llx\nuser_cr3 %#llx\npti %d\npcid %d\n",
+		   IPT_SIM_CODE_CR3, ipt_sim_user_cr3(sm), sm->pti, sm->pcid);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(ipt_sim_model);

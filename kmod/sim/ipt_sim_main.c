@@ -37,6 +37,14 @@ static uint xsave_pt_size;
 module_param(xsave_pt_size, uint, 0444);
 MODULE_PARM_DESC(xsave_pt_size, "CPUID.(0DH,8):EAX, the XSAVES PT component's size, on models with XSAVES-PT: a multiple of 8 in 72..4096 (0: the model's, 128)");
 
+static bool pti;
+module_param(pti, bool, 0444);
+MODULE_PARM_DESC(pti, "the simulated kernel uses page-table isolation: user mode runs on CR3 | bit 12");
+
+static bool pcid;
+module_param(pcid, bool, 0444);
+MODULE_PARM_DESC(pcid, "the simulated kernel puts PCIDs in CR3 (with pti: user CR3 | bit 11)");
+
 unsigned long ipt_sim_feed_size = SZ_1M;
 module_param_named(feed_size, ipt_sim_feed_size, ulong, 0444);
 MODULE_PARM_DESC(feed_size, "bytes of feed buffer per CPU (4096..64 MiB)");
@@ -81,6 +89,8 @@ static int __init ipt_sim_init(void)
 		}
 		ipt_sim_model_buf.xsave_pt_size = xsave_pt_size;
 	}
+	ipt_sim_model_buf.pti = pti;
+	ipt_sim_model_buf.pcid = pcid;
 	ipt_sim_model = &ipt_sim_model_buf;
 	if (rate > IPT_SIM_RATE_MAX || ipt_sim_period_us < 100 ||
 	    ipt_sim_period_us > 100000 || ipt_sim_feed_size < SZ_4K ||

@@ -219,3 +219,45 @@ unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m)
 		return 0;
 	return min_t(unsigned int, m->leaf_14_1.eax & 0x7, 4);
 }
+
+/**
+ * ipt_sim_user_cr3() - CR3 while the workload runs in user mode
+ * @m: the model
+ *
+ * IPT_SIM_CODE_CR3 with the kernel PCID when the kernel uses PCIDs, and
+ * under page-table isolation the user half of the PGD (bit 12) and, with
+ * PCIDs, the user PCID (bit 11), as Linux's SWITCH_TO_USER_CR3 sets them
+ * (arch/x86/entry/calling.h:153-157, 180-212; arch/x86/mm/tlb.c:112-155).
+ *
+ * Context: any; models are constant.
+ *
+ * Return: the CR3 value.
+ */
+u64 ipt_sim_user_cr3(const struct ipt_sim_model *m)
+{
+	u64 cr3 = IPT_SIM_CODE_CR3;
+
+	if (m->pcid)
+		cr3 |= IPT_SIM_CODE_KPCID;
+	if (m->pti) {
+		cr3 |= BIT_ULL(12);
+		if (m->pcid)
+			cr3 |= BIT_ULL(11);
+	}
+	return cr3;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_user_cr3);
+
+/**
+ * ipt_sim_platform() - the IPT_PLAT_* bits of the simulated kernel
+ * @m: the model
+ *
+ * Context: any; models are constant.
+ *
+ * Return: IPT_PLAT_PTI and IPT_PLAT_PCID as @m says.
+ */
+u64 ipt_sim_platform(const struct ipt_sim_model *m)
+{
+	return (m->pti ? IPT_PLAT_PTI : 0) | (m->pcid ? IPT_PLAT_PCID : 0);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_platform);

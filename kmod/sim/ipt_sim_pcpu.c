@@ -155,6 +155,11 @@ static int ipt_sim_op_xrstors(const void *area)
 	return ipt_sim_op(IPT_SIM_XRSTORS, 0, 0, (void *)area);
 }
 
+static u64 ipt_sim_op_platform(void)
+{
+	return ipt_sim_platform(ipt_sim_model);
+}
+
 const struct ipt_hw_ops ipt_sim_ops = {
 	.name = "sim",
 	.backend = IPT_BACKEND_SIM,
@@ -167,6 +172,7 @@ const struct ipt_hw_ops ipt_sim_ops = {
 	.pmi_request = ipt_sim_nmi_request,
 	.pmi_release = ipt_sim_nmi_release,
 	.pmi_unmask = ipt_sim_nmi_unmask,
+	.platform = ipt_sim_op_platform,
 };
 
 #if IS_ENABLED(CONFIG_KUNIT)

@@ -78,6 +78,13 @@ enum ipt_unavail {
 #define IPT_FEAT_LIP		_BITULL(20)	/* ECX[31]: IPs include CS base */
 #define IPT_FEAT_XSAVES_PT	_BITULL(32)	/* XSAVES handles the PT component */
 
+/*
+ * ipt_caps.platform: what the kernel around the unit does that changes how
+ * a configuration is programmed (Documentation/design.rst, "CPU quirks").
+ */
+#define IPT_PLAT_PTI		_BITULL(0)	/* page-table isolation: user CR3 differs */
+#define IPT_PLAT_PCID		_BITULL(1)	/* CR4.PCIDE: CR3[11:0] is a PCID */
+
 /**
  * struct ipt_cpuid_regs - one CPUID result, as the CPU returned it
  * @eax: EAX
@@ -127,6 +134,9 @@ struct ipt_cpuid_regs {
  *                  (48, or 57 with 5-level paging): address ranges must be
  *                  canonical to it.  0 from modules that predate the field
  *                  (it was reserved): they check 48 bits
+ * @platform: IPT_PLAT_* bits: how the running kernel uses the CPU in ways
+ *            that change what ipt programs (with IPT_PLAT_PTI, cr3_match
+ *            is turned into the user-mode CR3 for user-only traces)
  *
  * When @unavailable is not IPT_UNAVAIL_NONE, only the CPU identity fields
  * are filled and every PT field is zero.
@@ -156,10 +166,12 @@ struct ipt_caps {
 	struct ipt_cpuid_regs cpuid_15;
 	__u32 max_chunk_order;
 	__u32 virt_addr_bits;
+	__u64 platform;
 };
 
 #define IPT_CAPS_SIZE_VER0	144	/* sizeof first published ipt_caps */
 #define IPT_CAPS_SIZE_VER1	152	/* + max_chunk_order */
+#define IPT_CAPS_SIZE_VER2	160	/* + platform */
 
 /**
  * enum ipt_mode - what a session traces (ipt_config.mode)

@@ -10,7 +10,7 @@
 #include "../ipttool/ipttool.h"
 #include "tap.h"
 
-_Static_assert(sizeof(struct ipt_caps) == IPT_CAPS_SIZE_VER1,
+_Static_assert(sizeof(struct ipt_caps) == IPT_CAPS_SIZE_VER2,
 	       "struct ipt_caps changed size: add fields at the end and a new _SIZE_VER");
 
 static void test_strerror(void)

@@ -12,8 +12,14 @@
  *    thread's load after a switch must not write back the count it read.
  *
  * No instruction of ipt may fault on the way (the unit's #GP counter).
- * Skips unless the loaded unit is a Broadwell (family 6, model 0x3d) with
- * ToPA output.
+ * The "bdw" fixture skips unless the loaded unit is a Broadwell (family 6,
+ * model 0x3d) with ToPA output.
+ *
+ * The "pti" fixture (guest-tests loads ipt_sim model=skl pti=1 pcid=1 for
+ * it) checks the CR3 filter under page-table isolation: user mode runs on
+ * the address space's CR3 | bit 12 (| bit 11 with PCIDs), so a CR3 filter
+ * must match that value for a user-only trace to hold any branch.  It
+ * skips unless the simulated kernel uses page-table isolation.
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
@@ -41,7 +47,14 @@ static uint64_t sim_gp(void)
 	return sum;
 }
 
+/*
+ * This harness runs a test's body even when its FIXTURE_SETUP skipped:
+ * each body returns at once when its fixture set @skip.
+ */
+#define SKIP_IF_SKIPPED() do { if (self->skip) return; } while (0)
+
 FIXTURE(bdw) {
+	bool skip;
 	int fd;
 	struct ipt_caps caps;
 	uint64_t gp;
@@ -50,6 +63,7 @@ FIXTURE(bdw) {
 FIXTURE_SETUP(bdw)
 {
 	self->fd = -1;
+	self->skip = true;
 	if (!ipt_sim_loaded())
 		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
 	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
@@ -59,6 +73,7 @@ FIXTURE_SETUP(bdw)
 	if (self->caps.family != 6 || self->caps.model != 0x3d ||
 	    !(self->caps.features & IPT_FEAT_TOPA))
 		SKIP(return, "not a Broadwell with ToPA (load ipt_sim model=bdw)");
+	self->skip = false;
 	ASSERT_EQ(0, self->caps.features & IPT_FEAT_PSB_CYC);
 	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
 	self->gp = sim_gp();
@@ -69,6 +84,8 @@ FIXTURE_TEARDOWN(bdw)
 	if (self->fd < 0)
 		return;
 	close(self->fd);
+	if (self->skip)
+		return;
 	/* Nothing ipt did faulted. */
 	EXPECT_EQ(self->gp, sim_gp());
 }
@@ -96,6 +113,8 @@ TEST_F(bdw, bdm106_refused_at_configure)
 	struct ipt_trace_state ts;
 	uint64_t mask[1] = { 0 };
 	struct ipt_config c;
+
+	SKIP_IF_SKIPPED();
 
 	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
 	c.trace_flags &= ~IPT_TRACE_BRANCH;
@@ -137,6 +156,8 @@ TEST_F(bdw, restart_without_configurable_psb)
 	const uint8_t *buf;
 	int round;
 
+	SKIP_IF_SKIPPED();
+
 	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
 	c.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
@@ -176,6 +197,8 @@ TEST_F(bdw, thread_switches_without_configurable_psb)
 	struct ipt_config c;
 	int i;
 
+	SKIP_IF_SKIPPED();
+
 	memset(&c, 0, sizeof(c));
 	c.size = sizeof(c);
 	c.mode = IPT_MODE_THREAD;
@@ -194,6 +217,168 @@ TEST_F(bdw, thread_switches_without_configurable_psb)
 	EXPECT_EQ(0, ts.status & IPT_TS_ERROR);
 	EXPECT_LT(0ULL, ts.bytes_captured);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+FIXTURE(pti) {
+	bool skip;
+	int fd;
+	struct ipt_caps caps;
+	uint64_t code_cr3;
+	uint64_t user_cr3;
+	uint64_t gp;
+};
+
+FIXTURE_SETUP(pti)
+{
+	self->fd = -1;
+	self->skip = true;
+	if (!ipt_sim_loaded())
+		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
+	if (ipt_file_stat(IPT_SIM_DEBUGFS "/model", "pti") != 1)
+		SKIP(return, "no page-table isolation (load ipt_sim pti=1)");
+	self->skip = false;
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->caps.size = sizeof(self->caps);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
+	ASSERT_NE(0, self->caps.features & IPT_FEAT_CR3_FILTER);
+	ASSERT_NE(0, self->caps.platform & IPT_PLAT_PTI);
+	EXPECT_EQ(ipt_file_stat(IPT_SIM_DEBUGFS "/model", "pcid") == 1,
+		  !!(self->caps.platform & IPT_PLAT_PCID));
+	self->code_cr3 = ipt_file_stat(IPT_SIM_DEBUGFS "/model", "code_cr3");
+	self->user_cr3 = ipt_file_stat(IPT_SIM_DEBUGFS "/model", "user_cr3");
+	ASSERT_NE(~0ULL, self->code_cr3);
+	ASSERT_NE(~0ULL, self->user_cr3);
+	/* The model's premise: user mode runs on another CR3. */
+	ASSERT_NE(self->code_cr3 >> 5, self->user_cr3 >> 5);
+	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+	self->gp = sim_gp();
+}
+
+FIXTURE_TEARDOWN(pti)
+{
+	if (self->fd < 0)
+		return;
+	close(self->fd);
+	EXPECT_EQ(self->gp, sim_gp());
+}
+
+static uint64_t sim_bytes(void)
+{
+	uint64_t sum = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < nr_cpus(); cpu++)
+		sum += ipt_sim_stat(cpu, "bytes");
+	return sum;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* TNT-8 packets (the workload's branches) among whole packets of @p. */
+static unsigned long count_tnt(const uint8_t *p, size_t n)
+{
+	unsigned long tnt = 0;
+	size_t off = 0;
+
+	while (off < n) {
+		int len = ipt_pkt_len(p + off, n - off);
+
+		if (len <= 0)
+			break;
+		if (len == 1 && p[off] && !(p[off] & 1))
+			tnt++;
+		off += len;
+	}
+	return tnt;
+}
+
+/*
+ * A per-thread, user-only trace filtered on the address space's CR3 (as
+ * the kernel runs on it): ipt must program the user-mode CR3, or the
+ * filter never matches and the trace holds no branch at all.  The thread
+ * spins (it is traced only while it runs) until the unit wrote 8 KiB or
+ * 20 s passed.
+ */
+TEST_F(pti, thread_cr3_filter_user)
+{
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	const uint8_t *buf;
+	uint64_t from, n;
+	unsigned long tnt;
+	double end;
+
+	SKIP_IF_SKIPPED();
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC |
+			IPT_TRACE_CR3_FILTER;
+	c.cr3_match = self->code_cr3;
+	c.buffer_size = 64 * KIB;
+	c.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
+	c.max_threads = 1;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
+	from = sim_bytes();
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	end = now_s() + 20;
+	while (sim_bytes() - from < 8 * KIB && now_s() < end)
+		;
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_ERROR);
+	EXPECT_LE(8 * KIB, ts.bytes_captured);
+	n = ts.head < ts.buffer_size ? ts.head : ts.buffer_size;
+	buf = mmap(NULL, ts.buffer_size, PROT_READ, MAP_SHARED, self->fd, ts.mmap_offset);
+	ASSERT_NE(MAP_FAILED, buf);
+	tnt = count_tnt(buf, n);
+	munmap((void *)buf, ts.buffer_size);
+	EXPECT_LT(1000UL, tnt) TH_LOG("%lu TNT packets in %llu bytes", tnt,
+				      (unsigned long long)n);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * One CR3_MATCH value matches either the user or the kernel half under
+ * page-table isolation: a filter for both modes is refused, as is a
+ * kernel-only filter on a user-mode CR3; a user-only one may name either.
+ */
+TEST_F(pti, cr3_filter_modes)
+{
+	uint64_t mask[1] = { 1 };
+	struct ipt_config c;
+
+	SKIP_IF_SKIPPED();
+
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	c.trace_flags |= IPT_TRACE_KERNEL | IPT_TRACE_CR3_FILTER;
+	c.cr3_match = self->code_cr3;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	EXPECT_EQ(-EINVAL, ipt_cmd(self->fd, IPT_IOC_START));
+
+	c.trace_flags &= ~IPT_TRACE_USER;
+	c.cr3_match = self->user_cr3 & ~0x1fULL;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+
+	c.cr3_match = self->code_cr3;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	c.trace_flags |= IPT_TRACE_CR3_FILTER;
+	c.cr3_match = self->user_cr3 & ~0x1fULL;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
