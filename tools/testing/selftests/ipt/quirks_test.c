@@ -108,6 +108,29 @@ static int wait_unit_bytes(int cpu, uint64_t from)
 	return -ETIMEDOUT;
 }
 
+/*
+ * Sleep 1 ms at a time until trace @trace of @fd counts @want loads
+ * (switches) or, with @busy, @want refused loads; at most 20000 sleeps
+ * (>= 20 s).  A sleep need not switch the thread out (a timer that
+ * expired before the task slept), so the count is waited for, not
+ * assumed.  Returns 0, or -ETIMEDOUT.
+ */
+static int sleep_until(int fd, uint32_t trace, bool busy, uint64_t want)
+{
+	struct timespec d = { 0, 1000000 };
+	struct ipt_trace_state ts;
+	int i;
+
+	for (i = 0; i < 20000; i++) {
+		if (ipt_state(fd, trace, &ts))
+			return -EIO;
+		if ((busy ? ts.busy : ts.switches) >= want)
+			return 0;
+		nanosleep(&d, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
 TEST_F(bdw, bdm106_refused_at_configure)
 {
 	struct ipt_trace_state ts;
@@ -191,11 +214,9 @@ TEST_F(bdw, restart_without_configurable_psb)
  */
 TEST_F(bdw, thread_switches_without_configurable_psb)
 {
-	struct timespec d = { 0, 1000000 };
 	struct ipt_attach a = { .size = sizeof(a) };
 	struct ipt_trace_state ts;
 	struct ipt_config c;
-	int i;
 
 	SKIP_IF_SKIPPED();
 
@@ -208,9 +229,8 @@ TEST_F(bdw, thread_switches_without_configurable_psb)
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	/* Each sleep is one switch out and one in. */
-	for (i = 0; i < 20; i++)
-		nanosleep(&d, NULL);
+	/* Sleeps switch the thread out and in: 20 loads. */
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, 20));
 	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
 	EXPECT_LE(20ULL, ts.switches);
 	EXPECT_EQ(0ULL, ts.busy);
