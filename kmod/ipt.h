@@ -181,6 +181,9 @@ struct page *ipt_buffer_page(const struct ipt_buffer *buf, u64 off);
  * @status_keep: the IA32_RTIT_STATUS bits a (re)start writes back
  *        (IPT_STATUS_KEEP, without PacketByteCnt where the unit has no
  *        configurable PSB: writing it there is #GP)
+ * @vmx_check: the unit does not trace in VMX operation
+ *        (IPT_PLAT_VMX_NO_PT): ask the backend's vmx_active before
+ *        enabling, since writing IA32_RTIT_CTL there is #GP
  */
 struct ipt_hwcfg {
 	u64 ctl;
@@ -188,6 +191,7 @@ struct ipt_hwcfg {
 	u64 cr3_match;
 	u64 addr_a[IPT_MAX_ADDR_RANGES];
 	u64 addr_b[IPT_MAX_ADDR_RANGES];
+	bool vmx_check;
 };
 
 /**

@@ -134,6 +134,28 @@ bool ipt_caps_branch_required(const struct ipt_caps *caps)
 	return false;
 }
 
+/*
+ * Whether VMXON clears TraceEn: a CPU with VMX (CPUID.1:ECX[5]) whose
+ * IA32_VMX_MISC[14] is 0 cannot trace in VMX operation.  Linux reads the
+ * same bit (pt_pmu_hw_init(), arch/x86/events/intel/pt.c:226-235,
+ * MSR_IA32_VMX_MISC_INTEL_PT, arch/x86/include/asm/msr-index.h:1133; SDM
+ * vol. 3C, "Tracing post-VMXON").  An unreadable MSR counts as no VMX.
+ */
+static bool ipt_caps_vmx_no_pt(const struct ipt_hw_ops *hw)
+{
+	struct ipt_cpuid_regs r;
+	u64 misc;
+	int ret;
+
+	hw->cpuid(IPT_CPUID_SIGNATURE, 0, &r);
+	if (!(r.ecx & IPT_CPUID_SIGNATURE_ECX_VMX))
+		return false;
+	preempt_disable();
+	ret = hw->read_msr(MSR_IA32_VMX_MISC, &misc);
+	preempt_enable();
+	return !ret && !(misc & MSR_IA32_VMX_MISC_INTEL_PT);
+}
+
 /**
  * ipt_caps_cr3_user_bits() - the CR3 bits user mode adds to an address space's CR3
  * @caps: the unit's capabilities
@@ -265,6 +287,8 @@ enum ipt_unavail ipt_caps_probe(const struct ipt_hw_ops *hw,
 	caps->virt_addr_bits = ipt_caps_virt_bits(hw);
 	if (hw->platform)
 		caps->platform = hw->platform();
+	if (ipt_caps_vmx_no_pt(hw))
+		caps->platform |= IPT_PLAT_VMX_NO_PT;
 
 	if (caps->features & IPT_FEAT_TOPA)
 		caps->max_topa_order = IPT_TOPA_MAX_ORDER;

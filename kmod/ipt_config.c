@@ -163,6 +163,7 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 
 	hw.ctl = RTIT_CTL_TOPA;
 	hw.status_keep = IPT_STATUS_KEEP;
+	hw.vmx_check = caps->platform & IPT_PLAT_VMX_NO_PT;
 	if (!(feat & IPT_FEAT_PSB_CYC))
 		hw.status_keep &= ~RTIT_STATUS_BYTECNT;
 	if (tf & IPT_TRACE_USER)

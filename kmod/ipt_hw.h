@@ -102,6 +102,11 @@ typedef bool (*ipt_pmi_fn)(void);
  * @platform: the IPT_PLAT_* bits of the kernel the unit runs under (how it
  *         uses CR3: page-table isolation, PCID); fixed from boot on.  May
  *         be NULL (no bits).  Any context.
+ * @vmx_active: whether the current CPU is in VMX operation (CR4.VMXE, set
+ *         by KVM before VMXON and cleared after VMXOFF).  Asked only where
+ *         IA32_VMX_MISC[14] = 0 (IPT_PLAT_VMX_NO_PT): there, in VMX
+ *         operation TraceEn is clear and IA32_RTIT_CTL cannot be written.
+ *         May be NULL (never).  The caller keeps preemption disabled.
  */
 struct ipt_hw_ops {
 	const char *name;
@@ -116,6 +121,7 @@ struct ipt_hw_ops {
 	void (*pmi_release)(void);
 	void (*pmi_unmask)(void);
 	u64 (*platform)(void);
+	bool (*vmx_active)(void);
 };
 
 extern const struct ipt_hw_ops ipt_hw_native_ops;

@@ -44,6 +44,16 @@ static u64 ipt_native_platform(void)
 	return p;
 }
 
+/*
+ * KVM sets CR4.VMXE before VMXON and clears it after VMXOFF
+ * (kvm_cpu_vmxon(), arch/x86/kvm/vmx/vmx.c:2495-2513; cpu_vmxoff(),
+ * arch/x86/include/asm/virtext.h:44-58).
+ */
+static bool ipt_native_vmx_active(void)
+{
+	return __read_cr4() & X86_CR4_VMXE;
+}
+
 static int ipt_native_rdmsr(u32 msr, u64 *val)
 {
 	return rdmsrl_safe(msr, val) ? -EIO : 0;
@@ -191,4 +201,5 @@ const struct ipt_hw_ops ipt_hw_native_ops = {
 	.pmi_release = ipt_native_pmi_release,
 	.pmi_unmask = ipt_native_pmi_unmask,
 	.platform = ipt_native_platform,
+	.vmx_active = ipt_native_vmx_active,
 };

@@ -193,7 +193,10 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_thread_area_init);
  * TraceEn last.  A unit that someone else enabled makes the first write
  * fault (every one of them is #GP while TraceEn = 1), so nothing of theirs
  * is changed: the load is counted in @t->th.busy and the thread runs
- * untraced until its next switch-in.
+ * untraced until its next switch-in.  So does a CPU in VMX operation on a
+ * part without PT there (@s->hwcfg.vmx_check: CTL cannot be written, an
+ * XRSTORS of it faults), asked before anything is written; that also
+ * marks the trace cut (a gap).
  *
  * Context: interrupts off, on the CPU the thread runs on; nothing loaded.
  * Return: true when the unit now traces into @t.
@@ -206,8 +209,13 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	unsigned int i;
 	/* perf took this CPU back (ipt_own_cpu_online()): not ours. */
 	int ret = ipt_own_here() ? 0 : -EBUSY;
+	bool vmx = false;
 
 	lockdep_assert_irqs_disabled();
+	if (!ret && s->hwcfg.vmx_check && hw->vmx_active && hw->vmx_active()) {
+		vmx = true;
+		ret = -EBUSY;
+	}
 	/* Counted from the first byte on: set before TraceEn. */
 	ipt_pmi_arm_here(t);
 	if (xsaves && !ret) {
@@ -248,6 +256,8 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	write_seqcount_begin(&t->th.seq);
 	if (ret) {
 		t->th.busy++;
+		if (vmx)
+			t->cut = true;
 	} else {
 		t->th.switches++;
 		t->cpu = smp_processor_id();
@@ -297,7 +307,11 @@ static bool ipt_thread_xsaves(const struct ipt_hw_ops *hw, struct ipt_trace *t)
  * the XSAVES path that is a fallback: counted, this CPU stays on the MSR
  * path, and the trace's XSAVES area is rebuilt from the registers read so
  * that an XRSTORS elsewhere resumes from there.  So the unit is off on
- * return either way.  Then the ToPA PMI is settled
+ * return either way.  A TraceEn found clear (the saved CTL lacks it, or a
+ * read of CTL where its write faulted or, on a part without PT in VMX
+ * operation, the CPU is in VMX operation and a write would #GP) was
+ * cleared by someone else: VMXON there clears it.  The position is read
+ * all the same and the trace marked cut.  Then the ToPA PMI is settled
  * (ipt_pmi_settle_here()): one raised by this thread's output but not yet
  * handled is counted for @t, neither lost nor counted for the next thread.
  *
@@ -307,9 +321,9 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 {
 	const struct ipt_session *s = t->s;
 	const struct ipt_hw_ops *hw = s->hw;
-	u64 base = t->base, mask = t->mask, status = t->status;
+	u64 base = t->base, mask = t->mask, status = t->status, ctl;
 	unsigned int rd = 0, wr = 0;
-	bool saved = false;
+	bool saved = false, cut = false, off = false;
 
 	lockdep_assert_irqs_disabled();
 	if (s->xsaves && this_cpu_read(ipt_xsaves_here)) {
@@ -317,6 +331,7 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 
 		saved = ipt_thread_xsaves(hw, t);
 		if (saved) {
+			cut = !(v[IPT_XSAVE_CTL] & RTIT_CTL_TRACEEN);
 			base = v[IPT_XSAVE_OUTPUT_BASE];
 			mask = v[IPT_XSAVE_OUTPUT_MASK];
 			status = v[IPT_XSAVE_STATUS];
@@ -325,7 +340,19 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 			this_cpu_inc(ipt_switch_stats.fallbacks);
 		}
 	}
-	if (!saved && !ipt_th_wr(hw, MSR_IA32_RTIT_CTL, s->hwcfg.ctl)) {
+	if (!saved) {
+		/* In VMX operation there, a write of CTL is #GP: read it. */
+		bool vmx = s->hwcfg.vmx_check && hw->vmx_active &&
+			   hw->vmx_active();
+
+		if (!vmx && !ipt_th_wr(hw, MSR_IA32_RTIT_CTL, s->hwcfg.ctl))
+			off = true;
+		else if (!ipt_th_rd(hw, MSR_IA32_RTIT_CTL, &ctl) &&
+			 !(ctl & RTIT_CTL_TRACEEN))
+			cut = true;
+		off = off || cut;
+	}
+	if (off) {
 		ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_BASE, &base);
 		ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_MASK, &mask);
 		ipt_th_rd(hw, MSR_IA32_RTIT_STATUS, &status);
@@ -343,6 +370,8 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 	t->pmis_at_stop = atomic64_read(&t->pmis);
 	t->sample_at_stop = READ_ONCE(t->sample);
 	t->running = false;
+	if (cut)
+		t->cut = true;
 	/* Saved with MSRs: the area an XRSTORS resumes from says so too. */
 	if (s->xsaves && !saved)
 		ipt_thread_area_init(s, t);
@@ -1117,6 +1146,7 @@ static void ipt_thread_fill(const struct ipt_trace *t,
 	unsigned int seq;
 	u64 switches, busy;
 	u32 flags, missed;
+	bool cut;
 
 	lockdep_assert_held(&t->s->idev->lock);
 	/*
@@ -1137,9 +1167,12 @@ static void ipt_thread_fill(const struct ipt_trace *t,
 		pos.running = t->running;
 		switches = t->th.switches;
 		busy = t->th.busy;
+		cut = t->cut;
 	} while (read_seqcount_retry(&t->th.seq, seq));
 	pos.pmi_late = false;
 	ipt_pos_fill(t->buf, t->s->single, &pos, ts);
+	if (cut)
+		ts->status |= IPT_TS_CUT;
 
 	ts->status |= IPT_TS_THREAD | flags;
 	ts->missed = missed;

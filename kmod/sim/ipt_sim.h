@@ -60,6 +60,9 @@
  *        on parts with 5-level paging (LA57); ADDRn must be canonical to it
  * @nom_ratio: MSR_PLATFORM_INFO[15:8]
  * @bdm106: erratum BDM106: enabling with BranchEn = 0 is #GP
+ * @vmx_pt: IA32_VMX_MISC[14]: PT works in VMX operation.  Without it
+ *        VMXON clears TraceEn and every WRMSR of IA32_RTIT_CTL in VMX
+ *        operation is #GP (debugfs "vmxon")
  * @pti: the kernel runs with page-table isolation (module parameter
  *        "pti"): user mode runs on the user half of the PGD, CR3 bit 12
  * @pcid: the kernel puts PCIDs in CR3 (module parameter "pcid"): the
@@ -78,6 +81,7 @@ struct ipt_sim_model {
 	u8 virt_bits;
 	u8 nom_ratio;
 	bool bdm106;
+	bool vmx_pt;
 	bool pti;
 	bool pcid;
 };
@@ -109,6 +113,8 @@ struct ipt_sim_model {
  * @switches: context switches that changed the running program
  * @stops_ignored: writes or XSAVES that should have cleared TraceEn and
  *        did not, the unit being stuck (debugfs "stuck")
+ * @vmxon_cleared: VMXONs that cleared TraceEn (a model without PT in VMX
+ *        operation, debugfs "vmxon")
  * @sleeps: system sleeps the unit lost power in (ipt_sim_life.c)
  * @lost_live: of those, the ones it went into with TraceEn = 1: the
  *        trace it was writing was cut without a stop
@@ -133,6 +139,7 @@ struct ipt_sim_stats {
 	u64 clobbered;
 	u64 switches;
 	u64 stops_ignored;
+	u64 vmxon_cleared;
 	u64 sleeps;
 	u64 lost_live;
 };
@@ -185,6 +192,7 @@ struct ipt_sim_feed {
  * @stuck: the unit ignores every clear of TraceEn (debugfs "stuck"): a
  *        fault the driver must survive without freeing live buffers
  * @stuck_pending: a clear of TraceEn was ignored while @stuck
+ * @vmx_on: the CPU is in VMX operation (debugfs "vmxon": KVM ran VMXON)
  * @pmi_pending: a PMI was raised and not yet delivered by the glue
  * @ovf_pending: bytes were dropped: the next write starts with OVF
  * @drop: number of bytes still to drop (fault injection)
@@ -216,6 +224,7 @@ struct ipt_sim_cpu {
 	bool foreign;
 	bool stuck;
 	bool stuck_pending;
+	bool vmx_on;
 	bool pmi_pending;
 	bool ovf_pending;
 	u64 drop;
@@ -247,6 +256,7 @@ void ipt_sim_global_ack(struct ipt_sim_cpu *c, u64 val);
 /* ipt_sim_life.c: power loss, a stuck unit */
 bool ipt_sim_power_loss(struct ipt_sim_cpu *c);
 int ipt_sim_set_stuck(struct ipt_sim_cpu *c, bool stuck);
+void ipt_sim_set_vmx(struct ipt_sim_cpu *c, bool on);
 
 /* ipt_sim_trace.c: what is traced, and when */
 void ipt_sim_trace_enable(struct ipt_sim_cpu *c);

@@ -50,6 +50,8 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "stuck %u\nstops_ignored %llu\nsleeps %llu\nlost_live %llu\n",
 		   st.stuck, st.stats.stops_ignored, st.stats.sleeps,
 		   st.stats.lost_live);
+	seq_printf(m, "vmx_on %u\nvmxon_cleared %llu\n", st.vmx_on,
+		   st.stats.vmxon_cleared);
 	seq_printf(m, "ctl %#llx\nstatus %#llx\noutput_base %#llx\noutput_mask %#llx\n",
 		   st.ctl, st.status, st.output_base, st.output_mask | 0x7f);
 	seq_printf(m, "cr3_match %#llx\nglobal_status %#llx\nxss %#llx\n",

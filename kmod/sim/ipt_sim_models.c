@@ -32,6 +32,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.maxphyaddr = 39,
 		.virt_bits = 48,
 		.nom_ratio = 20,
+		.vmx_pt = true,
 	},
 	{
 		.name = "icl-noxsaves",
@@ -43,6 +44,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.maxphyaddr = 39,
 		.virt_bits = 48,
 		.nom_ratio = 20,
+		.vmx_pt = true,
 	},
 	{
 		.name = "skl",
@@ -54,6 +56,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.maxphyaddr = 39,
 		.virt_bits = 48,
 		.nom_ratio = 26,
+		.vmx_pt = true,
 	},
 	{
 		.name = "glm",
@@ -65,6 +68,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.maxphyaddr = 39,
 		.virt_bits = 48,
 		.nom_ratio = 12,
+		.vmx_pt = true,
 	},
 	{
 		.name = "icx",
@@ -78,13 +82,15 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.maxphyaddr = 46,
 		.virt_bits = 57,
 		.nom_ratio = 20,
+		.vmx_pt = true,
 	},
 	{
 		/*
 		 * Broadwell as it is: ToPA with many entries and single-range
 		 * output, nothing in CPUID.(14H,0):EBX (so no configurable
 		 * PSB: PacketByteCnt is not writable), no subleaf 1, no leaf
-		 * 15H, erratum BDM106.
+		 * 15H, erratum BDM106, no PT in VMX operation
+		 * (IA32_VMX_MISC[14] = 0: VMXON clears TraceEn).
 		 */
 		.name = "bdw",
 		.desc = "Broadwell client: ToPA, single-range, nothing in EBX, BDM106",
@@ -163,7 +169,7 @@ void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
 		break;
 	case IPT_CPUID_SIGNATURE:
 		r->eax = m->signature;
-		r->ecx = BIT(26) | BIT(27);	/* XSAVE, OSXSAVE */
+		r->ecx = BIT(5) | BIT(26) | BIT(27);	/* VMX, XSAVE, OSXSAVE */
 		r->edx = BIT(5);		/* MSR */
 		break;
 	case IPT_CPUID_EXT_FEATURES:

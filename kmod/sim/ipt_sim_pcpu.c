@@ -155,6 +155,13 @@ static int ipt_sim_op_xrstors(const void *area)
 	return ipt_sim_op(IPT_SIM_XRSTORS, 0, 0, (void *)area);
 }
 
+static bool ipt_sim_op_vmx_active(void)
+{
+	struct ipt_sim_pcpu *pc = ipt_sim_this_cpu();
+
+	return READ_ONCE(pc->st.vmx_on);
+}
+
 static u64 ipt_sim_op_platform(void)
 {
 	return ipt_sim_platform(ipt_sim_model);
@@ -173,6 +180,7 @@ const struct ipt_hw_ops ipt_sim_ops = {
 	.pmi_release = ipt_sim_nmi_release,
 	.pmi_unmask = ipt_sim_nmi_unmask,
 	.platform = ipt_sim_op_platform,
+	.vmx_active = ipt_sim_op_vmx_active,
 };
 
 #if IS_ENABLED(CONFIG_KUNIT)

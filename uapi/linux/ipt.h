@@ -84,6 +84,8 @@ enum ipt_unavail {
  */
 #define IPT_PLAT_PTI		_BITULL(0)	/* page-table isolation: user CR3 differs */
 #define IPT_PLAT_PCID		_BITULL(1)	/* CR4.PCIDE: CR3[11:0] is a PCID */
+/* IA32_VMX_MISC[14] = 0: no PT in VMX operation, VMXON clears TraceEn */
+#define IPT_PLAT_VMX_NO_PT	_BITULL(2)
 
 /**
  * struct ipt_cpuid_regs - one CPUID result, as the CPU returned it
@@ -136,7 +138,8 @@ struct ipt_cpuid_regs {
  *                  (it was reserved): they check 48 bits
  * @platform: IPT_PLAT_* bits: how the running kernel uses the CPU in ways
  *            that change what ipt programs (with IPT_PLAT_PTI, cr3_match
- *            is turned into the user-mode CR3 for user-only traces)
+ *            is turned into the user-mode CR3 for user-only traces;
+ *            with IPT_PLAT_VMX_NO_PT, PT does not run in VMX operation)
  *
  * When @unavailable is not IPT_UNAVAIL_NONE, only the CPU identity fields
  * are filled and every PT field is zero.
@@ -335,6 +338,12 @@ enum ipt_state {
  * traced, and it started again after: the trace has a gap there.
  */
 #define IPT_TS_SUSPENDED	_BITULL(11)
+/*
+ * Someone else switched the unit off under the trace, or it could not be
+ * enabled for part of the time (VMXON on a CPU without PT in VMX
+ * operation, caps.platform IPT_PLAT_VMX_NO_PT): the trace has a gap.
+ */
+#define IPT_TS_CUT		_BITULL(12)
 
 /* ipt_trace_state.parent when the thread was attached by IPT_IOC_ATTACH. */
 #define IPT_TRACE_NONE		0xffffffffU

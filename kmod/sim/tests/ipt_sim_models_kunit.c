@@ -91,6 +91,12 @@ static void sim_models_probe(struct kunit *test)
 		KUNIT_EXPECT_EQ_MSG(test, caps.nom_freq, (u32)probe_cpu->model->nom_ratio,
 				    "%s", mc->name);
 		KUNIT_EXPECT_EQ_MSG(test, caps.virt_addr_bits, mc->virt_bits, "%s", mc->name);
+		/* No PT in VMX operation exactly where IA32_VMX_MISC[14] = 0. */
+		KUNIT_EXPECT_EQ_MSG(test, caps.platform,
+				    probe_cpu->model->vmx_pt ? 0ULL : IPT_PLAT_VMX_NO_PT,
+				    "%s", mc->name);
+		KUNIT_EXPECT_EQ_MSG(test, probe_cpu->model->vmx_pt,
+				    strncmp(mc->name, "bdw", 3) != 0, "%s", mc->name);
 	}
 }
 

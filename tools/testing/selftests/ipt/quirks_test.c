@@ -20,6 +20,13 @@
  * the address space's CR3 | bit 12 (| bit 11 with PCIDs), so a CR3 filter
  * must match that value for a user-only trace to hold any branch.  It
  * skips unless the simulated kernel uses page-table isolation.
+ *
+ * The "vmx" fixture (on "bdw", whose IA32_VMX_MISC[14] is 0) checks VMX
+ * operation without PT support: VMXON (the simulator's cpuN/vmxon, as KVM
+ * runs it when a VM is created) clears TraceEn and makes every write of
+ * IA32_RTIT_CTL #GP until VMXOFF.  A stop must not fail or fault on it
+ * and must mark the trace IPT_TS_CUT; a start is refused with EBUSY; a
+ * thread's loads are refused (busy) without a fault.
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
@@ -399,6 +406,146 @@ TEST_F(pti, cr3_filter_modes)
 	c.trace_flags |= IPT_TRACE_CR3_FILTER;
 	c.cr3_match = self->user_cr3 & ~0x1fULL;
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+FIXTURE(vmx) {
+	bool skip;
+	int fd;
+	struct ipt_caps caps;
+	uint64_t gp;
+};
+
+FIXTURE_SETUP(vmx)
+{
+	self->fd = -1;
+	self->skip = true;
+	if (!ipt_sim_loaded())
+		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->caps.size = sizeof(self->caps);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
+	if (!(self->caps.platform & IPT_PLAT_VMX_NO_PT))
+		SKIP(return, "PT works in VMX operation here (load ipt_sim model=bdw)");
+	self->skip = false;
+	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+	self->gp = sim_gp();
+}
+
+/* VMXON (1) or VMXOFF (0) on CPU @cpu, or on every CPU for -1. */
+static int sim_vmxon(int cpu, int on)
+{
+	char path[128];
+	int c, ret = 0;
+
+	for (c = cpu < 0 ? 0 : cpu; c < (cpu < 0 ? nr_cpus() : cpu + 1); c++) {
+		snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/vmxon", c);
+		ret = ret ?: ipt_write_file(path, on ? "1" : "0");
+	}
+	return ret;
+}
+
+FIXTURE_TEARDOWN(vmx)
+{
+	if (self->fd < 0)
+		return;
+	close(self->fd);
+	if (self->skip)
+		return;
+	EXPECT_EQ(0, sim_vmxon(-1, 0));
+	/* Nothing ipt did faulted: no write of CTL in VMX operation. */
+	EXPECT_EQ(self->gp, sim_gp());
+}
+
+/*
+ * A per-CPU trace that VMXON switched off: the stop reads the position
+ * (the bytes up to VMXON are there), does not fault, and marks the trace
+ * cut; a start in VMX operation is EBUSY; after VMXOFF it traces again.
+ */
+TEST_F(vmx, cpu_trace_cut_by_vmxon)
+{
+	struct ipt_trace_state ts;
+	uint64_t mask[1] = { 0 }, from, head;
+	struct ipt_config c;
+
+	SKIP_IF_SKIPPED();
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	from = ipt_sim_stat(0, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, wait_unit_bytes(0, from + 1024));
+	from = ipt_sim_stat(0, "vmxon_cleared");
+	ASSERT_EQ(0, sim_vmxon(0, 1));
+	/* The model's premise: VMXON cleared TraceEn. */
+	ASSERT_EQ(from + 1, ipt_sim_stat(0, "vmxon_cleared"));
+
+	EXPECT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_NE(0, ts.status & IPT_TS_CUT);
+	EXPECT_EQ(0, ts.status & (IPT_TS_RUNNING | IPT_TS_ERROR));
+	EXPECT_LE(1024ULL, ts.bytes_captured);
+	head = ts.head;
+
+	/* Still in VMX operation: the unit cannot be enabled. */
+	EXPECT_EQ(-EBUSY, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
+
+	/* VMXOFF: it traces again, on from where it was cut. */
+	ASSERT_EQ(0, sim_vmxon(0, 0));
+	from = ipt_sim_stat(0, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, wait_unit_bytes(0, from + 1024));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_LT(head + 1024, ts.head);
+	EXPECT_NE(0, ts.status & IPT_TS_CUT);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A traced thread while every CPU enters VMX operation: the unload of its
+ * cleared unit reads the position without a fault, its loads are refused
+ * (busy) until VMXOFF, and the trace is marked cut.
+ */
+TEST_F(vmx, thread_cut_by_vmxon)
+{
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	uint64_t before;
+
+	SKIP_IF_SKIPPED();
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+	c.buffer_size = 64 * KIB;
+	c.max_threads = 1;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, 3));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_CUT);
+	before = ts.bytes_captured;
+	EXPECT_LT(0ULL, before);
+
+	/* This thread is loaded while it writes: VMXON cuts it. */
+	ASSERT_EQ(0, sim_vmxon(-1, 1));
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, true, 3));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_NE(0, ts.status & IPT_TS_CUT);
+	EXPECT_LE(before, ts.bytes_captured);
+
+	ASSERT_EQ(0, sim_vmxon(-1, 0));
+	before = ts.bytes_captured;
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, ts.switches + 3));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_LT(before, ts.bytes_captured);
+	EXPECT_EQ(0, ts.status & IPT_TS_ERROR);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
