@@ -330,6 +330,12 @@ enum ipt_unavail ipt_caps_probe(const struct ipt_hw_ops *hw,
 				struct ipt_caps *caps);
 bool ipt_caps_branch_required(const struct ipt_caps *caps);
 u64 ipt_caps_cr3_user_bits(const struct ipt_caps *caps);
+void ipt_caps_cpu_update(const struct ipt_hw_ops *hw, struct ipt_caps *caps,
+			 unsigned int cpu, bool online);
+bool ipt_caps_cpu_fits(const struct ipt_hw_ops *ops, unsigned int cpu,
+		       const struct ipt_hwcfg *hw, bool single);
+unsigned int ipt_caps_cpu_ranges(const struct ipt_hw_ops *hw,
+				 unsigned int cpu, unsigned int nr);
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_caps_signature(u32 eax, struct ipt_caps *caps);
 #endif
@@ -338,6 +344,8 @@ void ipt_caps_signature(u32 eax, struct ipt_caps *caps);
 void ipt_hw_attach(struct ipt_device *idev);
 void ipt_hw_detach(struct ipt_device *idev);
 void ipt_hw_select_locked(struct ipt_device *idev);
+void ipt_hw_cpu_update_locked(struct ipt_device *idev, unsigned int cpu,
+			      bool online);
 
 /* ipt_uaccess.c */
 int ipt_arg_in(void *karg, size_t ksize, size_t min_size,

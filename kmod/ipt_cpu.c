@@ -33,14 +33,17 @@ static void ipt_trace_check_free_on_cpu(void *arg)
  * ADDRn, and RTIT_CTL last.  Refuses a unit someone else has enabled, and
  * one in VMX operation on a part without PT there (-EBUSY: VMXON cleared
  * TraceEn and CTL cannot be written until VMXOFF; pt.c likewise writes no
- * CTL while pt->vmx_on, pt.c:416-427).
+ * CTL while pt->vmx_on, pt.c:416-427), and, on a hybrid part, a CPU whose
+ * own leaf 14H lacks something the configuration uses (-EOPNOTSUPP: it
+ * came online after the configuration was checked).
  */
 static void ipt_trace_start_on_cpu(void *arg)
 {
 	struct ipt_trace *t = arg;
 	const struct ipt_session *s = t->s;
 	const struct ipt_hw_ops *hw = s->hw;
-	unsigned int i;
+	unsigned int i, nr = ipt_caps_cpu_ranges(hw, smp_processor_id(),
+						   s->nr_ranges);
 	u64 ctl;
 	int ret;
 
@@ -49,6 +52,9 @@ static void ipt_trace_start_on_cpu(void *arg)
 		ret = -EBUSY;
 	if (!ret && s->hwcfg.vmx_check && hw->vmx_active && hw->vmx_active())
 		ret = -EBUSY;
+	if (!ret && !ipt_caps_cpu_fits(hw, smp_processor_id(), &s->hwcfg,
+				       s->single))
+		ret = -EOPNOTSUPP;
 	if (!ret)
 		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_BASE, t->base);
 	if (!ret)
@@ -58,7 +64,7 @@ static void ipt_trace_start_on_cpu(void *arg)
 				    t->status & s->hwcfg.status_keep);
 	if (!ret && s->has_cr3)
 		ret = hw->write_msr(MSR_IA32_RTIT_CR3_MATCH, s->hwcfg.cr3_match);
-	for (i = 0; !ret && i < s->nr_ranges; i++) {
+	for (i = 0; !ret && i < nr; i++) {
 		ret = hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), s->hwcfg.addr_a[i]);
 		if (!ret)
 			ret = hw->write_msr(IPT_MSR_RTIT_ADDR_B(i),
@@ -233,7 +239,9 @@ static struct ipt_trace *ipt_cpu_trace(struct ipt_session *s, u32 cpu)
  * system sleep stopped it (the sleep's end starts it, ipt_life.c).  A unit
  * that cannot be started (in VMX operation where PT does not run there:
  * KVM enables VMX on a CPU that comes online while VMs exist, before this
- * callback) leaves a gap in the trace: marked cut.
+ * callback; or a hybrid part's core that lacks a capability the
+ * configuration uses) is not programmed and leaves a gap in the trace:
+ * marked cut.
  */
 static void ipt_cpu_online(struct ipt_session *s, unsigned int cpu)
 {

@@ -53,8 +53,9 @@ typedef bool (*ipt_pmi_fn)(void);
  * @backend: the enum ipt_backend value reported to userspace
  * @owner: module that implements the operations (pinned while in use)
  * @cpuid: execute CPUID(@leaf, @subleaf) and store the result in @regs.
- *         May run on any CPU, in any context; the result is the same on
- *         every CPU of the system.
+ *         May run on any CPU, in any context.  The result is that of the
+ *         CPU it runs on: on a hybrid part leaf 14H differs between core
+ *         types (ipt_caps.c reads it on each CPU).
  * @read_msr: read MSR @msr of the current CPU into @val.  Returns 0, or
  *         -EIO where the instruction would fault (like rdmsrl_safe()).
  *         The caller keeps preemption disabled.

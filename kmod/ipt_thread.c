@@ -195,8 +195,9 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_thread_area_init);
  * is changed: the load is counted in @t->th.busy and the thread runs
  * untraced until its next switch-in.  So does a CPU in VMX operation on a
  * part without PT there (@s->hwcfg.vmx_check: CTL cannot be written, an
- * XRSTORS of it faults), asked before anything is written; that also
- * marks the trace cut (a gap).
+ * XRSTORS of it faults) and a hybrid part's core whose leaf 14H lacks
+ * something the configuration uses (ipt_caps_cpu_fits()), both asked
+ * before anything is written; they also mark the trace cut (a gap).
  *
  * Context: interrupts off, on the CPU the thread runs on; nothing loaded.
  * Return: true when the unit now traces into @t.
@@ -209,12 +210,18 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	unsigned int i;
 	/* perf took this CPU back (ipt_own_cpu_online()): not ours. */
 	int ret = ipt_own_here() ? 0 : -EBUSY;
-	bool vmx = false;
+	bool gap = false;
 
 	lockdep_assert_irqs_disabled();
 	if (!ret && s->hwcfg.vmx_check && hw->vmx_active && hw->vmx_active()) {
-		vmx = true;
+		gap = true;
 		ret = -EBUSY;
+	}
+	/* A hybrid part's core without what the configuration uses. */
+	if (!ret && !ipt_caps_cpu_fits(hw, smp_processor_id(), &s->hwcfg,
+				       s->single)) {
+		gap = true;
+		ret = -EOPNOTSUPP;
 	}
 	/* Counted from the first byte on: set before TraceEn. */
 	ipt_pmi_arm_here(t);
@@ -256,7 +263,7 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	write_seqcount_begin(&t->th.seq);
 	if (ret) {
 		t->th.busy++;
-		if (vmx)
+		if (gap)
 			t->cut = true;
 	} else {
 		t->th.switches++;
@@ -603,7 +610,9 @@ VISIBLE_IF_KUNIT void ipt_xss_set_on_cpu(void *arg)
 {
 	const struct ipt_session *s = arg;
 	const struct ipt_hw_ops *hw = s->hw;
-	unsigned int i;
+	/* A hybrid part's core may have fewer ranges than the session. */
+	unsigned int i, nr = ipt_caps_cpu_ranges(hw, smp_processor_id(),
+						   s->nr_ranges);
 	u64 ctl, xss;
 
 	if (this_cpu_read(ipt_xss_changed) || !ipt_own_here() ||
@@ -616,7 +625,7 @@ VISIBLE_IF_KUNIT void ipt_xss_set_on_cpu(void *arg)
 	hw->write_msr(MSR_IA32_RTIT_OUTPUT_MASK, IPT_RTIT_MASK_LOW);
 	if (s->has_cr3)
 		hw->write_msr(MSR_IA32_RTIT_CR3_MATCH, 0);
-	for (i = 0; i < s->nr_ranges; i++) {
+	for (i = 0; i < nr; i++) {
 		hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), 0);
 		hw->write_msr(IPT_MSR_RTIT_ADDR_B(i), 0);
 	}

@@ -51,6 +51,9 @@
  * @signature: CPUID.1:EAX (family, model, stepping)
  * @leaf_14_0: CPUID.(14H,0)
  * @leaf_14_1: CPUID.(14H,1)
+ * @hybrid: a hybrid part: odd-numbered CPUs are efficiency cores whose
+ *        CPUID.(14H,1) is @leaf_14_1_e (ipt_sim_model_of())
+ * @leaf_14_1_e: CPUID.(14H,1) of the efficiency cores of a @hybrid part
  * @leaf_15: CPUID.15H (TSC / core crystal clock)
  * @xsaves_pt: XSAVES supports the PT component (CPUID.(0DH,1):ECX[8])
  * @xsave_pt_size: size of the PT component, CPUID.(0DH,8):EAX (0 without
@@ -74,6 +77,8 @@ struct ipt_sim_model {
 	u32 signature;
 	struct ipt_cpuid_regs leaf_14_0;
 	struct ipt_cpuid_regs leaf_14_1;
+	bool hybrid;
+	struct ipt_cpuid_regs leaf_14_1_e;
 	struct ipt_cpuid_regs leaf_15;
 	bool xsaves_pt;
 	u32 xsave_pt_size;

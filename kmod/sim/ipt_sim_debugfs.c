@@ -220,7 +220,7 @@ static int ipt_sim_reset_set(void *data, u64 val)
 	if (pc->st.ctl & RTIT_CTL_TRACEEN)
 		ret = -EBUSY;
 	else
-		ipt_sim_cpu_init(&pc->st, ipt_sim_model);
+		ipt_sim_cpu_init(&pc->st, ipt_sim_model_of(pc->cpu));
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	return ret;
 }

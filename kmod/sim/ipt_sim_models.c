@@ -86,6 +86,29 @@ const struct ipt_sim_model ipt_sim_models[] = {
 	},
 	{
 		/*
+		 * A hybrid part (Alder Lake): the performance cores (even CPUs)
+		 * and the efficiency cores (odd CPUs) answer CPUID.(14H,1)
+		 * differently: 2 ranges / 1, MTC 0x249 / 0x9, CYC 0x3fff /
+		 * 0xff.  Linux 6.1 reads leaf 14H on one CPU only
+		 * (pt_pmu_hw_init(), pt.c:237-243).
+		 */
+		.name = "adl",
+		.desc = "Alder Lake hybrid: P and E cores differ in CPUID.(14H,1)",
+		.signature = 0x000906a3,
+		.leaf_14_0 = { 1, 0x1ff, 0x7, 0 },
+		.leaf_14_1 = { 0x02490002, 0x003f3fff, 0, 0 },
+		.hybrid = true,
+		.leaf_14_1_e = { 0x00090001, 0x003f00ff, 0, 0 },
+		.leaf_15 = { 2, 188, 38400000, 0 },
+		.xsaves_pt = true,
+		.xsave_pt_size = IPT_SIM_XSAVE_PT_SIZE,
+		.maxphyaddr = 39,
+		.virt_bits = 48,
+		.nom_ratio = 24,
+		.vmx_pt = true,
+	},
+	{
+		/*
 		 * Broadwell as it is: ToPA with many entries and single-range
 		 * output, nothing in CPUID.(14H,0):EBX (so no configurable
 		 * PSB: PacketByteCnt is not writable), no subleaf 1, no leaf

@@ -86,6 +86,8 @@ enum ipt_unavail {
 #define IPT_PLAT_PCID		_BITULL(1)	/* CR4.PCIDE: CR3[11:0] is a PCID */
 /* IA32_VMX_MISC[14] = 0: no PT in VMX operation, VMXON clears TraceEn */
 #define IPT_PLAT_VMX_NO_PT	_BITULL(2)
+/* CPUs differ in CPUID leaf 14H (hybrid): the caps are their intersection */
+#define IPT_PLAT_HYBRID		_BITULL(3)
 
 /**
  * struct ipt_cpuid_regs - one CPUID result, as the CPU returned it

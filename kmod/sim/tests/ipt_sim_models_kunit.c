@@ -56,6 +56,8 @@ static const struct model_case model_cases[] = {
 	  IPT_FEAT_TOPA_MULTI, 2, 0x249, 0x1fff, 0x3f, 0, 48 },
 	{ "icx", 6, 0x6a, IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_XSAVES_PT,
 	  0, 2, 0x249, 0x1fff, 0x3f, 128, 57 },
+	{ "adl", 6, 0x9a, IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_XSAVES_PT,
+	  0, 2, 0x249, 0x3fff, 0x3f, 128, 48 },
 	{ "bdw", 6, 0x3d, IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_SINGLE_RANGE,
 	  IPT_FEAT_PSB_CYC | IPT_FEAT_CR3_FILTER | IPT_FEAT_MTC | IPT_FEAT_IP_FILTER,
 	  0, 0, 0, 0, 0, 48 },

@@ -27,8 +27,17 @@
  * IA32_RTIT_CTL #GP until VMXOFF.  A stop must not fail or fault on it
  * and must mark the trace IPT_TS_CUT; a start is refused with EBUSY; a
  * thread's loads are refused (busy) without a fault.
+ *
+ * The "hybrid" fixture (guest-tests loads ipt_sim model=adl: even CPUs are
+ * P cores with 2 ranges, MTC 0x249, CYC 0x3fff; odd CPUs E cores with 1,
+ * 0x9, 0xff) checks that the caps are the intersection of the online
+ * CPUs' CPUID leaf 14H, that configurations beyond it are refused, and
+ * that a CPU coming online with less than a session uses is not
+ * programmed (per CPU) or not loaded (per thread), the trace marked
+ * IPT_TS_CUT, without a #GP.  It needs CPUs 0 and 1.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -546,6 +555,201 @@ TEST_F(vmx, thread_cut_by_vmxon)
 	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
 	EXPECT_LT(before, ts.bytes_captured);
 	EXPECT_EQ(0, ts.status & IPT_TS_ERROR);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+FIXTURE(hybrid) {
+	bool skip;
+	int fd;
+	struct ipt_caps caps;
+	uint64_t gp;
+};
+
+FIXTURE_SETUP(hybrid)
+{
+	self->fd = -1;
+	self->skip = true;
+	if (!ipt_sim_loaded())
+		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->caps.size = sizeof(self->caps);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
+	if (self->caps.model != 0x9a)
+		SKIP(return, "not the hybrid model (load ipt_sim model=adl)");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs CPUs 0 and 1");
+	self->skip = false;
+	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+	self->gp = sim_gp();
+}
+
+FIXTURE_TEARDOWN(hybrid)
+{
+	if (self->fd < 0)
+		return;
+	close(self->fd);
+	if (self->skip)
+		return;
+	EXPECT_EQ(0, ipt_cpu_online_set(1, 1));
+	/* Nothing ipt did faulted: no E core got what it lacks. */
+	EXPECT_EQ(self->gp, sim_gp());
+}
+
+static int get_caps(int fd, struct ipt_caps *caps)
+{
+	memset(caps, 0, sizeof(*caps));
+	caps->size = sizeof(*caps);
+	return ipt_ioctl(fd, IPT_IOC_GET_CAPS, caps);
+}
+
+/* A TraceStop range far from the workload: it only uses ADDRn. */
+static void use_range(struct ipt_config *c, int n)
+{
+	c->ranges[n].kind = IPT_RANGE_STOP;
+	c->ranges[n].start = 0x10000;
+	c->ranges[n].end = 0x10fff;
+}
+
+/* With both core types online the caps are their intersection. */
+TEST_F(hybrid, caps_are_the_intersection)
+{
+	uint64_t mask[1] = { 3 };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	int cpu;
+
+	SKIP_IF_SKIPPED();
+	EXPECT_NE(0, self->caps.platform & IPT_PLAT_HYBRID);
+	EXPECT_EQ(1, self->caps.num_addr_ranges);
+	EXPECT_EQ(0x9, self->caps.mtc_freq_mask);
+	EXPECT_EQ(0xff, self->caps.cyc_thresh_mask);
+	EXPECT_EQ(0x3f, self->caps.psb_freq_mask);
+
+#define TRY(err, stmt) do {						\
+		ipt_cfg_cpu(&c, mask, 0, 64 * KIB);			\
+		mask[0] = 3;						\
+		stmt;							\
+		EXPECT_EQ(err, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c)) \
+			TH_LOG("%s", #stmt);				\
+		if (!err)						\
+			ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE)); \
+	} while (0)
+	/* What only the P cores have. */
+	TRY(-EOPNOTSUPP, use_range(&c, 1));
+	TRY(-EOPNOTSUPP, c.trace_flags |= IPT_TRACE_MTC; c.mtc_freq = 6);
+	TRY(-EOPNOTSUPP, c.trace_flags |= IPT_TRACE_CYC; c.cyc_thresh = 9);
+	TRY(-EOPNOTSUPP, c.mode = IPT_MODE_THREAD; c.max_threads = 1;
+	    c.cpu_mask_words = 0; c.cpu_mask_ptr = 0; use_range(&c, 1));
+#undef TRY
+
+	/* What both have configures, and runs on both without a #GP. */
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	mask[0] = 3;
+	use_range(&c, 0);
+	c.trace_flags |= IPT_TRACE_MTC | IPT_TRACE_CYC;
+	c.mtc_freq = 3;
+	c.cyc_thresh = 7;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	for (cpu = 0; cpu < 2; cpu++) {
+		ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
+		EXPECT_EQ(0, ts.status & (IPT_TS_CUT | IPT_TS_ERROR));
+		EXPECT_LT(0ULL, ts.bytes_captured);
+	}
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * With the E core offline the caps are the P core's; a session uses a
+ * second range.  When the E core comes online it is not programmed (its
+ * trace is cut), the caps narrow again, and nothing faults.
+ */
+TEST_F(hybrid, cpu_online_with_fewer_caps)
+{
+	uint64_t mask[1] = { 3 };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	struct ipt_caps caps;
+
+	SKIP_IF_SKIPPED();
+	ASSERT_EQ(0, ipt_cpu_online_set(1, 0));
+	ASSERT_EQ(0, get_caps(self->fd, &caps));
+	EXPECT_EQ(2, caps.num_addr_ranges);
+	EXPECT_EQ(0, caps.platform & IPT_PLAT_HYBRID);
+
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	mask[0] = 3;
+	use_range(&c, 1);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cpu_online_set(1, 1));
+
+	ASSERT_EQ(0, get_caps(self->fd, &caps));
+	EXPECT_EQ(1, caps.num_addr_ranges);
+	EXPECT_NE(0, caps.platform & IPT_PLAT_HYBRID);
+	ASSERT_EQ(0, ipt_state(self->fd, 1, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
+	EXPECT_NE(0, ts.status & IPT_TS_CUT);
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_NE(0, ts.status & IPT_TS_RUNNING);
+	EXPECT_EQ(0, ts.status & IPT_TS_CUT);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	/* Both online now: the E core still cannot run it. */
+	EXPECT_EQ(-EOPNOTSUPP, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/* Pin the calling thread to @cpu. */
+static int pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+/*
+ * A per-thread session configured with the E core offline uses a second
+ * range: on the E core the thread is not loaded (busy, cut), on the P core
+ * it is.
+ */
+TEST_F(hybrid, thread_on_core_with_fewer_caps)
+{
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	uint64_t switches;
+
+	SKIP_IF_SKIPPED();
+	ASSERT_EQ(0, pin(0));
+	ASSERT_EQ(0, ipt_cpu_online_set(1, 0));
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+	c.buffer_size = 64 * KIB;
+	c.max_threads = 1;
+	use_range(&c, 1);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
+	ASSERT_EQ(0, ipt_cpu_online_set(1, 1));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, 2));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_CUT);
+
+	ASSERT_EQ(0, pin(1));
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, true, 2));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_NE(0, ts.status & IPT_TS_CUT);
+	switches = ts.switches;
+
+	ASSERT_EQ(0, pin(0));
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, switches + 2));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
