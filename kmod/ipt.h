@@ -184,6 +184,9 @@ struct page *ipt_buffer_page(const struct ipt_buffer *buf, u64 off);
  * @status_keep: the IA32_RTIT_STATUS bits a (re)start writes back
  *        (IPT_STATUS_KEEP, without PacketByteCnt where the unit has no
  *        configurable PSB: writing it there is #GP)
+ * @vmx_check: the unit does not trace in VMX operation
+ *        (IPT_PLAT_VMX_NO_PT): ask the backend's vmx_active before
+ *        enabling, since writing IA32_RTIT_CTL there is #GP
  */
 struct ipt_hwcfg {
 	u64 ctl;
@@ -191,6 +194,7 @@ struct ipt_hwcfg {
 	u64 cr3_match;
 	u64 addr_a[IPT_MAX_ADDR_RANGES];
 	u64 addr_b[IPT_MAX_ADDR_RANGES];
+	bool vmx_check;
 };
 
 /**
@@ -344,6 +348,13 @@ const char *ipt_unavail_str(enum ipt_unavail why);
 enum ipt_unavail ipt_caps_probe(const struct ipt_hw_ops *hw,
 				struct ipt_caps *caps);
 bool ipt_caps_branch_required(const struct ipt_caps *caps);
+u64 ipt_caps_cr3_user_bits(const struct ipt_caps *caps);
+void ipt_caps_cpu_update(const struct ipt_hw_ops *hw, struct ipt_caps *caps,
+			 unsigned int cpu, bool online);
+bool ipt_caps_cpu_fits(const struct ipt_hw_ops *ops, unsigned int cpu,
+		       const struct ipt_hwcfg *hw, bool single);
+unsigned int ipt_caps_cpu_ranges(const struct ipt_hw_ops *hw,
+				 unsigned int cpu, unsigned int nr);
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_caps_signature(u32 eax, struct ipt_caps *caps);
 #endif
@@ -357,6 +368,8 @@ void ipt_gate_exit(void);
 void ipt_hw_attach(struct ipt_device *idev);
 void ipt_hw_detach(struct ipt_device *idev);
 void ipt_hw_select_locked(struct ipt_device *idev);
+void ipt_hw_cpu_update_locked(struct ipt_device *idev, unsigned int cpu,
+			      bool online);
 
 /* ipt_uaccess.c */
 int ipt_arg_in(void *karg, size_t ksize, size_t min_size,

@@ -48,6 +48,32 @@ static bool ipt_canonical(u64 la, u32 bits)
 	return ((s64)(la << shift) >> shift) == (s64)la;
 }
 
+/*
+ * The CR3_MATCH for @cfg's cr3_match, the CR3 of an address space as the
+ * kernel runs on it.  Under page-table isolation user mode runs on another
+ * CR3 (ipt_caps_cr3_user_bits()): a user-only trace gets that one, a
+ * kernel-only trace the value as given (which then must not be a user
+ * CR3), and a trace of both is refused, since one CR3_MATCH value matches
+ * only one of the two.
+ */
+static int ipt_check_cr3(const struct ipt_config *cfg,
+			 const struct ipt_caps *caps, u64 *cr3_match)
+{
+	u64 user = ipt_caps_cr3_user_bits(caps);
+	u64 tf = cfg->trace_flags;
+
+	*cr3_match = cfg->cr3_match;
+	if (!user)
+		return 0;
+	if ((tf & IPT_TRACE_USER) && (tf & IPT_TRACE_KERNEL))
+		return -EINVAL;
+	if (tf & IPT_TRACE_USER)
+		*cr3_match |= user;
+	else if (cfg->cr3_match & user)
+		return -EINVAL;
+	return 0;
+}
+
 /* An encoding @val (0..15) of a CTL field, supported per @mask. */
 static int ipt_check_encoding(u32 val, u32 mask)
 {
@@ -102,12 +128,14 @@ static int ipt_check_ranges(const struct ipt_config *cfg,
  * refused here rather than failing at start, as pt_event_valid() refuses
  * the perf event (pt.c:391-407).  Where the unit has no configurable PSB
  * the STATUS written at each start leaves PacketByteCnt out (@hwcfg's
- * status_keep): a non-zero value there is #GP.
+ * status_keep): a non-zero value there is #GP.  Under page-table isolation
+ * (IPT_PLAT_PTI) a user-only CR3 filter programs the user-mode CR3.
  *
  * Return: 0; -EINVAL for a malformed field (unknown flag, reserved bit,
  * encoding above 15, value without its enabling flag, bad range, a range
  * not canonical to the CPU's linear address width, no IPT_TRACE_BRANCH
- * on a part with BDM106);
+ * on a part with BDM106, a CR3 filter under page-table isolation for user
+ * and kernel mode together or, kernel-only, with a user-mode CR3);
  * -EOPNOTSUPP for what the unit cannot do (missing feature, encoding
  * absent from its bitmap, range beyond its count, no ToPA output);
  * -EPERM for kernel tracing without @privileged.
@@ -135,6 +163,7 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 
 	hw.ctl = RTIT_CTL_TOPA;
 	hw.status_keep = IPT_STATUS_KEEP;
+	hw.vmx_check = caps->platform & IPT_PLAT_VMX_NO_PT;
 	if (!(feat & IPT_FEAT_PSB_CYC))
 		hw.status_keep &= ~RTIT_STATUS_BYTECNT;
 	if (tf & IPT_TRACE_USER)
@@ -205,12 +234,14 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 	if (!(tf & IPT_TRACE_CR3_FILTER) && cfg->cr3_match)
 		return -EINVAL;
 	if (tf & IPT_TRACE_CR3_FILTER) {
-		if (cfg->cr3_match & GENMASK_ULL(4, 0))
+		if (cfg->cr3_match & IPT_CR3_MATCH_RSVD)
 			return -EINVAL;
 		if (!(feat & IPT_FEAT_CR3_FILTER))
 			return -EOPNOTSUPP;
+		ret = ipt_check_cr3(cfg, caps, &hw.cr3_match);
+		if (ret)
+			return ret;
 		hw.ctl |= RTIT_CTL_CR3EN;
-		hw.cr3_match = cfg->cr3_match;
 	}
 
 	ret = ipt_check_ranges(cfg, caps, &hw);

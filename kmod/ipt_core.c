@@ -237,7 +237,7 @@ static int __init ipt_init(void)
 {
 	int ret;
 
-	BUILD_BUG_ON(sizeof(struct ipt_caps) != IPT_CAPS_SIZE_VER1);
+	BUILD_BUG_ON(sizeof(struct ipt_caps) != IPT_CAPS_SIZE_VER2);
 	BUILD_BUG_ON(sizeof(struct ipt_config) != IPT_CONFIG_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_cmd) != IPT_CMD_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_trace_state) != IPT_TRACE_STATE_SIZE_VER0);

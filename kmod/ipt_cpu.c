@@ -30,20 +30,31 @@ static void ipt_trace_check_free_on_cpu(void *arg)
 
 /*
  * Start: the SDM order, OUTPUT_BASE, OUTPUT_MASK_PTRS, STATUS, CR3_MATCH,
- * ADDRn, and RTIT_CTL last.  Refuses a unit someone else has enabled.
+ * ADDRn, and RTIT_CTL last.  Refuses a unit someone else has enabled, and
+ * one in VMX operation on a part without PT there (-EBUSY: VMXON cleared
+ * TraceEn and CTL cannot be written until VMXOFF; pt.c likewise writes no
+ * CTL while pt->vmx_on, pt.c:416-427), and, on a hybrid part, a CPU whose
+ * own leaf 14H lacks something the configuration uses (-EOPNOTSUPP: it
+ * came online after the configuration was checked).
  */
 static void ipt_trace_start_on_cpu(void *arg)
 {
 	struct ipt_trace *t = arg;
 	const struct ipt_session *s = t->s;
 	const struct ipt_hw_ops *hw = s->hw;
-	unsigned int i;
+	unsigned int i, nr = ipt_caps_cpu_ranges(hw, smp_processor_id(),
+						   s->nr_ranges);
 	u64 ctl;
 	int ret;
 
 	ret = hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
 	if (!ret && (ctl & RTIT_CTL_TRACEEN))
 		ret = -EBUSY;
+	if (!ret && s->hwcfg.vmx_check && hw->vmx_active && hw->vmx_active())
+		ret = -EBUSY;
+	if (!ret && !ipt_caps_cpu_fits(hw, smp_processor_id(), &s->hwcfg,
+				       s->single))
+		ret = -EOPNOTSUPP;
 	if (!ret)
 		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_BASE, t->base);
 	if (!ret)
@@ -53,7 +64,7 @@ static void ipt_trace_start_on_cpu(void *arg)
 				    t->status & s->hwcfg.status_keep);
 	if (!ret && s->has_cr3)
 		ret = hw->write_msr(MSR_IA32_RTIT_CR3_MATCH, s->hwcfg.cr3_match);
-	for (i = 0; !ret && i < s->nr_ranges; i++) {
+	for (i = 0; !ret && i < nr; i++) {
 		ret = hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), s->hwcfg.addr_a[i]);
 		if (!ret)
 			ret = hw->write_msr(IPT_MSR_RTIT_ADDR_B(i),
@@ -69,14 +80,25 @@ static void ipt_trace_start_on_cpu(void *arg)
 	}
 }
 
-/* Stop: CTL without TraceEn, then read OUTPUT_BASE, MASK_PTRS, STATUS. */
+/*
+ * Stop: CTL without TraceEn, then read OUTPUT_BASE, MASK_PTRS, STATUS.  A
+ * TraceEn found clear was cleared by someone else: VMXON on a part without
+ * PT in VMX operation (where a write of CTL would then #GP), or a power
+ * loss.  Nothing is left to stop; the trace is marked cut (a gap, not a
+ * failure) and its position read as for any stop.
+ */
 static void ipt_trace_stop_on_cpu(void *arg)
 {
 	struct ipt_trace *t = arg;
 	const struct ipt_hw_ops *hw = t->s->hw;
+	u64 ctl;
 	int ret;
 
-	ret = hw->write_msr(MSR_IA32_RTIT_CTL, t->s->hwcfg.ctl);
+	ret = hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
+	if (!ret && !(ctl & RTIT_CTL_TRACEEN))
+		t->cut = true;
+	else if (!ret)
+		ret = hw->write_msr(MSR_IA32_RTIT_CTL, t->s->hwcfg.ctl);
 	/* A faulted stop leaves the unit ipt's: panic would still clear it. */
 	if (!ret) {
 		ipt_life_mark_off();
@@ -208,7 +230,12 @@ static struct ipt_trace *ipt_cpu_trace(struct ipt_session *s, u32 cpu)
 
 /*
  * A CPU comes online: its trace starts if the session traces, unless a
- * system sleep stopped it (the sleep's end starts it, ipt_life.c).
+ * system sleep stopped it (the sleep's end starts it, ipt_life.c).  A unit
+ * that cannot be started (in VMX operation where PT does not run there:
+ * KVM enables VMX on a CPU that comes online while VMs exist, before this
+ * callback; or a hybrid part's core that lacks a capability the
+ * configuration uses) is not programmed and leaves a gap in the trace:
+ * marked cut.
  */
 static void ipt_cpu_online(struct ipt_session *s, unsigned int cpu)
 {
@@ -220,8 +247,8 @@ static void ipt_cpu_online(struct ipt_session *s, unsigned int cpu)
 		return;
 	t = ipt_cpu_trace(s, cpu);
 	/* A unit someone else took meanwhile stays theirs. */
-	if (t && !t->running && ipt_own_cpu(cpu))
-		ipt_trace_start(t);
+	if (t && !t->running && ipt_own_cpu(cpu) && ipt_trace_start(t))
+		t->cut = true;
 }
 
 /* A CPU goes offline: its trace stops, its position settled. */
@@ -251,6 +278,8 @@ static void ipt_cpu_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
 
 	lockdep_assert_held(&t->s->idev->lock);
 	ipt_pos_fill(t->buf, t->s->single, &pos, ts);
+	if (t->cut)
+		ts->status |= IPT_TS_CUT;
 }
 
 const struct ipt_mode_ops ipt_cpu_mode_ops = {

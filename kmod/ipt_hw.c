@@ -83,6 +83,26 @@ void ipt_hw_select_locked(struct ipt_device *idev)
 			idev->caps.stepping, ops->name);
 }
 
+/**
+ * ipt_hw_cpu_update_locked() - a CPU came online or goes offline
+ * @idev: the device, with a usable backend
+ * @cpu: the CPU
+ * @online: it came online, else it goes offline
+ *
+ * The capabilities stay the intersection of the online CPUs' (hybrid
+ * parts, ipt_caps_cpu_update()) and the limits follow them.
+ *
+ * Context: CPU hotplug callback; @idev->lock must be held.
+ */
+void ipt_hw_cpu_update_locked(struct ipt_device *idev, unsigned int cpu,
+			      bool online)
+{
+	lockdep_assert_held(&idev->lock);
+	ipt_caps_cpu_update(idev->hw, &idev->caps, cpu, online);
+	if (idev->caps.features & IPT_FEAT_TOPA)
+		ipt_config_limits(&idev->caps);
+}
+
 /*
  * ipt_hw_in_use() - whether anything holds the current backend.
  * This is the hook for sessions: they count themselves in @idev->users

@@ -53,8 +53,9 @@ typedef bool (*ipt_pmi_fn)(void);
  * @backend: the enum ipt_backend value reported to userspace
  * @owner: module that implements the operations (pinned while in use)
  * @cpuid: execute CPUID(@leaf, @subleaf) and store the result in @regs.
- *         May run on any CPU, in any context; the result is the same on
- *         every CPU of the system.
+ *         May run on any CPU, in any context.  The result is that of the
+ *         CPU it runs on: on a hybrid part leaf 14H differs between core
+ *         types (ipt_caps.c reads it on each CPU).
  * @read_msr: read MSR @msr of the current CPU into @val.  Returns 0, or
  *         -EIO where the instruction would fault (like rdmsrl_safe()).
  *         The caller keeps preemption disabled.
@@ -99,6 +100,14 @@ typedef bool (*ipt_pmi_fn)(void);
  *         while it is set is not delivered.  Called by the PMI handler
  *         and, with interrupts off, by the code that settles a PMI in its
  *         place.  The caller keeps preemption disabled.
+ * @platform: the IPT_PLAT_* bits of the kernel the unit runs under (how it
+ *         uses CR3: page-table isolation, PCID); fixed from boot on.  May
+ *         be NULL (no bits).  Any context.
+ * @vmx_active: whether the current CPU is in VMX operation (CR4.VMXE, set
+ *         by KVM before VMXON and cleared after VMXOFF).  Asked only where
+ *         IA32_VMX_MISC[14] = 0 (IPT_PLAT_VMX_NO_PT): there, in VMX
+ *         operation TraceEn is clear and IA32_RTIT_CTL cannot be written.
+ *         May be NULL (never).  The caller keeps preemption disabled.
  */
 struct ipt_hw_ops {
 	const char *name;
@@ -112,6 +121,8 @@ struct ipt_hw_ops {
 	int (*pmi_request)(ipt_pmi_fn fn, unsigned int flags);
 	void (*pmi_release)(void);
 	void (*pmi_unmask)(void);
+	u64 (*platform)(void);
+	bool (*vmx_active)(void);
 };
 
 extern const struct ipt_hw_ops ipt_hw_native_ops;

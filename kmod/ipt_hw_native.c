@@ -26,6 +26,34 @@ static void ipt_native_cpuid(u32 leaf, u32 subleaf, struct ipt_cpuid_regs *r)
 	cpuid_count(leaf, subleaf, &r->eax, &r->ebx, &r->ecx, &r->edx);
 }
 
+/*
+ * X86_FEATURE_PTI: the entry code switches to the user half of the PGD on
+ * the way to user mode, setting PTI_USER_PGTABLE_MASK (bit 12) and, with
+ * X86_FEATURE_PCID, PTI_USER_PCID_MASK (bit 11) in CR3
+ * (arch/x86/entry/calling.h:153-157, 180-212).  X86_FEATURE_PCID is what
+ * build_cr3() tests to put a PCID in CR3[11:0] (arch/x86/mm/tlb.c:157-165).
+ */
+static u64 ipt_native_platform(void)
+{
+	u64 p = 0;
+
+	if (boot_cpu_has(X86_FEATURE_PTI))
+		p |= IPT_PLAT_PTI;
+	if (boot_cpu_has(X86_FEATURE_PCID))
+		p |= IPT_PLAT_PCID;
+	return p;
+}
+
+/*
+ * KVM sets CR4.VMXE before VMXON and clears it after VMXOFF
+ * (kvm_cpu_vmxon(), arch/x86/kvm/vmx/vmx.c:2495-2513; cpu_vmxoff(),
+ * arch/x86/include/asm/virtext.h:44-58).
+ */
+static bool ipt_native_vmx_active(void)
+{
+	return __read_cr4() & X86_CR4_VMXE;
+}
+
 static int ipt_native_rdmsr(u32 msr, u64 *val)
 {
 	return rdmsrl_safe(msr, val) ? -EIO : 0;
@@ -172,4 +200,6 @@ const struct ipt_hw_ops ipt_hw_native_ops = {
 	.pmi_request = ipt_native_pmi_request,
 	.pmi_release = ipt_native_pmi_release,
 	.pmi_unmask = ipt_native_pmi_unmask,
+	.platform = ipt_native_platform,
+	.vmx_active = ipt_native_vmx_active,
 };

@@ -133,13 +133,15 @@ static void ipt_own_save_on_cpu(void *arg)
 	const struct ipt_session *s = arg;
 	const struct ipt_hw_ops *hw = s->hw;
 	struct ipt_own_cpu *oc = this_cpu_ptr(&ipt_own_pcpu);
-	unsigned int i;
+	/* A hybrid part's core may have fewer ranges than the session. */
+	unsigned int i, nr = ipt_caps_cpu_ranges(hw, smp_processor_id(),
+						   s->nr_ranges);
 	int ret;
 
 	ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &oc->base);
 	if (!ret)
 		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &oc->mask);
-	for (i = 0; !ret && i < s->nr_ranges; i++) {
+	for (i = 0; !ret && i < nr; i++) {
 		ret = hw->read_msr(IPT_MSR_RTIT_ADDR_A(i), &oc->addr_a[i]);
 		if (!ret)
 			ret = hw->read_msr(IPT_MSR_RTIT_ADDR_B(i),
@@ -158,7 +160,8 @@ static void ipt_own_restore_on_cpu(void *arg)
 	const struct ipt_session *s = arg;
 	const struct ipt_hw_ops *hw = s->hw;
 	struct ipt_own_cpu *oc = this_cpu_ptr(&ipt_own_pcpu);
-	unsigned int i;
+	unsigned int i, nr = ipt_caps_cpu_ranges(hw, smp_processor_id(),
+						   s->nr_ranges);
 	u64 ctl;
 	int ret;
 
@@ -169,7 +172,7 @@ static void ipt_own_restore_on_cpu(void *arg)
 		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_BASE, oc->base);
 	if (!ret)
 		ret = hw->write_msr(MSR_IA32_RTIT_OUTPUT_MASK, oc->mask);
-	for (i = 0; !ret && i < s->nr_ranges; i++) {
+	for (i = 0; !ret && i < nr; i++) {
 		ret = hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), oc->addr_a[i]);
 		if (!ret)
 			ret = hw->write_msr(IPT_MSR_RTIT_ADDR_B(i),

@@ -51,9 +51,19 @@
 #define IPT_TOPA_MIN_SHIFT		12
 #define IPT_TOPA_MAX_SHIFT		27
 
+/*
+ * CR3 of user mode under page-table isolation: the user half of the PGD
+ * and the user PCID (arch/x86/entry/calling.h:153-157, private there).
+ */
+#define IPT_CR3_PTI_USER_PGTABLE	BIT_ULL(12)
+#define IPT_CR3_PTI_USER_PCID		BIT_ULL(11)
+/* IA32_RTIT_CR3_MATCH[4:0] are reserved (SDM vol. 3C, 33.2.8.6). */
+#define IPT_CR3_MATCH_RSVD		GENMASK_ULL(4, 0)
+
 /* CPUID leaves and bits the driver reads. */
 #define IPT_CPUID_VENDOR		0x00000000
 #define IPT_CPUID_SIGNATURE		0x00000001
+#define IPT_CPUID_SIGNATURE_ECX_VMX	BIT(5)
 #define IPT_CPUID_EXT_FEATURES		0x00000007
 #define IPT_CPUID_EXT_FEATURES_EBX_PT	BIT(25)
 #define IPT_CPUID_XSAVE			0x0000000d

@@ -85,6 +85,9 @@ static int ipt_session_cpu_online(unsigned int cpu)
 
 	lock_map_acquire_read(&ipt_cpus_map);
 	mutex_lock(&idev->lock);
+	/* A hybrid part's CPU may have less: the caps, and the checks below. */
+	if (idev->hw)
+		ipt_hw_cpu_update_locked(idev, cpu, true);
 	s = list_first_entry_or_null(&idev->sessions, struct ipt_session, node);
 	/* perf dropped the hold at offline: take it again first. */
 	if (s)
@@ -108,6 +111,8 @@ static int ipt_session_cpu_offline(unsigned int cpu)
 	s = list_first_entry_or_null(&idev->sessions, struct ipt_session, node);
 	if (s)
 		ipt_own_cpu_offline(s, cpu);
+	if (idev->hw)
+		ipt_hw_cpu_update_locked(idev, cpu, false);
 	mutex_unlock(&idev->lock);
 	lock_map_release(&ipt_cpus_map);
 	return 0;

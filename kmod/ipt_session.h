@@ -76,6 +76,9 @@ struct ipt_thread {
  * @pmis_at_stop: @pmis as it was after the last stop's PMI drain
  * @running: TraceEn is set on @cpu for this trace
  * @pmi_late: a stop found a PMI still pending after the drain timeout
+ * @cut: TraceEn was found clear where this trace had set it, or the unit
+ *        could not be enabled for it (VMX operation on a part without PT
+ *        there): the trace has a gap (IPT_TS_CUT)
  * @err: result of the last cross-CPU call
  * @pmis: ToPA PMIs taken for this buffer (the INT is on the last region
  *        only, so each is one wrap of a ring, or a full stop-on-full
@@ -86,7 +89,7 @@ struct ipt_thread {
  * @th: per-thread state; unused in IPT_MODE_CPU
  *
  * Locking: per-CPU traces: everything but @pmis under the device lock;
- * the cross-CPU calls write @base, @mask, @status, @running and @err while
+ * the cross-CPU calls write @base, @mask, @status, @running, @cut and @err while
  * the caller holds the device lock and waits for them.  Thread traces:
  * see struct ipt_thread.
  */
@@ -101,6 +104,7 @@ struct ipt_trace {
 	u64 pmis_at_stop;
 	bool running;
 	bool pmi_late;
+	bool cut;
 	int err;
 	atomic64_t pmis;
 	u64 sample;

@@ -205,7 +205,11 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_thread_area_init);
  * TraceEn last.  A unit that someone else enabled makes the first write
  * fault (every one of them is #GP while TraceEn = 1), so nothing of theirs
  * is changed: the load is counted in @t->th.busy and the thread runs
- * untraced until its next switch-in.
+ * untraced until its next switch-in.  So does a CPU in VMX operation on a
+ * part without PT there (@s->hwcfg.vmx_check: CTL cannot be written, an
+ * XRSTORS of it faults) and a hybrid part's core whose leaf 14H lacks
+ * something the configuration uses (ipt_caps_cpu_fits()), both asked
+ * before anything is written; they also mark the trace cut (a gap).
  *
  * Context: interrupts off, on the CPU the thread runs on; nothing loaded.
  * Return: true when the unit now traces into @t.
@@ -218,8 +222,19 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	unsigned int i;
 	/* perf took this CPU back (ipt_own_cpu_online()): not ours. */
 	int ret = ipt_own_here() ? 0 : -EBUSY;
+	bool gap = false;
 
 	lockdep_assert_irqs_disabled();
+	if (!ret && s->hwcfg.vmx_check && hw->vmx_active && hw->vmx_active()) {
+		gap = true;
+		ret = -EBUSY;
+	}
+	/* A hybrid part's core without what the configuration uses. */
+	if (!ret && !ipt_caps_cpu_fits(hw, smp_processor_id(), &s->hwcfg,
+				       s->single)) {
+		gap = true;
+		ret = -EOPNOTSUPP;
+	}
 	/* Counted from the first byte on: set before TraceEn. */
 	ipt_pmi_arm_here(t);
 	if (xsaves && !ret) {
@@ -260,6 +275,8 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	write_seqcount_begin(&t->th.seq);
 	if (ret) {
 		t->th.busy++;
+		if (gap)
+			t->cut = true;
 	} else {
 		t->th.switches++;
 		t->cpu = smp_processor_id();
@@ -309,7 +326,11 @@ static bool ipt_thread_xsaves(const struct ipt_hw_ops *hw, struct ipt_trace *t)
  * the XSAVES path that is a fallback: counted, this CPU stays on the MSR
  * path, and the trace's XSAVES area is rebuilt from the registers read so
  * that an XRSTORS elsewhere resumes from there.  So the unit is off on
- * return either way.  Then the ToPA PMI is settled
+ * return either way.  A TraceEn found clear (the saved CTL lacks it, or a
+ * read of CTL where its write faulted or, on a part without PT in VMX
+ * operation, the CPU is in VMX operation and a write would #GP) was
+ * cleared by someone else: VMXON there clears it.  The position is read
+ * all the same and the trace marked cut.  Then the ToPA PMI is settled
  * (ipt_pmi_settle_here()): one raised by this thread's output but not yet
  * handled is counted for @t, neither lost nor counted for the next thread.
  *
@@ -319,9 +340,9 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 {
 	const struct ipt_session *s = t->s;
 	const struct ipt_hw_ops *hw = s->hw;
-	u64 base = t->base, mask = t->mask, status = t->status;
+	u64 base = t->base, mask = t->mask, status = t->status, ctl;
 	unsigned int rd = 0, wr = 0;
-	bool saved = false;
+	bool saved = false, cut = false, off = false;
 
 	lockdep_assert_irqs_disabled();
 	if (s->xsaves && this_cpu_read(ipt_xsaves_here)) {
@@ -329,6 +350,7 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 
 		saved = ipt_thread_xsaves(hw, t);
 		if (saved) {
+			cut = !(v[IPT_XSAVE_CTL] & RTIT_CTL_TRACEEN);
 			base = v[IPT_XSAVE_OUTPUT_BASE];
 			mask = v[IPT_XSAVE_OUTPUT_MASK];
 			status = v[IPT_XSAVE_STATUS];
@@ -337,7 +359,19 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 			this_cpu_inc(ipt_switch_stats.fallbacks);
 		}
 	}
-	if (!saved && !ipt_th_wr(hw, MSR_IA32_RTIT_CTL, s->hwcfg.ctl)) {
+	if (!saved) {
+		/* In VMX operation there, a write of CTL is #GP: read it. */
+		bool vmx = s->hwcfg.vmx_check && hw->vmx_active &&
+			   hw->vmx_active();
+
+		if (!vmx && !ipt_th_wr(hw, MSR_IA32_RTIT_CTL, s->hwcfg.ctl))
+			off = true;
+		else if (!ipt_th_rd(hw, MSR_IA32_RTIT_CTL, &ctl) &&
+			 !(ctl & RTIT_CTL_TRACEEN))
+			cut = true;
+		off = off || cut;
+	}
+	if (off) {
 		ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_BASE, &base);
 		ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_MASK, &mask);
 		ipt_th_rd(hw, MSR_IA32_RTIT_STATUS, &status);
@@ -355,6 +389,8 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 	t->pmis_at_stop = atomic64_read(&t->pmis);
 	t->sample_at_stop = READ_ONCE(t->sample);
 	t->running = false;
+	if (cut)
+		t->cut = true;
 	/* Saved with MSRs: the area an XRSTORS resumes from says so too. */
 	if (s->xsaves && !saved)
 		ipt_thread_area_init(s, t);
@@ -598,7 +634,9 @@ VISIBLE_IF_KUNIT void ipt_xss_set_on_cpu(void *arg)
 {
 	const struct ipt_session *s = arg;
 	const struct ipt_hw_ops *hw = s->hw;
-	unsigned int i;
+	/* A hybrid part's core may have fewer ranges than the session. */
+	unsigned int i, nr = ipt_caps_cpu_ranges(hw, smp_processor_id(),
+						   s->nr_ranges);
 	u64 ctl, xss;
 
 	if (this_cpu_read(ipt_xss_changed) || !ipt_own_here() ||
@@ -611,7 +649,7 @@ VISIBLE_IF_KUNIT void ipt_xss_set_on_cpu(void *arg)
 	hw->write_msr(MSR_IA32_RTIT_OUTPUT_MASK, IPT_RTIT_MASK_LOW);
 	if (s->has_cr3)
 		hw->write_msr(MSR_IA32_RTIT_CR3_MATCH, 0);
-	for (i = 0; i < s->nr_ranges; i++) {
+	for (i = 0; i < nr; i++) {
 		hw->write_msr(IPT_MSR_RTIT_ADDR_A(i), 0);
 		hw->write_msr(IPT_MSR_RTIT_ADDR_B(i), 0);
 	}
@@ -1158,6 +1196,7 @@ static void ipt_thread_fill(const struct ipt_trace *t,
 	unsigned int seq;
 	u64 switches, busy;
 	u32 flags, missed;
+	bool cut;
 
 	lockdep_assert_held(&t->s->idev->lock);
 	/*
@@ -1178,9 +1217,12 @@ static void ipt_thread_fill(const struct ipt_trace *t,
 		pos.running = t->running;
 		switches = t->th.switches;
 		busy = t->th.busy;
+		cut = t->cut;
 	} while (read_seqcount_retry(&t->th.seq, seq));
 	pos.pmi_late = false;
 	ipt_pos_fill(t->buf, t->s->single, &pos, ts);
+	if (cut)
+		ts->status |= IPT_TS_CUT;
 
 	ts->status |= IPT_TS_THREAD | flags;
 	ts->missed = missed;

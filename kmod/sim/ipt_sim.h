@@ -23,7 +23,14 @@
 /* The built-in workload (see ipt_sim_code). */
 #define IPT_SIM_CODE_BASE		0x401000ULL
 #define IPT_SIM_CODE_LOOP_END		0x401009ULL
-#define IPT_SIM_CODE_CR3		0x1000ULL
+/*
+ * The workload's address space: its CR3 as the kernel runs on it (8 KiB
+ * aligned, as page-table isolation's PGDs are).  User mode runs on
+ * ipt_sim_user_cr3(), which differs under page-table isolation.
+ */
+#define IPT_SIM_CODE_CR3		0x2000ULL
+/* The kernel PCID of the workload's address space with PCID (ASID 0 + 1). */
+#define IPT_SIM_CODE_KPCID		0x1ULL
 
 /* On single-entry ToPA parts, the INT PMI comes this early. */
 #define IPT_SIM_SINGLE_PMI_EARLY	256
@@ -44,6 +51,9 @@
  * @signature: CPUID.1:EAX (family, model, stepping)
  * @leaf_14_0: CPUID.(14H,0)
  * @leaf_14_1: CPUID.(14H,1)
+ * @hybrid: a hybrid part: odd-numbered CPUs are efficiency cores whose
+ *        CPUID.(14H,1) is @leaf_14_1_e (ipt_sim_model_of())
+ * @leaf_14_1_e: CPUID.(14H,1) of the efficiency cores of a @hybrid part
  * @leaf_15: CPUID.15H (TSC / core crystal clock)
  * @xsaves_pt: XSAVES supports the PT component (CPUID.(0DH,1):ECX[8])
  * @xsave_pt_size: size of the PT component, CPUID.(0DH,8):EAX (0 without
@@ -53,6 +63,13 @@
  *        on parts with 5-level paging (LA57); ADDRn must be canonical to it
  * @nom_ratio: MSR_PLATFORM_INFO[15:8]
  * @bdm106: erratum BDM106: enabling with BranchEn = 0 is #GP
+ * @vmx_pt: IA32_VMX_MISC[14]: PT works in VMX operation.  Without it
+ *        VMXON clears TraceEn and every WRMSR of IA32_RTIT_CTL in VMX
+ *        operation is #GP (debugfs "vmxon")
+ * @pti: the kernel runs with page-table isolation (module parameter
+ *        "pti"): user mode runs on the user half of the PGD, CR3 bit 12
+ * @pcid: the kernel puts PCIDs in CR3 (module parameter "pcid"): the
+ *        kernel PCID in CR3[11:0], and under @pti the user PCID with bit 11
  */
 struct ipt_sim_model {
 	const char *name;
@@ -60,6 +77,8 @@ struct ipt_sim_model {
 	u32 signature;
 	struct ipt_cpuid_regs leaf_14_0;
 	struct ipt_cpuid_regs leaf_14_1;
+	bool hybrid;
+	struct ipt_cpuid_regs leaf_14_1_e;
 	struct ipt_cpuid_regs leaf_15;
 	bool xsaves_pt;
 	u32 xsave_pt_size;
@@ -67,6 +86,9 @@ struct ipt_sim_model {
 	u8 virt_bits;
 	u8 nom_ratio;
 	bool bdm106;
+	bool vmx_pt;
+	bool pti;
+	bool pcid;
 };
 
 /**
@@ -96,6 +118,8 @@ struct ipt_sim_model {
  * @switches: context switches that changed the running program
  * @stops_ignored: writes or XSAVES that should have cleared TraceEn and
  *        did not, the unit being stuck (debugfs "stuck")
+ * @vmxon_cleared: VMXONs that cleared TraceEn (a model without PT in VMX
+ *        operation, debugfs "vmxon")
  * @sleeps: system sleeps the unit lost power in (ipt_sim_life.c)
  * @lost_live: of those, the ones it went into with TraceEn = 1: the
  *        trace it was writing was cut without a stop
@@ -120,6 +144,7 @@ struct ipt_sim_stats {
 	u64 clobbered;
 	u64 switches;
 	u64 stops_ignored;
+	u64 vmxon_cleared;
 	u64 sleeps;
 	u64 lost_live;
 };
@@ -172,6 +197,7 @@ struct ipt_sim_feed {
  * @stuck: the unit ignores every clear of TraceEn (debugfs "stuck"): a
  *        fault the driver must survive without freeing live buffers
  * @stuck_pending: a clear of TraceEn was ignored while @stuck
+ * @vmx_on: the CPU is in VMX operation (debugfs "vmxon": KVM ran VMXON)
  * @pmi_pending: a PMI was raised and not yet delivered by the glue
  * @ovf_pending: bytes were dropped: the next write starts with OVF
  * @drop: number of bytes still to drop (fault injection)
@@ -203,6 +229,7 @@ struct ipt_sim_cpu {
 	bool foreign;
 	bool stuck;
 	bool stuck_pending;
+	bool vmx_on;
 	bool pmi_pending;
 	bool ovf_pending;
 	u64 drop;
@@ -220,6 +247,8 @@ const struct ipt_sim_model *ipt_sim_model_by_name(const char *name);
 void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
 		   struct ipt_cpuid_regs *r);
 unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m);
+u64 ipt_sim_user_cr3(const struct ipt_sim_model *m);
+u64 ipt_sim_platform(const struct ipt_sim_model *m);
 
 /* ipt_sim_msr.c: reset state, MSRs, XSAVES */
 void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m);
@@ -232,6 +261,7 @@ void ipt_sim_global_ack(struct ipt_sim_cpu *c, u64 val);
 /* ipt_sim_life.c: power loss, a stuck unit */
 bool ipt_sim_power_loss(struct ipt_sim_cpu *c);
 int ipt_sim_set_stuck(struct ipt_sim_cpu *c, bool stuck);
+void ipt_sim_set_vmx(struct ipt_sim_cpu *c, bool on);
 
 /* ipt_sim_trace.c: what is traced, and when */
 void ipt_sim_trace_enable(struct ipt_sim_cpu *c);

@@ -50,6 +50,8 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "stuck %u\nstops_ignored %llu\nsleeps %llu\nlost_live %llu\n",
 		   st.stuck, st.stats.stops_ignored, st.stats.sleeps,
 		   st.stats.lost_live);
+	seq_printf(m, "vmx_on %u\nvmxon_cleared %llu\n", st.vmx_on,
+		   st.stats.vmxon_cleared);
 	seq_printf(m, "ctl %#llx\nstatus %#llx\noutput_base %#llx\noutput_mask %#llx\n",
 		   st.ctl, st.status, st.output_base, st.output_mask | 0x7f);
 	seq_printf(m, "cr3_match %#llx\nglobal_status %#llx\nxss %#llx\n",
@@ -218,7 +220,7 @@ static int ipt_sim_reset_set(void *data, u64 val)
 	if (pc->st.ctl & RTIT_CTL_TRACEEN)
 		ret = -EBUSY;
 	else
-		ipt_sim_cpu_init(&pc->st, ipt_sim_model);
+		ipt_sim_cpu_init(&pc->st, ipt_sim_model_of(pc->cpu));
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	return ret;
 }
@@ -250,6 +252,8 @@ static int ipt_sim_model_show(struct seq_file *m, void *v)
 	seq_printf(m, "%s: %s\nsignature %#x\ncode_base %#llx\ncode_size %zu\n",
 		   sm->name, sm->desc, r.eax, IPT_SIM_CODE_BASE,
 		   ipt_sim_code_size);
+	seq_printf(m, "code_cr3 %#llx\nuser_cr3 %#llx\npti %d\npcid %d\n",
+		   IPT_SIM_CODE_CR3, ipt_sim_user_cr3(sm), sm->pti, sm->pcid);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(ipt_sim_model);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ipt_sim: the platform around the unit's life - power lost in a system
- * sleep, and a unit stuck enabled.
+ * sleep, a unit stuck enabled, and VMX operation.
  *
  *  - Power loss: on S3 and hibernation every core loses its PT state; Linux
  *    restores no RTIT MSR on resume (arch/x86/power/cpu.c restores a fixed
@@ -16,10 +16,14 @@
  *    TraceEn (WRMSR and XSAVES; ipt_sim_msr.c), so that a driver that
  *    frees a buffer after a stop without checking frees it under a live
  *    unit.
+ *  - VMX operation (debugfs cpuN/vmxon): KVM's VMXON and VMXOFF.  On a
+ *    model without PT in VMX operation VMXON clears TraceEn and CTL cannot
+ *    be written until VMXOFF.
  *
- * The rules (ipt_sim_power_loss(), ipt_sim_set_stuck()) are pure functions
- * of a struct ipt_sim_cpu, as everywhere in the simulator; the syscore
- * and debugfs glue around them is here too, the concern being one.
+ * The rules (ipt_sim_power_loss(), ipt_sim_set_stuck(), ipt_sim_set_vmx())
+ * are pure functions of a struct ipt_sim_cpu, as everywhere in the
+ * simulator; the syscore and debugfs glue around them is here too, the
+ * concern being one.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -100,6 +104,35 @@ int ipt_sim_set_stuck(struct ipt_sim_cpu *c, bool stuck)
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_set_stuck);
 
+/**
+ * ipt_sim_set_vmx() - the CPU enters (VMXON) or leaves (VMXOFF) VMX operation
+ * @c: the unit
+ * @on: VMXON when true, VMXOFF when false
+ *
+ * On a model without PT in VMX operation (IA32_VMX_MISC[14] = 0) VMXON
+ * clears TraceEn (SDM vol. 3C, "Tracing post-VMXON"; the comment of
+ * intel_pt_handle_vmx(), arch/x86/events/intel/pt.c:1542-1545), with the
+ * packets of a disable, and in VMX operation every write of IA32_RTIT_CTL
+ * is #GP (ipt_sim_wrmsr()).  KVM runs VMXON on every CPU when its first VM
+ * is created (vmx_hardware_enable(), arch/x86/kvm/vmx/vmx.c:2515-2540),
+ * with CR4.VMXE set first (kvm_cpu_vmxon(), vmx.c:2495-2513), which the
+ * backend's vmx_active operation reports.  With PT in VMX operation
+ * nothing of PT changes.
+ *
+ * Context: the owner of @c serialises every call on it.
+ */
+void ipt_sim_set_vmx(struct ipt_sim_cpu *c, bool on)
+{
+	if (on && !c->vmx_on && !c->model->vmx_pt &&
+	    (c->ctl & RTIT_CTL_TRACEEN)) {
+		ipt_sim_trace_disable(c);
+		c->ctl &= ~RTIT_CTL_TRACEEN;
+		c->stats.vmxon_cleared++;
+	}
+	c->vmx_on = on;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_set_vmx);
+
 /* ---- the module's glue ---------------------------------------------- */
 
 /*
@@ -149,8 +182,32 @@ static int ipt_sim_stuck_get(void *data, u64 *val)
 DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_stuck_fops, ipt_sim_stuck_get,
 			 ipt_sim_stuck_set, "%llu\n");
 
+static int ipt_sim_vmxon_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	ipt_sim_set_vmx(&pc->st, val);
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+
+static int ipt_sim_vmxon_get(void *data, u64 *val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	*val = pc->st.vmx_on;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_vmxon_fops, ipt_sim_vmxon_get,
+			 ipt_sim_vmxon_set, "%llu\n");
+
 /**
- * ipt_sim_life_debugfs() - the per-CPU knob "stuck"
+ * ipt_sim_life_debugfs() - the per-CPU knobs "stuck" and "vmxon"
  * @dir: the CPU's debugfs directory
  * @pc: its unit
  *
@@ -159,6 +216,7 @@ DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_stuck_fops, ipt_sim_stuck_get,
 void ipt_sim_life_debugfs(struct dentry *dir, struct ipt_sim_pcpu *pc)
 {
 	debugfs_create_file_unsafe("stuck", 0600, dir, pc, &ipt_sim_stuck_fops);
+	debugfs_create_file_unsafe("vmxon", 0600, dir, pc, &ipt_sim_vmxon_fops);
 }
 
 /**

@@ -23,7 +23,7 @@
 
 static char *model = "icl";
 module_param(model, charp, 0444);
-MODULE_PARM_DESC(model, "CPU model: icl, icl-noxsaves, skl, glm, icx, bdw, bdw-sro");
+MODULE_PARM_DESC(model, "CPU model: icl, icl-noxsaves, skl, glm, icx, adl, bdw, bdw-sro");
 
 static unsigned long rate = SZ_1M;
 module_param(rate, ulong, 0444);
@@ -37,6 +37,14 @@ static uint xsave_pt_size;
 module_param(xsave_pt_size, uint, 0444);
 MODULE_PARM_DESC(xsave_pt_size, "CPUID.(0DH,8):EAX, the XSAVES PT component's size, on models with XSAVES-PT: a multiple of 8 in 72..4096 (0: the model's, 128)");
 
+static bool pti;
+module_param(pti, bool, 0444);
+MODULE_PARM_DESC(pti, "the simulated kernel uses page-table isolation: user mode runs on CR3 | bit 12");
+
+static bool pcid;
+module_param(pcid, bool, 0444);
+MODULE_PARM_DESC(pcid, "the simulated kernel puts PCIDs in CR3 (with pti: user CR3 | bit 11)");
+
 unsigned long ipt_sim_feed_size = SZ_1M;
 module_param_named(feed_size, ipt_sim_feed_size, ulong, 0444);
 MODULE_PARM_DESC(feed_size, "bytes of feed buffer per CPU (4096..64 MiB)");
@@ -46,6 +54,25 @@ MODULE_PARM_DESC(feed_size, "bytes of feed buffer per CPU (4096..64 MiB)");
 const struct ipt_sim_model *ipt_sim_model;
 /* The selected model, with the parameters that vary it applied. */
 static struct ipt_sim_model ipt_sim_model_buf;
+/* Its efficiency cores, on a hybrid model. */
+static struct ipt_sim_model ipt_sim_model_e_buf;
+
+/**
+ * ipt_sim_model_of() - the model a CPU presents
+ * @cpu: the CPU
+ *
+ * The selected model; on a hybrid one, odd-numbered CPUs are efficiency
+ * cores with their own CPUID.(14H,1) (and the unit's rules that follow
+ * from it).
+ *
+ * Context: any, once the module is loaded.
+ * Return: the model.
+ */
+const struct ipt_sim_model *ipt_sim_model_of(unsigned int cpu)
+{
+	return ipt_sim_model->hybrid && (cpu & 1) ? &ipt_sim_model_e_buf :
+						    ipt_sim_model;
+}
 
 /* Context: no hook registered any more, no CPU tracing. */
 static void ipt_sim_free(void)
@@ -81,7 +108,11 @@ static int __init ipt_sim_init(void)
 		}
 		ipt_sim_model_buf.xsave_pt_size = xsave_pt_size;
 	}
+	ipt_sim_model_buf.pti = pti;
+	ipt_sim_model_buf.pcid = pcid;
 	ipt_sim_model = &ipt_sim_model_buf;
+	ipt_sim_model_e_buf = ipt_sim_model_buf;
+	ipt_sim_model_e_buf.leaf_14_1 = ipt_sim_model_buf.leaf_14_1_e;
 	if (rate > IPT_SIM_RATE_MAX || ipt_sim_period_us < 100 ||
 	    ipt_sim_period_us > 100000 || ipt_sim_feed_size < SZ_4K ||
 	    ipt_sim_feed_size > IPT_SIM_FEED_MAX) {

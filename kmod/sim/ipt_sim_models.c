@@ -32,6 +32,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.maxphyaddr = 39,
 		.virt_bits = 48,
 		.nom_ratio = 20,
+		.vmx_pt = true,
 	},
 	{
 		.name = "icl-noxsaves",
@@ -43,6 +44,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.maxphyaddr = 39,
 		.virt_bits = 48,
 		.nom_ratio = 20,
+		.vmx_pt = true,
 	},
 	{
 		.name = "skl",
@@ -54,6 +56,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.maxphyaddr = 39,
 		.virt_bits = 48,
 		.nom_ratio = 26,
+		.vmx_pt = true,
 	},
 	{
 		.name = "glm",
@@ -65,6 +68,7 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.maxphyaddr = 39,
 		.virt_bits = 48,
 		.nom_ratio = 12,
+		.vmx_pt = true,
 	},
 	{
 		.name = "icx",
@@ -78,13 +82,38 @@ const struct ipt_sim_model ipt_sim_models[] = {
 		.maxphyaddr = 46,
 		.virt_bits = 57,
 		.nom_ratio = 20,
+		.vmx_pt = true,
+	},
+	{
+		/*
+		 * A hybrid part (Alder Lake): the performance cores (even CPUs)
+		 * and the efficiency cores (odd CPUs) answer CPUID.(14H,1)
+		 * differently: 2 ranges / 1, MTC 0x249 / 0x9, CYC 0x3fff /
+		 * 0xff.  Linux 6.1 reads leaf 14H on one CPU only
+		 * (pt_pmu_hw_init(), pt.c:237-243).
+		 */
+		.name = "adl",
+		.desc = "Alder Lake hybrid: P and E cores differ in CPUID.(14H,1)",
+		.signature = 0x000906a3,
+		.leaf_14_0 = { 1, 0x1ff, 0x7, 0 },
+		.leaf_14_1 = { 0x02490002, 0x003f3fff, 0, 0 },
+		.hybrid = true,
+		.leaf_14_1_e = { 0x00090001, 0x003f00ff, 0, 0 },
+		.leaf_15 = { 2, 188, 38400000, 0 },
+		.xsaves_pt = true,
+		.xsave_pt_size = IPT_SIM_XSAVE_PT_SIZE,
+		.maxphyaddr = 39,
+		.virt_bits = 48,
+		.nom_ratio = 24,
+		.vmx_pt = true,
 	},
 	{
 		/*
 		 * Broadwell as it is: ToPA with many entries and single-range
 		 * output, nothing in CPUID.(14H,0):EBX (so no configurable
 		 * PSB: PacketByteCnt is not writable), no subleaf 1, no leaf
-		 * 15H, erratum BDM106.
+		 * 15H, erratum BDM106, no PT in VMX operation
+		 * (IA32_VMX_MISC[14] = 0: VMXON clears TraceEn).
 		 */
 		.name = "bdw",
 		.desc = "Broadwell client: ToPA, single-range, nothing in EBX, BDM106",
@@ -163,7 +192,7 @@ void ipt_sim_cpuid(const struct ipt_sim_model *m, u32 leaf, u32 subleaf,
 		break;
 	case IPT_CPUID_SIGNATURE:
 		r->eax = m->signature;
-		r->ecx = BIT(26) | BIT(27);	/* XSAVE, OSXSAVE */
+		r->ecx = BIT(5) | BIT(26) | BIT(27);	/* VMX, XSAVE, OSXSAVE */
 		r->edx = BIT(5);		/* MSR */
 		break;
 	case IPT_CPUID_EXT_FEATURES:
@@ -219,3 +248,45 @@ unsigned int ipt_sim_nr_ranges(const struct ipt_sim_model *m)
 		return 0;
 	return min_t(unsigned int, m->leaf_14_1.eax & 0x7, 4);
 }
+
+/**
+ * ipt_sim_user_cr3() - CR3 while the workload runs in user mode
+ * @m: the model
+ *
+ * IPT_SIM_CODE_CR3 with the kernel PCID when the kernel uses PCIDs, and
+ * under page-table isolation the user half of the PGD (bit 12) and, with
+ * PCIDs, the user PCID (bit 11), as Linux's SWITCH_TO_USER_CR3 sets them
+ * (arch/x86/entry/calling.h:153-157, 180-212; arch/x86/mm/tlb.c:112-155).
+ *
+ * Context: any; models are constant.
+ *
+ * Return: the CR3 value.
+ */
+u64 ipt_sim_user_cr3(const struct ipt_sim_model *m)
+{
+	u64 cr3 = IPT_SIM_CODE_CR3;
+
+	if (m->pcid)
+		cr3 |= IPT_SIM_CODE_KPCID;
+	if (m->pti) {
+		cr3 |= BIT_ULL(12);
+		if (m->pcid)
+			cr3 |= BIT_ULL(11);
+	}
+	return cr3;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_user_cr3);
+
+/**
+ * ipt_sim_platform() - the IPT_PLAT_* bits of the simulated kernel
+ * @m: the model
+ *
+ * Context: any; models are constant.
+ *
+ * Return: IPT_PLAT_PTI and IPT_PLAT_PCID as @m says.
+ */
+u64 ipt_sim_platform(const struct ipt_sim_model *m)
+{
+	return (m->pti ? IPT_PLAT_PTI : 0) | (m->pcid ? IPT_PLAT_PCID : 0);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_platform);

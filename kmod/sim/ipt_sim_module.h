@@ -66,6 +66,7 @@ struct ipt_sim_pcpu {
 
 /* ipt_sim_main.c: fixed once the module is loaded */
 extern const struct ipt_sim_model *ipt_sim_model;
+const struct ipt_sim_model *ipt_sim_model_of(unsigned int cpu);
 extern unsigned int ipt_sim_period_us;
 extern unsigned long ipt_sim_feed_size;
 

@@ -141,6 +141,14 @@ static int ipt_sim_wrmsr_check(const struct ipt_sim_cpu *c, u32 msr, u64 val)
 
 	switch (msr) {
 	case MSR_IA32_RTIT_CTL:
+		/*
+		 * Without PT in VMX operation (IA32_VMX_MISC[14] = 0) any
+		 * write of CTL in VMX operation is #GP (SDM vol. 3C, "Tracing
+		 * post-VMXON"; pt.c writes none while pt->vmx_on,
+		 * pt.c:416-427, 540-562).
+		 */
+		if (c->vmx_on && !m->vmx_pt)
+			return -EIO;
 		if (tracing && (val & RTIT_CTL_TRACEEN) && val != c->ctl)
 			return -EIO;
 		return ipt_sim_ctl_valid(m, val) ? 0 : -EIO;
@@ -317,6 +325,9 @@ static int ipt_sim_msr_value(const struct ipt_sim_cpu *c, u32 msr, u64 *val)
 	case MSR_PLATFORM_INFO:
 		*val = (u64)m->nom_ratio << 8;
 		return 0;
+	case MSR_IA32_VMX_MISC:
+		*val = m->vmx_pt ? MSR_IA32_VMX_MISC_INTEL_PT : 0;
+		return 0;
 	}
 	n = ipt_sim_addr_index(msr, &is_b);
 	if (n < 0 || n >= ipt_sim_nr_ranges(m))
@@ -480,7 +491,8 @@ int ipt_sim_xrstors(struct ipt_sim_cpu *c, const void *area)
 			goto gp;
 	if (!rfbm)
 		return 0;
-	if (c->ctl & RTIT_CTL_TRACEEN)
+	/* Restoring CTL is a write of it: #GP in VMX operation, as above. */
+	if ((c->ctl & RTIT_CTL_TRACEEN) || (c->vmx_on && !c->model->vmx_pt))
 		goto gp;
 	if (hdr[0] & XFEATURE_MASK_PT)
 		memcpy(v, f, sizeof(v));

@@ -100,7 +100,8 @@ static struct ipt_sim_pcpu *ipt_sim_this_cpu(void)
 
 static void ipt_sim_op_cpuid(u32 leaf, u32 subleaf, struct ipt_cpuid_regs *r)
 {
-	ipt_sim_cpuid(ipt_sim_model, leaf, subleaf, r);
+	/* Whichever CPU this runs on: a hybrid model's cores differ. */
+	ipt_sim_cpuid(ipt_sim_model_of(raw_smp_processor_id()), leaf, subleaf, r);
 }
 
 static int ipt_sim_op_rdmsr(u32 msr, u64 *val)
@@ -155,6 +156,18 @@ static int ipt_sim_op_xrstors(const void *area)
 	return ipt_sim_op(IPT_SIM_XRSTORS, 0, 0, (void *)area);
 }
 
+static bool ipt_sim_op_vmx_active(void)
+{
+	struct ipt_sim_pcpu *pc = ipt_sim_this_cpu();
+
+	return READ_ONCE(pc->st.vmx_on);
+}
+
+static u64 ipt_sim_op_platform(void)
+{
+	return ipt_sim_platform(ipt_sim_model);
+}
+
 const struct ipt_hw_ops ipt_sim_ops = {
 	.name = "sim",
 	.backend = IPT_BACKEND_SIM,
@@ -167,6 +180,8 @@ const struct ipt_hw_ops ipt_sim_ops = {
 	.pmi_request = ipt_sim_nmi_request,
 	.pmi_release = ipt_sim_nmi_release,
 	.pmi_unmask = ipt_sim_nmi_unmask,
+	.platform = ipt_sim_op_platform,
+	.vmx_active = ipt_sim_op_vmx_active,
 };
 
 #if IS_ENABLED(CONFIG_KUNIT)
@@ -246,7 +261,7 @@ int ipt_sim_pcpu_init(void)
 		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
 
 		raw_spin_lock_init(&pc->lock);
-		ipt_sim_cpu_init(&pc->st, ipt_sim_model);
+		ipt_sim_cpu_init(&pc->st, ipt_sim_model_of(cpu));
 		hrtimer_init(&pc->timer, CLOCK_MONOTONIC,
 			     HRTIMER_MODE_REL_PINNED_HARD);
 		pc->timer.function = ipt_sim_tick;

@@ -135,7 +135,8 @@ static void ipt_sim_feed_take_ip(struct ipt_sim_cpu *c)
 
 /*
  * ContextEn, FilterEn and PacketEn for the program at its current IP, as
- * it runs user code (CPL 3, CR3 IPT_SIM_CODE_CR3).
+ * it runs user code (CPL 3, CR3 ipt_sim_user_cr3(); CR3_MATCH[63:5] is
+ * compared with CR3[63:5], SDM vol. 3C, 33.2.8.6).
  */
 static void ipt_sim_update_en(struct ipt_sim_cpu *c)
 {
@@ -145,7 +146,7 @@ static void ipt_sim_update_en(struct ipt_sim_cpu *c)
 	ipt_sim_feed_take_ip(c);
 	ctx = (c->ctl & RTIT_CTL_USR) &&
 	      (!(c->ctl & RTIT_CTL_CR3EN) ||
-	       (c->cr3_match >> 5) == (IPT_SIM_CODE_CR3 >> 5));
+	       (c->cr3_match >> 5) == (ipt_sim_user_cr3(c->model) >> 5));
 	if (ctx)
 		c->status |= RTIT_STATUS_CONTEXTEN;
 	if (ipt_sim_filter_en(c))
@@ -159,7 +160,7 @@ static void ipt_sim_update_en(struct ipt_sim_cpu *c)
  * @c: the state, with @c->ctl already holding the new value
  *
  * Sets TriggerEn (unless Error or Stopped is set), ContextEn (the workload
- * runs at CPL 3 with CR3 IPT_SIM_CODE_CR3), FilterEn and PacketEn, and
+ * runs at CPL 3 with CR3 ipt_sim_user_cr3()), FilterEn and PacketEn, and
  * writes the enable packets: a full PSB+ when PacketByteCnt is 0 or the
  * model has no configurable PSB, else TSC, TMA, CBR and MODE.Exec as
  * enabled; then TIP.PGE when PacketEn.

@@ -301,9 +301,73 @@ static void config_malformed(struct kunit *test)
 #undef EXPECT_CFG
 }
 
+/*
+ * The CR3 filter under page-table isolation: user mode runs on CR3 | bit 12
+ * (| bit 11 with PCID), so a user-only filter programs that value, a
+ * kernel-only one the value as given, and one for both modes is refused.
+ */
+static void config_cr3_pti(struct kunit *test)
+{
+	static const struct {
+		const char *what;
+		u64 platform;
+		u64 modes;
+		u64 cr3;
+		int err;
+		u64 match;
+	} cases[] = {
+		{ "no PTI, user", 0, IPT_TRACE_USER, 0x2000, 0, 0x2000 },
+		{ "no PTI, both", 0, IPT_TRACE_USER | IPT_TRACE_KERNEL, 0x3000, 0, 0x3000 },
+		{ "PCID alone, user", IPT_PLAT_PCID, IPT_TRACE_USER, 0x2000, 0, 0x2000 },
+		{ "PTI, user", IPT_PLAT_PTI, IPT_TRACE_USER, 0x2000, 0, 0x3000 },
+		{ "PTI, user, given the user CR3", IPT_PLAT_PTI, IPT_TRACE_USER,
+		  0x3000, 0, 0x3000 },
+		{ "PTI+PCID, user", IPT_PLAT_PTI | IPT_PLAT_PCID, IPT_TRACE_USER,
+		  0x2000, 0, 0x3800 },
+		{ "PTI, kernel", IPT_PLAT_PTI, IPT_TRACE_KERNEL, 0x2000, 0, 0x2000 },
+		{ "PTI, kernel, a user CR3", IPT_PLAT_PTI, IPT_TRACE_KERNEL,
+		  0x3000, -EINVAL, 0 },
+		{ "PTI+PCID, kernel, user PCID", IPT_PLAT_PTI | IPT_PLAT_PCID,
+		  IPT_TRACE_KERNEL, 0x2800, -EINVAL, 0 },
+		{ "PTI, both", IPT_PLAT_PTI, IPT_TRACE_USER | IPT_TRACE_KERNEL,
+		  0x2000, -EINVAL, 0 },
+		{ "PTI, bits 4:0", IPT_PLAT_PTI, IPT_TRACE_USER, 0x2001, -EINVAL, 0 },
+	};
+	struct ipt_config cfg;
+	struct ipt_hwcfg hw;
+	struct ipt_caps caps;
+	unsigned int i;
+
+	cfg_model = ipt_sim_model_by_name("skl");
+	KUNIT_ASSERT_NOT_NULL(test, cfg_model);
+	KUNIT_ASSERT_EQ(test, ipt_caps_probe(&cfg_ops, &caps), IPT_UNAVAIL_NONE);
+	KUNIT_ASSERT_EQ(test, caps.platform, 0ULL);
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		caps.platform = cases[i].platform;
+		base_config(&cfg);
+		cfg.trace_flags &= ~IPT_TRACE_USER;
+		cfg.trace_flags |= cases[i].modes | IPT_TRACE_CR3_FILTER;
+		cfg.cr3_match = cases[i].cr3;
+		memset(&hw, 0xa5, sizeof(hw));
+		KUNIT_EXPECT_EQ_MSG(test, ipt_config_check(&cfg, &caps, true, &hw),
+				    cases[i].err, "%s", cases[i].what);
+		if (cases[i].err) {
+			/* Untouched on failure. */
+			KUNIT_EXPECT_EQ_MSG(test, hw.cr3_match, 0xa5a5a5a5a5a5a5a5ULL,
+					    "%s", cases[i].what);
+			continue;
+		}
+		KUNIT_EXPECT_EQ_MSG(test, hw.cr3_match, cases[i].match, "%s",
+				    cases[i].what);
+		KUNIT_EXPECT_TRUE_MSG(test, hw.ctl & RTIT_CTL_CR3EN, "%s",
+				      cases[i].what);
+	}
+}
+
 static struct kunit_case config_cases[] = {
 	KUNIT_CASE(config_against_models),
 	KUNIT_CASE(config_malformed),
+	KUNIT_CASE(config_cr3_pti),
 	{}
 };
 

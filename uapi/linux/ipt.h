@@ -78,6 +78,17 @@ enum ipt_unavail {
 #define IPT_FEAT_LIP		_BITULL(20)	/* ECX[31]: IPs include CS base */
 #define IPT_FEAT_XSAVES_PT	_BITULL(32)	/* XSAVES handles the PT component */
 
+/*
+ * ipt_caps.platform: what the kernel around the unit does that changes how
+ * a configuration is programmed (Documentation/design.rst, "CPU quirks").
+ */
+#define IPT_PLAT_PTI		_BITULL(0)	/* page-table isolation: user CR3 differs */
+#define IPT_PLAT_PCID		_BITULL(1)	/* CR4.PCIDE: CR3[11:0] is a PCID */
+/* IA32_VMX_MISC[14] = 0: no PT in VMX operation, VMXON clears TraceEn */
+#define IPT_PLAT_VMX_NO_PT	_BITULL(2)
+/* CPUs differ in CPUID leaf 14H (hybrid): the caps are their intersection */
+#define IPT_PLAT_HYBRID		_BITULL(3)
+
 /**
  * struct ipt_cpuid_regs - one CPUID result, as the CPU returned it
  * @eax: EAX
@@ -127,6 +138,10 @@ struct ipt_cpuid_regs {
  *                  (48, or 57 with 5-level paging): address ranges must be
  *                  canonical to it.  0 from modules that predate the field
  *                  (it was reserved): they check 48 bits
+ * @platform: IPT_PLAT_* bits: how the running kernel uses the CPU in ways
+ *            that change what ipt programs (with IPT_PLAT_PTI, cr3_match
+ *            is turned into the user-mode CR3 for user-only traces;
+ *            with IPT_PLAT_VMX_NO_PT, PT does not run in VMX operation)
  *
  * When @unavailable is not IPT_UNAVAIL_NONE, only the CPU identity fields
  * are filled and every PT field is zero.
@@ -156,10 +171,12 @@ struct ipt_caps {
 	struct ipt_cpuid_regs cpuid_15;
 	__u32 max_chunk_order;
 	__u32 virt_addr_bits;
+	__u64 platform;
 };
 
 #define IPT_CAPS_SIZE_VER0	144	/* sizeof first published ipt_caps */
 #define IPT_CAPS_SIZE_VER1	152	/* + max_chunk_order */
+#define IPT_CAPS_SIZE_VER2	160	/* + platform */
 
 /**
  * enum ipt_mode - what a session traces (ipt_config.mode)
@@ -323,6 +340,12 @@ enum ipt_state {
  * traced, and it started again after: the trace has a gap there.
  */
 #define IPT_TS_SUSPENDED	_BITULL(11)
+/*
+ * Someone else switched the unit off under the trace, or it could not be
+ * enabled for part of the time (VMXON on a CPU without PT in VMX
+ * operation, caps.platform IPT_PLAT_VMX_NO_PT): the trace has a gap.
+ */
+#define IPT_TS_CUT		_BITULL(12)
 
 /* ipt_trace_state.parent when the thread was attached by IPT_IOC_ATTACH. */
 #define IPT_TRACE_NONE		0xffffffffU

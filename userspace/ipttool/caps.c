@@ -70,6 +70,24 @@ static struct json_object *mask_to_json(uint32_t mask)
 	return a;
 }
 
+static void platform_name(unsigned int bit, char *buf, size_t len);
+
+/* caps.platform as a list of names. */
+static struct json_object *platform_to_json(uint64_t platform)
+{
+	struct json_object *a = json_object_new_array();
+	unsigned int bit;
+	char name[16];
+
+	for (bit = 0; bit < 64; bit++) {
+		if (!(platform & (1ull << bit)))
+			continue;
+		platform_name(bit, name, sizeof(name));
+		json_object_array_add(a, json_object_new_string(name));
+	}
+	return a;
+}
+
 struct json_object *caps_to_json(const struct ipt_caps *c)
 {
 	struct json_object *o = json_object_new_object();
@@ -117,10 +135,24 @@ struct json_object *caps_to_json(const struct ipt_caps *c)
 	json_object_object_add(o, "max_trace_size",
 			       json_object_new_int64((int64_t)c->max_trace_size));
 	json_object_object_add(o, "max_chunk_order", json_object_new_int64(c->max_chunk_order));
+	json_object_object_add(o, "platform", platform_to_json(c->platform));
 	json_object_object_add(o, "cpuid_14_0", cpuid_to_json(&c->cpuid_14_0));
 	json_object_object_add(o, "cpuid_14_1", cpuid_to_json(&c->cpuid_14_1));
 	json_object_object_add(o, "cpuid_15", cpuid_to_json(&c->cpuid_15));
 	return o;
+}
+
+/* caps.platform bits by name (Documentation/abi.rst), unknown ones as bitN. */
+static const char *const platform_names[] = {
+	"pti", "pcid", "vmx-no-pt", "hybrid",
+};
+
+static void platform_name(unsigned int bit, char *buf, size_t len)
+{
+	if (bit < sizeof(platform_names) / sizeof(platform_names[0]))
+		snprintf(buf, len, "%s", platform_names[bit]);
+	else
+		snprintf(buf, len, "bit%u", bit);
 }
 
 static void print_size(FILE *f, const char *label, uint64_t bytes)
@@ -196,6 +228,21 @@ void caps_print_text(FILE *f, const struct ipt_caps *c)
 		print_size(f, "max trace:", c->max_trace_size);
 	if (c->max_chunk_order)
 		print_size(f, "max chunk:", 1ull << c->max_chunk_order);
+	if (c->platform) {
+		const char *psep = "";
+		unsigned int pb;
+		char name[16];
+
+		fprintf(f, "%-16s", "platform:");
+		for (pb = 0; pb < 64; pb++) {
+			if (!(c->platform & (1ull << pb)))
+				continue;
+			platform_name(pb, name, sizeof(name));
+			fprintf(f, "%s%s", psep, name);
+			psep = " ";
+		}
+		fprintf(f, "\n");
+	}
 }
 
 static void caps_usage(FILE *f)

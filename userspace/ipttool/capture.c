@@ -762,6 +762,8 @@ struct json_object *capture_meta_json(const struct capture *c)
 				       json_object_new_boolean(ts->status & IPT_TS_PMI_LATE));
 		json_object_object_add(t, "suspended",
 				       json_object_new_boolean(ts->status & IPT_TS_SUSPENDED));
+		json_object_object_add(t, "cut",
+				       json_object_new_boolean(ts->status & IPT_TS_CUT));
 		json_object_object_add(t, "loss", json_object_new_string(loss_name(iptcap_trace_loss(ts))));
 		json_object_object_add(t, "write_error", tr->write_errno ?
 				       json_object_new_string(strerror(tr->write_errno)) : NULL);

@@ -543,6 +543,23 @@ enum iptcap_err iptcap_config_check(const struct iptcap_config *cfg,
 			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_CR3_MATCH, -1,
 				    "a CR3 value has bits 4:0 clear (page-table base)");
 		}
+		/*
+		 * Under page-table isolation user mode runs on CR3 | bit 12 (|
+		 * bit 11 with PCIDs); the driver programs that for user-only
+		 * traces, and no one value matches both halves.
+		 */
+		if ((caps->platform & IPT_PLAT_PTI) && cfg->user && cfg->kernel) {
+			set_value(e, "0x%llx", (unsigned long long)cfg->cr3_match);
+			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_CR3_MATCH, -1,
+				    "with page-table isolation a CR3 filter matches user or kernel "
+				    "code, not both: trace one of them");
+		}
+		if ((caps->platform & IPT_PLAT_PTI) && !cfg->user && (cfg->cr3_match & 0x1000)) {
+			set_value(e, "0x%llx", (unsigned long long)cfg->cr3_match);
+			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_CR3_MATCH, -1,
+				    "a user-mode CR3 (bit 12 set under page-table isolation) "
+				    "never matches kernel code");
+		}
 		out->trace_flags |= IPT_TRACE_CR3_FILTER;
 		out->cr3_match = cfg->cr3_match;
 	}

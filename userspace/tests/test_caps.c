@@ -10,7 +10,7 @@
 #include "../ipttool/ipttool.h"
 #include "tap.h"
 
-_Static_assert(sizeof(struct ipt_caps) == IPT_CAPS_SIZE_VER1,
+_Static_assert(sizeof(struct ipt_caps) == IPT_CAPS_SIZE_VER2,
 	       "struct ipt_caps changed size: add fields at the end and a new _SIZE_VER");
 
 static void test_strerror(void)
@@ -120,6 +120,7 @@ static struct ipt_caps sample_caps(void)
 	c.max_topa_order = 27;
 	c.max_trace_size = 1ull << 33;
 	c.max_chunk_order = 23;
+	c.platform = IPT_PLAT_PTI | IPT_PLAT_HYBRID | (1ull << 9);
 	c.cpuid_15.eax = 2;
 	c.cpuid_15.ebx = 250;
 	c.cpuid_15.ecx = 24000000;
@@ -148,6 +149,12 @@ static void test_json(void)
 	      json_object_get_int64(v) == (int64_t)1 << 33, "64-bit sizes survive");
 	CHECK(json_object_object_get_ex(parsed, "max_chunk_order", &v) &&
 	      json_object_get_int(v) == 23, "max_chunk_order is reported");
+	CHECK(json_object_object_get_ex(parsed, "platform", &v) &&
+	      json_object_array_length(v) == 3 &&
+	      !strcmp(json_object_get_string(json_object_array_get_idx(v, 0)), "pti") &&
+	      !strcmp(json_object_get_string(json_object_array_get_idx(v, 1)), "hybrid") &&
+	      !strcmp(json_object_get_string(json_object_array_get_idx(v, 2)), "bit9"),
+	      "platform names its bits and keeps unknown ones as bitN");
 	CHECK(json_object_object_get_ex(parsed, "features", &v) &&
 	      json_object_array_length(v) == 5 &&
 	      !strcmp(json_object_get_string(json_object_array_get_idx(v, 4)), "bit40"),

@@ -379,6 +379,22 @@ static void test_config_ranges(void)
 	cfg.cr3_match = 0x1a2b3004;
 	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
 	      strstr(msg, "bits 4:0"), "a CR3 value with low bits: %s", msg);
+	/* Page-table isolation: one CR3 value is user or kernel, not both. */
+	cfg.cr3_match = 0x1a2b2000;
+	caps.platform = IPT_PLAT_PTI;
+	cfg.user = true;
+	cfg.kernel = false;
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) && ic.cr3_match == 0x1a2b2000,
+	      "PTI, user only: the value goes to the driver as given: %s", msg);
+	cfg.kernel = true;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
+	      strstr(msg, "--cr3") && strstr(msg, "not both"), "PTI, user and kernel: %s", msg);
+	cfg.user = false;
+	CHECK(!check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)), "PTI, kernel only: %s", msg);
+	cfg.cr3_match = 0x1a2b3000;
+	CHECK(check_cfg(&cfg, &caps, &ic, msg, sizeof(msg)) == IPTCAP_ERR_INVALID &&
+	      strstr(msg, "never matches kernel"), "PTI, kernel only, a user CR3: %s", msg);
+	caps.platform = 0;
 }
 
 static void test_config(void)

@@ -56,6 +56,52 @@ static void life_stuck_ignores_xsaves(struct kunit *test)
 }
 
 /*
+ * VMXON without PT in VMX operation (bdw): TraceEn cleared with the
+ * disable's packets, every CTL write and an XRSTORS #GP until VMXOFF; the
+ * other PT MSRs stay readable.  With PT in VMX operation (icl) nothing
+ * changes.
+ */
+static void life_vmxon(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "bdw");
+	u64 pa, bytes, val;
+
+	sim_mem(test, 0, &pa);
+	sim_start(test, c, pa, SZ_4K - 1, CTL_RANGE);
+	sim_produce(c, 64);
+	bytes = c->stats.bytes;
+	ipt_sim_set_vmx(c, true);
+	KUNIT_EXPECT_TRUE(test, c->vmx_on);
+	KUNIT_EXPECT_FALSE(test, c->ctl & RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->stats.vmxon_cleared, 1ULL);
+	/* FUP and TIP.PGD, as a disable writes them. */
+	KUNIT_EXPECT_GT(test, c->stats.bytes, bytes);
+	bytes = c->stats.bytes;
+	sim_produce(c, bytes + 64);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, bytes);
+	sim_expect_gp(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE);
+	sim_expect_gp(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, MSR_IA32_RTIT_OUTPUT_MASK, &val), 0);
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, MSR_IA32_VMX_MISC, &val), 0);
+	KUNIT_EXPECT_EQ(test, val & MSR_IA32_VMX_MISC_INTEL_PT, 0ULL);
+	/* VMXON again changes nothing; VMXOFF lets CTL be written. */
+	ipt_sim_set_vmx(c, true);
+	KUNIT_EXPECT_EQ(test, c->stats.vmxon_cleared, 1ULL);
+	ipt_sim_set_vmx(c, false);
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE);
+	KUNIT_EXPECT_TRUE(test, c->ctl & RTIT_CTL_TRACEEN);
+
+	c = sim_cpu(test, "icl");
+	sim_start(test, c, pa, SZ_4K - 1, CTL_RANGE);
+	ipt_sim_set_vmx(c, true);
+	KUNIT_EXPECT_TRUE(test, c->ctl & RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->stats.vmxon_cleared, 0ULL);
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(c, MSR_IA32_VMX_MISC, &val), 0);
+	KUNIT_EXPECT_NE(test, val & MSR_IA32_VMX_MISC_INTEL_PT, 0ULL);
+}
+
+/*
  * Power loss: registers back to power-on values, the sleep counted, and
  * a unit that went in enabled counted as lost live; not a foreign one.
  */
@@ -95,6 +141,7 @@ static struct kunit_case sim_life_cases[] = {
 	KUNIT_CASE(life_stuck_ignores_wrmsr),
 	KUNIT_CASE(life_stuck_ignores_xsaves),
 	KUNIT_CASE(life_power_loss),
+	KUNIT_CASE(life_vmxon),
 	{}
 };
 

@@ -56,6 +56,8 @@ static const struct model_case model_cases[] = {
 	  IPT_FEAT_TOPA_MULTI, 2, 0x249, 0x1fff, 0x3f, 0, 48 },
 	{ "icx", 6, 0x6a, IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_XSAVES_PT,
 	  0, 2, 0x249, 0x1fff, 0x3f, 128, 57 },
+	{ "adl", 6, 0x9a, IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_XSAVES_PT,
+	  0, 2, 0x249, 0x3fff, 0x3f, 128, 48 },
 	{ "bdw", 6, 0x3d, IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_SINGLE_RANGE,
 	  IPT_FEAT_PSB_CYC | IPT_FEAT_CR3_FILTER | IPT_FEAT_MTC | IPT_FEAT_IP_FILTER,
 	  0, 0, 0, 0, 0, 48 },
@@ -91,6 +93,12 @@ static void sim_models_probe(struct kunit *test)
 		KUNIT_EXPECT_EQ_MSG(test, caps.nom_freq, (u32)probe_cpu->model->nom_ratio,
 				    "%s", mc->name);
 		KUNIT_EXPECT_EQ_MSG(test, caps.virt_addr_bits, mc->virt_bits, "%s", mc->name);
+		/* No PT in VMX operation exactly where IA32_VMX_MISC[14] = 0. */
+		KUNIT_EXPECT_EQ_MSG(test, caps.platform,
+				    probe_cpu->model->vmx_pt ? 0ULL : IPT_PLAT_VMX_NO_PT,
+				    "%s", mc->name);
+		KUNIT_EXPECT_EQ_MSG(test, probe_cpu->model->vmx_pt,
+				    strncmp(mc->name, "bdw", 3) != 0, "%s", mc->name);
 	}
 }
 

@@ -257,6 +257,58 @@ static void pkt_switch_untraced(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, c->pge_pending);
 }
 
+/*
+ * The CR3 filter against the CR3 user mode runs on: CR3_MATCH[63:5] =
+ * CR3[63:5].  Under page-table isolation that is the user half of the
+ * PGD (bit 12) and, with PCIDs, the user PCID (bit 11); the kernel PCID
+ * (bits 2:0) is not compared.
+ */
+static void pkt_cr3_filter_pti(struct kunit *test)
+{
+	static const struct {
+		bool pti, pcid;
+		u64 user_cr3;
+	} v[] = {
+		{ false, false, IPT_SIM_CODE_CR3 },
+		{ false, true, IPT_SIM_CODE_CR3 | IPT_SIM_CODE_KPCID },
+		{ true, false, IPT_SIM_CODE_CR3 | BIT_ULL(12) },
+		{ true, true, IPT_SIM_CODE_CR3 | BIT_ULL(12) | BIT_ULL(11) |
+			      IPT_SIM_CODE_KPCID },
+	};
+	struct ipt_sim_model *m = kunit_kzalloc(test, sizeof(*m), GFP_KERNEL);
+	struct ipt_sim_cpu *c;
+	unsigned int i;
+	u64 pa;
+
+	KUNIT_ASSERT_NOT_NULL(test, m);
+	sim_mem(test, 3, &pa);
+	for (i = 0; i < ARRAY_SIZE(v); i++) {
+		*m = *ipt_sim_model_by_name("skl");
+		m->pti = v[i].pti;
+		m->pcid = v[i].pcid;
+		KUNIT_EXPECT_EQ(test, ipt_sim_user_cr3(m), v[i].user_cr3);
+		KUNIT_EXPECT_EQ(test, ipt_sim_platform(m),
+				(v[i].pti ? IPT_PLAT_PTI : 0) |
+				(v[i].pcid ? IPT_PLAT_PCID : 0));
+
+		/* The address space's kernel CR3 matches only without PTI. */
+		c = sim_cpu(test, "skl");
+		c->model = m;
+		KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(c, MSR_IA32_RTIT_CR3_MATCH,
+						    IPT_SIM_CODE_CR3), 0);
+		sim_start(test, c, pa, SZ_32K - 1, CTL_RANGE | RTIT_CTL_CR3EN);
+		KUNIT_EXPECT_EQ_MSG(test, c->packet_en, !v[i].pti, "case %u", i);
+
+		/* The user CR3 with its low bits masked always matches. */
+		c = sim_cpu(test, "skl");
+		c->model = m;
+		KUNIT_ASSERT_EQ(test, ipt_sim_wrmsr(c, MSR_IA32_RTIT_CR3_MATCH,
+						    v[i].user_cr3 & ~0x1fULL), 0);
+		sim_start(test, c, pa, SZ_32K - 1, CTL_RANGE | RTIT_CTL_CR3EN);
+		KUNIT_EXPECT_TRUE_MSG(test, c->packet_en, "case %u", i);
+	}
+}
+
 static struct kunit_case sim_trace_cases[] = {
 	KUNIT_CASE(pkt_enable_psb),
 	KUNIT_CASE(pkt_enable_no_psb),
@@ -268,6 +320,7 @@ static struct kunit_case sim_trace_cases[] = {
 	KUNIT_CASE(pkt_feed_ctx_off),
 	KUNIT_CASE(pkt_switch_programs),
 	KUNIT_CASE(pkt_switch_untraced),
+	KUNIT_CASE(pkt_cr3_filter_pti),
 	{}
 };
 

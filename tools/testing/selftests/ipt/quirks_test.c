@@ -12,10 +12,32 @@
  *    thread's load after a switch must not write back the count it read.
  *
  * No instruction of ipt may fault on the way (the unit's #GP counter).
- * Skips unless the loaded unit is a Broadwell (family 6, model 0x3d) with
- * ToPA output.
+ * The "bdw" fixture skips unless the loaded unit is a Broadwell (family 6,
+ * model 0x3d) with ToPA output.
+ *
+ * The "pti" fixture (guest-tests loads ipt_sim model=skl pti=1 pcid=1 for
+ * it) checks the CR3 filter under page-table isolation: user mode runs on
+ * the address space's CR3 | bit 12 (| bit 11 with PCIDs), so a CR3 filter
+ * must match that value for a user-only trace to hold any branch.  It
+ * skips unless the simulated kernel uses page-table isolation.
+ *
+ * The "vmx" fixture (on "bdw", whose IA32_VMX_MISC[14] is 0) checks VMX
+ * operation without PT support: VMXON (the simulator's cpuN/vmxon, as KVM
+ * runs it when a VM is created) clears TraceEn and makes every write of
+ * IA32_RTIT_CTL #GP until VMXOFF.  A stop must not fail or fault on it
+ * and must mark the trace IPT_TS_CUT; a start is refused with EBUSY; a
+ * thread's loads are refused (busy) without a fault.
+ *
+ * The "hybrid" fixture (guest-tests loads ipt_sim model=adl: even CPUs are
+ * P cores with 2 ranges, MTC 0x249, CYC 0x3fff; odd CPUs E cores with 1,
+ * 0x9, 0xff) checks that the caps are the intersection of the online
+ * CPUs' CPUID leaf 14H, that configurations beyond it are refused, and
+ * that a CPU coming online with less than a session uses is not
+ * programmed (per CPU) or not loaded (per thread), the trace marked
+ * IPT_TS_CUT, without a #GP.  It needs CPUs 0 and 1.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -41,7 +63,14 @@ static uint64_t sim_gp(void)
 	return sum;
 }
 
+/*
+ * This harness runs a test's body even when its FIXTURE_SETUP skipped:
+ * each body returns at once when its fixture set @skip.
+ */
+#define SKIP_IF_SKIPPED() do { if (self->skip) return; } while (0)
+
 FIXTURE(bdw) {
+	bool skip;
 	int fd;
 	struct ipt_caps caps;
 	uint64_t gp;
@@ -50,6 +79,7 @@ FIXTURE(bdw) {
 FIXTURE_SETUP(bdw)
 {
 	self->fd = -1;
+	self->skip = true;
 	if (!ipt_sim_loaded())
 		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
 	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
@@ -59,6 +89,7 @@ FIXTURE_SETUP(bdw)
 	if (self->caps.family != 6 || self->caps.model != 0x3d ||
 	    !(self->caps.features & IPT_FEAT_TOPA))
 		SKIP(return, "not a Broadwell with ToPA (load ipt_sim model=bdw)");
+	self->skip = false;
 	ASSERT_EQ(0, self->caps.features & IPT_FEAT_PSB_CYC);
 	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
 	self->gp = sim_gp();
@@ -69,6 +100,8 @@ FIXTURE_TEARDOWN(bdw)
 	if (self->fd < 0)
 		return;
 	close(self->fd);
+	if (self->skip)
+		return;
 	/* Nothing ipt did faulted. */
 	EXPECT_EQ(self->gp, sim_gp());
 }
@@ -91,11 +124,36 @@ static int wait_unit_bytes(int cpu, uint64_t from)
 	return -ETIMEDOUT;
 }
 
+/*
+ * Sleep 1 ms at a time until trace @trace of @fd counts @want loads
+ * (switches) or, with @busy, @want refused loads; at most 20000 sleeps
+ * (>= 20 s).  A sleep need not switch the thread out (a timer that
+ * expired before the task slept), so the count is waited for, not
+ * assumed.  Returns 0, or -ETIMEDOUT.
+ */
+static int sleep_until(int fd, uint32_t trace, bool busy, uint64_t want)
+{
+	struct timespec d = { 0, 1000000 };
+	struct ipt_trace_state ts;
+	int i;
+
+	for (i = 0; i < 20000; i++) {
+		if (ipt_state(fd, trace, &ts))
+			return -EIO;
+		if ((busy ? ts.busy : ts.switches) >= want)
+			return 0;
+		nanosleep(&d, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
 TEST_F(bdw, bdm106_refused_at_configure)
 {
 	struct ipt_trace_state ts;
 	uint64_t mask[1] = { 0 };
 	struct ipt_config c;
+
+	SKIP_IF_SKIPPED();
 
 	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
 	c.trace_flags &= ~IPT_TRACE_BRANCH;
@@ -137,6 +195,8 @@ TEST_F(bdw, restart_without_configurable_psb)
 	const uint8_t *buf;
 	int round;
 
+	SKIP_IF_SKIPPED();
+
 	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
 	c.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
@@ -170,11 +230,11 @@ TEST_F(bdw, restart_without_configurable_psb)
  */
 TEST_F(bdw, thread_switches_without_configurable_psb)
 {
-	struct timespec d = { 0, 1000000 };
 	struct ipt_attach a = { .size = sizeof(a) };
 	struct ipt_trace_state ts;
 	struct ipt_config c;
-	int i;
+
+	SKIP_IF_SKIPPED();
 
 	memset(&c, 0, sizeof(c));
 	c.size = sizeof(c);
@@ -185,14 +245,510 @@ TEST_F(bdw, thread_switches_without_configurable_psb)
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	/* Each sleep is one switch out and one in. */
-	for (i = 0; i < 20; i++)
-		nanosleep(&d, NULL);
+	/* Sleeps switch the thread out and in: 20 loads. */
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, 20));
 	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
 	EXPECT_LE(20ULL, ts.switches);
 	EXPECT_EQ(0ULL, ts.busy);
 	EXPECT_EQ(0, ts.status & IPT_TS_ERROR);
 	EXPECT_LT(0ULL, ts.bytes_captured);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+FIXTURE(pti) {
+	bool skip;
+	int fd;
+	struct ipt_caps caps;
+	uint64_t code_cr3;
+	uint64_t user_cr3;
+	uint64_t gp;
+};
+
+FIXTURE_SETUP(pti)
+{
+	self->fd = -1;
+	self->skip = true;
+	if (!ipt_sim_loaded())
+		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
+	if (ipt_file_stat(IPT_SIM_DEBUGFS "/model", "pti") != 1)
+		SKIP(return, "no page-table isolation (load ipt_sim pti=1)");
+	self->skip = false;
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->caps.size = sizeof(self->caps);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
+	ASSERT_NE(0, self->caps.features & IPT_FEAT_CR3_FILTER);
+	ASSERT_NE(0, self->caps.platform & IPT_PLAT_PTI);
+	EXPECT_EQ(ipt_file_stat(IPT_SIM_DEBUGFS "/model", "pcid") == 1,
+		  !!(self->caps.platform & IPT_PLAT_PCID));
+	self->code_cr3 = ipt_file_stat(IPT_SIM_DEBUGFS "/model", "code_cr3");
+	self->user_cr3 = ipt_file_stat(IPT_SIM_DEBUGFS "/model", "user_cr3");
+	ASSERT_NE(~0ULL, self->code_cr3);
+	ASSERT_NE(~0ULL, self->user_cr3);
+	/* The model's premise: user mode runs on another CR3. */
+	ASSERT_NE(self->code_cr3 >> 5, self->user_cr3 >> 5);
+	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+	self->gp = sim_gp();
+}
+
+FIXTURE_TEARDOWN(pti)
+{
+	if (self->fd < 0)
+		return;
+	close(self->fd);
+	EXPECT_EQ(self->gp, sim_gp());
+}
+
+static uint64_t sim_bytes(void)
+{
+	uint64_t sum = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < nr_cpus(); cpu++)
+		sum += ipt_sim_stat(cpu, "bytes");
+	return sum;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* TNT-8 packets (the workload's branches) among whole packets of @p. */
+static unsigned long count_tnt(const uint8_t *p, size_t n)
+{
+	unsigned long tnt = 0;
+	size_t off = 0;
+
+	while (off < n) {
+		int len = ipt_pkt_len(p + off, n - off);
+
+		if (len <= 0)
+			break;
+		if (len == 1 && p[off] && !(p[off] & 1))
+			tnt++;
+		off += len;
+	}
+	return tnt;
+}
+
+/*
+ * A per-thread, user-only trace filtered on the address space's CR3 (as
+ * the kernel runs on it): ipt must program the user-mode CR3, or the
+ * filter never matches and the trace holds no branch at all.  The thread
+ * spins (it is traced only while it runs) until the unit wrote 8 KiB or
+ * 20 s passed.
+ */
+TEST_F(pti, thread_cr3_filter_user)
+{
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	const uint8_t *buf;
+	uint64_t from, n;
+	unsigned long tnt;
+	double end;
+
+	SKIP_IF_SKIPPED();
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC |
+			IPT_TRACE_CR3_FILTER;
+	c.cr3_match = self->code_cr3;
+	c.buffer_size = 64 * KIB;
+	c.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
+	c.max_threads = 1;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
+	from = sim_bytes();
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	end = now_s() + 20;
+	while (sim_bytes() - from < 8 * KIB && now_s() < end)
+		;
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_ERROR);
+	EXPECT_LE(8 * KIB, ts.bytes_captured);
+	n = ts.head < ts.buffer_size ? ts.head : ts.buffer_size;
+	buf = mmap(NULL, ts.buffer_size, PROT_READ, MAP_SHARED, self->fd, ts.mmap_offset);
+	ASSERT_NE(MAP_FAILED, buf);
+	tnt = count_tnt(buf, n);
+	munmap((void *)buf, ts.buffer_size);
+	EXPECT_LT(1000UL, tnt) TH_LOG("%lu TNT packets in %llu bytes", tnt,
+				      (unsigned long long)n);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * One CR3_MATCH value matches either the user or the kernel half under
+ * page-table isolation: a filter for both modes is refused, as is a
+ * kernel-only filter on a user-mode CR3; a user-only one may name either.
+ */
+TEST_F(pti, cr3_filter_modes)
+{
+	uint64_t mask[1] = { 1 };
+	struct ipt_config c;
+
+	SKIP_IF_SKIPPED();
+
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	c.trace_flags |= IPT_TRACE_KERNEL | IPT_TRACE_CR3_FILTER;
+	c.cr3_match = self->code_cr3;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	EXPECT_EQ(-EINVAL, ipt_cmd(self->fd, IPT_IOC_START));
+
+	c.trace_flags &= ~IPT_TRACE_USER;
+	c.cr3_match = self->user_cr3 & ~0x1fULL;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+
+	c.cr3_match = self->code_cr3;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	c.trace_flags |= IPT_TRACE_CR3_FILTER;
+	c.cr3_match = self->user_cr3 & ~0x1fULL;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+FIXTURE(vmx) {
+	bool skip;
+	int fd;
+	struct ipt_caps caps;
+	uint64_t gp;
+};
+
+FIXTURE_SETUP(vmx)
+{
+	self->fd = -1;
+	self->skip = true;
+	if (!ipt_sim_loaded())
+		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->caps.size = sizeof(self->caps);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
+	if (!(self->caps.platform & IPT_PLAT_VMX_NO_PT))
+		SKIP(return, "PT works in VMX operation here (load ipt_sim model=bdw)");
+	self->skip = false;
+	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+	self->gp = sim_gp();
+}
+
+/* VMXON (1) or VMXOFF (0) on CPU @cpu, or on every CPU for -1. */
+static int sim_vmxon(int cpu, int on)
+{
+	char path[128];
+	int c, ret = 0;
+
+	for (c = cpu < 0 ? 0 : cpu; c < (cpu < 0 ? nr_cpus() : cpu + 1); c++) {
+		snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/vmxon", c);
+		ret = ret ?: ipt_write_file(path, on ? "1" : "0");
+	}
+	return ret;
+}
+
+FIXTURE_TEARDOWN(vmx)
+{
+	if (self->fd < 0)
+		return;
+	close(self->fd);
+	if (self->skip)
+		return;
+	EXPECT_EQ(0, sim_vmxon(-1, 0));
+	/* Nothing ipt did faulted: no write of CTL in VMX operation. */
+	EXPECT_EQ(self->gp, sim_gp());
+}
+
+/*
+ * A per-CPU trace that VMXON switched off: the stop reads the position
+ * (the bytes up to VMXON are there), does not fault, and marks the trace
+ * cut; a start in VMX operation is EBUSY; after VMXOFF it traces again.
+ */
+TEST_F(vmx, cpu_trace_cut_by_vmxon)
+{
+	struct ipt_trace_state ts;
+	uint64_t mask[1] = { 0 }, from, head;
+	struct ipt_config c;
+
+	SKIP_IF_SKIPPED();
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	from = ipt_sim_stat(0, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, wait_unit_bytes(0, from + 1024));
+	from = ipt_sim_stat(0, "vmxon_cleared");
+	ASSERT_EQ(0, sim_vmxon(0, 1));
+	/* The model's premise: VMXON cleared TraceEn. */
+	ASSERT_EQ(from + 1, ipt_sim_stat(0, "vmxon_cleared"));
+
+	EXPECT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_NE(0, ts.status & IPT_TS_CUT);
+	EXPECT_EQ(0, ts.status & (IPT_TS_RUNNING | IPT_TS_ERROR));
+	EXPECT_LE(1024ULL, ts.bytes_captured);
+	head = ts.head;
+
+	/* Still in VMX operation: the unit cannot be enabled. */
+	EXPECT_EQ(-EBUSY, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
+
+	/* VMXOFF: it traces again, on from where it was cut. */
+	ASSERT_EQ(0, sim_vmxon(0, 0));
+	from = ipt_sim_stat(0, "bytes");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, wait_unit_bytes(0, from + 1024));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_LT(head + 1024, ts.head);
+	EXPECT_NE(0, ts.status & IPT_TS_CUT);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A traced thread while every CPU enters VMX operation: the unload of its
+ * cleared unit reads the position without a fault, its loads are refused
+ * (busy) until VMXOFF, and the trace is marked cut.
+ */
+TEST_F(vmx, thread_cut_by_vmxon)
+{
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	uint64_t before;
+
+	SKIP_IF_SKIPPED();
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+	c.buffer_size = 64 * KIB;
+	c.max_threads = 1;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, 3));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_CUT);
+	before = ts.bytes_captured;
+	EXPECT_LT(0ULL, before);
+
+	/* This thread is loaded while it writes: VMXON cuts it. */
+	ASSERT_EQ(0, sim_vmxon(-1, 1));
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, true, 3));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_NE(0, ts.status & IPT_TS_CUT);
+	EXPECT_LE(before, ts.bytes_captured);
+
+	ASSERT_EQ(0, sim_vmxon(-1, 0));
+	before = ts.bytes_captured;
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, ts.switches + 3));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_LT(before, ts.bytes_captured);
+	EXPECT_EQ(0, ts.status & IPT_TS_ERROR);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+FIXTURE(hybrid) {
+	bool skip;
+	int fd;
+	struct ipt_caps caps;
+	uint64_t gp;
+};
+
+FIXTURE_SETUP(hybrid)
+{
+	self->fd = -1;
+	self->skip = true;
+	if (!ipt_sim_loaded())
+		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->caps.size = sizeof(self->caps);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
+	if (self->caps.model != 0x9a)
+		SKIP(return, "not the hybrid model (load ipt_sim model=adl)");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs CPUs 0 and 1");
+	self->skip = false;
+	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+	self->gp = sim_gp();
+}
+
+FIXTURE_TEARDOWN(hybrid)
+{
+	if (self->fd < 0)
+		return;
+	close(self->fd);
+	if (self->skip)
+		return;
+	EXPECT_EQ(0, ipt_cpu_online_set(1, 1));
+	/* Nothing ipt did faulted: no E core got what it lacks. */
+	EXPECT_EQ(self->gp, sim_gp());
+}
+
+static int get_caps(int fd, struct ipt_caps *caps)
+{
+	memset(caps, 0, sizeof(*caps));
+	caps->size = sizeof(*caps);
+	return ipt_ioctl(fd, IPT_IOC_GET_CAPS, caps);
+}
+
+/* A TraceStop range far from the workload: it only uses ADDRn. */
+static void use_range(struct ipt_config *c, int n)
+{
+	c->ranges[n].kind = IPT_RANGE_STOP;
+	c->ranges[n].start = 0x10000;
+	c->ranges[n].end = 0x10fff;
+}
+
+/* With both core types online the caps are their intersection. */
+TEST_F(hybrid, caps_are_the_intersection)
+{
+	uint64_t mask[1] = { 3 };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	int cpu;
+
+	SKIP_IF_SKIPPED();
+	EXPECT_NE(0, self->caps.platform & IPT_PLAT_HYBRID);
+	EXPECT_EQ(1, self->caps.num_addr_ranges);
+	EXPECT_EQ(0x9, self->caps.mtc_freq_mask);
+	EXPECT_EQ(0xff, self->caps.cyc_thresh_mask);
+	EXPECT_EQ(0x3f, self->caps.psb_freq_mask);
+
+#define TRY(err, stmt) do {						\
+		ipt_cfg_cpu(&c, mask, 0, 64 * KIB);			\
+		mask[0] = 3;						\
+		stmt;							\
+		EXPECT_EQ(err, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c)) \
+			TH_LOG("%s", #stmt);				\
+		if (!err)						\
+			ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE)); \
+	} while (0)
+	/* What only the P cores have. */
+	TRY(-EOPNOTSUPP, use_range(&c, 1));
+	TRY(-EOPNOTSUPP, c.trace_flags |= IPT_TRACE_MTC; c.mtc_freq = 6);
+	TRY(-EOPNOTSUPP, c.trace_flags |= IPT_TRACE_CYC; c.cyc_thresh = 9);
+	TRY(-EOPNOTSUPP, c.mode = IPT_MODE_THREAD; c.max_threads = 1;
+	    c.cpu_mask_words = 0; c.cpu_mask_ptr = 0; use_range(&c, 1));
+#undef TRY
+
+	/* What both have configures, and runs on both without a #GP. */
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	mask[0] = 3;
+	use_range(&c, 0);
+	c.trace_flags |= IPT_TRACE_MTC | IPT_TRACE_CYC;
+	c.mtc_freq = 3;
+	c.cyc_thresh = 7;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	for (cpu = 0; cpu < 2; cpu++) {
+		ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
+		EXPECT_EQ(0, ts.status & (IPT_TS_CUT | IPT_TS_ERROR));
+		EXPECT_LT(0ULL, ts.bytes_captured);
+	}
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * With the E core offline the caps are the P core's; a session uses a
+ * second range.  When the E core comes online it is not programmed (its
+ * trace is cut), the caps narrow again, and nothing faults.
+ */
+TEST_F(hybrid, cpu_online_with_fewer_caps)
+{
+	uint64_t mask[1] = { 3 };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	struct ipt_caps caps;
+
+	SKIP_IF_SKIPPED();
+	ASSERT_EQ(0, ipt_cpu_online_set(1, 0));
+	ASSERT_EQ(0, get_caps(self->fd, &caps));
+	EXPECT_EQ(2, caps.num_addr_ranges);
+	EXPECT_EQ(0, caps.platform & IPT_PLAT_HYBRID);
+
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	mask[0] = 3;
+	use_range(&c, 1);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cpu_online_set(1, 1));
+
+	ASSERT_EQ(0, get_caps(self->fd, &caps));
+	EXPECT_EQ(1, caps.num_addr_ranges);
+	EXPECT_NE(0, caps.platform & IPT_PLAT_HYBRID);
+	ASSERT_EQ(0, ipt_state(self->fd, 1, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
+	EXPECT_NE(0, ts.status & IPT_TS_CUT);
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_NE(0, ts.status & IPT_TS_RUNNING);
+	EXPECT_EQ(0, ts.status & IPT_TS_CUT);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	/* Both online now: the E core still cannot run it. */
+	EXPECT_EQ(-EOPNOTSUPP, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/* Pin the calling thread to @cpu. */
+static int pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+/*
+ * A per-thread session configured with the E core offline uses a second
+ * range: on the E core the thread is not loaded (busy, cut), on the P core
+ * it is.
+ */
+TEST_F(hybrid, thread_on_core_with_fewer_caps)
+{
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	uint64_t switches;
+
+	SKIP_IF_SKIPPED();
+	ASSERT_EQ(0, pin(0));
+	ASSERT_EQ(0, ipt_cpu_online_set(1, 0));
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+	c.buffer_size = 64 * KIB;
+	c.max_threads = 1;
+	use_range(&c, 1);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
+	ASSERT_EQ(0, ipt_cpu_online_set(1, 1));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, 2));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_EQ(0, ts.status & IPT_TS_CUT);
+
+	ASSERT_EQ(0, pin(1));
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, true, 2));
+	ASSERT_EQ(0, ipt_state(self->fd, a.trace, &ts));
+	EXPECT_NE(0, ts.status & IPT_TS_CUT);
+	switches = ts.switches;
+
+	ASSERT_EQ(0, pin(0));
+	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, switches + 2));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
