@@ -32,6 +32,12 @@ static inline void dec_sort(void *base, size_t n, size_t size,
 
 struct dec_outputs;
 
+/*
+ * Out of memory: the library calls @fn (which must not return: exit or
+ * abort), else aborts.  It never exits the process itself (util.c).
+ */
+void dec_set_nomem(void (*fn)(void));
+
 /* ---- inputs --------------------------------------------------------------- */
 
 /* One piece of code in the traced address space. */

@@ -12,6 +12,7 @@
 #include <Zydis/Zydis.h>
 
 #include "decode.h"
+#include "internal.h"
 
 /* ---- a small open-addressing map: (u64, u64) -> u64 ------------------------ */
 
@@ -41,8 +42,7 @@ static struct kv *map_get(struct map *m, uint64_t a, uint64_t b)
 
 		nm.t = calloc(nm.cap, sizeof(*nm.t));
 		if (!nm.t) {
-			fprintf(stderr, "ipttool: out of memory\n");
-			exit(2);
+			dec_nomem();
 		}
 		for (i = 0; i < m->cap; i++)
 			if (m->t[i].used) {
@@ -208,8 +208,7 @@ struct dec_prof *dec_prof_new(void)
 	struct dec_prof *p = calloc(1, sizeof(*p));
 
 	if (!p) {
-		fprintf(stderr, "ipttool: out of memory\n");
-		exit(2);
+		dec_nomem();
 	}
 	sym_cache_reset(&p->sc);
 	return p;
@@ -282,7 +281,7 @@ static void smap_add(struct smap *m, const char *s, uint64_t v)
 
 		nm.t = calloc(nm.cap, sizeof(*nm.t));
 		if (!nm.t)
-			exit(2);
+			dec_nomem();
 		for (i = 0; i < m->cap; i++)
 			if (m->t[i].s) {
 				size_t j = shash(m->t[i].s) & (nm.cap - 1);
@@ -299,7 +298,7 @@ static void smap_add(struct smap *m, const char *s, uint64_t v)
 		if (!m->t[i].s) {
 			m->t[i].s = strdup(s);
 			if (!m->t[i].s)
-				exit(2);
+				dec_nomem();
 			m->t[i].v = v;
 			m->n++;
 			return;
@@ -488,8 +487,7 @@ static void perfetto_begin(struct dec_render *r, uint64_t ip)
 		r->pspans_cap = r->depth * 2;
 		r->pspans = realloc(r->pspans, r->pspans_cap * sizeof(*r->pspans));
 		if (!r->pspans) {
-			fprintf(stderr, "ipttool: out of memory\n");
-			exit(2);
+			dec_nomem();
 		}
 	}
 	sp = &r->pspans[r->depth - 1];
@@ -515,7 +513,7 @@ static void folded_flush(struct dec_render *r)
 		char *k = malloc(r->fstack_len + ll + 2);
 
 		if (!k)
-			exit(2);
+			dec_nomem();
 		memcpy(k, r->fstack, r->fstack_len);
 		if (r->fstack_len)
 			k[r->fstack_len] = ';';
@@ -537,7 +535,7 @@ static void fstack_rebuild(struct dec_render *r)
 		r->fstack_cap = need * 2;
 		r->fstack = realloc(r->fstack, r->fstack_cap);
 		if (!r->fstack)
-			exit(2);
+			dec_nomem();
 	}
 	r->fstack_len = strlen(r->root);
 	memcpy(r->fstack, r->root, r->fstack_len);
@@ -1036,7 +1034,7 @@ static bool drcov_elf(struct drmod *d, const char *path)
 		goto out;
 	d->seg = calloc(n ? n : 1, sizeof(*d->seg));
 	if (!d->seg)
-		exit(2);
+		dec_nomem();
 	for (i = 0; i < n; i++) {
 		GElf_Phdr ph;
 		struct drseg sg;
@@ -1086,7 +1084,7 @@ static void print_drcov(struct dec_render *r)
 	unsigned int ids = 0;
 
 	if (!d || !of || !bias)
-		exit(2);
+		dec_nomem();
 	/* one DynamoRIO module per ELF file (all its instances), else per image */
 	for (i = 0; i < nm; i++) {
 		const struct dec_module *m = &s->mods[i];
@@ -1122,7 +1120,7 @@ static void print_drcov(struct dec_render *r)
 		 */
 		t.seg = calloc(1, sizeof(*t.seg));
 		if (!t.seg)
-			exit(2);
+			dec_nomem();
 		t.seg[0].vstart = m->start & ~(uint64_t)(DRCOV_PAGE - 1);
 		t.seg[0].vend = (m->end + DRCOV_PAGE - 1) & ~(uint64_t)(DRCOV_PAGE - 1);
 		t.seg[0].off = t.seg[0].vstart - m->bias;
@@ -1164,7 +1162,7 @@ static void print_drcov(struct dec_render *r)
 				cap = cap ? 2 * cap : 1024;
 				bb = realloc(bb, cap * sizeof(*bb));
 				if (!bb)
-					exit(2);
+					dec_nomem();
 			}
 			bb[nbb].start = (uint32_t)(a - dm->seg[j].vstart);
 			bb[nbb].size = (uint16_t)len;
@@ -1213,8 +1211,7 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 		return NULL;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
-		fprintf(stderr, "ipttool: out of memory\n");
-		exit(2);
+		dec_nomem();
 	}
 	r->c = c;
 	r->o = o;
@@ -1301,7 +1298,7 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 		if (k == r->nr_ppids) {
 			r->ppids = realloc(r->ppids, (r->nr_ppids + 1) * sizeof(*r->ppids));
 			if (!r->ppids)
-				exit(2);
+				dec_nomem();
 			r->ppids[r->nr_ppids++] = r->ppid;
 			comm = r->ppid > 0 ? dec_input_comm(r->c->in, r->ppid, 0) : NULL;
 			if (comm)

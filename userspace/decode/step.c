@@ -33,21 +33,8 @@
 #include <string.h>
 
 #include "decode.h"
+#include "internal.h"
 #include "step.h"
-
-static void oom(void)
-{
-	fprintf(stderr, "ipttool: out of memory\n");
-	abort();
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p)
-		oom();
-	return p;
-}
 
 /* ---- hashing of decoder state ------------------------------------------------ */
 
@@ -208,7 +195,7 @@ static struct dec_item *push(struct dec_segment *s, enum dec_item_kind k)
 
 	if (s->nr == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 256;
-		s->items = xrealloc(s->items, s->cap * sizeof(*s->items));
+		s->items = dec_xrealloc(s->items, s->cap * sizeof(*s->items));
 	}
 	it = &s->items[s->nr++];
 	memset(it, 0, sizeof(*it));
@@ -706,7 +693,7 @@ static void add_ck(struct dec_segment *s, uint64_t off, uint64_t hash)
 
 	if (s->nr_ck == s->cap_ck) {
 		s->cap_ck = s->cap_ck ? s->cap_ck * 2 : 64;
-		s->ck = xrealloc(s->ck, s->cap_ck * sizeof(*s->ck));
+		s->ck = dec_xrealloc(s->ck, s->cap_ck * sizeof(*s->ck));
 	}
 	k = &s->ck[s->nr_ck++];
 	k->off = off;
