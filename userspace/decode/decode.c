@@ -4,8 +4,9 @@
  * input, its images (image.c) and symbols (syms.c).  The layers:
  * input.c and sideband.c (what to decode), image.c (the code),
  * segment.c (traces cut at PSBs), step.c (libipt decoders stepped, and
- * their convergence), pool.c (workers and the orderer), output.c (the
- * outputs and the summary).
+ * their convergence), pool.c (workers and the orderer), sink.c and
+ * sink_*.c (the outputs, one sink each), lookup.c (stateless symbol
+ * lookups over syms.c), packets.c and summary.c.
  */
 #include <inttypes.h>
 #include <stdlib.h>

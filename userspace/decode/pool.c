@@ -13,6 +13,7 @@
 
 #include "decode.h"
 #include "internal.h"
+#include "sink.h"
 #include "step.h"
 
 /*
@@ -177,6 +178,7 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	pthread_t *th = NULL;
 	pthread_attr_t attr;
 	size_t i, k, ok = 0;
+	unsigned int needs;
 
 	c->nr_res = c->in->nr_traces;
 	c->res = dec_xcalloc(c->nr_res, sizeof(*c->res));
@@ -214,12 +216,15 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	w.window = 4 * (size_t)jobs;
 	if (o)
 		rd = dec_render_begin(c, o);
-	/* the instruction decoder's "blocks" are single instructions: no gain */
-	c->profile_only = rd && o->f[OUT_PROFILE] && !c->opt.insn_decoder;
-	for (i = 0; c->profile_only && i < OUT_NR; i++)
-		if (i != OUT_PROFILE && o->f[i])
-			c->profile_only = false;
-	c->count_only = (!rd || c->profile_only) && !c->opt.insn_decoder;
+	/*
+	 * How the workers decode follows from what the sinks need: no sink
+	 * needs the blocks themselves (the summary alone, or --profile,
+	 * whose counts the workers make): count them.  The instruction
+	 * decoder's "blocks" are single instructions: no gain.
+	 */
+	needs = dec_render_needs(rd);
+	c->count_only = !(needs & DEC_NEED_BLOCKS) && !c->opt.insn_decoder;
+	c->profile_only = c->count_only && (needs & DEC_NEED_PROFILE);
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cond, NULL);
 	w.rd = rd;
