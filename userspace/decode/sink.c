@@ -21,6 +21,20 @@ struct dec_render {
 	size_t nr;
 	unsigned int needs;	/* of all sinks */
 	int pending;		/* 1 call, 2 return from the block before */
+	/*
+	 * The instructions of consecutive blocks are walked as one run (run,
+	 * have_run) while each block ends with a non-branch instruction and
+	 * the next follows with no item between them, in the same exec mode
+	 * and section: it can only start at the fall-through.  libipt 2.0.5
+	 * ends blocks at different places on its cached and uncached paths,
+	 * so which blocks a decoder gets depends on which decoder filled the
+	 * section's block cache first; the runs do not.  (Block decoder only:
+	 * the instruction decoder's blocks are single instructions, as the
+	 * reference's instruction flavour prints them.)
+	 */
+	bool merge;
+	bool have_run;
+	struct dec_item run;
 };
 
 #define EACH(r, k) \
@@ -96,6 +110,7 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	r->st.o = o;
 	dec_symc_reset(&r->st.sc);
 	r->st.time_ok = c->timed && dec_tsc_ns(c, c->t0, &r->st.ns0);
+	r->merge = !c->opt.insn_decoder;
 	for (i = 0; i < OUT_NR; i++)
 		if (o->f[i]) {
 			r->sinks[r->nr] = make[i](&r->st, o->f[i]);
@@ -166,14 +181,11 @@ static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const 
 	r->st.idx++;
 }
 
-static void on_block(struct dec_render *r, const struct dec_item *it)
+/* The instructions of block (or run of blocks) @it, to the sinks that need them. */
+static void walk(struct dec_render *r, const struct dec_item *it)
 {
 	struct dec_sink *k;
 
-	call_ret(r, it);
-	EACH(r, k)
-		if (k->ops->block)
-			k->ops->block(k, &r->st, it);
 	if (!(r->needs & DEC_NEED_EVERY_INSN) && (r->needs & DEC_NEED_INSNS) &&
 	    dec_symc_holds(dec_stream_sym(&r->st, it->ip), it)) {
 		/* the whole block is in one function: no walk */
@@ -194,6 +206,41 @@ static void on_block(struct dec_render *r, const struct dec_item *it)
 	} else {
 		r->st.idx += it->ninsn;
 	}
+}
+
+static void flush_run(struct dec_render *r)
+{
+	if (r->have_run) {
+		r->have_run = false;
+		walk(r, &r->run);
+	}
+}
+
+static void on_block(struct dec_render *r, const struct dec_item *it)
+{
+	struct dec_sink *k;
+	bool join = r->merge && r->have_run && r->run.iclass == ptic_other &&
+		    it->mode == r->run.mode && it->isid == r->run.isid;
+
+	if (!join)
+		flush_run(r);
+	call_ret(r, it);
+	EACH(r, k)
+		if (k->ops->block)
+			k->ops->block(k, &r->st, it);
+	if (join) {
+		r->run.end_ip = it->end_ip;
+		r->run.ninsn += it->ninsn;
+		r->run.last_size = it->last_size;
+		r->run.iclass = it->iclass;
+		if (it->tsc)
+			r->run.tsc = it->tsc;
+	} else {
+		r->run = *it;
+		r->have_run = true;
+	}
+	if (!r->merge || r->run.iclass != ptic_other)
+		flush_run(r);
 	if (it->tsc)
 		r->st.prev_tsc = it->tsc;
 	if (it->iclass == ptic_call)
@@ -228,6 +275,7 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 			on_block(r, it);
 			continue;
 		}
+		flush_run(r);
 		if (it->kind == DI_GAP)
 			r->pending = 0;
 		if (it->kind == DI_PROCESS) {
@@ -255,6 +303,7 @@ void dec_render_trace_end(struct dec_render *r)
 
 	if (!r)
 		return;
+	flush_run(r);
 	EACH(r, k)
 		if (k->ops->trace_end)
 			k->ops->trace_end(k, &r->st);
