@@ -32,6 +32,12 @@ static inline void dec_sort(void *base, size_t n, size_t size,
 
 struct dec_outputs;
 
+/*
+ * Out of memory: the library calls @fn (which must not return: exit or
+ * abort), else aborts.  It never exits the process itself (util.c).
+ */
+void dec_set_nomem(void (*fn)(void));
+
 /* ---- inputs --------------------------------------------------------------- */
 
 /* One piece of code in the traced address space. */
@@ -249,7 +255,7 @@ struct dec_segment {
 };
 
 /*
- * --profile counts of some blocks (output.c): per function and per DSO,
+ * --profile counts of some blocks (sink_profile.c): per function and per DSO,
  * order-independent, so workers count their segments' and the renderer
  * adds them up.
  */
@@ -440,7 +446,7 @@ const char *dec_syms_line(struct dec_syms *s, uint64_t ip, char *buf, size_t len
 /* "sym+0xoff", "dso+0xoff" or "0xaddr" into @buf. */
 const char *dec_syms_fmt(const struct dec_syms *s, uint64_t ip, char *buf, size_t len);
 
-/* ---- outputs (output.c) --------------------------------------------------- */
+/* ---- outputs (sink.c, sink_*.c, packets.c, summary.c) --------------------------------------------------- */
 
 enum dec_out_kind {
 	OUT_INSN, OUT_CALLS, OUT_PROFILE, OUT_FOLDED, OUT_PERFETTO, OUT_DRCOV,
@@ -462,6 +468,8 @@ struct dec_outputs {
  */
 struct dec_render;
 struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs *o);
+/* What the outputs' sinks need (DEC_NEED_*, sink.h); 0 for NULL. */
+unsigned int dec_render_needs(const struct dec_render *r);
 void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result *res, size_t i);
 void dec_render_segment(struct dec_render *r, const struct dec_segment *seg);
 void dec_render_trace_end(struct dec_render *r);

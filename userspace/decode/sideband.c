@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "decode.h"
+#include "internal.h"
 
 struct sb_map {
 	long pid;
@@ -103,7 +104,7 @@ static void retire(struct sb_state *s, size_t i, uint64_t time)
 		s->capold = s->capold ? 2 * s->capold : 64;
 		s->old = realloc(s->old, s->capold * sizeof(*s->old));
 		if (!s->old)
-			exit(2);
+			dec_nomem();
 	}
 	s->old[s->nold] = s->maps[i];
 	s->old[s->nold++].until = time;
@@ -128,7 +129,7 @@ static void add_map(struct sb_state *s, long pid, uint64_t start, uint64_t len, 
 		s->cap = s->cap ? 2 * s->cap : 64;
 		s->maps = realloc(s->maps, s->cap * sizeof(*s->maps));
 		if (!s->maps)
-			exit(2);
+			dec_nomem();
 	}
 	s->maps[s->n].pid = pid;
 	s->maps[s->n].start = start;
@@ -199,7 +200,7 @@ static void set_comm(struct dec_input *in, long pid, long tid, const char *name,
 	if (i == in->nr_comms) {
 		in->comms = realloc(in->comms, (in->nr_comms + 1) * sizeof(*in->comms));
 		if (!in->comms)
-			exit(2);
+			dec_nomem();
 		in->nr_comms++;
 	}
 	in->comms[i].pid = pid;
@@ -255,7 +256,7 @@ static void sched_add(struct dec_input *in, int cpu, uint64_t time, long pid)
 	if (!sc) {
 		in->sched = realloc(in->sched, (in->nr_sched + 1) * sizeof(*in->sched));
 		if (!in->sched)
-			exit(2);
+			dec_nomem();
 		sc = &in->sched[in->nr_sched++];
 		memset(sc, 0, sizeof(*sc));
 		sc->cpu = cpu;
@@ -266,7 +267,7 @@ static void sched_add(struct dec_input *in, int cpu, uint64_t time, long pid)
 		sc->time = realloc(sc->time, cap * sizeof(*sc->time));
 		sc->pid = realloc(sc->pid, cap * sizeof(*sc->pid));
 		if (!sc->time || !sc->pid)
-			exit(2);
+			dec_nomem();
 	}
 	sc->time[sc->n] = time;
 	sc->pid[sc->n++] = pid;
@@ -329,7 +330,7 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 			rcap = rcap ? 2 * rcap : 1024;
 			recs = realloc(recs, rcap * sizeof(*recs));
 			if (!recs)
-				exit(2);
+				dec_nomem();
 		}
 		recs[nrec].o = o;
 		recs[nrec].seq = nrec;

@@ -33,21 +33,8 @@
 #include <string.h>
 
 #include "decode.h"
+#include "internal.h"
 #include "step.h"
-
-static void oom(void)
-{
-	fprintf(stderr, "ipttool: out of memory\n");
-	abort();
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p)
-		oom();
-	return p;
-}
 
 /* ---- hashing of decoder state ------------------------------------------------ */
 
@@ -208,7 +195,7 @@ static struct dec_item *push(struct dec_segment *s, enum dec_item_kind k)
 
 	if (s->nr == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 256;
-		s->items = xrealloc(s->items, s->cap * sizeof(*s->items));
+		s->items = dec_xrealloc(s->items, s->cap * sizeof(*s->items));
 	}
 	it = &s->items[s->nr++];
 	memset(it, 0, sizeof(*it));
@@ -706,7 +693,7 @@ static void add_ck(struct dec_segment *s, uint64_t off, uint64_t hash)
 
 	if (s->nr_ck == s->cap_ck) {
 		s->cap_ck = s->cap_ck ? s->cap_ck * 2 : 64;
-		s->ck = xrealloc(s->ck, s->cap_ck * sizeof(*s->ck));
+		s->ck = dec_xrealloc(s->ck, s->cap_ck * sizeof(*s->ck));
 	}
 	k = &s->ck[s->nr_ck++];
 	k->off = off;
@@ -744,8 +731,8 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 		     bool first, struct pt_image_section_cache *isc)
 {
 	struct dec_live *L = dec_live_new(c, r, isc);
-	uint64_t win;
-	size_t after_tip = 0;
+	uint64_t win, last_off = 0;
+	size_t after_tip = 0, tip_moves = 0;
 	int st;
 
 	if (c->profile_only)
@@ -791,20 +778,29 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 	 * Checkpoints for the steps a decoder synced at the segment's PSB
 	 * is likely to need to converge with the serial one: while it is
 	 * before its first TIP-class packet (no match there, tip_end), then
-	 * at least DEC_CK_MIN more, and all that start in the segment's
-	 * first 1/DEC_CK_PART (at most DEC_CK_MAX in all); the rest of the
-	 * segment is stepped coarsely.  The first segment is the serial
+	 * at least DEC_CK_MIN more and on until the offset has moved
+	 * DEC_CK_MOVES times after it (a match needs those moves: a long
+	 * TNT packet holds the offset for dozens of steps, and without them
+	 * a third of the segments of the benchmark trace never matched and
+	 * were decoded again by the orderer), and all that start in the
+	 * segment's first 1/DEC_CK_PART (at most DEC_CK_MAX in all); the
+	 * rest of the segment is stepped coarsely.  The first segment is the serial
 	 * decode itself: no decoder converges into it.
 	 */
 	win = s->begin + (s->end - s->begin) / DEC_CK_PART;
 	while (!L->done && L->off <= s->end) {
 		bool fine = !first && s->nr_ck < DEC_CK_MAX &&
-			    (L->off < s->tip_end || after_tip < DEC_CK_MIN || L->off < win);
+			    (L->off < s->tip_end || after_tip < DEC_CK_MIN ||
+			     tip_moves < DEC_CK_MOVES || L->off < win);
 
 		live_step(L, s, fine);
 		if (fine) {
 			add_ck(s, L->off, L->hash);
-			after_tip += L->off >= s->tip_end;
+			if (L->off >= s->tip_end) {
+				tip_moves += after_tip && L->off != last_off;
+				after_tip++;
+				last_off = L->off;
+			}
 		}
 	}
 }

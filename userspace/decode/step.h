@@ -11,8 +11,9 @@
 /*
  * Checkpoints each segment's decoder records, from its sync on: one after
  * each step until its first TIP-class packet is read, then at least
- * DEC_CK_MIN more, and on while the decoder is in the first 1/DEC_CK_PART
- * of its segment, at most DEC_CK_MAX in all.  They cost time (a step per
+ * DEC_CK_MIN more and until the trace offset has moved DEC_CK_MOVES times
+ * after it, and on while the decoder is in the first 1/DEC_CK_PART of its
+ * segment, at most DEC_CK_MAX in all.  They cost time (a step per
  * block, a hash per step); a decoder that does not converge within them
  * is not wrong, only slow: the decoder before it decodes its segment
  * (step.c).

@@ -181,6 +181,13 @@ static int same_file(const struct outspec *spec, const struct outspec *packets)
 	return 0;
 }
 
+/* The decoder library's out-of-memory handler: say so, exit status 2. */
+static void decode_nomem(void)
+{
+	fprintf(stderr, "ipttool: out of memory\n");
+	exit(2);
+}
+
 int cmd_decode(struct ipttool *t, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -236,6 +243,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	char **raws = calloc((size_t)argc + 1, sizeof(char *));
 	int npt = 0, nelf = 0, nraw = 0;
 
+	dec_set_nomem(decode_nomem);
 	dec_input_init(&in);
 	/* -j anywhere: every error, an option's too, as JSON on stdout */
 	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)

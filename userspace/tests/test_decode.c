@@ -3345,6 +3345,20 @@ int main(int argc, char **argv)
 			return tap_done();
 		}
 	}
+	{
+		/*
+		 * The decoder library never ends the process (issue 14 item 5):
+		 * out of memory goes to the application's handler
+		 * (dec_set_nomem); no object of userspace/decode calls exit.
+		 */
+		int objs = sh("test -s %s/userspace/obj/decode/pool.o", build);
+		int calls = sh("nm -u %s/userspace/obj/decode/*.o | grep -qwE 'exit|_exit|_Exit'",
+			       build);
+
+		CHECK(objs == 0 && calls != 0, "libiptdecode's objects call no exit() "
+		      "(objects %s, exit %s)", objs ? "missing" : "found",
+		      calls ? "not called" : "called");
+	}
 	sh("rm -rf %s && mkdir -p %s", work, work);
 	/* a private copy: a concurrent 'make' may relink the one in build/ */
 	if (sh("cp %s %s/ipttool-san", tool, work) == 0)

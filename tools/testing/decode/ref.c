@@ -42,7 +42,32 @@ struct ref {
 	size_t len;
 	uint64_t insns, errors;
 	ZydisDecoder zd[4];
+	/*
+	 * The run of blocks not printed yet: consecutive blocks are printed
+	 * as one while each ends with a non-branch instruction (ptic_other)
+	 * and the next follows with nothing printed between them, in the
+	 * same exec mode and image, as ipttool walks them (sink.c): libipt
+	 * 2.0.5's cached and uncached paths end blocks at different places.
+	 */
+	bool have_run;
+	uint64_t run_ip, run_end;
+	uint32_t run_ninsn;
+	enum pt_exec_mode run_mode;
+	enum pt_insn_class run_iclass;
+	unsigned int run_last_size;
+	long run_image;
 };
+
+/* The index of the image holding @ip, or -1. */
+static long image_of(const struct ref *r, uint64_t ip)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_code; i++)
+		if (ip >= r->code[i].vaddr && ip - r->code[i].vaddr < r->code[i].size)
+			return (long)i;
+	return -1;
+}
 
 static const uint8_t *code_at(const struct ref *r, uint64_t ip, size_t *n)
 {
@@ -116,8 +141,8 @@ static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid, u
 	return -pte_nomap;
 }
 
-static void print_block(struct ref *r, uint64_t ip, uint64_t end_ip, uint32_t ninsn, int mode,
-			unsigned int last_size)
+static void walk_print(struct ref *r, uint64_t ip, uint64_t end_ip, uint32_t ninsn, int mode,
+		       unsigned int last_size)
 {
 	uint64_t *ips = calloc(ninsn, sizeof(*ips)), a = ip;
 	uint32_t i;
@@ -152,8 +177,42 @@ static void print_block(struct ref *r, uint64_t ip, uint64_t end_ip, uint32_t ni
 		fprintf(r->out, "[%" PRIu32 " instructions from %#" PRIx64
 			" not shown: their code is unreadable]\n", ninsn, ip);
 	}
-	r->insns += ninsn;
 	free(ips);
+}
+
+/* Print the run of blocks held back, if any. */
+static void flush(struct ref *r)
+{
+	if (r->have_run) {
+		r->have_run = false;
+		walk_print(r, r->run_ip, r->run_end, r->run_ninsn, r->run_mode, r->run_last_size);
+	}
+}
+
+static void print_block(struct ref *r, const struct pt_block *b)
+{
+	long image = image_of(r, b->ip);
+
+	r->insns += b->ninsn;
+	if (r->have_run && r->run_iclass == ptic_other && b->mode == r->run_mode &&
+	    image == r->run_image) {
+		r->run_end = b->end_ip;
+		r->run_ninsn += b->ninsn;
+		r->run_last_size = b->truncated ? b->size : 0;
+		r->run_iclass = b->iclass;
+	} else {
+		flush(r);
+		r->have_run = true;
+		r->run_ip = b->ip;
+		r->run_end = b->end_ip;
+		r->run_ninsn = b->ninsn;
+		r->run_mode = b->mode;
+		r->run_iclass = b->iclass;
+		r->run_last_size = b->truncated ? b->size : 0;
+		r->run_image = image;
+	}
+	if (b->iclass != ptic_other)
+		flush(r);
 }
 
 static const char *gap_name(int err, bool loop)
@@ -166,16 +225,20 @@ static void show_event(struct ref *r, const struct pt_event *ev, uint64_t off)
 {
 	switch (ev->type) {
 	case ptev_enabled:
+		flush(r);
 		fprintf(r->out, "[enabled at %#" PRIx64 "]\n", ev->variant.enabled.ip);
 		break;
 	case ptev_disabled:
 	case ptev_async_disabled:
+		flush(r);
 		fprintf(r->out, "[disabled]\n");
 		break;
 	case ptev_async_branch:
+		flush(r);
 		fprintf(r->out, "[interrupt at %#" PRIx64 "]\n", ev->variant.async_branch.from);
 		break;
 	case ptev_overflow:
+		flush(r);
 		r->errors++;
 		fprintf(r->out, "[lost trace: overflow at offset %#" PRIx64
 			", 0 bytes skipped to the next PSB]\n", off);
@@ -260,6 +323,7 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 			next = st == -pte_eos ? len : off;
 		}
 		if (have_err) {
+			flush(&r);
 			r.errors++;
 			fprintf(out, "[lost trace: %s at offset %#" PRIx64 "%s%s, %" PRIu64
 				" bytes skipped to the next PSB]\n", gap_name(err_code, err_loop), erroff,
@@ -298,6 +362,7 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 			if (st < 0)
 				break;
 			if (st & pts_eos) {
+				flush(&r);
 				if (!(st & pts_ip_suppressed))
 					fprintf(out, "[end of trace]\n");
 				st = -pte_eos;
@@ -321,8 +386,7 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 				st = pt_blk_next(bd, &b, sizeof(b));
 				ninsn = b.ninsn;
 				if (b.ninsn)
-					print_block(&r, b.ip, b.end_ip, b.ninsn, b.mode,
-						    b.truncated ? b.size : 0);
+					print_block(&r, &b);
 			}
 			if (st < 0)
 				break;
@@ -356,6 +420,7 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 		err_loop = false;
 		err_code = st;
 	}
+	flush(&r);
 	fprintf(out, "# instructions %" PRIu64 " errors %" PRIu64 "\n", r.insns, r.errors);
 	if (insns)
 		*insns = r.insns;

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libiptdecode, segmenting: a trace's bytes, cut at PSBs into the
+ * segments that are decoded on their own (step.c, pool.c); whether its
+ * code needs uncached decoding; whether its last packet is cut short.
+ * The cut depends on the trace only, never on -J.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "internal.h"
+
+size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
+		     uint64_t **offs, uint64_t *first_tsc)
+{
+	static const uint8_t psb_bytes[16] = {
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+	};
+	struct pt_packet_decoder *pd;
+	struct pt_config cfg = *tmpl;
+	size_t n = 0, cap = 0;
+	uint64_t off, stride = 0;
+	int st;
+
+	*offs = NULL;
+	if (first_tsc)
+		*first_tsc = 0;
+	if (!len)
+		return 0;
+	cfg.begin = (uint8_t *)buf;
+	cfg.end = (uint8_t *)buf + len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return 0;
+	for (st = pt_pkt_sync_forward(pd); st >= 0;) {
+		struct pt_packet p;
+		const uint8_t *next;
+
+		if (pt_pkt_get_sync_offset(pd, &off) < 0)
+			break;
+		/* the PSB+: its TSC */
+		while (pt_pkt_next(pd, &p, sizeof(p)) >= 0 && p.type != ppt_psbend) {
+			if (p.type == ppt_tsc && first_tsc && !*first_tsc)
+				*first_tsc = p.payload.tsc.tsc;
+			if (p.type == ppt_ovf)
+				break;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*offs = dec_xrealloc(*offs, cap * sizeof(**offs));
+		}
+		(*offs)[n++] = off;
+		/* the next PSB @stride bytes on: a search, no packet decoding */
+		if (!stride)
+			stride = (len - off) / parts > sizeof(psb_bytes) ?
+				 (len - off) / parts : sizeof(psb_bytes);
+		if (off + stride >= len)
+			break;
+		next = memmem(buf + off + stride, len - off - stride, psb_bytes, sizeof(psb_bytes));
+		if (!next)
+			break;
+		st = pt_pkt_sync_set(pd, (uint64_t)(next - buf));
+	}
+	pt_pkt_free_decoder(pd);
+	return n;
+}
+
+/* Whether the PSB+ at @off of @pd's trace has a MODE.EXEC. */
+static bool psb_has_mode(struct pt_packet_decoder *pd, uint64_t off)
+{
+	struct pt_packet pkt;
+	int n = 0;
+
+	if (pt_pkt_sync_set(pd, off) < 0)
+		return true;
+	while (n++ < 64 && pt_pkt_next(pd, &pkt, sizeof(pkt)) >= 0) {
+		if (pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec)
+			return true;
+		if (pkt.type == ppt_psbend || (n > 1 && pkt.type == ppt_psb))
+			return false;
+	}
+	return true;	/* a broken PSB+: the decoder does not sync there */
+}
+
+bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl)
+{
+	static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
+					 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	struct pt_config cfg = *tmpl;
+	struct pt_packet_decoder *pd;
+	const uint8_t *p = buf, *end = buf + len;
+	bool mixed = false;
+	int seen = -1, modes = 0;
+
+	cfg.begin = (uint8_t *)buf;
+	cfg.end = (uint8_t *)buf + len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return true;
+	/* a PSB+ without MODE.EXEC: decoders synced there have no mode until one */
+	while (!mixed && p < end && (p = memmem(p, (size_t)(end - p), psb, sizeof(psb)))) {
+		mixed = !psb_has_mode(pd, (uint64_t)(p - buf));
+		p += sizeof(psb);
+	}
+	/* MODE.EXEC: 0x99, then a byte with bits 7:5 clear; CS.D and CS.L in bits 1:0 */
+	for (p = buf; !mixed && p + 1 < end && (p = memchr(p, 0x99, (size_t)(end - p - 1))); p++) {
+		if (p[1] & 0xe0)
+			continue;
+		if (seen < 0) {
+			seen = p[1] & 3;
+		} else if (seen != (p[1] & 3)) {
+			/* two values: maybe only payload bytes; ask libipt (a new decoder, from the start) */
+			struct pt_packet_decoder *all = pt_pkt_alloc_decoder(&cfg);
+
+			while (all && pt_pkt_sync_forward(all) >= 0) {
+				struct pt_packet pkt;
+
+				while (pt_pkt_next(all, &pkt, sizeof(pkt)) >= 0)
+					if (pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec)
+						modes |= 1 << pt_get_exec_mode(&pkt.payload.mode.bits.exec);
+			}
+			pt_pkt_free_decoder(all);
+			mixed = !all || (modes & (modes - 1));
+			break;
+		}
+	}
+	pt_pkt_free_decoder(pd);
+	return mixed;
+}
+
+static uint8_t *slurp(const char *path, size_t *len, char *msg, size_t mlen)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *p = NULL;
+	long n;
+
+	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		snprintf(msg, mlen, "%s: %s", path, strerror(errno));
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	p = dec_xrealloc(NULL, (size_t)n + 1);
+	if (fread(p, 1, (size_t)n, f) != (size_t)n) {
+		snprintf(msg, mlen, "%s: read error", path);
+		free(p);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return p;
+}
+
+/*
+ * Whether @r's trace ends inside a packet (a file cut short): walk the
+ * packets from its last PSB (libipt's backward sync from the end); libipt
+ * reports a packet that runs past the end as -pte_eos.
+ */
+static void check_cut(struct dec_ctx *c, struct dec_trace_result *r)
+{
+	struct pt_config cfg = c->cfg;
+	struct pt_packet_decoder *pd;
+	struct pt_packet pkt;
+	uint64_t off = 0;
+	int st;
+
+	cfg.begin = r->buf;
+	cfg.end = r->buf + r->len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return;
+	st = pt_pkt_sync_backward(pd);
+	while (st >= 0) {
+		pt_pkt_get_offset(pd, &off);
+		st = pt_pkt_next(pd, &pkt, sizeof(pkt));
+	}
+	if (st == -pte_eos && off < r->len) {
+		r->cut = true;
+		r->cut_off = off;
+	}
+	pt_pkt_free_decoder(pd);
+}
+
+/*
+ * Cut @r's trace into segments at PSBs: at most 64, each at least 1/64 of
+ * it, so that the cut depends on the trace only (never on -J).
+ */
+static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
+{
+	uint64_t *psb;
+	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, c->opt.no_split ? 1 : 64, &psb,
+				 &r->first_tsc), i;
+
+	if (!n) {
+		snprintf(r->error, sizeof(r->error),
+			 "%s: no PSB in %zu bytes: not Intel PT, or cut before its first PSB",
+			 r->trace->file, r->len);
+		if (r->len) {
+			r->gaps[GAP_PRE_PSB]++;
+			r->gap_bytes[GAP_PRE_PSB] += r->len;
+		}
+		return;
+	}
+	if (psb[0]) {
+		r->gaps[GAP_PRE_PSB]++;
+		r->gap_bytes[GAP_PRE_PSB] += psb[0];
+	}
+	r->segs = dec_xrealloc(NULL, n * sizeof(*r->segs));
+	memset(r->segs, 0, n * sizeof(*r->segs));
+	for (i = 0; i < n; i++) {
+		r->segs[i].begin = psb[i];
+		r->segs[i].end = i + 1 < n ? psb[i + 1] : r->len;
+	}
+	r->nr_segs = n;
+	free(psb);
+	r->uncached = !c->opt.insn_decoder && dec_mixed_modes(r->buf, r->len, &c->cfg);
+}
+
+void dec_trace_load(struct dec_ctx *c, struct dec_trace_result *r)
+{
+	if (r->trace->data) {
+		r->buf = dec_xrealloc(NULL, r->trace->size + 1);
+		memcpy(r->buf, r->trace->data, r->trace->size);
+		r->len = r->trace->size;
+	} else {
+		r->buf = slurp(r->trace->file, &r->len, r->error, sizeof(r->error));
+	}
+	if (!r->buf)
+		return;
+	if (!r->len) {
+		snprintf(r->error, sizeof(r->error), "%s: empty (no trace was recorded)",
+			 r->trace->file);
+		return;
+	}
+	make_segments(c, r);
+	if (r->nr_segs)
+		check_cut(c, r);
+}

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libiptdecode: the stream that feeds the sinks (sink.h).  The orderer
+ * (pool.c) gives it every segment in trace order, once the segment has
+ * converged with the next; it walks the segment's items once and calls
+ * each sink for what that sink needs.  It keeps what the outputs share:
+ * the instruction number, the call depth, the time of the block before
+ * and whose code it is (for stateless symbol lookups).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "internal.h"
+#include "sink.h"
+
+struct dec_render {
+	struct dec_stream st;
+	struct dec_sink *sinks[OUT_NR];
+	size_t nr;
+	unsigned int needs;	/* of all sinks */
+	int pending;		/* 1 call, 2 return from the block before */
+	/*
+	 * The instructions of consecutive blocks are walked as one run (run,
+	 * have_run) while each block ends with a non-branch instruction and
+	 * the next follows with no item between them, in the same exec mode
+	 * and section: it can only start at the fall-through.  libipt 2.0.5
+	 * ends blocks at different places on its cached and uncached paths,
+	 * so which blocks a decoder gets depends on which decoder filled the
+	 * section's block cache first; the runs do not.  (Block decoder only:
+	 * the instruction decoder's blocks are single instructions, as the
+	 * reference's instruction flavour prints them.)
+	 */
+	bool merge;
+	bool have_run;
+	struct dec_item run;
+};
+
+#define EACH(r, k) \
+	for (size_t _i = 0; _i < (r)->nr && ((k) = (r)->sinks[_i], 1); _i++)
+
+const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip)
+{
+	dec_symc_lookup(&st->sc, st->c->syms, ip, st->pid, st->time);
+	return &st->sc;
+}
+
+const char *dec_stream_fmt(const struct dec_stream *st, uint64_t ip, char *buf, size_t len)
+{
+	return dec_sym_fmt_at(st->c->syms, ip, st->pid, st->time, buf, len);
+}
+
+const char *dec_stream_line(const struct dec_stream *st, uint64_t ip, char *buf, size_t len)
+{
+	return dec_sym_line_at(st->c->syms, ip, st->pid, st->time, buf, len);
+}
+
+void dec_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/*
+ * The time column of --calls for @tsc: seconds (to the nanosecond) since
+ * the run's first TSC, or TSC ticks since it when the TSC's frequency is
+ * unknown; "-" when the decoder had no time there.
+ */
+const char *dec_stream_time(const struct dec_stream *st, uint64_t tsc, char *buf, size_t len)
+{
+	uint64_t ns;
+
+	if (!tsc || tsc < st->c->t0)
+		return "-";
+	if (st->time_ok && dec_tsc_ns(st->c, tsc, &ns) && ns >= st->ns0) {
+		ns -= st->ns0;
+		snprintf(buf, len, "%" PRIu64 ".%09" PRIu64, ns / 1000000000u, ns % 1000000000u);
+	} else {
+		snprintf(buf, len, "%" PRIu64, tsc - st->c->t0);
+	}
+	return buf;
+}
+
+struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs *o)
+{
+	static struct dec_sink *(*const make[OUT_NR])(struct dec_stream *, FILE *) = {
+		[OUT_INSN] = dec_sink_insn, [OUT_CALLS] = dec_sink_calls,
+		[OUT_PROFILE] = dec_sink_profile, [OUT_FOLDED] = dec_sink_folded,
+		[OUT_PERFETTO] = dec_sink_perfetto, [OUT_DRCOV] = dec_sink_drcov,
+		[OUT_BLOCKS] = dec_sink_blocks,
+	};
+	struct dec_render *r;
+	size_t i;
+
+	for (i = 0; i < OUT_NR && !o->f[i]; i++)
+		;
+	if (i == OUT_NR)	/* nothing wanted: the summary needs no rendering */
+		return NULL;
+	r = dec_xcalloc(1, sizeof(*r));
+	r->st.c = c;
+	r->st.o = o;
+	dec_symc_reset(&r->st.sc);
+	r->st.time_ok = c->timed && dec_tsc_ns(c, c->t0, &r->st.ns0);
+	r->merge = !c->opt.insn_decoder;
+	for (i = 0; i < OUT_NR; i++)
+		if (o->f[i]) {
+			r->sinks[r->nr] = make[i](&r->st, o->f[i]);
+			r->needs |= r->sinks[r->nr]->ops->needs;
+			r->nr++;
+		}
+	return r;
+}
+
+unsigned int dec_render_needs(const struct dec_render *r)
+{
+	return r ? r->needs : 0;
+}
+
+void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result *res, size_t i)
+{
+	struct dec_sink *k;
+
+	if (!r)
+		return;
+	r->st.res = res;
+	r->st.tid = res->trace->tid > 0 ? (unsigned int)res->trace->tid :
+		    res->trace->cpu >= 0 ? (unsigned int)res->trace->cpu : (unsigned int)i;
+	r->st.pid = res->trace->pid;
+	r->st.time = 0;
+	dec_symc_reset(&r->st.sc);	/* another process: forget the symbol cache */
+	r->st.idx = 0;
+	r->st.depth = 0;
+	r->pending = 0;
+	r->st.prev_tsc = 0;
+	r->st.shown_pid = res->trace->pid > 0 ? res->trace->pid : -1;
+	EACH(r, k)
+		if (k->ops->trace_begin)
+			k->ops->trace_begin(k, &r->st, i);
+}
+
+/* A call or return made by the block before, seen at the start of block @b. */
+static void call_ret(struct dec_render *r, const struct dec_item *b)
+{
+	struct dec_sink *k;
+
+	if (r->pending == 1) {
+		unsigned int outside = r->st.depth++;
+
+		EACH(r, k)
+			if (k->ops->call)
+				k->ops->call(k, &r->st, b, outside);
+	} else if (r->pending == 2) {
+		bool popped = r->st.depth > 0;
+
+		if (popped)
+			r->st.depth--;
+		EACH(r, k)
+			if (k->ops->ret)
+				k->ops->ret(k, &r->st, b, r->st.depth, popped);
+	}
+	r->pending = 0;
+}
+
+static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const struct dec_item *b)
+{
+	struct dec_render *r = arg;
+	struct dec_sink *k;
+
+	EACH(r, k)
+		if (k->ops->insn)
+			k->ops->insn(k, &r->st, ip, size, last, b);
+	r->st.idx++;
+}
+
+/* The instructions of block (or run of blocks) @it, to the sinks that need them. */
+static void walk(struct dec_render *r, const struct dec_item *it)
+{
+	struct dec_sink *k;
+
+	if (!(r->needs & DEC_NEED_EVERY_INSN) && (r->needs & DEC_NEED_INSNS) &&
+	    dec_symc_holds(dec_stream_sym(&r->st, it->ip), it)) {
+		/* the whole block is in one function: no walk */
+		EACH(r, k)
+			if (k->ops->insns)
+				k->ops->insns(k, &r->st, it);
+		r->st.idx += it->ninsn;
+	} else if (r->needs & (DEC_NEED_INSNS | DEC_NEED_EVERY_INSN)) {
+		uint64_t before = r->st.idx;
+		size_t n = dec_walk_block(r->st.c, it, on_insn, r);
+
+		if (n < it->ninsn) {
+			r->st.idx = before + it->ninsn;
+			EACH(r, k)
+				if (k->ops->unshown)
+					k->ops->unshown(k, &r->st, it, it->ninsn - (uint32_t)n);
+		}
+	} else {
+		r->st.idx += it->ninsn;
+	}
+}
+
+static void flush_run(struct dec_render *r)
+{
+	if (r->have_run) {
+		r->have_run = false;
+		walk(r, &r->run);
+	}
+}
+
+static void on_block(struct dec_render *r, const struct dec_item *it)
+{
+	struct dec_sink *k;
+	bool join = r->merge && r->have_run && r->run.iclass == ptic_other &&
+		    it->mode == r->run.mode && it->isid == r->run.isid;
+
+	if (!join)
+		flush_run(r);
+	call_ret(r, it);
+	EACH(r, k)
+		if (k->ops->block)
+			k->ops->block(k, &r->st, it);
+	if (join) {
+		r->run.end_ip = it->end_ip;
+		r->run.ninsn += it->ninsn;
+		r->run.last_size = it->last_size;
+		r->run.iclass = it->iclass;
+		if (it->tsc)
+			r->run.tsc = it->tsc;
+	} else {
+		r->run = *it;
+		r->have_run = true;
+	}
+	if (!r->merge || r->run.iclass != ptic_other)
+		flush_run(r);
+	if (it->tsc)
+		r->st.prev_tsc = it->tsc;
+	if (it->iclass == ptic_call)
+		r->pending = 1;
+	else if (it->iclass == ptic_return)
+		r->pending = 2;
+}
+
+void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
+{
+	struct dec_sink *k;
+	size_t i;
+
+	if (!r)
+		return;
+	if (seg->prof) {
+		/* profile counts made by the worker: the items count their own below */
+		uint64_t in_items = 0;
+
+		for (i = seg->skip; i < seg->nr; i++)
+			if (seg->items[i].kind == DI_BLOCK)
+				in_items += seg->items[i].ninsn;
+		r->st.idx += seg->insns - in_items;
+	}
+	EACH(r, k)
+		if (k->ops->segment)
+			k->ops->segment(k, &r->st, seg);
+	for (i = seg->skip; i < seg->nr; i++) {
+		const struct dec_item *it = &seg->items[i];
+
+		if (it->kind == DI_BLOCK) {
+			on_block(r, it);
+			continue;
+		}
+		flush_run(r);
+		if (it->kind == DI_GAP)
+			r->pending = 0;
+		if (it->kind == DI_PROCESS) {
+			/* per-CPU switching: symbols of that process from here on */
+			uint64_t ns = 0;
+
+			r->st.pid = it->code;
+			/* modules mapped then (mappings in time order) */
+			if (!r->st.c->in->timed_maps || !it->tsc || !dec_tsc_ns(r->st.c, it->tsc, &ns))
+				ns = 0;
+			r->st.time = ns;
+			dec_symc_reset(&r->st.sc);
+		}
+		EACH(r, k)
+			if (k->ops->event)
+				k->ops->event(k, &r->st, it);
+		if (it->kind == DI_PROCESS)
+			r->st.shown_pid = it->code;
+	}
+}
+
+void dec_render_trace_end(struct dec_render *r)
+{
+	struct dec_sink *k;
+
+	if (!r)
+		return;
+	flush_run(r);
+	EACH(r, k)
+		if (k->ops->trace_end)
+			k->ops->trace_end(k, &r->st);
+}
+
+void dec_render_end(struct dec_render *r)
+{
+	struct dec_sink *k;
+
+	if (!r)
+		return;
+	r->st.pid = 0;	/* the whole-run outputs span every process */
+	EACH(r, k)
+		k->ops->end(k, &r->st);
+	free(r);
+}

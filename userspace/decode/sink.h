@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * libiptdecode, internal: the outputs as sinks.  The stream (sink.c)
+ * walks each segment's items in trace order, once, keeps what every
+ * output shares (the instruction number, the call depth, the time of the
+ * block before, whose code it is) and calls the sinks; each output is
+ * one sink in a file of its own (sink_*.c).  What the sinks need decides
+ * how the workers decode (dec_render_needs(), pool.c), never which FILE
+ * handles are open.
+ */
+#ifndef IPT_DECODE_SINK_H
+#define IPT_DECODE_SINK_H
+
+#include "decode.h"
+#include "internal.h"
+
+/* What a sink needs from the decode. */
+#define DEC_NEED_BLOCKS		0x1	/* the blocks, in order (not only counts) */
+#define DEC_NEED_INSNS		0x2	/* the instructions of each function (a block in one: whole) */
+#define DEC_NEED_EVERY_INSN	0x4	/* each instruction's address, one by one */
+#define DEC_NEED_PROFILE	0x8	/* counts per function, which workers can make (dec_prof) */
+
+/* The state every sink reads, kept by the stream (sink.c). */
+struct dec_stream {
+	struct dec_ctx *c;
+	const struct dec_outputs *o;
+	unsigned int tid;		/* the trace's track: its TID, CPU or index */
+	uint64_t idx;			/* instructions so far in this trace */
+	unsigned int depth;		/* open calls (returns at depth 0 keep it 0) */
+	uint64_t prev_tsc;		/* the time of the block before (0: unknown) */
+	/* time (c->timed): in ns since the run's first TSC when @time_ok */
+	bool time_ok;
+	uint64_t ns0;			/* c->t0 in ns */
+	/* whose code: symbols are looked up for process @pid at perf time @time */
+	long pid;
+	uint64_t time;
+	long shown_pid;			/* the last DI_PROCESS (-1: none) */
+	const struct dec_trace_result *res;
+	size_t nr_res;
+	struct dec_symc sc;		/* the last instruction's function */
+};
+
+/* The function and module of @ip in @st's code (cached in st->sc). */
+const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip);
+/* "sym+0xoff", "dso+0xoff" or "0xaddr" of @ip in @st's code. */
+const char *dec_stream_fmt(const struct dec_stream *st, uint64_t ip, char *buf, size_t len);
+/* "file:line" of @ip in @st's code, or NULL. */
+const char *dec_stream_line(const struct dec_stream *st, uint64_t ip, char *buf, size_t len);
+/* The --calls time column of @tsc (decode.rst). */
+const char *dec_stream_time(const struct dec_stream *st, uint64_t tsc, char *buf, size_t len);
+/* @s as a JSON string to @f. */
+void dec_json_str(FILE *f, const char *s);
+
+/*
+ * One output.  Every hook may be NULL.  The stream calls, for each trace,
+ * trace_begin, then per segment: segment (before its items), and per
+ * item: block (each DI_BLOCK, after call/ret for the block before it),
+ * insn (each instruction, when a sink needs them and the block's
+ * instructions can be walked) or insns (a block in one function, when no
+ * sink needs every instruction), event (every other item); then
+ * trace_end; end writes what is kept for the end and frees the sink.
+ */
+struct dec_sink;
+struct dec_sink_ops {
+	const char *name;
+	unsigned int needs;
+	void (*trace_begin)(struct dec_sink *k, struct dec_stream *st, size_t i);
+	void (*segment)(struct dec_sink *k, struct dec_stream *st, const struct dec_segment *seg);
+	/* a call into block @b (@depth: the depth outside it) */
+	void (*call)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
+		     unsigned int depth);
+	/* a return into block @b (@depth: after it; @popped: a call was open) */
+	void (*ret)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
+		    unsigned int depth, bool popped);
+	void (*block)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b);
+	void (*insn)(struct dec_sink *k, struct dec_stream *st, uint64_t ip, unsigned int size,
+		     bool last, const struct dec_item *b);
+	void (*insns)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b);
+	/* @n of @b's instructions could not be shown (unreadable code) */
+	void (*unshown)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b, uint32_t n);
+	void (*event)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *it);
+	void (*trace_end)(struct dec_sink *k, struct dec_stream *st);
+	void (*end)(struct dec_sink *k, struct dec_stream *st);
+};
+
+struct dec_sink {
+	const struct dec_sink_ops *ops;
+	FILE *f;
+};
+
+/* The sinks, one per file; each returns a sink writing to @f. */
+struct dec_sink *dec_sink_insn(struct dec_stream *st, FILE *f);
+struct dec_sink *dec_sink_calls(struct dec_stream *st, FILE *f);
+struct dec_sink *dec_sink_perfetto(struct dec_stream *st, FILE *f);
+struct dec_sink *dec_sink_profile(struct dec_stream *st, FILE *f);
+struct dec_sink *dec_sink_folded(struct dec_stream *st, FILE *f);
+struct dec_sink *dec_sink_blocks(struct dec_stream *st, FILE *f);
+struct dec_sink *dec_sink_drcov(struct dec_stream *st, FILE *f);
+
+/*
+ * Coverage blocks for --blocks and --drcov (sink_blocks.c): libipt's
+ * blocks joined where one continues straight into the next, and the taken
+ * edges between them.
+ */
+struct dec_cover {
+	struct dec_map blocks, edges;
+	bool have_lb;			/* a logical block is open: lb_start..lb_end */
+	uint64_t lb_start, lb_end;
+	bool have_prev;
+	uint64_t prev_last, prev_next;	/* last insn of the block before, its fall-through */
+};
+void dec_cover_block(struct dec_cover *cv, struct dec_stream *st, const struct dec_item *b);
+void dec_cover_event(struct dec_cover *cv, const struct dec_item *it);
+void dec_cover_end(struct dec_cover *cv);
+void dec_cover_free(struct dec_cover *cv);
+
+#endif /* IPT_DECODE_SINK_H */

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libiptdecode: --folded and --folded-time, folded stacks for flame
+ * graphs (Documentation/decode.rst, "Outputs").
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "internal.h"
+#include "sink.h"
+
+/* ---- string map for folded stacks --------------------------------------------- */
+
+struct skv {
+	char *s;
+	uint64_t v;
+};
+
+struct smap {
+	struct skv *t;
+	size_t cap, n;
+};
+
+static uint64_t shash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ULL;
+	return h;
+}
+
+static void smap_add(struct smap *m, const char *s, uint64_t v)
+{
+	size_t i;
+
+	if ((m->n + 1) * 2 > m->cap) {
+		struct smap nm = { .cap = m->cap ? m->cap * 2 : 1024 };
+
+		nm.t = calloc(nm.cap, sizeof(*nm.t));
+		if (!nm.t)
+			dec_nomem();
+		for (i = 0; i < m->cap; i++)
+			if (m->t[i].s) {
+				size_t j = shash(m->t[i].s) & (nm.cap - 1);
+
+				while (nm.t[j].s)
+					j = (j + 1) & (nm.cap - 1);
+				nm.t[j] = m->t[i];
+				nm.n++;
+			}
+		free(m->t);
+		*m = nm;
+	}
+	for (i = shash(s) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		if (!m->t[i].s) {
+			m->t[i].s = strdup(s);
+			if (!m->t[i].s)
+				dec_nomem();
+			m->t[i].v = v;
+			m->n++;
+			return;
+		}
+		if (!strcmp(m->t[i].s, s)) {
+			m->t[i].v += v;
+			return;
+		}
+	}
+}
+
+static int cmp_skv(const void *x, const void *y)
+{
+	const struct skv *a = x, *b = y;
+
+	return strcmp(a->s, b->s);
+}
+
+#define MAX_STACK 4096
+
+struct folded_sink {
+	struct dec_sink k;
+	const struct dec_stream *st;
+	const char *stack[MAX_STACK];	/* frame names */
+	unsigned int sdepth;		/* may exceed MAX_STACK */
+	char root[96];			/* the root frame, COMM-TID ("": none) */
+	bool root_by_process;		/* per-CPU, switched: the root is COMM-PID */
+	struct smap folded;
+	char *fstack;			/* "a;b;c" for the current stack */
+	size_t fstack_len, fstack_cap;
+	const char *run_leaf;
+	uint64_t run_count;
+	/* --folded-time: the time after the block before (0: none since tracing resumed) */
+	bool fold_time;
+	uint64_t fold_last;
+};
+
+static void folded_flush(struct folded_sink *r)
+{
+	if (!r->run_count || !r->run_leaf)
+		return;
+	{
+		size_t ll = strlen(r->run_leaf);
+		char *k = malloc(r->fstack_len + ll + 2);
+
+		if (!k)
+			dec_nomem();
+		memcpy(k, r->fstack, r->fstack_len);
+		if (r->fstack_len)
+			k[r->fstack_len] = ';';
+		memcpy(k + r->fstack_len + (r->fstack_len ? 1 : 0), r->run_leaf, ll + 1);
+		smap_add(&r->folded, k, r->run_count);
+		free(k);
+	}
+	r->run_count = 0;
+}
+
+static void fstack_rebuild(struct folded_sink *r)
+{
+	unsigned int i, n = r->sdepth < MAX_STACK ? r->sdepth : MAX_STACK;
+	size_t need = strlen(r->root) + 2;
+
+	for (i = 0; i < n; i++)
+		need += strlen(r->stack[i]) + 1;
+	if (need > r->fstack_cap) {
+		r->fstack_cap = need * 2;
+		r->fstack = realloc(r->fstack, r->fstack_cap);
+		if (!r->fstack)
+			dec_nomem();
+	}
+	r->fstack_len = strlen(r->root);
+	memcpy(r->fstack, r->root, r->fstack_len);
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(r->stack[i]);
+
+		if (r->fstack_len)
+			r->fstack[r->fstack_len++] = ';';
+		memcpy(r->fstack + r->fstack_len, r->stack[i], l);
+		r->fstack_len += l;
+	}
+	r->fstack[r->fstack_len] = 0;
+}
+
+/*
+ * What --folded adds for block @b: its instructions, or with
+ * --folded-time the time from the block before to this one's end (ns, or
+ * TSC ticks when the frequency is unknown); nothing for the first block
+ * after tracing resumed, so time with tracing off is not counted.
+ */
+static uint64_t fold_units(struct folded_sink *r, const struct dec_item *b)
+{
+	uint64_t t, dt = 0;
+
+	if (!r->fold_time)
+		return b->ninsn;
+	if (!b->tsc)
+		return 0;
+	if (!r->st->time_ok || !dec_tsc_ns(r->st->c, b->tsc, &t))
+		t = b->tsc;
+	if (r->fold_last && t > r->fold_last)
+		dt = t - r->fold_last;
+	if (t > r->fold_last)
+		r->fold_last = t;
+	return dt;
+}
+
+
+/* Name of a frame: the function, else [dso], else [unknown]. */
+static const char *frame_name(const struct dec_symc *sc)
+{
+	if (sc->sym)
+		return sc->sym->name;
+	if (sc->mod)
+		return sc->mod->name;
+	return "[unknown]";
+}
+
+/* @n units of @leaf, then the call or return that ends block @b (if @last). */
+static void folded_count(struct folded_sink *r, const char *leaf, uint64_t n, bool last,
+			 const struct dec_item *b)
+{
+	if (leaf != r->run_leaf) {
+		folded_flush(r);
+		r->run_leaf = leaf;
+	}
+	r->run_count += n;
+	if (last && b->iclass == ptic_call) {
+		folded_flush(r);
+		if (r->sdepth < MAX_STACK)
+			r->stack[r->sdepth] = leaf;
+		r->sdepth++;
+		fstack_rebuild(r);
+	} else if (last && b->iclass == ptic_return && r->sdepth) {
+		folded_flush(r);
+		r->sdepth--;
+		fstack_rebuild(r);
+	}
+}
+
+static void folded_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, unsigned int size,
+			bool last, const struct dec_item *b)
+{
+	struct folded_sink *r = (struct folded_sink *)k;
+	const char *leaf = frame_name(dec_stream_sym(st, ip));
+	uint64_t n = 0;
+
+	(void)size;
+	if (!r->fold_time)
+		n = 1;
+	else if (last)
+		n = fold_units(r, b);
+	folded_count(r, leaf, n, last, b);
+}
+
+static void folded_insns(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b)
+{
+	struct folded_sink *r = (struct folded_sink *)k;
+	const struct dec_symc *sc = dec_stream_sym(st, b->ip);
+
+	folded_count(r, sc->sym ? sc->sym->name : sc->mod->name, fold_units(r, b), true, b);
+}
+
+static void folded_trace_begin(struct dec_sink *k, struct dec_stream *st, size_t i)
+{
+	struct folded_sink *r = (struct folded_sink *)k;
+	const struct dec_trace_result *res = st->res;
+
+	(void)i;
+	r->sdepth = 0;
+	r->fold_last = 0;
+	r->run_leaf = NULL;
+	r->run_count = 0;
+	/* a thread's stacks under its own root, COMM-TID */
+	r->root[0] = 0;
+	r->root_by_process = res->trace->tid <= 0 && st->c->in->nr_sched;
+	if (res->trace->tid > 0) {
+		const char *comm = dec_input_comm(st->c->in, res->trace->pid, res->trace->tid);
+
+		snprintf(r->root, sizeof(r->root), "%s-%ld", comm ? comm : "[unknown]",
+			 res->trace->tid);
+	}
+	fstack_rebuild(r);
+}
+
+static void folded_event(struct dec_sink *k, struct dec_stream *st, const struct dec_item *it)
+{
+	struct folded_sink *r = (struct folded_sink *)k;
+
+	switch (it->kind) {
+	case DI_GAP:
+		r->fold_last = 0;
+		break;
+	case DI_ENABLED:
+		/* --folded-time counts from the enable, not from before it */
+		r->fold_last = 0;
+		if (r->fold_time && it->tsc &&
+		    !(st->time_ok && dec_tsc_ns(st->c, it->tsc, &r->fold_last)))
+			r->fold_last = it->tsc;
+		break;
+	case DI_PROCESS:
+		/* per CPU: each process's stacks under its own root */
+		if (r->root_by_process && it->code != st->shown_pid) {
+			const char *comm = dec_input_comm(st->c->in, it->code, 0);
+
+			folded_flush(r);
+			if (it->code > 0)
+				snprintf(r->root, sizeof(r->root), "%s-%d",
+					 comm ? comm : "[unknown]", it->code);
+			else
+				r->root[0] = 0;
+			fstack_rebuild(r);
+		}
+		break;
+	}
+}
+
+static void folded_trace_end(struct dec_sink *k, struct dec_stream *st)
+{
+	(void)st;
+	folded_flush((struct folded_sink *)k);
+}
+
+static void folded_end(struct dec_sink *k, struct dec_stream *st)
+{
+	struct folded_sink *r = (struct folded_sink *)k;
+	size_t i, n = 0;
+
+	(void)st;
+	for (i = 0; i < r->folded.cap; i++)
+		if (r->folded.t[i].s)
+			r->folded.t[n++] = r->folded.t[i];
+	dec_sort(r->folded.t, n, sizeof(*r->folded.t), cmp_skv);
+	for (i = 0; i < n; i++) {
+		fprintf(k->f, "%s %" PRIu64 "\n", r->folded.t[i].s, r->folded.t[i].v);
+		free(r->folded.t[i].s);
+	}
+	free(r->folded.t);
+	free(r->fstack);
+	free(r);
+}
+
+static const struct dec_sink_ops folded_ops = {
+	.name = "folded",
+	.needs = DEC_NEED_BLOCKS | DEC_NEED_INSNS,
+	.trace_begin = folded_trace_begin,
+	.insn = folded_insn,
+	.insns = folded_insns,
+	.event = folded_event,
+	.trace_end = folded_trace_end,
+	.end = folded_end,
+};
+
+struct dec_sink *dec_sink_folded(struct dec_stream *st, FILE *f)
+{
+	struct folded_sink *r = dec_xcalloc(1, sizeof(*r));
+
+	r->k.ops = &folded_ops;
+	r->k.f = f;
+	r->st = st;
+	r->fold_time = st->o->folded_time && st->c->timed;
+	if (st->o->folded_time && !st->c->timed)
+		fprintf(stderr, "ipttool: decode: --folded-time: the trace has no TSC packets "
+			"(record with --tsc): --folded counts instructions\n");
+	return &r->k;
+}
