@@ -753,12 +753,13 @@ static void tid_del(int slot)
 		atomic_store(&sh->ids[slot], 0);
 }
 
-static void op_attach(struct worker *w)
+/* ATTACH on @fd; the index of the trace, or -1. */
+static int attach_on(struct worker *w, int fd)
 {
 	struct ipt_attach a = { .size = sizeof(a) }, *r;
 	uint8_t buf[sizeof(a) + 64];
 	bool must_fail = false, other = false;
-	int fd = pick_fd(w), ret;
+	int ret;
 	unsigned long long id;
 	unsigned int max;
 	uint32_t usize;
@@ -812,25 +813,35 @@ static void op_attach(struct worker *w)
 	ret = do_ioctl(fd, IPT_IOC_ATTACH, r);
 	judge(w, OP_ATTACH, ret, must_fail);
 	if (ret || (uint8_t *)r != w->arg + PAGE - len)
-		return;
+		return -1;
 	max = atomic_load(&sh->max_threads_cfg);
 	if (r->trace >= max || r->trace >= IPT_MAX_THREADS)
 		fail(w, "ATTACH returned trace %u (%#x); max_threads at most %u",
 		     r->trace, r->trace, max);
 	if (r->size != sizeof(a))
 		fail(w, "size written back %u", r->size);
+	return r->trace;
 }
 
-static void op_detach(struct worker *w)
+static void op_attach(struct worker *w)
+{
+	attach_on(w, pick_fd(w));
+}
+
+/* DETACH of trace @trace on @fd, or of a random one when @trace < 0. */
+static void detach_on(struct worker *w, int fd, int trace)
 {
 	struct ipt_detach d = { .size = sizeof(d) };
 	uint8_t buf[sizeof(d) + 64];
 	bool must_fail = false;
-	int fd = pick_fd(w), ret;
+	int ret;
 	size_t len;
 	void *p;
 
-	d.trace = one_in(w, 16) ? (uint32_t)rnd(w) : below(w, 9);
+	if (trace >= 0)
+		d.trace = trace;
+	else
+		d.trace = one_in(w, 16) ? (uint32_t)rnd(w) : below(w, 9);
 	switch (below(w, 16)) {
 	case 0:
 		d.flags = 1 << below(w, 32);
@@ -848,6 +859,11 @@ static void op_detach(struct worker *w)
 		  *(uint32_t *)buf, d.trace, d.flags, must_fail ? " (invalid)" : "");
 	ret = do_ioctl(fd, IPT_IOC_DETACH, p);
 	judge(w, OP_DETACH, ret, must_fail);
+}
+
+static void op_detach(struct worker *w)
+{
+	detach_on(w, pick_fd(w), -1);
 }
 
 /* ---- mmap and friends ---------------------------------------------------- */
@@ -1162,10 +1178,15 @@ static void op_cycle(struct worker *w)
 	judge(w, OP_CYCLE, ret, must_fail);
 	if (ret)
 		return;
-	if (c.mode == IPT_MODE_THREAD) {
-		for (i = 0; i < 3; i++) {
+	/* Attach to this session, and detach some of them again. */
+	for (i = 0; c.mode == IPT_MODE_THREAD && i < 3; i++) {
+		int t;
+
+		w->n++;
+		t = attach_on(w, fd);
+		if (t >= 0 && one_in(w, 2)) {
 			w->n++;
-			op_attach(w);
+			detach_on(w, fd, t);
 		}
 	}
 	for (i = 0; i < 4; i++) {
