@@ -11,9 +11,10 @@
  * files (opened before fork: one open file each, on the same and on
  * different fds) and have some of their own.  Each worker draws its calls
  * from its own generator, seeded from S and its number: every command of
- * include/uapi/linux/ipt.h with a struct built for it (valid-ish, in both
- * modes, or mutated: sizes, flags, reserved fields, cpu masks, thread
- * counts, bad pointers), unknown commands, mmap / munmap / mremap /
+ * uapi/linux/ipt.h with a struct built for it (valid-ish, in both modes,
+ * or mutated: sizes, flags, reserved fields, cpu masks, thread counts,
+ * bad pointers), whole sessions in a row (configure, attach and detach,
+ * start, read, map, stop, release), unknown commands, mmap / munmap / mremap /
  * mprotect of real and bogus offsets, files swapped under the others
  * (dup2), short-lived threads that attach themselves and exit, fork /
  * exec / exit of traced children, and (root, first worker) CPU offline and
@@ -115,7 +116,7 @@ struct worker {
 	int own_fd;			/* a file of this worker only */
 	pthread_t th;
 	struct mapping maps[NR_MAPS];
-	uint8_t *arg;			/* 2 pages; the second is PROT_NONE */
+	uint8_t *arg;			/* 3 pages; the second is PROT_NONE */
 	char desc[DESC_LEN];
 };
 
