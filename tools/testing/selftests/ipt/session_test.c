@@ -2,11 +2,10 @@
 /*
  * kselftest: the session commands of /dev/ipt against the simulated unit -
  * every command's success and each failure with its errno, the state
- * machine, one owner at a time, mmap rules and lifetime, and a seeded,
- * time-bounded randomized ioctl fuzzer (IPT_FUZZ_SEED, IPT_FUZZ_SECONDS).
+ * machine, one owner at a time, mmap rules and lifetime.  The ioctl
+ * fuzzer is ipt_fuzz.c.
  */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -505,154 +504,6 @@ TEST_F(s, ten_16mib_exact_chunks)
 			EXPECT_EQ(24, orders[i]);
 		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 	}
-}
-
-/* ---- fuzzer ---------------------------------------------------------------- */
-
-struct fuzz {
-	int fds[2];
-	time_t end;
-	unsigned long ops;
-};
-
-struct fuzz_thread_arg {
-	struct fuzz *f;
-	unsigned int seed;
-};
-
-static uint64_t rnd64(unsigned int *s)
-{
-	return (uint64_t)rand_r(s) << 33 ^ (uint64_t)rand_r(s) << 11 ^ rand_r(s);
-}
-
-static void fuzz_config(struct ipt_config *c, uint64_t *mask, unsigned int *s)
-{
-	static const uint64_t sizes[] = { 4096, 8192, 12288, 65536, 4096 * 513 };
-
-	mask[0] = 1 + (rand_r(s) & 3);
-	mask[1] = 0;
-	ipt_cfg_cpu(c, mask, 0, sizes[rand_r(s) % 5]);
-	mask[0] = 1 + (rand_r(s) & 3);
-	if (rand_r(s) % 4 == 0)
-		c->buffer_flags = rand_r(s) & 3;
-	if (rand_r(s) % 4 == 0)
-		c->chunk_order = 12 + rand_r(s) % 3;
-	if (rand_r(s) % 8 == 0)
-		c->flags = IPT_CONFIG_ALL_CPUS, c->cpu_mask_words = 0,
-		c->cpu_mask_ptr = 0;
-	if (rand_r(s) % 4 == 0)
-		c->trace_flags = rnd64(s) & 0xfff;
-	if (rand_r(s) % 8 == 0)
-		c->mtc_freq = rand_r(s) % 17;
-	if (rand_r(s) % 8 == 0)
-		c->psb_freq = rand_r(s) % 17;
-	if (rand_r(s) % 16 == 0)
-		((uint8_t *)c)[rand_r(s) % sizeof(*c)] ^= 1 << (rand_r(s) % 8);
-	if (rand_r(s) % 16 == 0)
-		c->size = rand_r(s) % 400;
-}
-
-static void *fuzz_thread(void *arg)
-{
-	struct fuzz_thread_arg *a = arg;
-	struct fuzz *f = a->f;
-	unsigned int s = a->seed;
-	uint64_t mask[2];
-
-	while (time(NULL) < f->end) {
-		int fd = f->fds[rand_r(&s) & 1];
-		struct ipt_config c;
-		struct ipt_trace_state ts;
-		struct ipt_cmd cmd = { sizeof(cmd), 0 };
-		size_t len;
-		void *p;
-
-		if (rand_r(&s) % 32 == 0)
-			cmd.flags = 1;
-		switch (rand_r(&s) % 9) {
-		case 0:
-			fuzz_config(&c, mask, &s);
-			ioctl(fd, IPT_IOC_CONFIGURE, &c);
-			break;
-		case 1:
-			ioctl(fd, IPT_IOC_START, &cmd);
-			break;
-		case 2:
-			ioctl(fd, IPT_IOC_STOP, &cmd);
-			break;
-		case 3:
-			ioctl(fd, IPT_IOC_RELEASE, &cmd);
-			break;
-		case 4:
-		case 5:
-			ipt_state(fd, rand_r(&s) % 5, &ts);
-			break;
-		case 6:
-			len = 4096 << (rand_r(&s) % 3);
-			p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd,
-				 (rand_r(&s) % 8) * 4096);
-			if (p != MAP_FAILED) {
-				volatile uint8_t x = ((uint8_t *)p)[rand_r(&s) % len];
-
-				(void)x;
-				munmap(p, len);
-			}
-			break;
-		case 7:
-			ioctl(fd, _IOC(rand_r(&s) % 4, IPT_IOC_MAGIC, rand_r(&s) % 8,
-				       rand_r(&s) % 256), &c);
-			break;
-		case 8:
-			if (rand_r(&s) % 64 == 0) {
-				int nfd = open(IPT_DEVICE_PATH, O_RDWR);
-
-				if (nfd >= 0) {
-					/* Swap a file out: the old one is closed. */
-					int old = __atomic_exchange_n(&f->fds[rand_r(&s) & 1],
-								      nfd, __ATOMIC_SEQ_CST);
-					struct timespec d = { 0, 1000000 };
-
-					nanosleep(&d, NULL);
-					close(old);
-				}
-			}
-			break;
-		}
-		__atomic_fetch_add(&f->ops, 1, __ATOMIC_RELAXED);
-	}
-	return NULL;
-}
-
-TEST_F(s, fuzz)
-{
-	const char *e = getenv("IPT_FUZZ_SEED"), *sec = getenv("IPT_FUZZ_SECONDS");
-	unsigned int seed = e ? strtoul(e, NULL, 0) : (unsigned int)time(NULL);
-	struct fuzz f = { 0 };
-	struct fuzz_thread_arg a[4];
-	pthread_t th[4];
-	int i;
-
-	TH_LOG("IPT_FUZZ_SEED=%u", seed);
-	f.fds[0] = open(IPT_DEVICE_PATH, O_RDWR);
-	f.fds[1] = open(IPT_DEVICE_PATH, O_RDWR);
-	ASSERT_LE(0, f.fds[0]);
-	ASSERT_LE(0, f.fds[1]);
-	f.end = time(NULL) + (sec ? atoi(sec) : 4);
-	for (i = 0; i < 4; i++) {
-		/* The same files, a seed of its own per thread. */
-		a[i].f = &f;
-		a[i].seed = seed + i;
-		ASSERT_EQ(0, pthread_create(&th[i], NULL, fuzz_thread, &a[i]));
-	}
-	for (i = 0; i < 4; i++)
-		pthread_join(th[i], NULL);
-	TH_LOG("%lu operations", f.ops);
-	close(f.fds[0]);
-	close(f.fds[1]);
-	/* The unit is free and works afterwards. */
-	ASSERT_EQ(0, configure(self->fd, &self->cfg));
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 }
 
 TEST_HARNESS_MAIN
