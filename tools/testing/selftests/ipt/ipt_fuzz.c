@@ -87,18 +87,18 @@ static const char *self_exe = "/proc/self/exe";
 enum op {
 	OP_CONFIGURE, OP_START, OP_STOP, OP_RELEASE, OP_GET_TRACE, OP_GET_CAPS,
 	OP_ATTACH, OP_DETACH, OP_MMAP, OP_MUNMAP, OP_RAW, OP_FILES, OP_THREAD,
-	OP_SPAWN, OP_CYCLE, OP_HOTPLUG, NR_OPS
+	OP_SPAWN, OP_CYCLE, OP_LIST, OP_HOTPLUG, NR_OPS
 };
 
 static const char *const op_names[NR_OPS] = {
 	"configure", "start", "stop", "release", "get_trace", "get_caps",
 	"attach", "detach", "mmap", "munmap", "raw", "files", "thread",
-	"spawn", "cycle", "hotplug",
+	"spawn", "cycle", "list", "hotplug",
 };
 
 /* Weights of the ops, in that order (hotplug only for one worker). */
 static const unsigned int op_weight[NR_OPS] = {
-	10, 6, 6, 8, 12, 2, 14, 8, 8, 5, 4, 3, 1, 1, 6, 0,
+	10, 6, 6, 8, 12, 2, 14, 8, 8, 5, 4, 3, 1, 1, 6, 3, 0,
 };
 
 struct mapping {
@@ -968,6 +968,99 @@ static void op_munmap(struct worker *w)
 	judge(w, OP_MUNMAP, ret, false);
 }
 
+/* ---- LIST_SESSIONS ------------------------------------------------------------ */
+
+/*
+ * Who holds the unit: a struct mutated like the others, an entry array of
+ * a random stride (some below the first published size, some above a
+ * page, some unmapped).  On success the kernel wrote at most the room it
+ * was given, and a worker that dropped its privileges saw only sessions
+ * of its own real uid (Documentation/abi.rst, IPT_IOC_LIST_SESSIONS).
+ */
+static void op_list(struct worker *w)
+{
+	struct ipt_sessions l = { .size = sizeof(l) };
+	uint8_t buf[sizeof(l) + 64];
+	uint8_t *ents = w->arg + PAGE + PAGE;	/* the third page: writable */
+	bool must_fail = false;
+	int fd = pick_fd(w), ret;
+	unsigned int room, i;
+	size_t len;
+	void *p;
+
+	switch (below(w, 8)) {
+	case 0:
+		l.entry_size = below(w, IPT_SESSION_INFO_SIZE_VER0);
+		must_fail = true;
+		break;
+	case 1:
+		l.entry_size = PAGE + 1 + below(w, PAGE);
+		must_fail = true;
+		break;
+	default:
+		l.entry_size = IPT_SESSION_INFO_SIZE_VER0 + 8 * below(w, 8);
+		break;
+	}
+	room = l.entry_size && l.entry_size <= PAGE ? PAGE / l.entry_size : 0;
+	l.nr_entries = below(w, room + 1);
+	l.entries_ptr = l.nr_entries ? (uintptr_t)ents : 0;
+	switch (below(w, 24)) {
+	case 0:
+		l.flags = 1u << below(w, 32);
+		must_fail = true;
+		break;
+	case 1:
+		l.total = 1 + below(w, 8);	/* an output field set on input */
+		must_fail = true;
+		break;
+	case 2:
+		l.reserved0 = 1;
+		must_fail = true;
+		break;
+	case 3:
+		l.reserved[below(w, 2)] = 1 + rnd(w) % 255;
+		must_fail = true;
+		break;
+	case 4:
+		if (l.nr_entries) {
+			l.entries_ptr = 0;	/* room without an address */
+			must_fail = true;
+		}
+		break;
+	case 5:
+		if (l.nr_entries) {
+			/* the PROT_NONE page: EFAULT once a session is seen */
+			l.entries_ptr = (uintptr_t)(w->arg + PAGE);
+		}
+		break;
+	}
+	memset(ents, 0xa5, PAGE);
+	memcpy(buf, &l, sizeof(l));
+	len = mutate_size(w, buf, sizeof(l), IPT_SESSIONS_SIZE_VER0, &must_fail);
+	p = place(w, buf, len, &must_fail);
+	note_call(w, "LIST_SESSIONS fd %d entry_size %u nr_entries %u%s", fd,
+		  l.entry_size, l.nr_entries, must_fail ? " (invalid)" : "");
+	ret = do_ioctl(fd, IPT_IOC_LIST_SESSIONS, p);
+	judge(w, OP_LIST, ret, must_fail);
+	if (ret || !p || l.entries_ptr != (uintptr_t)ents)
+		return;
+	memcpy(&l, p, sizeof(l));
+	if (l.nr_entries > room || (l.nr_entries && l.nr_entries > l.total))
+		fail(w, "LIST_SESSIONS wrote %u entries (room %u, total %u)",
+		     l.nr_entries, room, l.total);
+	for (i = 0; i < l.nr_entries && i < room; i++) {
+		struct ipt_session_info e;
+
+		memcpy(&e, ents + (size_t)i * l.entry_size, sizeof(e));
+		if (!w->root && e.uid != getuid())
+			fail(w, "LIST_SESSIONS showed uid %u's session to uid %u",
+			     e.uid, getuid());
+		if (e.reserved[0] || e.reserved[1] ||
+		    e.flags & ~(IPT_SESSION_THIS | IPT_SESSION_KERNEL))
+			fail(w, "LIST_SESSIONS entry %u has unknown bits", i);
+	}
+}
+
 /* ---- unknown commands and raw arguments ------------------------------------ */
 
 static void op_raw(struct worker *w)
@@ -1325,6 +1418,9 @@ static void *worker_fn(void *arg)
 		case OP_CYCLE:
 			op_cycle(w);
 			break;
+		case OP_LIST:
+			op_list(w);
+			break;
 		case OP_HOTPLUG:
 			op_hotplug(w);
 			break;
@@ -1365,7 +1461,7 @@ static int run_workers(unsigned int first, unsigned int n, unsigned int nworkers
 		w->own_fd = open(IPT_DEVICE_PATH, O_RDWR);
 		if (w->own_fd < 0)
 			w->own_fd = dup(pool[0]);
-		/* Page 1: arguments; page 2: PROT_NONE; page 3: cpu masks. */
+		/* Page 1: arguments; page 2: PROT_NONE; page 3: cpu masks, entries. */
 		w->arg = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (w->arg == MAP_FAILED)
