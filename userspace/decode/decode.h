@@ -125,6 +125,12 @@ struct dec_input {
 	size_t nr_fds;
 	char note[320];		/* a remark for the summary ("no sideband: ...") */
 	/*
+	 * Where libdwfl looks for separate debug files (build-id trees,
+	 * .gnu_debuglink targets): its debuginfo_path syntax, e.g.
+	 * ":.debug:/usr/lib/debug"; NULL: libdwfl's default.  Not owned.
+	 */
+	const char *debuginfo_path;
+	/*
 	 * Why the input is incomplete (a capture that says so, data the unit
 	 * lost, a trace file shorter than its metadata, threads or processes
 	 * not decoded): one sentence each, @nr_warnings of them.  The decode

@@ -13,8 +13,8 @@
 #include "sink.h"
 
 /*
- * --profile counts: instructions per function (key: its start; a module
- * without a symbol there: the module's start, b = 1) and per DSO.  The
+ * --profile counts: instructions per function (key: its start; code in a
+ * module but in no symbol: the instruction's address, b = 1) and per DSO.  The
  * sink keeps one; in profile_only mode each segment has one, made by its
  * worker (with its own symbol cache and whose code it is), which the sink
  * adds to its own.
@@ -28,13 +28,17 @@ struct dec_prof {
 	struct dec_symc sc;
 };
 
-/* Count @n instructions of the function and DSO that @sc holds. */
-static void prof_add(struct dec_prof *p, const struct dec_symc *sc, uint64_t n)
+/*
+ * Count @n instructions at @ip of the function and DSO that @sc holds;
+ * in a DSO but in no symbol, @n is 1 and the row is @ip's own (perf's
+ * "[.] 0x6e45" rows).
+ */
+static void prof_add(struct dec_prof *p, const struct dec_symc *sc, uint64_t ip, uint64_t n)
 {
 	if (sc->sym)
 		dec_map_get(&p->fun, sc->sym->start, 0)->v += n;
 	else if (sc->mod)
-		dec_map_get(&p->fun, sc->mod->start, 1)->v += n;
+		dec_map_get(&p->fun, ip, 1)->v += n;
 	if (sc->mod)
 		dec_map_get(&p->dso, sc->mod->start, 0)->v += n;
 	else
@@ -80,7 +84,7 @@ static void prof_insn(void *arg, uint64_t ip, unsigned int size, bool last, cons
 	(void)last;
 	(void)b;
 	dec_symc_lookup(&p->sc, p->c->syms, ip, p->pid, p->time);
-	prof_add(p, &p->sc, 1);
+	prof_add(p, &p->sc, ip, 1);
 }
 
 void dec_prof_block(struct dec_prof *p, struct dec_ctx *c, long pid, uint64_t time,
@@ -93,8 +97,8 @@ void dec_prof_block(struct dec_prof *p, struct dec_ctx *c, long pid, uint64_t ti
 		dec_symc_reset(&p->sc);
 	}
 	dec_symc_lookup(&p->sc, c->syms, b->ip, pid, time);
-	if (dec_symc_holds(&p->sc, b))
-		prof_add(p, &p->sc, b->ninsn);	/* in one function: no walk */
+	if (p->sc.sym && dec_symc_holds(&p->sc, b))
+		prof_add(p, &p->sc, b->ip, b->ninsn);	/* in one function: no walk */
 	else
 		dec_walk_block(c, b, prof_insn, p);
 }
@@ -131,10 +135,14 @@ static void print_profile(struct profile_sink *s, struct dec_stream *st, uint64_
 		const struct dec_kv *e = &s->prof.fun.t[i];
 		const struct dec_module *m = module_at(st, e->a);
 		const struct dec_sym *y = e->b ? NULL : dec_syms_find(m, e->a);
+		char off[24] = "[no symbol]";
 
+		/* no symbol: the instruction's offset in the DSO, as --insn's dso+0xOFF */
+		if (!y && m)
+			snprintf(off, sizeof(off), "%#" PRIx64, e->a - m->bias);
 		fprintf(f, "%12" PRIu64 " %6.2f%%  %-20s %-32s %#" PRIx64 "\n", e->v,
 			100.0 * (double)e->v / t, m ? m->name : "[unknown]",
-			y ? y->name : "[no symbol]", e->a);
+			y ? y->name : off, e->a);
 	}
 	if (s->prof.unknown)
 		fprintf(f, "%12" PRIu64 " %6.2f%%  %-20s %-32s -\n", s->prof.unknown,
@@ -167,14 +175,14 @@ static void profile_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip,
 	(void)size;
 	(void)last;
 	(void)b;
-	prof_add(&s->prof, dec_stream_sym(st, ip), 1);
+	prof_add(&s->prof, dec_stream_sym(st, ip), ip, 1);
 }
 
 static void profile_insns(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b)
 {
 	struct profile_sink *s = (struct profile_sink *)k;
 
-	prof_add(&s->prof, dec_stream_sym(st, b->ip), b->ninsn);
+	prof_add(&s->prof, dec_stream_sym(st, b->ip), b->ip, b->ninsn);
 }
 
 static void profile_end(struct dec_sink *k, struct dec_stream *st)
