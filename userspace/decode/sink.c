@@ -181,15 +181,10 @@ static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const 
 	r->st.idx++;
 }
 
-/*
- * Does block @it lie in one symbol (so that its instructions need no
- * walk)?  Not in a DSO without symbols when --profile counts per address.
- */
+/* Does block @it lie in one symbol (so that its instructions need no walk)? */
 static bool in_one_symbol(struct dec_render *r, const struct dec_item *it)
 {
-	const struct dec_symc *sc = dec_stream_sym(&r->st, it->ip);
-
-	return dec_symc_holds(sc, it) && (sc->sym || !(r->needs & DEC_NEED_PROFILE));
+	return dec_symc_holds(dec_stream_sym(&r->st, it->ip), it);
 }
 
 /* The instructions of block (or run of blocks) @it, to the sinks that need them. */

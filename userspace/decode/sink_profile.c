@@ -21,6 +21,14 @@
  */
 struct dec_prof {
 	struct dec_map fun, dso;
+	/*
+	 * Blocks wholly in a module without symbols, counted per block
+	 * (a: start, b: length in bytes | isid << 32) and their ninsn and
+	 * mode (same key; v: ninsn | mode << 32), so that the per-address
+	 * rows cost one walk per distinct block, when printed, not one
+	 * per execution.
+	 */
+	struct dec_map nsb, nsb_info;
 	uint64_t unknown;	/* instructions in no image */
 	struct dec_ctx *c;
 	long pid;
@@ -45,10 +53,31 @@ static void prof_add(struct dec_prof *p, const struct dec_symc *sc, uint64_t ip,
 		p->unknown += n;
 }
 
+/* Count block @b, wholly in the symbol-less module that @sc holds. */
+static void prof_nosym_block(struct dec_prof *p, const struct dec_symc *sc,
+			     const struct dec_item *b)
+{
+	uint64_t key = (b->end_ip - b->ip) | (uint64_t)(uint32_t)b->isid << 32;
+	struct dec_kv *e = dec_map_get(&p->nsb, b->ip, key);
+
+	if (!e->v++)
+		dec_map_get(&p->nsb_info, b->ip, key)->v = b->ninsn | (uint64_t)b->mode << 32;
+	dec_map_get(&p->dso, sc->mod->start, 0)->v += b->ninsn;
+}
+
 static void prof_merge(struct dec_prof *dst, const struct dec_prof *src)
 {
 	size_t i;
 
+	for (i = 0; i < src->nsb.cap; i++)
+		if (src->nsb.t[i].used) {
+			const struct dec_kv *e = &src->nsb.t[i];
+			const struct dec_kv *info = dec_map_find(&src->nsb_info, e->a, e->b);
+
+			dec_map_get(&dst->nsb, e->a, e->b)->v += e->v;
+			if (info)
+				dec_map_get(&dst->nsb_info, e->a, e->b)->v = info->v;
+		}
 	for (i = 0; i < src->fun.cap; i++)
 		if (src->fun.t[i].used)
 			dec_map_get(&dst->fun, src->fun.t[i].a, src->fun.t[i].b)->v += src->fun.t[i].v;
@@ -72,6 +101,8 @@ void dec_prof_free(struct dec_prof *p)
 		return;
 	free(p->fun.t);
 	free(p->dso.t);
+	free(p->nsb.t);
+	free(p->nsb_info.t);
 	free(p);
 }
 
@@ -99,6 +130,8 @@ void dec_prof_block(struct dec_prof *p, struct dec_ctx *c, long pid, uint64_t ti
 	dec_symc_lookup(&p->sc, c->syms, b->ip, pid, time);
 	if (p->sc.sym && dec_symc_holds(&p->sc, b))
 		prof_add(p, &p->sc, b->ip, b->ninsn);	/* in one function: no walk */
+	else if (dec_symc_holds(&p->sc, b))
+		prof_nosym_block(p, &p->sc, b);		/* walked once when printed */
 	else
 		dec_walk_block(c, b, prof_insn, p);
 }
@@ -121,11 +154,52 @@ static const char *mod_name_at(const struct dec_stream *st, uint64_t start)
 	return m ? m->name : "[unknown]";
 }
 
+struct nsb_walk {
+	struct dec_map *fun;
+	uint64_t n;
+};
+
+static void nsb_insn(void *arg, uint64_t ip, unsigned int size, bool last, const struct dec_item *b)
+{
+	struct nsb_walk *w = arg;
+
+	(void)size;
+	(void)last;
+	(void)b;
+	dec_map_get(w->fun, ip, 1)->v += w->n;
+}
+
+/* The per-address rows of the blocks counted whole in symbol-less modules. */
+static void expand_nosym_blocks(struct profile_sink *s, struct dec_stream *st)
+{
+	size_t i;
+
+	for (i = 0; i < s->prof.nsb.cap; i++) {
+		const struct dec_kv *e = &s->prof.nsb.t[i];
+		struct nsb_walk w = { &s->prof.fun, e->v };
+		struct dec_item b = { .kind = DI_BLOCK };
+		const struct dec_kv *info;
+
+		if (!e->used)
+			continue;
+		info = dec_map_find(&s->prof.nsb_info, e->a, e->b);
+		b.ip = e->a;
+		b.end_ip = e->a + (uint32_t)e->b;
+		b.isid = (int32_t)(uint32_t)(e->b >> 32);
+		b.ninsn = (uint32_t)(info ? info->v : 0);
+		b.mode = (uint8_t)((info ? info->v : 0) >> 32);
+		if (!dec_walk_block(st->c, &b, nsb_insn, &w))
+			dec_map_get(&s->prof.fun, b.ip, 1)->v += e->v * b.ninsn;	/* no bytes: at its start */
+	}
+}
+
 static void print_profile(struct profile_sink *s, struct dec_stream *st, uint64_t total)
 {
 	FILE *f = s->k.f;
 	size_t n, i;
 	double t = total ? (double)total : 1.0;
+
+	expand_nosym_blocks(s, st);
 
 	fprintf(f, "# flat profile: %" PRIu64 " instructions\n", total);
 	fprintf(f, "# %10s %7s  %-20s %-32s %s\n", "insns", "share", "dso", "function", "address");
@@ -181,8 +255,12 @@ static void profile_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip,
 static void profile_insns(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b)
 {
 	struct profile_sink *s = (struct profile_sink *)k;
+	const struct dec_symc *sc = dec_stream_sym(st, b->ip);
 
-	prof_add(&s->prof, dec_stream_sym(st, b->ip), b->ip, b->ninsn);
+	if (sc->sym)
+		prof_add(&s->prof, sc, b->ip, b->ninsn);
+	else
+		prof_nosym_block(&s->prof, sc, b);
 }
 
 static void profile_end(struct dec_sink *k, struct dec_stream *st)
@@ -196,6 +274,8 @@ static void profile_end(struct dec_sink *k, struct dec_stream *st)
 	print_profile(s, st, total);
 	free(s->prof.fun.t);
 	free(s->prof.dso.t);
+	free(s->prof.nsb.t);
+	free(s->prof.nsb_info.t);
 	free(s);
 }
 

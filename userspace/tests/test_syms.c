@@ -354,6 +354,55 @@ static void test_debug_files(void)
 }
 
 /*
+ * Do the --profile rows of @prof (before "# per DSO") give each address
+ * the number of times --insn @insn lists it, and no other address?
+ */
+static bool rows_match_insn(const char *prof, const char *insn)
+{
+	struct { unsigned long long a, n; } t[256];
+	size_t nt = 0, i, rows = 0;
+	char *s = slurp(insn), *p, *save = NULL;
+	bool ok = s != NULL;
+
+	for (p = s ? strtok_r(s, "\n", &save) : NULL; ok && p; p = strtok_r(NULL, "\n", &save)) {
+		unsigned long long a;
+
+		if (sscanf(p, "%llx ", &a) != 1 || p[16] != ' ')
+			continue;
+		for (i = 0; i < nt && t[i].a != a; i++)
+			;
+		if (i == nt) {
+			if (nt == 256) {
+				ok = false;
+				break;
+			}
+			t[nt].a = a;
+			t[nt++].n = 0;
+		}
+		t[i].n++;
+	}
+	free(s);
+	s = slurp(prof);
+	save = NULL;
+	for (p = s ? strtok_r(s, "\n", &save) : NULL; ok && p; p = strtok_r(NULL, "\n", &save)) {
+		unsigned long long c, a;
+		char dso[256], fn[256];
+
+		if (!strncmp(p, "# per DSO", 9))
+			break;
+		if (sscanf(p, "%llu %*s %255s %255s %llx", &c, dso, fn, &a) != 4)
+			continue;
+		for (i = 0; i < nt && t[i].a != a; i++)
+			;
+		if (i == nt || t[i].n != c || strncmp(fn, "0x", 2))
+			ok = false;
+		rows++;
+	}
+	free(s);
+	return ok && nt && rows == nt;
+}
+
+/*
  * Labels: _start and tail_label (STT_NOTYPE) name their code; work, not
  * lbl, names the function they share; neither inner_label nor
  * .Lloop ever names code.  Stripped of every symbol, the program's
@@ -399,6 +448,9 @@ static void test_labels(void)
 	      contains(W("asms.profile"), " 0x401000 "),
 	      "no symbols: --profile has a row per instruction address (asm-stripped 0x401000 "
 	      "...), not one [no symbol] row");
+	st = decode("asms.insn", "%s --insn", W("g-asms"));
+	CHECK(st == 0 && rows_match_insn(W("asms.profile"), W("asms.insn")),
+	      "no symbols: each per-address row counts what --insn shows at that address");
 	st = decode("asms.profile2", "%s --profile -J 2", W("g-asms"));
 	CHECK(st == 0 && same_files(W("asms.profile"), W("asms.profile2")),
 	      "no symbols: -J 2 gives -J 1's per-address rows");
