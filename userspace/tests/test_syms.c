@@ -247,13 +247,18 @@ static bool build_id(const char *path, char *id, size_t len)
 
 /*
  * PLT entries: a program calling foo and bar in a shared library, linked
- * with -z now and with lazy binding; --calls, --insn, --folded and
+ * with -z now, with lazy binding, and with IBT PLTs (.plt.sec); --calls, --insn, --folded and
  * --perfetto name the stubs foo@plt and bar@plt (before: _init+0x...,
  * _init having no size).
  */
 static void test_plt(void)
 {
-	static const char *const binds[] = { "now", "lazy" };
+	static const char *const binds[] = { "now", "lazy", "ibt" };
+	static const char *const flags[] = {
+		"-Wl,-z,now", "-Wl,-z,lazy",
+		/* IBT: the jumps through the GOT are in .plt.sec, after endbr64 */
+		"-fcf-protection=full -Wl,-z,ibtplt -Wl,-z,lazy",
+	};
 	size_t i;
 
 	if (!write_file(W("lib.c"), lib_c) || !write_file(W("plt.c"), plt_c) ||
@@ -261,14 +266,14 @@ static void test_plt(void)
 		CHECK(0, "plt: the shared library builds");
 		return;
 	}
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 3; i++) {
 		char prog[32], dir[32], out[64];
 		int st;
 
 		snprintf(prog, sizeof(prog), "plt-%s", binds[i]);
 		snprintf(dir, sizeof(dir), "g-plt-%s", binds[i]);
-		if (sh("cd %s && cc -O1 -fno-inline -o %s plt.c -L. -lsyt -Wl,-rpath,%s -Wl,-z,%s",
-		       work, prog, work, binds[i]) || !ptgen(dir, prog)) {
+		if (sh("cd %s && cc -O1 -fno-inline -o %s plt.c -L. -lsyt -Wl,-rpath,%s %s",
+		       work, prog, work, flags[i]) || !ptgen(dir, prog)) {
 			CHECK(0, "plt %s: the program builds and ptgen traces it", binds[i]);
 			continue;
 		}
@@ -280,9 +285,12 @@ static void test_plt(void)
 		snprintf(out, sizeof(out), "%s.insn", dir);
 		st = decode(out, "%s --insn", W(dir));
 		CHECK(st == 0 && contains(W(out), " foo@plt+0 ") && contains(W(out), " bar@plt+0 ") &&
-		      (i == 0 || (contains(W(out), " foo@plt+0x6 ") && contains(W(out), " bar@plt+0xb "))),
+		      (i != 1 || (contains(W(out), " foo@plt+0x6 ") && contains(W(out), " bar@plt+0xb "))),
 		      "plt -z %s: --insn names the stubs' instructions NAME@plt+0xOFF%s", binds[i],
-		      i ? " (lazy: the push and jmp to the resolver after the first call too)" : "");
+		      i == 1 ? " (lazy: the push and jmp to the resolver after the first call too)" : "");
+		if (i == 2)
+			CHECK(sh("readelf -SW %s | grep -q ' .plt.sec '", W(prog)) == 0,
+			      "plt ibt: the program has a .plt.sec (the names above came from it)");
 		snprintf(out, sizeof(out), "%s.folded", dir);
 		st = decode(out, "%s --folded", W(dir));
 		CHECK(st == 0 && contains(W(out), ";work;foo@plt ") && contains(W(out), ";work;bar@plt "),
