@@ -423,7 +423,8 @@ struct dec_module {
 	char *name, *path;
 	struct dec_sym *syms;
 	size_t nr_syms;
-	char *elf;		/* the ELF file for DWARF, or NULL */
+	char *elf;		/* the mapped ELF file, or NULL */
+	char *debug_elf;	/* its separate debug file (libdwfl found it), or NULL */
 	long pid;		/* the process (0: any), as its image's */
 	uint64_t from, until;	/* as its image's */
 	void *dwarf;		/* its Dwarf handle once opened (libdw) */

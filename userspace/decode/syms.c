@@ -489,8 +489,8 @@ static void load_elf_syms(struct symfiles *fs, struct dec_module *m, const char 
 	if (!f)
 		goto out;
 	if (f->debugfile) {
-		free(m->elf);
-		m->elf = strdup(f->debugfile);	/* --lines: its DWARF */
+		free(m->debug_elf);
+		m->debug_elf = strdup(f->debugfile);	/* --lines: its DWARF */
 	}
 	for (i = 0; i < f->syms.n; i++) {
 		struct rawsym r = f->syms.v[i];
@@ -617,6 +617,7 @@ void dec_syms_free(struct dec_syms *s)
 		if (s->mods[i].dwarf_fd >= 0)
 			close(s->mods[i].dwarf_fd);
 		free(s->mods[i].elf);
+		free(s->mods[i].debug_elf);
 		free(s->mods[i].name);
 		free(s->mods[i].path);
 	}
@@ -706,7 +707,7 @@ const char *dec_syms_line(struct dec_syms *s, uint64_t ip, char *buf, size_t len
 	if (!m || !m->elf || m->dwarf_fd == -2)
 		return NULL;
 	if (m->dwarf_fd == -1) {
-		m->dwarf_fd = open(m->elf, O_RDONLY);
+		m->dwarf_fd = open(m->debug_elf ? m->debug_elf : m->elf, O_RDONLY);
 		m->dwarf = m->dwarf_fd >= 0 ? dwarf_begin(m->dwarf_fd, DWARF_C_READ) : NULL;
 		if (!m->dwarf) {
 			if (m->dwarf_fd >= 0)

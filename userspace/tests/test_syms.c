@@ -346,6 +346,10 @@ static void test_debug_files(void)
 	st = decode("dl.lines", "%s --insn --lines --debuginfo-path %s", W("g-dl"), W("dl-tree"));
 	CHECK(st == 0 && contains(W("dl.lines"), "dbg.c:6"),
 	      "debuglink: --lines reads the debug file's DWARF (dbg.c:6, secret_loop's loop)");
+	st = decode("dl.drcov.out", "%s --drcov=%s --debuginfo-path %s", W("g-dl"), W("dl.drcov"),
+		    W("dl-tree"));
+	CHECK(st == 0 && contains(W("dl.drcov"), "/dl/prog\n") && !contains(W("dl.drcov"), ".debug"),
+	      "debuglink: --drcov's module is the program, not its debug file");
 	st = decode("bid0.profile", "%s --profile", W("g-bid"));
 	CHECK(st == 0 && !contains(W("bid0.profile"), "secret_loop"),
 	      "build-id: without --debuginfo-path no secret_loop");
