@@ -625,11 +625,6 @@ void dec_syms_free(struct dec_syms *s)
 	free(s);
 }
 
-const struct dec_module *dec_syms_module(const struct dec_syms *s, uint64_t ip)
-{
-	return s ? dec_syms_module_at(s, ip, s->cur_pid, s->cur_time) : NULL;
-}
-
 const struct dec_module *dec_syms_module_at(const struct dec_syms *s, uint64_t ip, long pid,
 					    uint64_t time)
 {
@@ -682,23 +677,10 @@ const struct dec_sym *dec_syms_find(const struct dec_module *m, uint64_t ip)
 	return &m->syms[lo - 1];
 }
 
-const char *dec_syms_fmt(const struct dec_syms *s, uint64_t ip, char *buf, size_t len)
+const char *dec_syms_line(struct dec_syms *s, uint64_t ip, long pid, uint64_t time, char *buf,
+			  size_t len)
 {
-	const struct dec_module *m = dec_syms_module(s, ip);
-	const struct dec_sym *y = dec_syms_find(m, ip);
-
-	if (y)
-		snprintf(buf, len, "%s+%#" PRIx64, y->name, ip - y->start);
-	else if (m)
-		snprintf(buf, len, "%s+%#" PRIx64, m->name, ip - m->bias);
-	else
-		snprintf(buf, len, "%#" PRIx64, ip);
-	return buf;
-}
-
-const char *dec_syms_line(struct dec_syms *s, uint64_t ip, char *buf, size_t len)
-{
-	struct dec_module *m = (struct dec_module *)dec_syms_module(s, ip);
+	struct dec_module *m = (struct dec_module *)dec_syms_module_at(s, ip, pid, time);
 	Dwarf_Die cu;
 	Dwarf_Line *line;
 	const char *src, *base;
