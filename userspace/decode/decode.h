@@ -125,6 +125,12 @@ struct dec_input {
 	size_t nr_fds;
 	char note[320];		/* a remark for the summary ("no sideband: ...") */
 	/*
+	 * Where libdwfl looks for separate debug files (build-id trees,
+	 * .gnu_debuglink targets): its debuginfo_path syntax, e.g.
+	 * ":.debug:/usr/lib/debug"; NULL: libdwfl's default.  Not owned.
+	 */
+	const char *debuginfo_path;
+	/*
 	 * Why the input is incomplete (a capture that says so, data the unit
 	 * lost, a trace file shorter than its metadata, threads or processes
 	 * not decoded): one sentence each, @nr_warnings of them.  The decode
@@ -417,7 +423,8 @@ struct dec_module {
 	char *name, *path;
 	struct dec_sym *syms;
 	size_t nr_syms;
-	char *elf;		/* the ELF file for DWARF, or NULL */
+	char *elf;		/* the mapped ELF file, or NULL */
+	char *debug_elf;	/* its separate debug file (libdwfl found it), or NULL */
 	long pid;		/* the process (0: any), as its image's */
 	uint64_t from, until;	/* as its image's */
 	void *dwarf;		/* its Dwarf handle once opened (libdw) */
@@ -427,24 +434,27 @@ struct dec_module {
 struct dec_syms {
 	struct dec_module *mods;
 	size_t nr_mods;
-	long cur_pid;		/* look up modules of this process (and pid 0) only; 0: any */
-	uint64_t cur_time;	/* ... mapped at this perf time; 0: as at the end */
 	char **strs;
 	size_t nr_strs;
 };
 
 struct dec_syms *dec_syms_load(const struct dec_input *in);
 void dec_syms_free(struct dec_syms *s);
-/* The module and symbol of @ip (either may be NULL). */
-const struct dec_module *dec_syms_module(const struct dec_syms *s, uint64_t ip);
-/* The same for process @pid at perf time @time (0: as at the end); no state used. */
+/*
+ * The module of @ip in process @pid (0: any) at perf time @time (0: as at
+ * the end), or NULL; no state used.
+ */
 const struct dec_module *dec_syms_module_at(const struct dec_syms *s, uint64_t ip, long pid,
 					    uint64_t time);
 const struct dec_sym *dec_syms_find(const struct dec_module *m, uint64_t ip);
-/* "file:line" of @ip from the module's DWARF (libdw) into @buf, or NULL. */
-const char *dec_syms_line(struct dec_syms *s, uint64_t ip, char *buf, size_t len);
-/* "sym+0xoff", "dso+0xoff" or "0xaddr" into @buf. */
-const char *dec_syms_fmt(const struct dec_syms *s, uint64_t ip, char *buf, size_t len);
+/*
+ * "file:line" of @ip in process @pid at perf time @time (as
+ * dec_syms_module_at()) from the module's DWARF (libdw) into @buf, or
+ * NULL.  Opens the module's DWARF on first use and keeps it: one thread
+ * at a time (the renderer's).
+ */
+const char *dec_syms_line(struct dec_syms *s, uint64_t ip, long pid, uint64_t time, char *buf,
+			  size_t len);
 
 /* ---- outputs (sink.c, sink_*.c, packets.c, summary.c) --------------------------------------------------- */
 

@@ -37,6 +37,8 @@ struct dec_map {
 };
 
 struct dec_kv *dec_map_get(struct dec_map *m, uint64_t a, uint64_t b);
+/* The entry of (@a, @b), or NULL (a hash table still: before dec_map_entries()). */
+const struct dec_kv *dec_map_find(const struct dec_map *m, uint64_t a, uint64_t b);
 /*
  * The used entries, compacted to the front of the table; returns the
  * count.  No dec_map_get() after this; listing again is fine.

@@ -68,18 +68,5 @@ const char *dec_sym_fmt_at(const struct dec_syms *s, uint64_t ip, long pid, uint
 const char *dec_sym_line_at(struct dec_syms *s, uint64_t ip, long pid, uint64_t time,
 			    char *buf, size_t len)
 {
-	/*
-	 * syms.c's dec_syms_line() takes the process and time from the
-	 * table (cur_pid, cur_time): ask it through a copy that says which,
-	 * so that the shared table is never changed.  (Its modules are
-	 * shared: the DWARF it opens lazily is kept for the next lookup.)
-	 */
-	struct dec_syms view;
-
-	if (!s)
-		return NULL;
-	view = *s;
-	view.cur_pid = pid;
-	view.cur_time = time;
-	return dec_syms_line(&view, ip, buf, len);
+	return s ? dec_syms_line(s, ip, pid, time, buf, len) : NULL;
 }

@@ -49,6 +49,23 @@ struct dec_kv *dec_map_get(struct dec_map *m, uint64_t a, uint64_t b)
 	}
 }
 
+/* The entry of (@a, @b) in @m, or NULL. */
+const struct dec_kv *dec_map_find(const struct dec_map *m, uint64_t a, uint64_t b)
+{
+	size_t i;
+
+	if (!m->cap)
+		return NULL;
+	for (i = mix(a, b) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		const struct dec_kv *e = &m->t[i];
+
+		if (!e->used)
+			return NULL;
+		if (e->a == a && e->b == b)
+			return e;
+	}
+}
+
 /*
  * The used entries, compacted to the front of the table; returns the
  * count.  The table is no longer a hash table after this (no dec_map_get()),

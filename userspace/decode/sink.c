@@ -181,13 +181,19 @@ static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const 
 	r->st.idx++;
 }
 
+/* Does block @it lie in one symbol (so that its instructions need no walk)? */
+static bool in_one_symbol(struct dec_render *r, const struct dec_item *it)
+{
+	return dec_symc_holds(dec_stream_sym(&r->st, it->ip), it);
+}
+
 /* The instructions of block (or run of blocks) @it, to the sinks that need them. */
 static void walk(struct dec_render *r, const struct dec_item *it)
 {
 	struct dec_sink *k;
 
 	if (!(r->needs & DEC_NEED_EVERY_INSN) && (r->needs & DEC_NEED_INSNS) &&
-	    dec_symc_holds(dec_stream_sym(&r->st, it->ip), it)) {
+	    in_one_symbol(r, it)) {
 		/* the whole block is in one function: no walk */
 		EACH(r, k)
 			if (k->ops->insns)

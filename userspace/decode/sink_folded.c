@@ -86,9 +86,26 @@ struct folded_sink {
 	unsigned int sdepth;		/* may exceed MAX_STACK */
 	char root[96];			/* the root frame, COMM-TID ("": none) */
 	bool root_by_process;		/* per-CPU, switched: the root is COMM-PID */
+	/*
+	 * Stacks as a tree of frames, node 0 the empty stack, each node a
+	 * (parent, frame name pointer) pair with the count of its runs as a
+	 * leaf; the strings are made once per node at the end (and merged by
+	 * text there: equal names at different pointers).
+	 */
 	struct smap folded;
-	char *fstack;			/* "a;b;c" for the current stack */
-	size_t fstack_len, fstack_cap;
+	struct fnode {
+		uint32_t parent;
+		const char *name;
+		uint64_t count;
+	} *fnodes;
+	size_t nr_fnodes, fnodes_cap;
+	struct dec_map fnode_ids;	/* (parent, name pointer) -> node + 1 */
+	uint32_t snode[MAX_STACK + 1];	/* [0]: the root's node; [i + 1]: after stack[i] */
+	const char *snode_name[MAX_STACK];	/* the stack[i] snode[i + 1] was made with */
+	unsigned int snode_n;		/* snode[1..snode_n] are valid */
+	char **roots;			/* root frames seen (interned: stable pointers) */
+	size_t nr_roots;
+	const char *cur_root;		/* the interned r->root of snode[0] */
 	const char *run_leaf;
 	uint64_t run_count;
 	/* --folded-time: the time after the block before (0: none since tracing resumed) */
@@ -96,50 +113,104 @@ struct folded_sink {
 	uint64_t fold_last;
 };
 
+static uint32_t fnode_get(struct folded_sink *r, uint32_t parent, const char *name)
+{
+	struct dec_kv *e = dec_map_get(&r->fnode_ids, parent, (uint64_t)(uintptr_t)name);
+
+	if (!e->v) {
+		if (r->nr_fnodes == r->fnodes_cap) {
+			r->fnodes_cap = r->fnodes_cap ? r->fnodes_cap * 2 : 1024;
+			r->fnodes = realloc(r->fnodes, r->fnodes_cap * sizeof(*r->fnodes));
+			if (!r->fnodes)
+				dec_nomem();
+		}
+		r->fnodes[r->nr_fnodes] = (struct fnode){ parent, name, 0 };
+		e->v = ++r->nr_fnodes;
+	}
+	return (uint32_t)(e->v - 1);
+}
+
 static void folded_flush(struct folded_sink *r)
 {
+	uint32_t id;
+
 	if (!r->run_count || !r->run_leaf)
 		return;
-	{
-		size_t ll = strlen(r->run_leaf);
-		char *k = malloc(r->fstack_len + ll + 2);
-
-		if (!k)
-			dec_nomem();
-		memcpy(k, r->fstack, r->fstack_len);
-		if (r->fstack_len)
-			k[r->fstack_len] = ';';
-		memcpy(k + r->fstack_len + (r->fstack_len ? 1 : 0), r->run_leaf, ll + 1);
-		smap_add(&r->folded, k, r->run_count);
-		free(k);
-	}
+	id = fnode_get(r, r->snode[r->snode_n], r->run_leaf);	/* may move r->fnodes */
+	r->fnodes[id].count += r->run_count;
 	r->run_count = 0;
 }
 
+/*
+ * The node of the current stack (root, stack[0..]), after a push, a pop
+ * or a new root: only the frames above what is still valid are looked up.
+ */
 static void fstack_rebuild(struct folded_sink *r)
 {
 	unsigned int i, n = r->sdepth < MAX_STACK ? r->sdepth : MAX_STACK;
-	size_t need = strlen(r->root) + 2;
 
-	for (i = 0; i < n; i++)
-		need += strlen(r->stack[i]) + 1;
-	if (need > r->fstack_cap) {
-		r->fstack_cap = need * 2;
-		r->fstack = realloc(r->fstack, r->fstack_cap);
-		if (!r->fstack)
-			dec_nomem();
+	if (!r->nr_fnodes)
+		fnode_get(r, UINT32_MAX, "");	/* node 0: the empty stack */
+	if (!r->cur_root || strcmp(r->cur_root, r->root)) {
+		for (i = 0; i < r->nr_roots && strcmp(r->roots[i], r->root); i++)
+			;
+		if (i == r->nr_roots) {
+			r->roots = realloc(r->roots, (r->nr_roots + 1) * sizeof(*r->roots));
+			if (!r->roots || !(r->roots[r->nr_roots++] = strdup(r->root)))
+				dec_nomem();
+		}
+		r->cur_root = r->roots[i];
+		r->snode[0] = *r->cur_root ? fnode_get(r, 0, r->cur_root) : 0;
+		r->snode_n = 0;
 	}
-	r->fstack_len = strlen(r->root);
-	memcpy(r->fstack, r->root, r->fstack_len);
-	for (i = 0; i < n; i++) {
-		size_t l = strlen(r->stack[i]);
+	i = r->snode_n < n ? r->snode_n : n;
+	while (i && r->snode_name[i - 1] != r->stack[i - 1])
+		i--;
+	for (; i < n; i++) {
+		r->snode[i + 1] = fnode_get(r, r->snode[i], r->stack[i]);
+		r->snode_name[i] = r->stack[i];
+	}
+	r->snode_n = n;
+}
 
-		if (r->fstack_len)
-			r->fstack[r->fstack_len++] = ';';
-		memcpy(r->fstack + r->fstack_len, r->stack[i], l);
-		r->fstack_len += l;
+/* The folded lines, "root;a;b;leaf COUNT", of every node counted as a leaf. */
+static void folded_strings(struct folded_sink *r)
+{
+	size_t i, cap = 256;
+	char *buf = malloc(cap);
+	const char **path = malloc((MAX_STACK + 3) * sizeof(*path));
+
+	if (!buf || !path)
+		dec_nomem();
+	for (i = 1; i < r->nr_fnodes; i++) {
+		size_t k = 0, len = 0, need = 1;
+		uint32_t id;
+
+		if (!r->fnodes[i].count)
+			continue;
+		for (id = (uint32_t)i; id; id = r->fnodes[id].parent) {
+			path[k++] = r->fnodes[id].name;
+			need += strlen(r->fnodes[id].name) + 1;
+		}
+		if (need > cap) {
+			cap = need * 2;
+			buf = realloc(buf, cap);
+			if (!buf)
+				dec_nomem();
+		}
+		while (k--) {
+			size_t l = strlen(path[k]);
+
+			if (len)
+				buf[len++] = ';';
+			memcpy(buf + len, path[k], l);
+			len += l;
+		}
+		buf[len] = 0;
+		smap_add(&r->folded, buf, r->fnodes[i].count);
 	}
-	r->fstack[r->fstack_len] = 0;
+	free(buf);
+	free(path);
 }
 
 /*
@@ -287,6 +358,7 @@ static void folded_end(struct dec_sink *k, struct dec_stream *st)
 	size_t i, n = 0;
 
 	(void)st;
+	folded_strings(r);
 	for (i = 0; i < r->folded.cap; i++)
 		if (r->folded.t[i].s)
 			r->folded.t[n++] = r->folded.t[i];
@@ -296,7 +368,11 @@ static void folded_end(struct dec_sink *k, struct dec_stream *st)
 		free(r->folded.t[i].s);
 	}
 	free(r->folded.t);
-	free(r->fstack);
+	free(r->fnodes);
+	free(r->fnode_ids.t);
+	for (i = 0; i < r->nr_roots; i++)
+		free(r->roots[i]);
+	free(r->roots);
 	free(r);
 }
 

@@ -32,6 +32,8 @@ static void decode_usage(FILE *f)
 		"  --kallsyms FILE           its symbols and _stext/_etext (default /proc/kallsyms)\n"
 		"  --modules FILE            modules' code from the core too (default with\n"
 		"                            /proc/kcore: /proc/modules)\n"
+		"  --debuginfo-path PATH     where to look for separate debug files (libdwfl's\n"
+		"                            syntax; default :.debug:/usr/lib/debug)\n"
 		"  --mtc-freq N, --nom-freq N, --cpuid-0x15 EAX/EBX[/ECX]   timing parameters\n"
 		"Outputs (to stdout, or to FILE with =FILE; at most one on stdout):\n"
 		"  --insn[=FILE]             instruction trace: address, symbol+offset\n"
@@ -59,6 +61,7 @@ enum {
 	O_PT = 256, O_ELF, O_RAW, O_CPU, O_MTC, O_NOM, O_C15, O_INSN, O_DISASM, O_CALLS,
 	O_PROFILE, O_FOLDED, O_BLOCKS, O_PACKETS, O_PERFETTO, O_DRCOV, O_INSNDEC, O_NOSPLIT,
 	O_PID, O_LINES, O_KCORE, O_KALLSYMS, O_MODULES, O_FOLDTIME, O_PROGRESS,
+	O_DEBUGINFO,
 };
 
 /*
@@ -219,6 +222,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "progress", no_argument, NULL, O_PROGRESS },
+		{ "debuginfo-path", required_argument, NULL, O_DEBUGINFO },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -345,6 +349,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		case 'j': t->json = true; ipt_set_json_errors(true); break;
 		case 'q': quiet = true; break;
 		case O_PROGRESS: force_progress = true; break;
+		case O_DEBUGINFO: in.debuginfo_path = optarg; break;
 		case 'h': decode_usage(stdout); ret = 0; goto out;
 		default:
 			ipt_err("decode: option '%s' is unknown or needs an argument (ipttool "

@@ -140,6 +140,8 @@ struct gsym {
 	uint64_t start, end;
 	int rank;
 	char *name;
+	uint64_t sec_end;	/* the end of its section */
+	bool label;		/* STT_NOTYPE */
 };
 
 struct run {
@@ -187,10 +189,13 @@ static int cmp_gsym(const void *a, const void *b)
 
 /*
  * The documented rule (Documentation/decode.rst, "Symbols"): function
- * symbols; at one address the global, then weak, then local one, then the
- * shortest name, then the first alphabetically; the symbol of an address
- * is the one with the greatest start <= it, if the address is below its
- * end (the largest size among the aliases, else the next symbol).
+ * symbols and labels (STT_NOTYPE) in executable sections, but no $x or .L
+ * names; at one address a function before a label, then the global, weak,
+ * local one, then the shortest name, then the first alphabetically; a
+ * label inside a sized function is dropped; the symbol of an address is
+ * the one with the greatest start <= it, if the address is below its end
+ * (the largest size among the aliases, else the next symbol or the end of
+ * its section, whichever is first).
  */
 static void load_syms(struct run *r)
 {
@@ -215,36 +220,62 @@ static void load_syms(struct run *r)
 			GElf_Sym s;
 			const char *nm;
 
+			GElf_Shdr ss;
+			Elf_Scn *sscn;
+			int type;
+
 			if (!gelf_getsym(d, (int)k, &s) || !s.st_value || s.st_shndx == SHN_UNDEF ||
-			    (GELF_ST_TYPE(s.st_info) != STT_FUNC &&
-			     GELF_ST_TYPE(s.st_info) != STT_GNU_IFUNC))
+			    s.st_shndx >= SHN_LORESERVE)
+				continue;
+			type = GELF_ST_TYPE(s.st_info);
+			sscn = elf_getscn(e, s.st_shndx);
+			if (!sscn || !gelf_getshdr(sscn, &ss) || !(ss.sh_flags & SHF_ALLOC) ||
+			    (type != STT_FUNC && type != STT_GNU_IFUNC &&
+			     (type != STT_NOTYPE || !(ss.sh_flags & SHF_EXECINSTR))))
 				continue;
 			nm = elf_strptr(e, sh.sh_link, s.st_name);
-			if (!nm || !*nm)
+			if (!nm || !*nm || *nm == '$' || !strncmp(nm, ".L", 2))
 				continue;
 			raw = realloc(raw, (nraw + 1) * sizeof(*raw));
 			raw[nraw].start = s.st_value;
 			raw[nraw].end = s.st_size ? s.st_value + s.st_size : 0;
-			raw[nraw].rank = GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0 :
-					 GELF_ST_BIND(s.st_info) == STB_WEAK ? 1 : 2;
+			raw[nraw].label = type == STT_NOTYPE;
+			raw[nraw].rank = (GELF_ST_BIND(s.st_info) == STB_GLOBAL ? 0 :
+					  GELF_ST_BIND(s.st_info) == STB_WEAK ? 1 : 2) +
+					 (raw[nraw].label ? 3 : 0);
+			raw[nraw].sec_end = ss.sh_addr + ss.sh_size;
 			raw[nraw].name = strdup(nm);
 			nraw++;
 		}
 	}
 	qsort(raw, nraw, sizeof(*raw), cmp_gsym);
 	r->syms = calloc(nraw + 1, sizeof(*r->syms));
-	for (i = 0; i < nraw; i++) {
-		if (r->nsyms && r->syms[r->nsyms - 1].start == raw[i].start) {
-			if (raw[i].end > r->syms[r->nsyms - 1].end)
-				r->syms[r->nsyms - 1].end = raw[i].end;
-			free(raw[i].name);
-			continue;
+	{
+		uint64_t covered = 0;	/* end of the sized functions so far */
+
+		for (i = 0; i < nraw; i++) {
+			if (!raw[i].label && raw[i].end > covered)
+				covered = raw[i].end;
+			if (r->nsyms && r->syms[r->nsyms - 1].start == raw[i].start) {
+				if (raw[i].end > r->syms[r->nsyms - 1].end)
+					r->syms[r->nsyms - 1].end = raw[i].end;
+				free(raw[i].name);
+				continue;
+			}
+			if (raw[i].label && raw[i].start < covered) {
+				free(raw[i].name);
+				continue;
+			}
+			r->syms[r->nsyms++] = raw[i];
 		}
-		r->syms[r->nsyms++] = raw[i];
 	}
 	for (i = 0; i < r->nsyms; i++)
-		if (!r->syms[i].end)
+		if (!r->syms[i].end) {
 			r->syms[i].end = i + 1 < r->nsyms ? r->syms[i + 1].start : UINT64_MAX;
+			if (r->syms[i].sec_end > r->syms[i].start &&
+			    r->syms[i].sec_end < r->syms[i].end)
+				r->syms[i].end = r->syms[i].sec_end;
+		}
 	free(raw);
 	if (e)
 		elf_end(e);
@@ -489,7 +520,8 @@ static void test_profile(struct run *r, const char *out)
 		}
 		if (sscanf(p, "%llu %*s %255s %511s %63s", &c, dso, fn, addr) != 4)
 			continue;
-		if (!strcmp(fn, "[no") ) {
+		/* no symbol: a row per instruction, named by its offset in the DSO */
+		if (!strcmp(fn, "[no") || !strncmp(fn, "0x", 2)) {
 			got_nosym += c;
 			continue;
 		}
@@ -1611,7 +1643,7 @@ static void test_inputs(struct run *r)
 		    r->dir, raws);
 	CHECK(st == 0 && insn_equal(r, F(r, "x"), &n, &first),
 	      "%s: ptxed-style --pt/--raw/--cpu decodes to the ground truth (%zu)", r->name, n);
-	/* raw images have no symbols: whole DSOs are one "[no symbol]" each */
+	/* raw images have no symbols: a --profile row per instruction address */
 	st = decode(F(r, "xp1"), F(r, "exp1"), "decode --pt %s/trace.pt%s --profile=%s --folded=%s",
 		    r->dir, raws, F(r, "xp1.p"), F(r, "xp1.f"));
 	st |= decode(F(r, "xp2"), F(r, "exp2"), "decode --pt %s/trace.pt%s --profile=%s --folded=%s "
@@ -1619,7 +1651,7 @@ static void test_inputs(struct run *r)
 	st |= decode(F(r, "xp3"), F(r, "exp3"), "decode --pt %s/trace.pt%s --profile=%s -J 2",
 		     r->dir, raws, F(r, "xp3.p"));
 	CHECK(st == 0 && same_files(F(r, "xp1.p"), F(r, "xp2.p")) &&
-	      same_files(F(r, "xp1.f"), F(r, "xp2.f")) && file_contains(F(r, "xp1.p"), "[no symbol]") &&
+	      same_files(F(r, "xp1.f"), F(r, "xp2.f")) && !file_contains(F(r, "xp1.p"), "[no symbol]") &&
 	      same_files(F(r, "xp2.p"), F(r, "xp3.p")),
 	      "%s: --raw images without symbols: block-at-a-time profile and folded, and --profile "
 	      "alone, equal the walk", r->name);
