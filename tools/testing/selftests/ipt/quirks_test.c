@@ -69,6 +69,40 @@ static uint64_t sim_gp(void)
  */
 #define SKIP_IF_SKIPPED() do { if (self->skip) return; } while (0)
 
+/*
+ * What each fixture's setup begins with.  *@fd is -1 and *@skip true
+ * until it opened ipt, read its caps into @caps and @why_not returned
+ * NULL: @why_not says why the loaded model is not the fixture's (the skip
+ * reason), or NULL when it is.  Then it sets the unit's output rate and
+ * takes the #GP count the teardown compares with (*@gp).  Returns whether
+ * the fixture's tests run.
+ */
+static bool quirk_setup(struct __test_metadata *_metadata, bool *skip, int *fd,
+			struct ipt_caps *caps, uint64_t *gp,
+			const char *(*why_not)(const struct ipt_caps *caps))
+{
+	const char *why;
+
+	*fd = -1;
+	*skip = true;
+	if (!ipt_sim_loaded())
+		SKIP(return false, "the simulated unit (ipt_sim) is not loaded");
+	*fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, *fd);
+	caps->size = sizeof(*caps);
+	ASSERT_EQ(0, ipt_ioctl(*fd, IPT_IOC_GET_CAPS, caps));
+	why = why_not(caps);
+	if (why) {
+		close(*fd);
+		*fd = -1;
+		SKIP(return false, "%s", why);
+	}
+	*skip = false;
+	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+	*gp = sim_gp();
+	return true;
+}
+
 FIXTURE(bdw) {
 	bool skip;
 	int fd;
@@ -76,23 +110,20 @@ FIXTURE(bdw) {
 	uint64_t gp;
 };
 
+static const char *not_bdw(const struct ipt_caps *caps)
+{
+	if (caps->family != 6 || caps->model != 0x3d ||
+	    !(caps->features & IPT_FEAT_TOPA))
+		return "not a Broadwell with ToPA (load ipt_sim model=bdw)";
+	return NULL;
+}
+
 FIXTURE_SETUP(bdw)
 {
-	self->fd = -1;
-	self->skip = true;
-	if (!ipt_sim_loaded())
-		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
-	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->fd);
-	self->caps.size = sizeof(self->caps);
-	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
-	if (self->caps.family != 6 || self->caps.model != 0x3d ||
-	    !(self->caps.features & IPT_FEAT_TOPA))
-		SKIP(return, "not a Broadwell with ToPA (load ipt_sim model=bdw)");
-	self->skip = false;
+	if (!quirk_setup(_metadata, &self->skip, &self->fd, &self->caps,
+			 &self->gp, not_bdw))
+		return;
 	ASSERT_EQ(0, self->caps.features & IPT_FEAT_PSB_CYC);
-	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
-	self->gp = sim_gp();
 }
 
 FIXTURE_TEARDOWN(bdw)
@@ -265,19 +296,18 @@ FIXTURE(pti) {
 	uint64_t gp;
 };
 
+static const char *not_pti(const struct ipt_caps *caps)
+{
+	if (ipt_file_stat(IPT_SIM_DEBUGFS "/model", "pti") != 1)
+		return "no page-table isolation (load ipt_sim pti=1)";
+	return NULL;
+}
+
 FIXTURE_SETUP(pti)
 {
-	self->fd = -1;
-	self->skip = true;
-	if (!ipt_sim_loaded())
-		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
-	if (ipt_file_stat(IPT_SIM_DEBUGFS "/model", "pti") != 1)
-		SKIP(return, "no page-table isolation (load ipt_sim pti=1)");
-	self->skip = false;
-	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->fd);
-	self->caps.size = sizeof(self->caps);
-	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
+	if (!quirk_setup(_metadata, &self->skip, &self->fd, &self->caps,
+			 &self->gp, not_pti))
+		return;
 	ASSERT_NE(0, self->caps.features & IPT_FEAT_CR3_FILTER);
 	ASSERT_NE(0, self->caps.platform & IPT_PLAT_PTI);
 	EXPECT_EQ(ipt_file_stat(IPT_SIM_DEBUGFS "/model", "pcid") == 1,
@@ -288,8 +318,6 @@ FIXTURE_SETUP(pti)
 	ASSERT_NE(~0ULL, self->user_cr3);
 	/* The model's premise: user mode runs on another CR3. */
 	ASSERT_NE(self->code_cr3 >> 5, self->user_cr3 >> 5);
-	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
-	self->gp = sim_gp();
 }
 
 FIXTURE_TEARDOWN(pti)
@@ -425,21 +453,17 @@ FIXTURE(vmx) {
 	uint64_t gp;
 };
 
+static const char *not_vmx_no_pt(const struct ipt_caps *caps)
+{
+	if (!(caps->platform & IPT_PLAT_VMX_NO_PT))
+		return "PT works in VMX operation here (load ipt_sim model=bdw)";
+	return NULL;
+}
+
 FIXTURE_SETUP(vmx)
 {
-	self->fd = -1;
-	self->skip = true;
-	if (!ipt_sim_loaded())
-		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
-	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->fd);
-	self->caps.size = sizeof(self->caps);
-	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
-	if (!(self->caps.platform & IPT_PLAT_VMX_NO_PT))
-		SKIP(return, "PT works in VMX operation here (load ipt_sim model=bdw)");
-	self->skip = false;
-	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
-	self->gp = sim_gp();
+	quirk_setup(_metadata, &self->skip, &self->fd, &self->caps, &self->gp,
+		    not_vmx_no_pt);
 }
 
 /* VMXON (1) or VMXOFF (0) on CPU @cpu, or on every CPU for -1. */
@@ -565,23 +589,19 @@ FIXTURE(hybrid) {
 	uint64_t gp;
 };
 
+static const char *not_hybrid(const struct ipt_caps *caps)
+{
+	if (caps->model != 0x9a)
+		return "not the hybrid model (load ipt_sim model=adl)";
+	if (nr_cpus() < 2)
+		return "needs CPUs 0 and 1";
+	return NULL;
+}
+
 FIXTURE_SETUP(hybrid)
 {
-	self->fd = -1;
-	self->skip = true;
-	if (!ipt_sim_loaded())
-		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
-	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->fd);
-	self->caps.size = sizeof(self->caps);
-	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
-	if (self->caps.model != 0x9a)
-		SKIP(return, "not the hybrid model (load ipt_sim model=adl)");
-	if (nr_cpus() < 2)
-		SKIP(return, "needs CPUs 0 and 1");
-	self->skip = false;
-	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
-	self->gp = sim_gp();
+	quirk_setup(_metadata, &self->skip, &self->fd, &self->caps, &self->gp,
+		    not_hybrid);
 }
 
 FIXTURE_TEARDOWN(hybrid)
