@@ -37,18 +37,6 @@
 #define CGROUP_ROOT	"/sys/fs/cgroup"
 #define CGROUP_TEST	CGROUP_ROOT "/ipt_account_test"
 
-/*
- * In a child: on failure say where and why, and exit 1 (the parent
- * expects 0).
- */
-#define CHECK(cond, fmt, ...) do {						\
-	if (!(cond)) {								\
-		fprintf(stderr, "# %s:%d: %s: " fmt "\n", __FILE__, __LINE__,	\
-			#cond, ##__VA_ARGS__);					\
-		_exit(1);							\
-	}									\
-} while (0)
-
 FIXTURE(acct) {
 	int fd[2];
 	struct ipt_caps caps;

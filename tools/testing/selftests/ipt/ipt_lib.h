@@ -22,6 +22,19 @@ static inline int ipt_ioctl(int fd, unsigned long cmd, void *arg)
 	return ioctl(fd, cmd, arg) ? -errno : 0;
 }
 
+/*
+ * In a child process, where the harness's ASSERTs do not reach the
+ * parent: on failure say where and why (a TAP comment on stderr) and
+ * _exit(1); the parent expects status 0.
+ */
+#define CHECK(cond, fmt, ...) do {						\
+	if (!(cond)) {								\
+		fprintf(stderr, "# %s:%d: %s: " fmt "\n", __FILE__, __LINE__,	\
+			#cond, ##__VA_ARGS__);					\
+		_exit(1);							\
+	}									\
+} while (0)
+
 /* Drop @caps (CAP_* numbers, up to 63) from the effective set of this thread. */
 static inline int ipt_drop_caps(const int *caps, int n)
 {

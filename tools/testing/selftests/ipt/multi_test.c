@@ -38,15 +38,6 @@
 /* Bound of every wait for an event: generous, never reached when all is well. */
 #define WAIT_MS		20000
 
-/* In a child: on failure say where and why, and exit 1. */
-#define CHECK(cond, fmt, ...) do {						\
-	if (!(cond)) {								\
-		fprintf(stderr, "# %s:%d: %s: " fmt "\n", __FILE__, __LINE__,	\
-			#cond, ##__VA_ARGS__);					\
-		_exit(1);							\
-	}									\
-} while (0)
-
 static void cfg_thread(struct ipt_config *cfg, uint64_t size, uint32_t max)
 {
 	memset(cfg, 0, sizeof(*cfg));
