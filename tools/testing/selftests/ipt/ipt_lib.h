@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/ipt.h>
@@ -176,6 +177,29 @@ static inline uint64_t ipt_sim_stat(int cpu, const char *key)
 
 	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
 	return ipt_file_stat(path, key);
+}
+
+/*
+ * Wait until counter @key of the simulated unit of @cpu (cpuN/stats) is
+ * at least @min: polled every millisecond, at most 30000 times (>= 30 s,
+ * never reached when all is well).  Returns 0, -ENOENT at once when the
+ * counter cannot be read (so that no wait passes on ~0), or -ETIMEDOUT.
+ */
+static inline int ipt_sim_wait_stat(int cpu, const char *key, uint64_t min)
+{
+	struct timespec d = { 0, 1000000 };
+	uint64_t v;
+	int i;
+
+	for (i = 0; i < 30000; i++) {
+		v = ipt_sim_stat(cpu, key);
+		if (v == ~0ULL)
+			return -ENOENT;
+		if (v >= min)
+			return 0;
+		nanosleep(&d, NULL);
+	}
+	return -ETIMEDOUT;
 }
 
 static inline int ipt_write_file(const char *path, const char *val)

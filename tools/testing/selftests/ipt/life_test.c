@@ -45,19 +45,6 @@ static void cfg_all(struct ipt_config *c, uint64_t *mask, uint64_t size)
 	c->cpu_mask_words = (cpu - 1) / 64 + 1;
 }
 
-/* Wait (at most 30 s) until @cpu's unit has written more than @bytes. */
-static int wait_bytes(int cpu, uint64_t bytes)
-{
-	int i;
-
-	for (i = 0; i < 30000; i++) {
-		if (ipt_sim_stat(cpu, "bytes") > bytes)
-			return 0;
-		usleep(1000);
-	}
-	return -1;
-}
-
 /*
  * Tell scripts/vm-check-log that the next WARNING in the kernel log is
  * the one this test provokes, and which message precedes it (exactly).
@@ -130,7 +117,7 @@ TEST_F_TIMEOUT(life, stuck_unit_keeps_its_buffer, 120)
 	EXPECT_EQ(bytes + 64 * KIB, ipt_file_stat(IPT_DEBUGFS "/leaked", "bytes"));
 	/* Still live, into the leaked buffer: it keeps writing. */
 	EXPECT_TRUE(sim_on(cpu));
-	EXPECT_EQ(0, wait_bytes(cpu, ipt_sim_stat(cpu, "bytes")));
+	EXPECT_EQ(0, ipt_sim_wait_stat(cpu, "bytes", ipt_sim_stat(cpu, "bytes") + 1));
 
 	/* Un-stuck, it carries out the stop it ignored. */
 	ASSERT_EQ(0, cpu_knob(cpu, "stuck", "0"));
@@ -240,7 +227,7 @@ TEST_F_TIMEOUT(life, suspend_stops_and_restarts, 300)
 		before[cpu] = ipt_sim_stat(cpu, "bytes");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	for (cpu = 0; cpu < n; cpu++)
-		ASSERT_EQ(0, wait_bytes(cpu, before[cpu]));
+		ASSERT_EQ(0, ipt_sim_wait_stat(cpu, "bytes", before[cpu] + 1));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	for (cpu = 0; cpu < n; cpu++) {
 		ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
@@ -264,7 +251,8 @@ TEST_F_TIMEOUT(life, suspend_stops_and_restarts, 300)
 		EXPECT_TRUE(sim_on(cpu)) TH_LOG("cpu%d not restarted", cpu);
 	}
 	for (cpu = 0; cpu < n; cpu++)
-		ASSERT_EQ(0, wait_bytes(cpu, ipt_sim_stat(cpu, "bytes")));
+		ASSERT_EQ(0, ipt_sim_wait_stat(cpu, "bytes",
+					       ipt_sim_stat(cpu, "bytes") + 1));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	for (cpu = 0; cpu < n; cpu++) {
 		ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));

@@ -12,23 +12,12 @@
  * LVT re-armed.  Skips on units with single-entry ToPA (topa1_test).
  */
 #define _GNU_SOURCE
-#include <time.h>
-
 #include "ipt_lib.h"
 #include "kselftest_harness.h"
 
 #define KIB 1024ULL
 #define MIB (1024 * KIB)
 #define RING (8 * KIB)
-/* Polls of the unit's counters, 10 ms apart: a 30 s bound. */
-#define POLLS 3000
-
-static void msleep(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
 
 static int set_perf_nmi(int on)
 {
@@ -41,19 +30,6 @@ static int sim_write(int cpu, const char *file, const char *val)
 
 	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/%s", cpu, file);
 	return ipt_write_file(path, val);
-}
-
-/* Wait until the unit's counter @key passed @value; false if it never did. */
-static int wait_stat(int cpu, const char *key, uint64_t value)
-{
-	int i;
-
-	for (i = 0; i < POLLS; i++) {
-		if (ipt_sim_stat(cpu, key) >= value)
-			return 1;
-		msleep(10);
-	}
-	return 0;
 }
 
 /* The unit's counters a test compares before and after. */
@@ -124,7 +100,7 @@ static void ring_laps(struct __test_metadata *_metadata, int fd, int laps,
 	counts(0, &b);
 	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_START));
 	for (i = 1; i <= laps; i++) {
-		ASSERT_TRUE(wait_stat(0, "bytes", b.bytes + i * RING + RING / 2))
+		ASSERT_EQ(0, ipt_sim_wait_stat(0, "bytes", b.bytes + i * RING + RING / 2))
 			TH_LOG("the unit did not write %d laps", i);
 		/* perf's own counter overflows now and then: its PMI, its bit. */
 		if (i <= pmc_overflows)
@@ -191,9 +167,9 @@ TEST_F_TIMEOUT(pmi, dropped_pmi_is_reported_and_the_lvt_rearmed, 120)
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	counts(0, &b);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	ASSERT_TRUE(wait_stat(0, "bytes", b.bytes + RING + RING / 2));
+	ASSERT_EQ(0, ipt_sim_wait_stat(0, "bytes", b.bytes + RING + RING / 2));
 	ASSERT_EQ(0, sim_write(0, "lvt_mask", "1"));
-	ASSERT_TRUE(wait_stat(0, "pmis_masked", b.masked + 2))
+	ASSERT_EQ(0, ipt_sim_wait_stat(0, "pmis_masked", b.masked + 2))
 		TH_LOG("no PMI was dropped by the masked LVT");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	counts(0, &a);

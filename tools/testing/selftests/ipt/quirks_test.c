@@ -138,24 +138,6 @@ FIXTURE_TEARDOWN(bdw)
 }
 
 /*
- * Wait until the unit of @cpu wrote more bytes than it had at @from (its
- * own counter: a per-CPU trace's state is as of its last stop); at most
- * 30 s.
- */
-static int wait_unit_bytes(int cpu, uint64_t from)
-{
-	struct timespec d = { 0, 1000000 };
-	int i;
-
-	for (i = 0; i < 30000; i++) {
-		if (ipt_sim_stat(cpu, "bytes") > from)
-			return 0;
-		nanosleep(&d, NULL);
-	}
-	return -ETIMEDOUT;
-}
-
-/*
  * Sleep 1 ms at a time until trace @trace of @fd counts @want loads
  * (switches) or, with @busy, @want refused loads; at most 20000 sleeps
  * (>= 20 s).  A sleep need not switch the thread out (a timer that
@@ -239,8 +221,12 @@ TEST_F(bdw, restart_without_configurable_psb)
 		uint64_t from = ipt_sim_stat(0, "bytes");
 
 		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START)) TH_LOG("start %d", round);
-		/* Some of the workload's own output too, not just the PSB+. */
-		ASSERT_EQ(0, wait_unit_bytes(0, from + 64));
+		/*
+		 * Some of the workload's own output too, not just the PSB+
+		 * (the unit's own counter: a per-CPU trace's state is as of
+		 * its last stop).
+		 */
+		ASSERT_EQ(0, ipt_sim_wait_stat(0, "bytes", from + 65));
 		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 		EXPECT_EQ(0, ts.status & (IPT_TS_ERROR | IPT_TS_FULL));
@@ -507,7 +493,7 @@ TEST_F(vmx, cpu_trace_cut_by_vmxon)
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	from = ipt_sim_stat(0, "bytes");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	ASSERT_EQ(0, wait_unit_bytes(0, from + 1024));
+	ASSERT_EQ(0, ipt_sim_wait_stat(0, "bytes", from + 1025));
 	from = ipt_sim_stat(0, "vmxon_cleared");
 	ASSERT_EQ(0, sim_vmxon(0, 1));
 	/* The model's premise: VMXON cleared TraceEn. */
@@ -529,7 +515,7 @@ TEST_F(vmx, cpu_trace_cut_by_vmxon)
 	ASSERT_EQ(0, sim_vmxon(0, 0));
 	from = ipt_sim_stat(0, "bytes");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	ASSERT_EQ(0, wait_unit_bytes(0, from + 1024));
+	ASSERT_EQ(0, ipt_sim_wait_stat(0, "bytes", from + 1025));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 	EXPECT_LT(head + 1024, ts.head);
