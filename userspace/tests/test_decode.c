@@ -33,8 +33,7 @@
 
 #include "../ipttool/ipttool.h"
 #include "tap.h"
-
-static char build[1024], work[1100], tool[1200];
+#include "tool_test.h"
 
 /* ---- small helpers ------------------------------------------------------------ */
 
@@ -73,24 +72,6 @@ static int spew(const char *path, const void *buf, size_t len)
 		return -1;
 	ok = fwrite(buf, 1, len, f) == len;
 	return fclose(f) || !ok ? -1 : 0;
-}
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[16384];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	if (st == -1)
-		return -1;
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return WEXITSTATUS(st);
 }
 
 /* Run the decoder: stdout to OUT, stderr to ERR.  Exit status. */
@@ -3342,41 +3323,12 @@ int main(int argc, char **argv)
 			       "--tsc --mtc 0|calls", "--tsc|recurse", "--tsc|loops" };
 	size_t i, nr = sizeof(runs) / sizeof(runs[0]);
 	pid_t pids[8];
+	int status;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc > 1) {
-		snprintf(build, sizeof(build), "%s", argv[1]);
-	} else {
-		char self[1024];
-		ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-		if (l <= 0)
-			return 2;
-		self[l] = 0;
-		*strrchr(self, '/') = 0;	/* build/userspace */
-		*strrchr(self, '/') = 0;	/* build */
-		snprintf(build, sizeof(build), "%s", self);
-	}
-	snprintf(work, sizeof(work), "%s/decode-tests", build);
-	snprintf(tool, sizeof(tool), "%s/userspace/ipttool-san", build);
+	if (!tool_test_setup(argc, argv, "decode-tests", &status))
+		return status;
 	ZydisDecoderInit(&zd, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-	setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=99", 1);
-	setenv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:exitcode=98", 1);
-	setenv("LC_ALL", "C", 1);
-
-	if (access(tool, X_OK)) {
-		CHECK(0, "%s missing (run make userspace)", tool);
-		return tap_done();
-	}
-	{
-		char p[PATH_MAX + 32];
-
-		snprintf(p, sizeof(p), "%s/selftests/ptgen", build);
-		if (access(p, X_OK)) {
-			CHECK(0, "%s missing (run make selftests)", p);
-			return tap_done();
-		}
-	}
 	{
 		/*
 		 * The decoder library never ends the process (issue 14 item 5):
@@ -3391,10 +3343,6 @@ int main(int argc, char **argv)
 		      "(objects %s, exit %s)", objs ? "missing" : "found",
 		      calls ? "not called" : "called");
 	}
-	sh("rm -rf %s && mkdir -p %s", work, work);
-	/* a private copy: a concurrent 'make' may relink the one in build/ */
-	if (sh("cp %s %s/ipttool-san", tool, work) == 0)
-		snprintf(tool, sizeof(tool), "%s/ipttool-san", work);
 	/* ptgen, two at a time (each tracer/tracee pair keeps a CPU busy) */
 	for (i = 0; i < nr; i++) {
 		char opts[128], prog[PATH_MAX + 64];

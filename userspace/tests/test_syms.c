@@ -25,26 +25,7 @@
 #include <unistd.h>
 
 #include "tap.h"
-
-static char build[1024], work[1100], tool[1200];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	if (st == -1)
-		return -1;
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return WEXITSTATUS(st);
-}
+#include "tool_test.h"
 
 static char *slurp(const char *path)
 {
@@ -498,44 +479,13 @@ static void test_parallel(void)
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc > 1) {
-		snprintf(build, sizeof(build), "%s", argv[1]);
-	} else {
-		char self[1024];
-		ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int status;
 
-		if (l <= 0)
-			return 2;
-		self[l] = 0;
-		*strrchr(self, '/') = 0;	/* build/userspace */
-		*strrchr(self, '/') = 0;	/* build */
-		snprintf(build, sizeof(build), "%s", self);
-	}
-	snprintf(work, sizeof(work), "%s/syms-tests", build);
-	snprintf(tool, sizeof(tool), "%s/userspace/ipttool-san", build);
-	setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=99", 1);
-	setenv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:exitcode=98", 1);
-	setenv("LC_ALL", "C", 1);
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* libdwfl asks debuginfod servers only with DEBUGINFOD_URLS: none here */
 	unsetenv("DEBUGINFOD_URLS");
-	if (access(tool, X_OK)) {
-		CHECK(0, "%s missing (run make userspace)", tool);
-		return tap_done();
-	}
-	{
-		char p[PATH_MAX + 32];
-
-		snprintf(p, sizeof(p), "%s/selftests/ptgen", build);
-		if (access(p, X_OK)) {
-			CHECK(0, "%s missing (run make selftests)", p);
-			return tap_done();
-		}
-	}
-	sh("rm -rf %s && mkdir -p %s", work, work);
-	/* a private copy: a concurrent 'make' may relink the one in build/ */
-	if (sh("cp %s %s/ipttool-san", tool, work) == 0)
-		snprintf(tool, sizeof(tool), "%s/ipttool-san", work);
+	if (!tool_test_setup(argc, argv, "syms-tests", &status))
+		return status;
 	test_plt();
 	test_debug_files();
 	test_labels();

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the tests that run ipttool-san on ptgen traces (test_decode,
+ * test_syms) share: sh() and the set-up that finds the build tree, the
+ * tools and a fresh work directory.
+ */
+#ifndef IPT_TOOL_TEST_H
+#define IPT_TOOL_TEST_H
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+/* The top build/ directory, the test's work directory, the decoder run. */
+static char build[1024], work[1100], tool[1200];
+
+/* Run a shell command: its exit status, 128 + signal, or -1. */
+static inline int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int sh(const char *fmt, ...)
+{
+	char cmd[16384];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	if (st == -1)
+		return -1;
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+/*
+ * build: @argv[1], or two levels up from this program (build/userspace/);
+ * work: BUILD/@workdir, emptied; tool: a private copy in it of
+ * ipttool-san (a concurrent 'make' may relink the one in build/).  Sets
+ * the sanitizers' options and LC_ALL=C.  A missing ipttool-san or ptgen
+ * is a failed test point.  Returns true when the test can go on; else
+ * false, with *@status what main returns.
+ */
+static inline bool tool_test_setup(int argc, char **argv, const char *workdir, int *status)
+{
+	char p[PATH_MAX + 32];
+
+	if (argc > 1) {
+		snprintf(build, sizeof(build), "%s", argv[1]);
+	} else {
+		char self[1024];
+		ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		if (l <= 0) {
+			*status = 2;
+			return false;
+		}
+		self[l] = 0;
+		*strrchr(self, '/') = 0;	/* build/userspace */
+		*strrchr(self, '/') = 0;	/* build */
+		snprintf(build, sizeof(build), "%s", self);
+	}
+	snprintf(work, sizeof(work), "%s/%s", build, workdir);
+	snprintf(tool, sizeof(tool), "%s/userspace/ipttool-san", build);
+	setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=99", 1);
+	setenv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:exitcode=98", 1);
+	setenv("LC_ALL", "C", 1);
+	if (access(tool, X_OK)) {
+		CHECK(0, "%s missing (run make userspace)", tool);
+		*status = tap_done();
+		return false;
+	}
+	snprintf(p, sizeof(p), "%s/selftests/ptgen", build);
+	if (access(p, X_OK)) {
+		CHECK(0, "%s missing (run make selftests)", p);
+		*status = tap_done();
+		return false;
+	}
+	sh("rm -rf %s && mkdir -p %s", work, work);
+	if (sh("cp %s %s/ipttool-san", tool, work) == 0)
+		snprintf(tool, sizeof(tool), "%s/ipttool-san", work);
+	return true;
+}
+
+#endif /* IPT_TOOL_TEST_H */
