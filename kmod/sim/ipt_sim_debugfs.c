@@ -66,48 +66,79 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(ipt_sim_stats);
 
-static int ipt_sim_force_error_set(void *data, u64 val)
+/**
+ * ipt_sim_knob_set() - carry out a write of a CPU's debugfs knob
+ * @data: the CPU's unit (struct ipt_sim_pcpu), the file's private data
+ * @val: the value written
+ * @rule: what the write does to the unit; runs under its lock
+ *
+ * Context: process context (a debugfs write); takes @data's lock with
+ * interrupts off around @rule, which therefore must not sleep.
+ * Return: what @rule returned.
+ */
+int ipt_sim_knob_set(void *data, u64 val,
+		     int (*rule)(struct ipt_sim_pcpu *pc, u64 val))
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+	int ret;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	ret = rule(pc, val);
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return ret;
+}
+
+/**
+ * ipt_sim_knob_get() - read a CPU's debugfs knob
+ * @data: the CPU's unit (struct ipt_sim_pcpu), the file's private data
+ * @val: where the value goes
+ * @rule: reads it from the unit, under its lock; NULL for a knob that is
+ *        only written
+ *
+ * Context: process context (a debugfs read); takes @data's lock with
+ * interrupts off around @rule, which therefore must not sleep.
+ * Return: 0, or -EACCES without @rule (as debugfs for a NULL get).
+ */
+int ipt_sim_knob_get(void *data, u64 *val,
+		     u64 (*rule)(const struct ipt_sim_pcpu *pc))
 {
 	struct ipt_sim_pcpu *pc = data;
 	unsigned long flags;
 
-	if (!val)
-		return 0;
+	if (!rule)
+		return -EACCES;
 	raw_spin_lock_irqsave(&pc->lock, flags);
-	ipt_sim_force_error(&pc->st);
+	*val = rule(pc);
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	return 0;
 }
-DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_force_error_fops, NULL,
-			 ipt_sim_force_error_set, "%llu\n");
 
-static int ipt_sim_drop_set(void *data, u64 val)
+static int ipt_sim_force_error_rule(struct ipt_sim_pcpu *pc, u64 val)
 {
-	struct ipt_sim_pcpu *pc = data;
-	unsigned long flags;
+	if (val)
+		ipt_sim_force_error(&pc->st);
+	return 0;
+}
+DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_force_error_fops, NULL,
+			      ipt_sim_force_error_rule);
 
-	raw_spin_lock_irqsave(&pc->lock, flags);
+static int ipt_sim_drop_rule(struct ipt_sim_pcpu *pc, u64 val)
+{
 	pc->st.drop = val;
-	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	return 0;
 }
-DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_drop_fops, NULL, ipt_sim_drop_set,
-			 "%llu\n");
+DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_drop_fops, NULL, ipt_sim_drop_rule);
 
 /*
  * Another tracer takes (1) or gives back (0) the unit: TraceEn set with
  * no output of ours, so that every write but one clearing TraceEn faults.
  */
-static int ipt_sim_foreign_set(void *data, u64 val)
+static int ipt_sim_foreign_rule(struct ipt_sim_pcpu *pc, u64 val)
 {
-	struct ipt_sim_pcpu *pc = data;
-	unsigned long flags;
-	int ret = 0;
-
-	raw_spin_lock_irqsave(&pc->lock, flags);
-	if (val && (pc->st.ctl & RTIT_CTL_TRACEEN)) {
-		ret = -EBUSY;
-	} else if (val) {
+	if (val && (pc->st.ctl & RTIT_CTL_TRACEEN))
+		return -EBUSY;
+	if (val) {
 		pc->st.ctl = RTIT_CTL_TRACEEN | RTIT_CTL_TOPA |
 			     RTIT_CTL_USR | RTIT_CTL_BRANCH_EN;
 		pc->st.foreign = true;
@@ -115,22 +146,15 @@ static int ipt_sim_foreign_set(void *data, u64 val)
 		pc->st.ctl = 0;
 		pc->st.foreign = false;
 	}
-	raw_spin_unlock_irqrestore(&pc->lock, flags);
-	return ret;
-}
-
-static int ipt_sim_foreign_get(void *data, u64 *val)
-{
-	struct ipt_sim_pcpu *pc = data;
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&pc->lock, flags);
-	*val = pc->st.foreign;
-	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	return 0;
 }
-DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_foreign_fops, ipt_sim_foreign_get,
-			 ipt_sim_foreign_set, "%llu\n");
+
+static u64 ipt_sim_foreign_read(const struct ipt_sim_pcpu *pc)
+{
+	return pc->st.foreign;
+}
+DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_foreign_fops, ipt_sim_foreign_read,
+			      ipt_sim_foreign_rule);
 
 /*
  * Clear IA32_XSS bit 8 now, whatever the unit does, as KVM's VM exit
@@ -138,22 +162,15 @@ DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_foreign_fops, ipt_sim_foreign_get,
  * it with the kernel's value: the next XSAVES saves nothing of PT and
  * leaves TraceEn set.  Like them, with a WRMSR: checked and counted.
  */
-static int ipt_sim_clear_xss_set(void *data, u64 val)
+static int ipt_sim_clear_xss_rule(struct ipt_sim_pcpu *pc, u64 val)
 {
-	struct ipt_sim_pcpu *pc = data;
-	unsigned long flags;
-	int ret;
-
 	if (!val)
 		return 0;
-	raw_spin_lock_irqsave(&pc->lock, flags);
-	ret = ipt_sim_wrmsr(&pc->st, MSR_IA32_XSS,
-			    pc->st.xss & ~XFEATURE_MASK_PT);
-	raw_spin_unlock_irqrestore(&pc->lock, flags);
-	return ret;
+	return ipt_sim_wrmsr(&pc->st, MSR_IA32_XSS,
+			     pc->st.xss & ~XFEATURE_MASK_PT);
 }
-DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_clear_xss_fops, NULL, ipt_sim_clear_xss_set,
-			 "%llu\n");
+DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_clear_xss_fops, NULL,
+			      ipt_sim_clear_xss_rule);
 
 static void ipt_sim_pmc_overflow_on_cpu(void *data)
 {
@@ -181,18 +198,13 @@ DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_pmc_overflow_fops, NULL,
  * Mask LVTPC now, as a PMI that another consumer took and did not re-arm
  * would leave it: the next PMIs are lost until someone unmasks it.
  */
-static int ipt_sim_lvt_mask_set(void *data, u64 val)
+static int ipt_sim_lvt_mask_rule(struct ipt_sim_pcpu *pc, u64 val)
 {
-	struct ipt_sim_pcpu *pc = data;
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&pc->lock, flags);
 	pc->st.lvt_masked = val;
-	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	return 0;
 }
-DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_lvt_mask_fops, NULL, ipt_sim_lvt_mask_set,
-			 "%llu\n");
+DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_lvt_mask_fops, NULL,
+			      ipt_sim_lvt_mask_rule);
 
 /* The perf-like NMI handler: 1 registers it (at the chain's tail). */
 static int ipt_sim_perf_nmi_dfs_get(void *data, u64 *val)
@@ -210,22 +222,14 @@ DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_perf_nmi_fops, ipt_sim_perf_nmi_dfs_get,
 			 ipt_sim_perf_nmi_dfs_set, "%llu\n");
 
 /* Reset the unit to its power-on state; refused while TraceEn = 1. */
-static int ipt_sim_reset_set(void *data, u64 val)
+static int ipt_sim_reset_rule(struct ipt_sim_pcpu *pc, u64 val)
 {
-	struct ipt_sim_pcpu *pc = data;
-	unsigned long flags;
-	int ret = 0;
-
-	raw_spin_lock_irqsave(&pc->lock, flags);
 	if (pc->st.ctl & RTIT_CTL_TRACEEN)
-		ret = -EBUSY;
-	else
-		ipt_sim_cpu_init(&pc->st, ipt_sim_model_of(pc->cpu));
-	raw_spin_unlock_irqrestore(&pc->lock, flags);
-	return ret;
+		return -EBUSY;
+	ipt_sim_cpu_init(&pc->st, ipt_sim_model_of(pc->cpu));
+	return 0;
 }
-DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_reset_fops, NULL, ipt_sim_reset_set,
-			 "%llu\n");
+DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_reset_fops, NULL, ipt_sim_reset_rule);
 
 static int ipt_sim_rate_get(void *data, u64 *val)
 {

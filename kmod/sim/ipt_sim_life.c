@@ -157,54 +157,30 @@ static struct syscore_ops ipt_sim_life_syscore = {
 	.suspend = ipt_sim_life_suspend,
 };
 
-static int ipt_sim_stuck_set(void *data, u64 val)
+static int ipt_sim_stuck_rule(struct ipt_sim_pcpu *pc, u64 val)
 {
-	struct ipt_sim_pcpu *pc = data;
-	unsigned long flags;
-	int ret;
-
-	raw_spin_lock_irqsave(&pc->lock, flags);
-	ret = ipt_sim_set_stuck(&pc->st, val);
-	raw_spin_unlock_irqrestore(&pc->lock, flags);
-	return ret;
+	return ipt_sim_set_stuck(&pc->st, val);
 }
 
-static int ipt_sim_stuck_get(void *data, u64 *val)
+static u64 ipt_sim_stuck_read(const struct ipt_sim_pcpu *pc)
 {
-	struct ipt_sim_pcpu *pc = data;
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&pc->lock, flags);
-	*val = pc->st.stuck;
-	raw_spin_unlock_irqrestore(&pc->lock, flags);
-	return 0;
+	return pc->st.stuck;
 }
-DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_stuck_fops, ipt_sim_stuck_get,
-			 ipt_sim_stuck_set, "%llu\n");
+DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_stuck_fops, ipt_sim_stuck_read,
+			      ipt_sim_stuck_rule);
 
-static int ipt_sim_vmxon_set(void *data, u64 val)
+static int ipt_sim_vmxon_rule(struct ipt_sim_pcpu *pc, u64 val)
 {
-	struct ipt_sim_pcpu *pc = data;
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&pc->lock, flags);
 	ipt_sim_set_vmx(&pc->st, val);
-	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	return 0;
 }
 
-static int ipt_sim_vmxon_get(void *data, u64 *val)
+static u64 ipt_sim_vmxon_read(const struct ipt_sim_pcpu *pc)
 {
-	struct ipt_sim_pcpu *pc = data;
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&pc->lock, flags);
-	*val = pc->st.vmx_on;
-	raw_spin_unlock_irqrestore(&pc->lock, flags);
-	return 0;
+	return pc->st.vmx_on;
 }
-DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_vmxon_fops, ipt_sim_vmxon_get,
-			 ipt_sim_vmxon_set, "%llu\n");
+DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_vmxon_fops, ipt_sim_vmxon_read,
+			      ipt_sim_vmxon_rule);
 
 /**
  * ipt_sim_life_debugfs() - the per-CPU knobs "stuck" and "vmxon"

@@ -107,6 +107,28 @@ void ipt_sim_perf_exit(void);
 void ipt_sim_perf_debugfs(struct dentry *dir, struct ipt_sim_pcpu *pc);
 
 /* ipt_sim_debugfs.c: /sys/kernel/debug/ipt_sim */
+int ipt_sim_knob_set(void *data, u64 val,
+		     int (*rule)(struct ipt_sim_pcpu *pc, u64 val));
+int ipt_sim_knob_get(void *data, u64 *val,
+		     u64 (*rule)(const struct ipt_sim_pcpu *pc));
+
+/*
+ * DEFINE_IPT_SIM_KNOB_ATTRIBUTE(fops, read, rule): the debugfs attribute
+ * @fops of a CPU's knob (the file's data its struct ipt_sim_pcpu): a
+ * write runs @rule, a read @read (NULL: the knob is only written), each
+ * under the unit's lock (ipt_sim_knob_set(), ipt_sim_knob_get()).
+ */
+#define DEFINE_IPT_SIM_KNOB_ATTRIBUTE(__fops, __read, __rule)		\
+static int __fops##_get(void *data, u64 *val)				\
+{									\
+	return ipt_sim_knob_get(data, val, __read);			\
+}									\
+static int __fops##_set(void *data, u64 val)				\
+{									\
+	return ipt_sim_knob_set(data, val, __rule);			\
+}									\
+DEFINE_DEBUGFS_ATTRIBUTE(__fops, __fops##_get, __fops##_set, "%llu\n")
+
 void ipt_sim_debugfs_init(void);
 void ipt_sim_debugfs_exit(void);
 
