@@ -3333,11 +3333,15 @@ int main(int argc, char **argv)
 		/*
 		 * The decoder library never ends the process (issue 14 item 5):
 		 * out of memory goes to the application's handler
-		 * (dec_set_nomem); no object of userspace/decode calls exit.
+		 * (dec_set_nomem); no object of the library calls exit.  The
+		 * objects are the ones the Makefile builds for it (DECODE_SRC,
+		 * as IPT_DECODE_OBJS), each of which must exist; an object
+		 * left in obj/decode/ by an older layout is not the library's.
 		 */
-		int objs = sh("test -s %s/userspace/obj/decode/pool.o", build);
-		int calls = sh("nm -u %s/userspace/obj/decode/*.o | grep -qwE 'exit|_exit|_Exit'",
-			       build);
+		int objs = sh("cd %s/userspace/obj && for o in %s; do test -s $o || exit 1; done",
+			      build, IPT_DECODE_OBJS);
+		int calls = sh("cd %s/userspace/obj && nm -u %s | grep -qwE 'exit|_exit|_Exit'",
+			       build, IPT_DECODE_OBJS);
 
 		CHECK(objs == 0 && calls != 0, "libiptdecode's objects call no exit() "
 		      "(objects %s, exit %s)", objs ? "missing" : "found",
