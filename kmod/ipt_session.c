@@ -254,6 +254,8 @@ static void ipt_session_free_unused(struct ipt_trace *traces, unsigned int nr)
  * This is the long part of a configure (zeroing, migrating pages for
  * contiguous ranges), so it runs without any lock: CPU hotplug and other
  * /dev/ipt callers go on meanwhile.
+ * After the first buffer it calls @req->pause's alloc_pause test hook,
+ * if any (the caller holds a reference to that backend's module).
  *
  * Context: process context (the configuring caller, whose user, mm and
  * memory cgroup are charged), no lock held.
@@ -319,9 +321,9 @@ static int ipt_session_alloc_traces(struct ipt_config_req *req,
 		/* The buffer gives the charge back when it is freed. */
 		t->buf->charge = charges[i];
 		memset(&charges[i], 0, sizeof(charges[i]));
-		/* A test may park the allocation here (ipt_gate.c). */
-		if (!i)
-			ipt_gate_alloc(req->backend);
+		/* A test may park the allocation here (struct ipt_hw_ops). */
+		if (!i && req->pause)
+			req->pause->alloc_pause();
 		t->mmap_offset = map_size;
 		map_size += cfg->buffer_size;
 		t->base = t->buf->table_phys[0];
@@ -429,11 +431,17 @@ int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
 	ret = ipt_session_may_configure(c->s, cfg, req, &hwcfg);
 	if (!ret) {
 		req->single = ipt_session_single(idev);
-		req->backend = idev->hw->backend;
+		/* The backend's module stays while the hook may sleep in it. */
+		if (idev->hw->alloc_pause && try_module_get(idev->hw->owner))
+			req->pause = idev->hw;
 	}
 	mutex_unlock(&idev->lock);
 	if (!ret)
 		ret = ipt_session_alloc_traces(req, cfg);
+	if (req->pause) {
+		module_put(req->pause->owner);
+		req->pause = NULL;
+	}
 	if (ret) {
 		ipt_config_req_free(req);
 		return ret;

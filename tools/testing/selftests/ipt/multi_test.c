@@ -4,10 +4,12 @@
  *
  * - A configure that is allocating its buffers holds no lock another
  *   caller or CPU hotplug needs: with one configure provably parked in
- *   the middle of its allocation (debugfs ipt/alloc_gate), another
- *   process's IPT_IOC_GET_CAPS and a CPU offline complete.  No timing:
- *   the gate says "parked", and every wait is bounded (a blocked call is
- *   a failure, then the gate is opened so that nothing stays stuck).
+ *   the middle of its allocation (the simulator's alloc_pause operation,
+ *   debugfs ipt_sim/alloc_gate), another process's IPT_IOC_GET_CAPS and
+ *   a CPU offline complete.  No timing: the gate says "parked", and every
+ *   wait is bounded (a blocked call is a failure, then the gate is opened
+ *   so that nothing stays stuck).  The parked configure holds the
+ *   backend's module: ipt_sim cannot be unloaded under it.
  * - A configure that loses the race for the unit while it allocated
  *   (another session took it meanwhile) fails with EBUSY and gives back
  *   the locked memory it charged before allocating.
@@ -25,6 +27,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <linux/perf_event.h>
@@ -34,7 +37,7 @@
 #include "ipt_lib.h"
 #include "kselftest_harness.h"
 
-#define GATE		"/sys/kernel/debug/ipt/alloc_gate"
+#define GATE		"/sys/kernel/debug/ipt_sim/alloc_gate"
 /* Bound of every wait for an event: generous, never reached when all is well. */
 #define WAIT_MS		20000
 
@@ -304,6 +307,37 @@ TEST_F_TIMEOUT(multi, alloc_holds_no_lock, 150)
 		EXPECT_EQ(0, r_off) TH_LOG("CPU %d offline while a configure allocates: %d (%s)",
 					   cpu, r_off, r_off == -ETIMEDOUT ? "blocked" : "failed");
 	EXPECT_EQ(0, r_big);
+}
+
+/*
+ * The gate is the simulated backend's code (ipt_hw_ops.alloc_pause): while
+ * a configure sleeps in it, ipt_sim cannot be unloaded (ipt.ko holds a
+ * reference to the backend's module across the call); once the configure
+ * went on, it succeeds.
+ */
+TEST_F_TIMEOUT(multi, parked_configure_pins_backend, 120)
+{
+	struct ipt_config cfg;
+	struct call conf;
+	int r_del, err_del, r_conf;
+
+	if (access(GATE, W_OK))
+		SKIP(return, "no %s", GATE);
+
+	cfg_thread(&cfg, 64 * 1024, 2);
+	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
+	conf = call_start(do_configure, &cfg);
+	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
+	r_del = syscall(__NR_delete_module, "ipt_sim", O_NONBLOCK);
+	err_del = errno;
+	ipt_write_file(GATE, "open");
+	r_conf = call_result(&conf);
+	call_reap(&conf);
+
+	EXPECT_EQ(-1, r_del) TH_LOG("ipt_sim was unloaded under a parked configure");
+	EXPECT_EQ(EWOULDBLOCK, err_del) TH_LOG("delete_module: %s", strerror(err_del));
+	EXPECT_EQ(0, r_conf);
+	EXPECT_TRUE(ipt_sim_loaded());
 }
 
 /*
