@@ -485,9 +485,10 @@ static void ipt_session_install(struct ipt_session *s,
  * Return: 0; -EBUSY (not IDLE, the unit is another session's, or perf
  * holds intel_pt), -ENODEV (no PT unit), -EFBIG, -EINVAL, -EOPNOTSUPP,
  * -EPERM (per ipt_config_validate(), or per ipt_session_alloc_traces():
- * over RLIMIT_MEMLOCK), -ENOMEM, -EAGAIN (the unit's ToPA layout changed,
- * with its backend, while the buffers were allocated), or the backend's
- * error.
+ * over RLIMIT_MEMLOCK), -ENOMEM, -EAGAIN (the unit's ToPA layout changed
+ * while the buffers were allocated: with its backend, or with CPU hotplug
+ * on a hybrid part whose core types differ in CPUID.(14H,0):ECX[1]), or
+ * the backend's error.
  */
 long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 {
