@@ -210,6 +210,9 @@ struct ipt_hwcfg {
  *            chunks from alloc_contig_range()
  * @single: the unit's ToPA tables held one output entry when the buffers
  *          were laid out (checked again under the device lock)
+ * @xsave_size: per-thread: bytes of each trace's XSAVES area (0: the MSR
+ *              path, no area), as the unit was when they were allocated
+ *              (checked again under the device lock)
  * @pause: the backend whose alloc_pause operation the allocation calls,
  *         with a reference to its module; NULL when it has none
  * @traces: the @nr_traces traces with their buffers, allocated without
@@ -226,6 +229,7 @@ struct ipt_config_req {
 	int perf_type;
 	bool ipc_lock;
 	bool single;
+	u32 xsave_size;
 	const struct ipt_hw_ops *pause;
 	struct ipt_trace *traces;
 	u64 map_size;

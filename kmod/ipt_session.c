@@ -125,8 +125,10 @@ static void ipt_session_free_traces(struct ipt_session *s)
 	unsigned int i;
 
 	/* Mapped buffers live on, charged, until their last munmap(). */
-	for (i = 0; s->traces && i < s->nr_traces; i++)
+	for (i = 0; s->traces && i < s->nr_traces; i++) {
+		ipt_thread_free_area(&s->traces[i]);
 		ipt_buffer_put(s->traces[i].buf);
+	}
 	kfree(s->traces);
 	s->traces = NULL;
 	s->nr_traces = 0;
@@ -226,8 +228,10 @@ static void ipt_session_free_unused(struct ipt_trace *traces, unsigned int nr)
 {
 	unsigned int i;
 
-	for (i = 0; traces && i < nr; i++)
+	for (i = 0; traces && i < nr; i++) {
+		ipt_thread_free_area(&traces[i]);
 		ipt_buffer_put(traces[i].buf);
+	}
 	kfree(traces);
 }
 
@@ -246,6 +250,9 @@ static void ipt_session_free_unused(struct ipt_trace *traces, unsigned int nr)
  * no memory cgroup) are only for a caller with CAP_IPC_LOCK
  * (@req->ipc_lock): others get smaller chunks, or -EPERM when the chunks
  * must be exact.
+ *
+ * Per-thread sessions on the XSAVES path (@req->xsave_size) get each
+ * trace's XSAVES area too, all of them before the first buffer.
  *
  * Lays the buffers out one after the other in the mmap space and sets
  * each trace's initial position: the first entry of its first ToPA table.
@@ -299,6 +306,14 @@ static int ipt_session_alloc_traces(struct ipt_config_req *req,
 	if (!traces) {
 		ret = -ENOMEM;
 		goto out_uncharge;
+	}
+	/* Per-thread, XSAVES path: every area before the first buffer. */
+	if (req->xsave_size) {
+		ret = ipt_thread_alloc_areas(traces, nr, req->xsave_size);
+		if (ret) {
+			kfree(traces);
+			goto out_uncharge;
+		}
 	}
 	for (i = 0; i < nr; i++) {
 		struct ipt_trace *t = &traces[i];
@@ -390,6 +405,17 @@ static int ipt_session_may_configure(struct ipt_session *s,
 	return ipt_config_validate(cfg, req, &idev->caps, hwcfg);
 }
 
+/*
+ * Bytes of each XSAVES area a session of @mode needs on the unit as it is
+ * now (0: none).  Context: device lock held.
+ */
+static u32 ipt_session_xsave_size(const struct ipt_device *idev,
+				  enum ipt_mode mode)
+{
+	lockdep_assert_held(&idev->lock);
+	return mode == IPT_MODE_THREAD ? ipt_thread_xsave_size(&idev->caps) : 0;
+}
+
 /* The unit's ToPA tables hold one output entry.  Context: device lock held. */
 static bool ipt_session_single(const struct ipt_device *idev)
 {
@@ -431,6 +457,7 @@ int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
 	ret = ipt_session_may_configure(c->s, cfg, req, &hwcfg);
 	if (!ret) {
 		req->single = ipt_session_single(idev);
+		req->xsave_size = ipt_session_xsave_size(idev, cfg->mode);
 		/* The backend's module stays while the hook may sleep in it. */
 		if (idev->hw->alloc_pause && try_module_get(idev->hw->owner))
 			req->pause = idev->hw;
@@ -463,6 +490,7 @@ static void ipt_session_install(struct ipt_session *s,
 	s->traces = req->traces;
 	s->nr_traces = req->nr_traces;
 	s->map_size = req->map_size;
+	s->xsave_size = req->xsave_size;
 	req->traces = NULL;
 	for (i = 0; i < s->nr_traces; i++)
 		s->traces[i].s = s;
@@ -506,7 +534,8 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 	ret = ipt_session_may_configure(s, cfg, req, &hwcfg);
 	if (ret)
 		return ret;
-	if (req->single != ipt_session_single(idev))
+	if (req->single != ipt_session_single(idev) ||
+	    req->xsave_size != ipt_session_xsave_size(idev, cfg->mode))
 		return -EAGAIN;
 	if (!try_module_get(hw->owner))
 		return -ENODEV;

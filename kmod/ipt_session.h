@@ -260,6 +260,9 @@ extern const struct ipt_mode_ops ipt_thread_mode_ops;
 const struct ipt_session *ipt_thread_loaded_session_here(void);
 int ipt_thread_init(void);
 void ipt_thread_exit(void);
+u32 ipt_thread_xsave_size(const struct ipt_caps *caps);
+int ipt_thread_alloc_areas(struct ipt_trace *traces, unsigned int nr, u32 size);
+void ipt_thread_free_area(struct ipt_trace *t);
 
 /* ipt_life.c: reboot, kexec, panic, system sleep; release */
 int ipt_life_init(struct ipt_device *idev);

@@ -10,6 +10,8 @@
  *   wait is bounded (a blocked call is a failure, then the gate is opened
  *   so that nothing stays stuck).  The parked configure holds the
  *   backend's module: ipt_sim cannot be unloaded under it.
+ * - The XSAVES areas of a per-thread session's threads are allocated
+ *   there too: a parked configure already holds them.
  * - A configure that loses the race for the unit while it allocated
  *   (another session took it meanwhile) fails with EBUSY and gives back
  *   the locked memory it charged before allocating.
@@ -338,6 +340,57 @@ TEST_F_TIMEOUT(multi, parked_configure_pins_backend, 120)
 	EXPECT_EQ(EWOULDBLOCK, err_del) TH_LOG("delete_module: %s", strerror(err_del));
 	EXPECT_EQ(0, r_conf);
 	EXPECT_TRUE(ipt_sim_loaded());
+}
+
+#define SWITCH_STATS	"/sys/kernel/debug/ipt/switch_stats"
+#define FORCE_MSR	"/sys/module/ipt/parameters/force_msr"
+
+/*
+ * A per-thread configure on the XSAVES path allocates its threads' XSAVES
+ * areas with its buffers, without the locks: parked in its allocation it
+ * already holds all of them (switch_stats xsave_areas), while another
+ * process's GET_CAPS completes; once its session is gone, so are they.
+ */
+TEST_F_TIMEOUT(multi, xsave_areas_outside_the_locks, 120)
+{
+	struct ipt_config cfg;
+	struct call conf, caps;
+	uint64_t base, parked, after;
+	int r_caps, r_conf;
+	char fm[8] = "";
+	FILE *f;
+
+	if (access(GATE, W_OK))
+		SKIP(return, "no %s", GATE);
+	f = fopen(FORCE_MSR, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(fm, sizeof(fm), f));
+	fclose(f);
+	if (fm[0] == 'Y')
+		SKIP(return, "force_msr: no XSAVES areas");
+	base = ipt_file_stat(SWITCH_STATS, "xsave_areas");
+	ASSERT_NE(~0ULL, base);
+
+	cfg_thread(&cfg, 16 * 1024, 8);
+	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
+	conf = call_start(do_configure, &cfg);
+	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
+	parked = ipt_file_stat(SWITCH_STATS, "xsave_areas");
+	caps = call_start(do_get_caps, NULL);
+	r_caps = call_result(&caps);
+	ipt_write_file(GATE, "open");
+	r_conf = call_result(&conf);
+	call_reap(&caps);
+	call_reap(&conf);
+	after = ipt_file_stat(SWITCH_STATS, "xsave_areas");
+
+	EXPECT_EQ(base + 8, parked) TH_LOG("XSAVES areas while parked: %llu, want %llu",
+					   (unsigned long long)parked,
+					   (unsigned long long)base + 8);
+	EXPECT_EQ(0, r_caps);
+	EXPECT_EQ(0, r_conf);
+	EXPECT_EQ(base, after) TH_LOG("XSAVES areas left after the session: %llu",
+				      (unsigned long long)(after - base));
 }
 
 /*

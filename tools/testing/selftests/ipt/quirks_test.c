@@ -42,7 +42,8 @@
  * no lock held: with the E cores offline the buffers are laid out for
  * many-entry tables; the configure is parked in its allocation (debugfs
  * ipt_sim/alloc_gate), an E core comes online, and the configure then
- * fails with EAGAIN, its charged memory given back (VmPin 0).  The
+ * fails with EAGAIN, its charged memory given back (VmPin 0) and its
+ * threads' XSAVES areas freed (switch_stats xsave_areas).  The
  * "hybrid" fixture skips there: it runs on the plain adl model.
  */
 #define _GNU_SOURCE
@@ -573,6 +574,7 @@ TEST_F(vmx, thread_cut_by_vmxon)
 #define E_TOPA_SINGLE	"/sys/module/ipt_sim/parameters/e_topa_single"
 #define GATE		"/sys/kernel/debug/ipt_sim/alloc_gate"
 #define MLOCK_KB_PARAM	"/sys/module/ipt/parameters/mlock_kb"
+#define SWITCH_STATS	"/sys/kernel/debug/ipt/switch_stats"
 /* Bound of every wait for an event: generous, never reached when all is well. */
 #define WAIT_MS		20000
 
@@ -889,6 +891,7 @@ TEST_F_TIMEOUT(topa_change, configure_eagain_when_layout_changes, 120)
 	struct ipt_caps caps;
 	struct ipt_config c;
 	long pin_parked, res[2] = { 1, -1 };
+	uint64_t areas;
 	int p[2], cpu;
 	pid_t pid;
 
@@ -913,6 +916,8 @@ TEST_F_TIMEOUT(topa_change, configure_eagain_when_layout_changes, 120)
 	ASSERT_EQ(0, get_caps(self->fd, &caps));
 	ASSERT_NE(0, caps.features & IPT_FEAT_TOPA_MULTI) TH_LOG("P cores only");
 	ASSERT_EQ(0, ipt_write_file(MLOCK_KB_PARAM, "0"));
+	areas = ipt_file_stat(SWITCH_STATS, "xsave_areas");
+	ASSERT_NE(~0ULL, areas);
 
 	memset(&c, 0, sizeof(c));
 	c.size = sizeof(c);
@@ -950,6 +955,8 @@ TEST_F_TIMEOUT(topa_change, configure_eagain_when_layout_changes, 120)
 	EXPECT_EQ(-EAGAIN, res[0]) TH_LOG("the configure: %ld (%s)", res[0],
 					  strerror((int)-res[0]));
 	EXPECT_EQ(0, res[1]) TH_LOG("VmPin %ld KiB after the refused configure", res[1]);
+	EXPECT_EQ(areas, ipt_file_stat(SWITCH_STATS, "xsave_areas"))
+		TH_LOG("XSAVES areas of the refused configure left allocated");
 }
 
 TEST_HARNESS_MAIN
