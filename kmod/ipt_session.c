@@ -50,6 +50,7 @@ void ipt_cpus_read_lock(void)
 	cpus_read_lock();
 	lock_map_acquire_read(&ipt_cpus_map);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_cpus_read_lock);
 
 /**
  * ipt_cpus_read_unlock() - undo ipt_cpus_read_lock()
@@ -61,6 +62,7 @@ void ipt_cpus_read_unlock(void)
 	lock_map_release(&ipt_cpus_map);
 	cpus_read_unlock();
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_cpus_read_unlock);
 
 /* The modes, by enum ipt_mode. */
 static const struct ipt_mode_ops *const ipt_modes[] = {

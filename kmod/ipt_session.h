@@ -137,6 +137,12 @@ struct ipt_msr_val {
  *          one region (Documentation/design.rst, "Single-entry ToPA")
  * @xsaves: per-thread: threads are switched with XSAVES / XRSTORS on the
  *          CPUs where IA32_XSS bit 8 holds (ipt_thread.c), MSRs elsewhere
+ * @fits: per-thread: the online CPUs whose unit can run the configuration
+ *        (ipt_caps_cpu_fits(): a hybrid part's core may lack what it
+ *        uses), so that the switch-in tests one bit.  Written only with
+ *        the device lock held and CPU hotplug excluded (at configure and
+ *        by the hotplug callbacks, ipt_thread_fits_set()); read by the
+ *        scheduler hook with interrupts off (cpumask_test_cpu())
  * @xsave_size: per-thread, XSAVES path: bytes of each XSAVES area,
  *              IPT_XSAVE_AREA_BYTES(CPUID.(0DH,8):EAX)
  * @tracing: per-thread: threads are loaded at switch-in (READ_ONCE in
@@ -188,6 +194,7 @@ struct ipt_session {
 	unsigned int xsaves_switch_from;
 	struct ipt_msr_val switch_msrs[1 + 2 * IPT_MAX_ADDR_RANGES];
 	bool published;
+	struct cpumask fits;
 	bool life_gap;
 	bool life_paused;
 	kuid_t uid;
@@ -286,6 +293,7 @@ bool ipt_thread_load(struct ipt_trace *t);
 void ipt_thread_unload(struct ipt_trace *t);
 void ipt_thread_switch_msrs(struct ipt_session *s);
 bool ipt_thread_use_xsaves(const struct ipt_caps *caps);
+void ipt_thread_fits_set(struct ipt_session *s, unsigned int cpu, bool online);
 void ipt_xss_set_on_cpu(void *arg);
 void ipt_xss_restore_on_cpu(void *arg);
 #endif

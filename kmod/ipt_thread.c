@@ -210,8 +210,10 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_thread_area_init);
  * untraced until its next switch-in.  So does a CPU in VMX operation on a
  * part without PT there (@s->hwcfg.vmx_check: CTL cannot be written, an
  * XRSTORS of it faults) and a hybrid part's core whose leaf 14H lacks
- * something the configuration uses (ipt_caps_cpu_fits()), both asked
- * before anything is written; they also mark the trace cut (a gap).
+ * something the configuration uses (its bit clear in @s->fits, kept by
+ * ipt_thread_fits_set()), both asked before anything is written; they
+ * also mark the trace cut (a gap).  VMX operation is asked each time: KVM
+ * enters and leaves it (VMXON, VMXOFF) at any time, with no notifier.
  *
  * Context: interrupts off, on the CPU the thread runs on; nothing loaded.
  * Return: true when the unit now traces into @t.
@@ -232,8 +234,7 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 		ret = -EBUSY;
 	}
 	/* A hybrid part's core without what the configuration uses. */
-	if (!ret && !ipt_caps_cpu_fits(hw, smp_processor_id(), &s->hwcfg,
-				       s->single)) {
+	if (!ret && !cpumask_test_cpu(smp_processor_id(), &s->fits)) {
 		gap = true;
 		ret = -EOPNOTSUPP;
 	}
@@ -820,6 +821,33 @@ VISIBLE_IF_KUNIT void ipt_thread_switch_msrs(struct ipt_session *s)
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_switch_msrs);
 
 /**
+ * ipt_thread_fits_set() - keep @cpu's bit of @s->fits
+ * @s: the per-thread session
+ * @cpu: the CPU
+ * @online: @cpu is online (its leaf 14H read, ipt_caps_cpu_update()),
+ *          else it is going offline
+ *
+ * The bit says whether @cpu's unit can run @s's configuration
+ * (ipt_caps_cpu_fits()), which changes only when the session is
+ * configured and when a CPU comes online or goes offline: the switch-in
+ * then tests the bit instead of comparing the CPU's leaf 14H.
+ *
+ * Context: process context; device lock held, CPU hotplug excluded (the
+ * cpus read lock, or a hotplug callback).
+ */
+VISIBLE_IF_KUNIT void ipt_thread_fits_set(struct ipt_session *s,
+					  unsigned int cpu, bool online)
+{
+	ipt_lockdep_assert_cpus_held();
+	lockdep_assert_held(&s->idev->lock);
+	if (online && ipt_caps_cpu_fits(s->hw, cpu, &s->hwcfg, s->single))
+		cpumask_set_cpu(cpu, &s->fits);
+	else
+		cpumask_clear_cpu(cpu, &s->fits);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_thread_fits_set);
+
+/**
  * ipt_thread_configure() - make a configured session a per-thread one
  * @s: the session, its traces installed with their XSAVES areas when
  *     @s->xsave_size is not 0 (allocated without the locks,
@@ -843,6 +871,8 @@ static int ipt_thread_configure(struct ipt_session *s)
 
 	s->xsaves = s->xsave_size != 0;
 	ipt_thread_switch_msrs(s);
+	for_each_possible_cpu(i)
+		ipt_thread_fits_set(s, i, cpu_online(i));
 	for (i = 0; i < s->nr_traces; i++) {
 		struct ipt_trace *t = &s->traces[i];
 
@@ -1042,14 +1072,17 @@ static void ipt_thread_cpu_hotplug(struct ipt_session *s, bool online)
 	local_irq_enable();
 }
 
+/* The caps of @cpu were read again (ipt_hw_cpu_update_locked()) first. */
 static void ipt_thread_cpu_online(struct ipt_session *s, unsigned int cpu)
 {
+	ipt_thread_fits_set(s, cpu, true);
 	ipt_thread_cpu_hotplug(s, true);
 }
 
 /* A thread on this CPU is switched out, and its state saved, first. */
 static void ipt_thread_cpu_offline(struct ipt_session *s, unsigned int cpu)
 {
+	ipt_thread_fits_set(s, cpu, false);
 	ipt_thread_cpu_hotplug(s, false);
 }
 
