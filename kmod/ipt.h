@@ -210,7 +210,11 @@ struct ipt_hwcfg {
  *            chunks from alloc_contig_range()
  * @single: the unit's ToPA tables held one output entry when the buffers
  *          were laid out (checked again under the device lock)
- * @backend: the backend the buffers were allocated for (ipt_gate.c)
+ * @xsave_size: per-thread: bytes of each trace's XSAVES area (0: the MSR
+ *              path, no area), as the unit was when they were allocated
+ *              (checked again under the device lock)
+ * @pause: the backend whose alloc_pause operation the allocation calls,
+ *         with a reference to its module; NULL when it has none
  * @traces: the @nr_traces traces with their buffers, allocated without
  *          the locks by the configure pre handler; taken by the session,
  *          else freed by the post handler
@@ -225,7 +229,8 @@ struct ipt_config_req {
 	int perf_type;
 	bool ipc_lock;
 	bool single;
-	enum ipt_backend backend;
+	u32 xsave_size;
+	const struct ipt_hw_ops *pause;
 	struct ipt_trace *traces;
 	u64 map_size;
 };
@@ -358,11 +363,6 @@ unsigned int ipt_caps_cpu_ranges(const struct ipt_hw_ops *hw,
 #if IS_ENABLED(CONFIG_KUNIT)
 void ipt_caps_signature(u32 eax, struct ipt_caps *caps);
 #endif
-
-/* ipt_gate.c: the allocation gate, a test hook */
-void ipt_gate_alloc(enum ipt_backend backend);
-void ipt_gate_init(void);
-void ipt_gate_exit(void);
 
 /* ipt_hw.c */
 void ipt_hw_attach(struct ipt_device *idev);

@@ -372,6 +372,7 @@ void ipt_caps_cpu_update(const struct ipt_hw_ops *hw, struct ipt_caps *caps,
 		per_cpu_ptr(&ipt_cpu_pt, cpu)->valid = false;
 	ipt_caps_intersect(caps);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_caps_cpu_update);
 
 /**
  * ipt_caps_cpu_ranges() - the ADDRn pairs a CPU has, of a session's

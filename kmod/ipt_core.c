@@ -251,7 +251,6 @@ static int __init ipt_init(void)
 	ret = ipt_thread_init();
 	if (ret)
 		return ret;
-	ipt_gate_init();
 	ipt_select_backend(&ipt_dev);
 	ret = ipt_session_init(&ipt_dev);
 	if (ret) {
@@ -281,7 +280,6 @@ static int __init ipt_init(void)
 
 err_thread:
 	ipt_hw_detach(&ipt_dev);
-	ipt_gate_exit();
 	ipt_thread_exit();
 	return ret;
 }
@@ -292,7 +290,6 @@ static void __exit ipt_exit(void)
 	ipt_life_exit();
 	ipt_session_exit();
 	ipt_hw_detach(&ipt_dev);
-	ipt_gate_exit();
 	ipt_thread_exit();
 	ipt_account_exit();
 }

@@ -108,6 +108,12 @@ typedef bool (*ipt_pmi_fn)(void);
  *         IA32_VMX_MISC[14] = 0 (IPT_PLAT_VMX_NO_PT): there, in VMX
  *         operation TraceEn is clear and IA32_RTIT_CTL cannot be written.
  *         May be NULL (never).  The caller keeps preemption disabled.
+ * @alloc_pause: a test hook: called once by each IPT_IOC_CONFIGURE that
+ *         allocates buffers for this backend, after its first buffer,
+ *         with no lock of ipt held and a reference to @owner; may sleep
+ *         until the backend's own test interface lets it go (the
+ *         simulator's debugfs alloc_gate), so that a test can call
+ *         others meanwhile.  May be NULL (native: never pauses).
  */
 struct ipt_hw_ops {
 	const char *name;
@@ -123,6 +129,7 @@ struct ipt_hw_ops {
 	void (*pmi_unmask)(void);
 	u64 (*platform)(void);
 	bool (*vmx_active)(void);
+	void (*alloc_pause)(void);
 };
 
 extern const struct ipt_hw_ops ipt_hw_native_ops;

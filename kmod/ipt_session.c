@@ -50,6 +50,7 @@ void ipt_cpus_read_lock(void)
 	cpus_read_lock();
 	lock_map_acquire_read(&ipt_cpus_map);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_cpus_read_lock);
 
 /**
  * ipt_cpus_read_unlock() - undo ipt_cpus_read_lock()
@@ -61,6 +62,7 @@ void ipt_cpus_read_unlock(void)
 	lock_map_release(&ipt_cpus_map);
 	cpus_read_unlock();
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_cpus_read_unlock);
 
 /* The modes, by enum ipt_mode. */
 static const struct ipt_mode_ops *const ipt_modes[] = {
@@ -125,8 +127,10 @@ static void ipt_session_free_traces(struct ipt_session *s)
 	unsigned int i;
 
 	/* Mapped buffers live on, charged, until their last munmap(). */
-	for (i = 0; s->traces && i < s->nr_traces; i++)
+	for (i = 0; s->traces && i < s->nr_traces; i++) {
+		ipt_thread_free_area(&s->traces[i]);
 		ipt_buffer_put(s->traces[i].buf);
+	}
 	kfree(s->traces);
 	s->traces = NULL;
 	s->nr_traces = 0;
@@ -226,8 +230,10 @@ static void ipt_session_free_unused(struct ipt_trace *traces, unsigned int nr)
 {
 	unsigned int i;
 
-	for (i = 0; traces && i < nr; i++)
+	for (i = 0; traces && i < nr; i++) {
+		ipt_thread_free_area(&traces[i]);
 		ipt_buffer_put(traces[i].buf);
+	}
 	kfree(traces);
 }
 
@@ -247,6 +253,9 @@ static void ipt_session_free_unused(struct ipt_trace *traces, unsigned int nr)
  * (@req->ipc_lock): others get smaller chunks, or -EPERM when the chunks
  * must be exact.
  *
+ * Per-thread sessions on the XSAVES path (@req->xsave_size) get each
+ * trace's XSAVES area too, all of them before the first buffer.
+ *
  * Lays the buffers out one after the other in the mmap space and sets
  * each trace's initial position: the first entry of its first ToPA table.
  * The traces belong to no session yet (ipt_session_install()).
@@ -254,6 +263,8 @@ static void ipt_session_free_unused(struct ipt_trace *traces, unsigned int nr)
  * This is the long part of a configure (zeroing, migrating pages for
  * contiguous ranges), so it runs without any lock: CPU hotplug and other
  * /dev/ipt callers go on meanwhile.
+ * After the first buffer it calls @req->pause's alloc_pause test hook,
+ * if any (the caller holds a reference to that backend's module).
  *
  * Context: process context (the configuring caller, whose user, mm and
  * memory cgroup are charged), no lock held.
@@ -298,6 +309,14 @@ static int ipt_session_alloc_traces(struct ipt_config_req *req,
 		ret = -ENOMEM;
 		goto out_uncharge;
 	}
+	/* Per-thread, XSAVES path: every area before the first buffer. */
+	if (req->xsave_size) {
+		ret = ipt_thread_alloc_areas(traces, nr, req->xsave_size);
+		if (ret) {
+			kfree(traces);
+			goto out_uncharge;
+		}
+	}
 	for (i = 0; i < nr; i++) {
 		struct ipt_trace *t = &traces[i];
 		int node = NUMA_NO_NODE;
@@ -319,9 +338,9 @@ static int ipt_session_alloc_traces(struct ipt_config_req *req,
 		/* The buffer gives the charge back when it is freed. */
 		t->buf->charge = charges[i];
 		memset(&charges[i], 0, sizeof(charges[i]));
-		/* A test may park the allocation here (ipt_gate.c). */
-		if (!i)
-			ipt_gate_alloc(req->backend);
+		/* A test may park the allocation here (struct ipt_hw_ops). */
+		if (!i && req->pause)
+			req->pause->alloc_pause();
 		t->mmap_offset = map_size;
 		map_size += cfg->buffer_size;
 		t->base = t->buf->table_phys[0];
@@ -388,6 +407,17 @@ static int ipt_session_may_configure(struct ipt_session *s,
 	return ipt_config_validate(cfg, req, &idev->caps, hwcfg);
 }
 
+/*
+ * Bytes of each XSAVES area a session of @mode needs on the unit as it is
+ * now (0: none).  Context: device lock held.
+ */
+static u32 ipt_session_xsave_size(const struct ipt_device *idev,
+				  enum ipt_mode mode)
+{
+	lockdep_assert_held(&idev->lock);
+	return mode == IPT_MODE_THREAD ? ipt_thread_xsave_size(&idev->caps) : 0;
+}
+
 /* The unit's ToPA tables hold one output entry.  Context: device lock held. */
 static bool ipt_session_single(const struct ipt_device *idev)
 {
@@ -429,11 +459,18 @@ int ipt_ioctl_configure_pre(struct ipt_ioctl_call *c)
 	ret = ipt_session_may_configure(c->s, cfg, req, &hwcfg);
 	if (!ret) {
 		req->single = ipt_session_single(idev);
-		req->backend = idev->hw->backend;
+		req->xsave_size = ipt_session_xsave_size(idev, cfg->mode);
+		/* The backend's module stays while the hook may sleep in it. */
+		if (idev->hw->alloc_pause && try_module_get(idev->hw->owner))
+			req->pause = idev->hw;
 	}
 	mutex_unlock(&idev->lock);
 	if (!ret)
 		ret = ipt_session_alloc_traces(req, cfg);
+	if (req->pause) {
+		module_put(req->pause->owner);
+		req->pause = NULL;
+	}
 	if (ret) {
 		ipt_config_req_free(req);
 		return ret;
@@ -455,6 +492,7 @@ static void ipt_session_install(struct ipt_session *s,
 	s->traces = req->traces;
 	s->nr_traces = req->nr_traces;
 	s->map_size = req->map_size;
+	s->xsave_size = req->xsave_size;
 	req->traces = NULL;
 	for (i = 0; i < s->nr_traces; i++)
 		s->traces[i].s = s;
@@ -477,9 +515,10 @@ static void ipt_session_install(struct ipt_session *s,
  * Return: 0; -EBUSY (not IDLE, the unit is another session's, or perf
  * holds intel_pt), -ENODEV (no PT unit), -EFBIG, -EINVAL, -EOPNOTSUPP,
  * -EPERM (per ipt_config_validate(), or per ipt_session_alloc_traces():
- * over RLIMIT_MEMLOCK), -ENOMEM, -EAGAIN (the unit's ToPA layout changed,
- * with its backend, while the buffers were allocated), or the backend's
- * error.
+ * over RLIMIT_MEMLOCK), -ENOMEM, -EAGAIN (the unit's ToPA layout changed
+ * while the buffers were allocated: with its backend, or with CPU hotplug
+ * on a hybrid part whose core types differ in CPUID.(14H,0):ECX[1]), or
+ * the backend's error.
  */
 long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 {
@@ -497,7 +536,8 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 	ret = ipt_session_may_configure(s, cfg, req, &hwcfg);
 	if (ret)
 		return ret;
-	if (req->single != ipt_session_single(idev))
+	if (req->single != ipt_session_single(idev) ||
+	    req->xsave_size != ipt_session_xsave_size(idev, cfg->mode))
 		return -EAGAIN;
 	if (!try_module_get(hw->owner))
 		return -ENODEV;

@@ -137,6 +137,12 @@ struct ipt_msr_val {
  *          one region (Documentation/design.rst, "Single-entry ToPA")
  * @xsaves: per-thread: threads are switched with XSAVES / XRSTORS on the
  *          CPUs where IA32_XSS bit 8 holds (ipt_thread.c), MSRs elsewhere
+ * @fits: per-thread: the online CPUs whose unit can run the configuration
+ *        (ipt_caps_cpu_fits(): a hybrid part's core may lack what it
+ *        uses), so that the switch-in tests one bit.  Written only with
+ *        the device lock held and CPU hotplug excluded (at configure and
+ *        by the hotplug callbacks, ipt_thread_fits_set()); read by the
+ *        scheduler hook with interrupts off (cpumask_test_cpu())
  * @xsave_size: per-thread, XSAVES path: bytes of each XSAVES area,
  *              IPT_XSAVE_AREA_BYTES(CPUID.(0DH,8):EAX)
  * @tracing: per-thread: threads are loaded at switch-in (READ_ONCE in
@@ -188,6 +194,7 @@ struct ipt_session {
 	unsigned int xsaves_switch_from;
 	struct ipt_msr_val switch_msrs[1 + 2 * IPT_MAX_ADDR_RANGES];
 	bool published;
+	struct cpumask fits;
 	bool life_gap;
 	bool life_paused;
 	kuid_t uid;
@@ -260,6 +267,9 @@ extern const struct ipt_mode_ops ipt_thread_mode_ops;
 const struct ipt_session *ipt_thread_loaded_session_here(void);
 int ipt_thread_init(void);
 void ipt_thread_exit(void);
+u32 ipt_thread_xsave_size(const struct ipt_caps *caps);
+int ipt_thread_alloc_areas(struct ipt_trace *traces, unsigned int nr, u32 size);
+void ipt_thread_free_area(struct ipt_trace *t);
 
 /* ipt_life.c: reboot, kexec, panic, system sleep; release */
 int ipt_life_init(struct ipt_device *idev);
@@ -283,6 +293,7 @@ bool ipt_thread_load(struct ipt_trace *t);
 void ipt_thread_unload(struct ipt_trace *t);
 void ipt_thread_switch_msrs(struct ipt_session *s);
 bool ipt_thread_use_xsaves(const struct ipt_caps *caps);
+void ipt_thread_fits_set(struct ipt_session *s, unsigned int cpu, bool online);
 void ipt_xss_set_on_cpu(void *arg);
 void ipt_xss_restore_on_cpu(void *arg);
 #endif

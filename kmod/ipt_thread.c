@@ -78,6 +78,8 @@ static DEFINE_RAW_SPINLOCK(ipt_thread_lock);
  */
 static unsigned int ipt_thread_sessions;
 static unsigned int ipt_thread_xsaves_sessions;
+/* XSAVES areas allocated and not yet freed (debugfs switch_stats). */
+static atomic_long_t ipt_thread_xsave_areas = ATOMIC_LONG_INIT(0);
 /* A session set IA32_XSS bit 8 since the last had none (device lock). */
 static bool ipt_thread_xss_set;
 
@@ -208,8 +210,10 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_thread_area_init);
  * untraced until its next switch-in.  So does a CPU in VMX operation on a
  * part without PT there (@s->hwcfg.vmx_check: CTL cannot be written, an
  * XRSTORS of it faults) and a hybrid part's core whose leaf 14H lacks
- * something the configuration uses (ipt_caps_cpu_fits()), both asked
- * before anything is written; they also mark the trace cut (a gap).
+ * something the configuration uses (its bit clear in @s->fits, kept by
+ * ipt_thread_fits_set()), both asked before anything is written; they
+ * also mark the trace cut (a gap).  VMX operation is asked each time: KVM
+ * enters and leaves it (VMXON, VMXOFF) at any time, with no notifier.
  *
  * Context: interrupts off, on the CPU the thread runs on; nothing loaded.
  * Return: true when the unit now traces into @t.
@@ -230,8 +234,7 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 		ret = -EBUSY;
 	}
 	/* A hybrid part's core without what the configuration uses. */
-	if (!ret && !ipt_caps_cpu_fits(hw, smp_processor_id(), &s->hwcfg,
-				       s->single)) {
+	if (!ret && !cpumask_test_cpu(smp_processor_id(), &s->fits)) {
 		gap = true;
 		ret = -EOPNOTSUPP;
 	}
@@ -712,6 +715,71 @@ VISIBLE_IF_KUNIT bool ipt_thread_use_xsaves(const struct ipt_caps *caps)
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_use_xsaves);
 
+/**
+ * ipt_thread_xsave_size() - bytes of each trace's XSAVES area
+ * @caps: the unit's capabilities
+ *
+ * Context: device lock held (the caps are stable under it).
+ * Return: IPT_XSAVE_AREA_BYTES(CPUID.(0DH,8):EAX) on the XSAVES path
+ * (ipt_thread_use_xsaves()), 0 on the MSR path.
+ */
+u32 ipt_thread_xsave_size(const struct ipt_caps *caps)
+{
+	return ipt_thread_use_xsaves(caps) ?
+		IPT_XSAVE_AREA_BYTES(caps->xsave_pt_size) : 0;
+}
+
+/**
+ * ipt_thread_alloc_areas() - the XSAVES areas of a configuration's traces
+ * @traces: the traces, not yet any session's
+ * @nr: how many
+ * @size: bytes of each area (ipt_thread_xsave_size()), not 0
+ *
+ * Like the buffers, allocated by the configuring caller (charged to its
+ * memory cgroup) before the locks are taken: a thousand threads' areas
+ * are a thousand allocations, which must hold off neither CPU hotplug nor
+ * other /dev/ipt callers.
+ *
+ * Context: process context, no lock of ipt held.
+ * Return: 0, or -ENOMEM with none left allocated.
+ */
+int ipt_thread_alloc_areas(struct ipt_trace *traces, unsigned int nr, u32 size)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		struct ipt_thread *th = &traces[i].th;
+
+		th->xsave_mem = kzalloc(size + IPT_XSAVE_ALIGN, IPT_GFP_ACCOUNT);
+		if (!th->xsave_mem)
+			goto err_free;
+		th->xsave = PTR_ALIGN(th->xsave_mem, IPT_XSAVE_ALIGN);
+		atomic_long_inc(&ipt_thread_xsave_areas);
+	}
+	return 0;
+
+err_free:
+	while (i--)
+		ipt_thread_free_area(&traces[i]);
+	return -ENOMEM;
+}
+
+/**
+ * ipt_thread_free_area() - free a trace's XSAVES area, if it has one
+ * @t: the trace; no CPU can load it (never published, or torn down)
+ *
+ * Context: process context.
+ */
+void ipt_thread_free_area(struct ipt_trace *t)
+{
+	if (!t->th.xsave_mem)
+		return;
+	kfree(t->th.xsave_mem);
+	t->th.xsave_mem = NULL;
+	t->th.xsave = NULL;
+	atomic_long_dec(&ipt_thread_xsave_areas);
+}
+
 /* Append ADDRn pair @i to @s->switch_msrs if its ADDRn_CFG is not 0. */
 static void ipt_thread_switch_range(struct ipt_session *s, unsigned int i,
 				    unsigned int *n)
@@ -753,16 +821,46 @@ VISIBLE_IF_KUNIT void ipt_thread_switch_msrs(struct ipt_session *s)
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_switch_msrs);
 
 /**
- * ipt_thread_configure() - make a configured session a per-thread one
- * @s: the session, its traces allocated, not yet published
+ * ipt_thread_fits_set() - keep @cpu's bit of @s->fits
+ * @s: the per-thread session
+ * @cpu: the CPU
+ * @online: @cpu is online (its leaf 14H read, ipt_caps_cpu_update()),
+ *          else it is going offline
  *
- * Chooses the switching path, prepares each trace (and its XSAVES area,
- * sized from CPUID.(0DH,8):EAX), sets IA32_XSS bit 8 on the online CPUs
- * for the XSAVES path (each CPU then uses it if the bit reads back), and
- * publishes the session to the scheduler hooks.
+ * The bit says whether @cpu's unit can run @s's configuration
+ * (ipt_caps_cpu_fits()), which changes only when the session is
+ * configured and when a CPU comes online or goes offline: the switch-in
+ * then tests the bit instead of comparing the CPU's leaf 14H.
+ *
+ * Context: process context; device lock held, CPU hotplug excluded (the
+ * cpus read lock, or a hotplug callback).
+ */
+VISIBLE_IF_KUNIT void ipt_thread_fits_set(struct ipt_session *s,
+					  unsigned int cpu, bool online)
+{
+	ipt_lockdep_assert_cpus_held();
+	lockdep_assert_held(&s->idev->lock);
+	if (online && ipt_caps_cpu_fits(s->hw, cpu, &s->hwcfg, s->single))
+		cpumask_set_cpu(cpu, &s->fits);
+	else
+		cpumask_clear_cpu(cpu, &s->fits);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_thread_fits_set);
+
+/**
+ * ipt_thread_configure() - make a configured session a per-thread one
+ * @s: the session, its traces installed with their XSAVES areas when
+ *     @s->xsave_size is not 0 (allocated without the locks,
+ *     ipt_thread_alloc_areas(); ipt_ioctl_configure() checked that the
+ *     size is still the unit's), not yet published
+ *
+ * Takes the switching path the areas were made for, prepares each trace,
+ * sets IA32_XSS bit 8 on the online CPUs for the XSAVES path (each CPU
+ * then uses it if the bit reads back), and publishes the session to the
+ * scheduler hooks.  Allocates nothing.
  *
  * Context: process context; cpus read lock and device lock held.
- * Return: 0 or -ENOMEM (then nothing is left to undo).
+ * Return: 0.
  */
 static int ipt_thread_configure(struct ipt_session *s)
 {
@@ -771,19 +869,10 @@ static int ipt_thread_configure(struct ipt_session *s)
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
 
-	s->xsaves = ipt_thread_use_xsaves(&s->idev->caps);
-	s->xsave_size = s->xsaves ?
-		IPT_XSAVE_AREA_BYTES(s->idev->caps.xsave_pt_size) : 0;
-	for (i = 0; s->xsaves && i < s->nr_traces; i++) {
-		struct ipt_trace *t = &s->traces[i];
-
-		t->th.xsave_mem = kzalloc(s->xsave_size + IPT_XSAVE_ALIGN,
-					  GFP_KERNEL);
-		if (!t->th.xsave_mem)
-			goto err_free;
-		t->th.xsave = PTR_ALIGN(t->th.xsave_mem, IPT_XSAVE_ALIGN);
-	}
+	s->xsaves = s->xsave_size != 0;
 	ipt_thread_switch_msrs(s);
+	for_each_possible_cpu(i)
+		ipt_thread_fits_set(s, i, cpu_online(i));
 	for (i = 0; i < s->nr_traces; i++) {
 		struct ipt_trace *t = &s->traces[i];
 
@@ -808,14 +897,6 @@ static int ipt_thread_configure(struct ipt_session *s)
 	raw_spin_unlock_irq(&ipt_thread_lock);
 	WRITE_ONCE(ipt_thread_sessions, ipt_thread_sessions + 1);
 	return 0;
-
-err_free:
-	while (i--) {
-		kfree(s->traces[i].th.xsave_mem);
-		s->traces[i].th.xsave_mem = NULL;
-		s->traces[i].th.xsave = NULL;
-	}
-	return -ENOMEM;
 }
 
 /* The number of traces handed out, and their fields, as of now. */
@@ -943,10 +1024,8 @@ static void ipt_thread_teardown(struct ipt_session *s)
 		put_task_struct(s->traces[i].th.task);
 		s->traces[i].th.task = NULL;
 	}
-	for (i = 0; i < s->nr_traces; i++) {
-		kfree(s->traces[i].th.xsave_mem);
-		s->traces[i].th.xsave_mem = NULL;
-	}
+	for (i = 0; i < s->nr_traces; i++)
+		ipt_thread_free_area(&s->traces[i]);
 	if (s->xsaves)
 		WRITE_ONCE(ipt_thread_xsaves_sessions,
 			   ipt_thread_xsaves_sessions - 1);
@@ -993,14 +1072,17 @@ static void ipt_thread_cpu_hotplug(struct ipt_session *s, bool online)
 	local_irq_enable();
 }
 
+/* The caps of @cpu were read again (ipt_hw_cpu_update_locked()) first. */
 static void ipt_thread_cpu_online(struct ipt_session *s, unsigned int cpu)
 {
+	ipt_thread_fits_set(s, cpu, true);
 	ipt_thread_cpu_hotplug(s, true);
 }
 
 /* A thread on this CPU is switched out, and its state saved, first. */
 static void ipt_thread_cpu_offline(struct ipt_session *s, unsigned int cpu)
 {
+	ipt_thread_fits_set(s, cpu, false);
 	ipt_thread_cpu_hotplug(s, false);
 }
 
@@ -1298,6 +1380,9 @@ static int ipt_switch_stats_show(struct seq_file *m, void *v)
 		   sum.rdmsr, sum.wrmsr, sum.xsaves, sum.xrstors, sum.pmis);
 	seq_printf(m, "fallbacks %llu\nxsaves_cpus %u\n", sum.fallbacks,
 		   xsaves_cpus);
+	/* Not a rate: not reset by a write. */
+	seq_printf(m, "xsave_areas %ld\n",
+		   atomic_long_read(&ipt_thread_xsave_areas));
 	/* Hundredths of an operation per load or unload. */
 	seq_printf(m, "ops_per_switch_x100 %llu\n",
 		   switches ? div64_u64(ops * 100, switches) : 0);

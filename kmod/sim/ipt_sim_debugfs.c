@@ -291,6 +291,7 @@ void ipt_sim_debugfs_init(void)
 			    &ipt_sim_task_feed_fops);
 	debugfs_create_file_unsafe("perf_nmi", 0644, ipt_sim_dir, NULL,
 				   &ipt_sim_perf_nmi_fops);
+	ipt_sim_gate_debugfs(ipt_sim_dir);
 	for_each_possible_cpu(cpu) {
 		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
 		struct dentry *d;

@@ -14,6 +14,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bits.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -44,6 +45,10 @@ MODULE_PARM_DESC(pti, "the simulated kernel uses page-table isolation: user mode
 static bool pcid;
 module_param(pcid, bool, 0444);
 MODULE_PARM_DESC(pcid, "the simulated kernel puts PCIDs in CR3 (with pti: user CR3 | bit 11)");
+
+static bool e_topa_single;
+module_param(e_topa_single, bool, 0444);
+MODULE_PARM_DESC(e_topa_single, "hybrid models: the efficiency cores' ToPA tables hold one output entry (CPUID.(14H,0):ECX[1] = 0)");
 
 unsigned long ipt_sim_feed_size = SZ_1M;
 module_param_named(feed_size, ipt_sim_feed_size, ulong, 0444);
@@ -113,6 +118,11 @@ static int __init ipt_sim_init(void)
 	ipt_sim_model = &ipt_sim_model_buf;
 	ipt_sim_model_e_buf = ipt_sim_model_buf;
 	ipt_sim_model_e_buf.leaf_14_1 = ipt_sim_model_buf.leaf_14_1_e;
+	if (e_topa_single && !ipt_sim_model_buf.hybrid)
+		pr_warn("model %s is not hybrid: e_topa_single ignored\n",
+			ipt_sim_model_buf.name);
+	else if (e_topa_single)
+		ipt_sim_model_e_buf.leaf_14_0.ecx &= ~BIT(1);
 	if (rate > IPT_SIM_RATE_MAX || ipt_sim_period_us < 100 ||
 	    ipt_sim_period_us > 100000 || ipt_sim_feed_size < SZ_4K ||
 	    ipt_sim_feed_size > IPT_SIM_FEED_MAX) {

@@ -106,6 +106,10 @@ int ipt_sim_perf_init(void);
 void ipt_sim_perf_exit(void);
 void ipt_sim_perf_debugfs(struct dentry *dir, struct ipt_sim_pcpu *pc);
 
+/* ipt_sim_gate.c: the allocation gate, a test hook (alloc_pause) */
+void ipt_sim_gate_pause(void);
+void ipt_sim_gate_debugfs(struct dentry *dir);
+
 /* ipt_sim_debugfs.c: /sys/kernel/debug/ipt_sim */
 int ipt_sim_knob_set(void *data, u64 val,
 		     int (*rule)(struct ipt_sim_pcpu *pc, u64 val));

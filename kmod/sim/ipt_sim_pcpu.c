@@ -182,6 +182,7 @@ const struct ipt_hw_ops ipt_sim_ops = {
 	.pmi_unmask = ipt_sim_nmi_unmask,
 	.platform = ipt_sim_op_platform,
 	.vmx_active = ipt_sim_op_vmx_active,
+	.alloc_pause = ipt_sim_gate_pause,
 };
 
 #if IS_ENABLED(CONFIG_KUNIT)

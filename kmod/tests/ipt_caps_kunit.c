@@ -10,7 +10,7 @@
 #include <linux/module.h>
 #include <linux/string.h>
 
-#include "../ipt.h"
+#include "../ipt_session.h"
 
 struct fake_leaf {
 	u32 leaf, subleaf;
@@ -332,6 +332,80 @@ static void caps_signature(struct kunit *test)
 	}
 }
 
+/* The odd CPUs' answer to CPUID.(14H,1): one range (an E core), or two. */
+static bool fake_odd_one_range;
+
+static void fake_cpuid_hybrid(u32 leaf, u32 subleaf, struct ipt_cpuid_regs *r)
+{
+	fake_cpuid(leaf, subleaf, r);
+	if (leaf == 0x14 && subleaf == 1 && fake_odd_one_range &&
+	    (raw_smp_processor_id() & 1))
+		r->eax = (r->eax & ~0x7) | 1;
+}
+
+static const struct ipt_hw_ops fake_hybrid_ops = {
+	.name = "fake-hybrid",
+	.backend = IPT_BACKEND_SIM,
+	.cpuid = fake_cpuid_hybrid,
+	.read_msr = fake_rdmsr,
+	.write_msr = fake_wrmsr,
+};
+
+/*
+ * A per-thread session's mask of the CPUs that can run it
+ * (ipt_thread_fits_set(), what the switch-in tests): with ADDR1 in use,
+ * a one-range CPU is not in it; a CPU going offline leaves it, and one
+ * coming online is in it as its own leaf 14H, read again, says.
+ */
+static void caps_fits_mask_follows_hotplug(struct kunit *test)
+{
+	struct ipt_device *idev = kunit_kzalloc(test, sizeof(*idev), GFP_KERNEL);
+	struct ipt_session *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	struct ipt_caps caps;
+	unsigned int cpu;
+
+	KUNIT_ASSERT_NOT_NULL(test, idev);
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	if (!cpu_online(0) || !cpu_online(1))
+		kunit_skip(test, "needs CPUs 0 and 1 online");
+	set_cpu(skylake, ARRAY_SIZE(skylake));
+	fake_odd_one_range = true;
+	KUNIT_ASSERT_EQ(test, ipt_caps_probe(&fake_hybrid_ops, &caps),
+			IPT_UNAVAIL_NONE);
+	KUNIT_EXPECT_EQ(test, caps.num_addr_ranges, 1u);
+	mutex_init(&idev->lock);
+	s->idev = idev;
+	s->hw = &fake_hybrid_ops;
+	s->hwcfg.ctl = RTIT_CTL_TOPA | IPT_RTIT_CTL_ADDR_CFG(1);
+
+	ipt_cpus_read_lock();
+	mutex_lock(&idev->lock);
+	for_each_possible_cpu(cpu)
+		ipt_thread_fits_set(s, cpu, cpu_online(cpu));
+	KUNIT_EXPECT_TRUE(test, cpumask_test_cpu(0, &s->fits));
+	KUNIT_EXPECT_FALSE(test, cpumask_test_cpu(1, &s->fits));
+
+	/* CPU 0 goes offline, and comes back. */
+	ipt_caps_cpu_update(&fake_hybrid_ops, &caps, 0, false);
+	ipt_thread_fits_set(s, 0, false);
+	KUNIT_EXPECT_FALSE(test, cpumask_test_cpu(0, &s->fits));
+	ipt_caps_cpu_update(&fake_hybrid_ops, &caps, 0, true);
+	ipt_thread_fits_set(s, 0, true);
+	KUNIT_EXPECT_TRUE(test, cpumask_test_cpu(0, &s->fits));
+
+	/* CPU 1 comes online with two ranges, then again with one. */
+	fake_odd_one_range = false;
+	ipt_caps_cpu_update(&fake_hybrid_ops, &caps, 1, true);
+	ipt_thread_fits_set(s, 1, true);
+	KUNIT_EXPECT_TRUE(test, cpumask_test_cpu(1, &s->fits));
+	fake_odd_one_range = true;
+	ipt_caps_cpu_update(&fake_hybrid_ops, &caps, 1, true);
+	ipt_thread_fits_set(s, 1, true);
+	KUNIT_EXPECT_FALSE(test, cpumask_test_cpu(1, &s->fits));
+	mutex_unlock(&idev->lock);
+	ipt_cpus_read_unlock();
+}
+
 static void caps_unavail_strings(struct kunit *test)
 {
 	enum ipt_unavail why;
@@ -354,6 +428,7 @@ static struct kunit_case ipt_caps_cases[] = {
 	KUNIT_CASE(caps_xsaves_without_pt),
 	KUNIT_CASE(caps_signature),
 	KUNIT_CASE(caps_unavail_strings),
+	KUNIT_CASE(caps_fits_mask_follows_hotplug),
 	{}
 };
 

@@ -9,6 +9,7 @@
  * list of RDMSR / WRMSR / XSAVES / XRSTORS it received, in order.
  */
 #include <kunit/test.h>
+#include <linux/cpumask.h>
 #include <linux/irqflags.h>
 #include <linux/module.h>
 #include <linux/preempt.h>
@@ -135,6 +136,8 @@ static int thread_test_init(struct kunit *test)
 
 	KUNIT_ASSERT_NOT_NULL(test, f);
 	f->s.idev = &f->idev;
+	/* Every CPU's unit runs the configuration (no hybrid part here). */
+	cpumask_setall(&f->s.fits);
 	f->s.hw = &fake_ops;
 	f->s.hwcfg.ctl = CTL;
 	f->s.hwcfg.status_keep = IPT_STATUS_KEEP;

@@ -7,6 +7,7 @@
  * IA32_XSS underneath a loaded thread as KVM's VM exit or a resume does.
  */
 #include <kunit/test.h>
+#include <linux/cpumask.h>
 #include <linux/io.h>
 #include <linux/irqflags.h>
 #include <linux/preempt.h>
@@ -69,6 +70,8 @@ static int ts_init(struct kunit *test)
 	f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, f);
 	f->s.idev = &f->idev;
+	/* Every CPU's unit runs the configuration (no hybrid part here). */
+	cpumask_setall(&f->s.fits);
 	f->s.hw = ops;
 	f->s.hwcfg.ctl = TS_CTL;
 	f->s.hwcfg.status_keep = IPT_STATUS_KEEP;

@@ -2,6 +2,7 @@
 /*
  * ipttool caps: what the PT unit (or the simulated one) can do.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
@@ -245,6 +246,9 @@ void caps_print_text(FILE *f, const struct ipt_caps *c)
 	}
 }
 
+/* Sessions 'ipttool caps' lists (a per-CPU one, or per-thread ones). */
+#define HOLDERS_MAX	64
+
 static void caps_usage(FILE *f)
 {
 	fprintf(f, "Usage: ipttool [-j] caps\n"
@@ -257,10 +261,12 @@ int cmd_caps(struct ipttool *t, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	struct ipt_session_info held[HOLDERS_MAX];
+	unsigned int total = 0;
 	struct ipt_caps caps;
 	struct iptcap *ipt;
 	enum iptcap_err err;
-	int c;
+	int c, nr;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
@@ -293,9 +299,33 @@ int cmd_caps(struct ipttool *t, int argc, char **argv)
 		return 1;
 	}
 	iptcap_close(ipt);
+	/* Who holds the unit: the sessions this caller may see. */
+	nr = holders_get(t->device, held, HOLDERS_MAX, &total);
+	if (nr < 0 && nr != -ENOTTY && nr != -EINVAL) {
+		ipt_err("listing the sessions on %s: %s", t->device, strerror(-nr));
+		return 1;
+	}
 
-	if (t->json)
-		return ipt_print_json(t, caps_to_json(&caps));
+	if (t->json) {
+		struct json_object *o = caps_to_json(&caps);
+
+		if (nr >= 0)
+			json_object_object_add(o, "sessions", holders_to_json(held, nr));
+		return ipt_print_json(t, o);
+	}
 	caps_print_text(stdout, &caps);
+	if (nr >= 0) {
+		char line[160];
+		int i;
+
+		fprintf(stdout, "%-16s%u%s\n", "sessions:", total,
+			total ? "" : " (the unit is free)");
+		for (i = 0; i < nr; i++) {
+			holder_format(&held[i], line, sizeof(line));
+			fprintf(stdout, "  %s\n", line);
+		}
+		if (total > (unsigned int)nr)
+			fprintf(stdout, "  ... and %u more\n", total - nr);
+	}
 	return 0;
 }

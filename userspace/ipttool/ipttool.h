@@ -60,6 +60,16 @@ int ipt_print_json(const struct ipttool *t, struct json_object *obj);
 
 /* caps.c, exposed for the unit tests */
 struct json_object *caps_to_json(const struct ipt_caps *caps);
+
+/* holders.c: the sessions holding the unit (IPT_IOC_LIST_SESSIONS) */
+/* Up to @max entries into @e, the visible total in @total: count or -errno. */
+int holders_get(const char *device, struct ipt_session_info *e,
+		unsigned int max, unsigned int *total);
+/* One line: mode, state, uid, pid, traces (threads), "kernel". */
+void holder_format(const struct ipt_session_info *e, char *buf, size_t len);
+struct json_object *holders_to_json(const struct ipt_session_info *e, unsigned int n);
+/* The hint after an EBUSY: who holds the unit, one line, on @f. */
+void holders_describe(const char *device, FILE *f);
 void caps_print_text(FILE *f, const struct ipt_caps *caps);
 /* Write @mask as a list of set bit numbers with ranges: "0-12" or "0,3,6". */
 void mask_to_list(uint32_t mask, char *buf, size_t len);

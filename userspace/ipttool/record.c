@@ -675,8 +675,7 @@ void err_session(const struct ipttool *t, enum iptcap_err err, const char *what,
 	ipt_err("%s: %s", what, detail && *detail ? detail : iptcap_strerror(err));
 	switch (err) {
 	case IPTCAP_ERR_BUSY:
-		fprintf(stderr, "  Another session or tracer owns Intel PT (another ipttool, "
-			"'ipttool start', perf with intel_pt). Stop it and retry.\n");
+		holders_describe(t->device, stderr);
 		break;
 	case IPTCAP_ERR_PERMISSION:
 		fprintf(stderr, "  Run as root, or give ipttool CAP_PERFMON (tracing the kernel "
@@ -696,7 +695,6 @@ void err_session(const struct ipttool *t, enum iptcap_err err, const char *what,
 	default:
 		break;
 	}
-	(void)t;
 }
 
 void print_summary(const struct ipttool *t, const struct capture *c)

@@ -4,10 +4,14 @@
  *
  * - A configure that is allocating its buffers holds no lock another
  *   caller or CPU hotplug needs: with one configure provably parked in
- *   the middle of its allocation (debugfs ipt/alloc_gate), another
- *   process's IPT_IOC_GET_CAPS and a CPU offline complete.  No timing:
- *   the gate says "parked", and every wait is bounded (a blocked call is
- *   a failure, then the gate is opened so that nothing stays stuck).
+ *   the middle of its allocation (the simulator's alloc_pause operation,
+ *   debugfs ipt_sim/alloc_gate), another process's IPT_IOC_GET_CAPS and
+ *   a CPU offline complete.  No timing: the gate says "parked", and every
+ *   wait is bounded (a blocked call is a failure, then the gate is opened
+ *   so that nothing stays stuck).  The parked configure holds the
+ *   backend's module: ipt_sim cannot be unloaded under it.
+ * - The XSAVES areas of a per-thread session's threads are allocated
+ *   there too: a parked configure already holds them.
  * - A configure that loses the race for the unit while it allocated
  *   (another session took it meanwhile) fails with EBUSY and gives back
  *   the locked memory it charged before allocating.
@@ -25,6 +29,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <linux/perf_event.h>
@@ -34,7 +39,7 @@
 #include "ipt_lib.h"
 #include "kselftest_harness.h"
 
-#define GATE		"/sys/kernel/debug/ipt/alloc_gate"
+#define GATE		"/sys/kernel/debug/ipt_sim/alloc_gate"
 /* Bound of every wait for an event: generous, never reached when all is well. */
 #define WAIT_MS		20000
 
@@ -295,6 +300,88 @@ TEST_F_TIMEOUT(multi, alloc_holds_no_lock, 150)
 		EXPECT_EQ(0, r_off) TH_LOG("CPU %d offline while a configure allocates: %d (%s)",
 					   cpu, r_off, r_off == -ETIMEDOUT ? "blocked" : "failed");
 	EXPECT_EQ(0, r_big);
+}
+
+/*
+ * The gate is the simulated backend's code (ipt_hw_ops.alloc_pause): while
+ * a configure sleeps in it, ipt_sim cannot be unloaded (ipt.ko holds a
+ * reference to the backend's module across the call); once the configure
+ * went on, it succeeds.
+ */
+TEST_F_TIMEOUT(multi, parked_configure_pins_backend, 120)
+{
+	struct ipt_config cfg;
+	struct call conf;
+	int r_del, err_del, r_conf;
+
+	if (access(GATE, W_OK))
+		SKIP(return, "no %s", GATE);
+
+	cfg_thread(&cfg, 64 * 1024, 2);
+	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
+	conf = call_start(do_configure, &cfg);
+	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
+	r_del = syscall(__NR_delete_module, "ipt_sim", O_NONBLOCK);
+	err_del = errno;
+	ipt_write_file(GATE, "open");
+	r_conf = call_result(&conf);
+	call_reap(&conf);
+
+	EXPECT_EQ(-1, r_del) TH_LOG("ipt_sim was unloaded under a parked configure");
+	EXPECT_EQ(EWOULDBLOCK, err_del) TH_LOG("delete_module: %s", strerror(err_del));
+	EXPECT_EQ(0, r_conf);
+	EXPECT_TRUE(ipt_sim_loaded());
+}
+
+#define SWITCH_STATS	"/sys/kernel/debug/ipt/switch_stats"
+#define FORCE_MSR	"/sys/module/ipt/parameters/force_msr"
+
+/*
+ * A per-thread configure on the XSAVES path allocates its threads' XSAVES
+ * areas with its buffers, without the locks: parked in its allocation it
+ * already holds all of them (switch_stats xsave_areas), while another
+ * process's GET_CAPS completes; once its session is gone, so are they.
+ */
+TEST_F_TIMEOUT(multi, xsave_areas_outside_the_locks, 120)
+{
+	struct ipt_config cfg;
+	struct call conf, caps;
+	uint64_t base, parked, after;
+	int r_caps, r_conf;
+	char fm[8] = "";
+	FILE *f;
+
+	if (access(GATE, W_OK))
+		SKIP(return, "no %s", GATE);
+	f = fopen(FORCE_MSR, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(fm, sizeof(fm), f));
+	fclose(f);
+	if (fm[0] == 'Y')
+		SKIP(return, "force_msr: no XSAVES areas");
+	base = ipt_file_stat(SWITCH_STATS, "xsave_areas");
+	ASSERT_NE(~0ULL, base);
+
+	cfg_thread(&cfg, 16 * 1024, 8);
+	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
+	conf = call_start(do_configure, &cfg);
+	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
+	parked = ipt_file_stat(SWITCH_STATS, "xsave_areas");
+	caps = call_start(do_get_caps, NULL);
+	r_caps = call_result(&caps);
+	ipt_write_file(GATE, "open");
+	r_conf = call_result(&conf);
+	call_reap(&caps);
+	call_reap(&conf);
+	after = ipt_file_stat(SWITCH_STATS, "xsave_areas");
+
+	EXPECT_EQ(base + 8, parked) TH_LOG("XSAVES areas while parked: %llu, want %llu",
+					   (unsigned long long)parked,
+					   (unsigned long long)base + 8);
+	EXPECT_EQ(0, r_caps);
+	EXPECT_EQ(0, r_conf);
+	EXPECT_EQ(base, after) TH_LOG("XSAVES areas left after the session: %llu",
+				      (unsigned long long)(after - base));
 }
 
 /*

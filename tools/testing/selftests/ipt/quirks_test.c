@@ -35,9 +35,22 @@
  * that a CPU coming online with less than a session uses is not
  * programmed (per CPU) or not loaded (per thread), the trace marked
  * IPT_TS_CUT, without a #GP.  It needs CPUs 0 and 1.
+ *
+ * The "topa_change" fixture (guest-tests loads ipt_sim model=adl
+ * e_topa_single=1: the E cores' ToPA tables hold one entry) checks a
+ * configure whose unit changed its ToPA layout while it allocated, with
+ * no lock held: with the E cores offline the buffers are laid out for
+ * many-entry tables; the configure is parked in its allocation (debugfs
+ * ipt_sim/alloc_gate), an E core comes online, and the configure then
+ * fails with EAGAIN, its charged memory given back (VmPin 0) and its
+ * threads' XSAVES areas freed (switch_stats xsave_areas).  The
+ * "hybrid" fixture skips there: it runs on the plain adl model.
  */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <sched.h>
+#include <stdbool.h>
+#include <sys/wait.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -568,6 +581,27 @@ TEST_F(vmx, thread_cut_by_vmxon)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
+#define E_TOPA_SINGLE	"/sys/module/ipt_sim/parameters/e_topa_single"
+#define GATE		"/sys/kernel/debug/ipt_sim/alloc_gate"
+#define MLOCK_KB_PARAM	"/sys/module/ipt/parameters/mlock_kb"
+#define SWITCH_STATS	"/sys/kernel/debug/ipt/switch_stats"
+/* Bound of every wait for an event: generous, never reached when all is well. */
+#define WAIT_MS		20000
+
+/* ipt_sim was loaded with e_topa_single=1. */
+static bool e_topa_single(void)
+{
+	char buf[8] = "";
+	FILE *f = fopen(E_TOPA_SINGLE, "r");
+
+	if (!f)
+		return false;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	return buf[0] == 'Y';
+}
+
 FIXTURE(hybrid) {
 	bool skip;
 	int fd;
@@ -581,6 +615,8 @@ static const char *not_hybrid(const struct ipt_caps *caps)
 		return "not the hybrid model (load ipt_sim model=adl)";
 	if (nr_cpus() < 2)
 		return "needs CPUs 0 and 1";
+	if (e_topa_single())
+		return "e_topa_single: the topa_change fixture's";
 	return NULL;
 }
 
@@ -757,6 +793,176 @@ TEST_F(hybrid, thread_on_core_with_fewer_caps)
 	ASSERT_EQ(0, sleep_until(self->fd, a.trace, false, switches + 2));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+FIXTURE(topa_change) {
+	bool skip;
+	int fd;
+	char mlock_kb[32];
+	bool offlined[64];
+};
+
+FIXTURE_SETUP(topa_change)
+{
+	struct ipt_caps caps = { .size = sizeof(caps) };
+	FILE *f;
+
+	self->fd = -1;
+	self->skip = true;
+	if (!ipt_sim_loaded())
+		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
+	if (!e_topa_single())
+		SKIP(return, "needs ipt_sim model=adl e_topa_single=1");
+	if (geteuid())
+		SKIP(return, "must run as root");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs CPUs 0 and 1");
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &caps));
+	ASSERT_EQ(0x9a, caps.model);
+	ASSERT_EQ(0, access(GATE, W_OK));
+	f = fopen(MLOCK_KB_PARAM, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(self->mlock_kb, sizeof(self->mlock_kb), f));
+	fclose(f);
+	self->skip = false;
+}
+
+FIXTURE_TEARDOWN(topa_change)
+{
+	int cpu;
+
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->skip)
+		return;
+	ipt_write_file(GATE, "open");
+	for (cpu = 1; cpu < nr_cpus() && cpu < 64; cpu += 2)
+		if (self->offlined[cpu])
+			EXPECT_EQ(0, ipt_cpu_online_set(cpu, 1));
+	ipt_write_file(MLOCK_KB_PARAM, self->mlock_kb);
+}
+
+/* The gate reads @want within WAIT_MS: 0, else -1. */
+static int gate_wait(const char *want)
+{
+	char buf[32];
+	int i;
+
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		FILE *f = fopen(GATE, "r");
+
+		buf[0] = '\0';
+		if (f) {
+			if (!fgets(buf, sizeof(buf), f))
+				buf[0] = '\0';
+			fclose(f);
+		}
+		buf[strcspn(buf, "\n")] = '\0';
+		if (!strcmp(buf, want))
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* VmPin of process @pid, in KiB; -1 if not found. */
+static long vm_pin_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/*
+ * Configured while only P cores (many-entry ToPA) are online, parked in
+ * its allocation; an E core (one entry) comes online meanwhile: EAGAIN,
+ * and nothing of what it charged stays pinned.  The allowance is 0, so
+ * every page charged shows in VmPin.
+ */
+TEST_F_TIMEOUT(topa_change, configure_eagain_when_layout_changes, 120)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	struct ipt_caps caps;
+	struct ipt_config c;
+	long pin_parked, res[2] = { 1, -1 };
+	uint64_t areas;
+	int p[2], cpu;
+	pid_t pid;
+
+	SKIP_IF_SKIPPED();
+	for (cpu = 1; cpu < nr_cpus() && cpu < 64; cpu += 2) {
+		char path[64], on = '1';
+		FILE *f;
+
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu%d/online", cpu);
+		f = fopen(path, "r");
+		if (f) {
+			on = fgetc(f);
+			fclose(f);
+		}
+		if (on == '1') {
+			ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
+			self->offlined[cpu] = true;
+		}
+	}
+	ASSERT_TRUE(self->offlined[1]);
+	ASSERT_EQ(0, get_caps(self->fd, &caps));
+	ASSERT_NE(0, caps.features & IPT_FEAT_TOPA_MULTI) TH_LOG("P cores only");
+	ASSERT_EQ(0, ipt_write_file(MLOCK_KB_PARAM, "0"));
+	areas = ipt_file_stat(SWITCH_STATS, "xsave_areas");
+	ASSERT_NE(~0ULL, areas);
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH;
+	c.buffer_size = 64 * KIB;
+	c.max_threads = 2;
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+
+		res[0] = fd < 0 ? -errno : ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c);
+		res[1] = vm_pin_kb(getpid());
+		_exit(write(p[1], res, sizeof(res)) == sizeof(res) ? 0 : 1);
+	}
+	close(p[1]);
+	pfd.fd = p[0];
+	EXPECT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
+	pin_parked = vm_pin_kb(pid);
+	EXPECT_EQ(0, ipt_cpu_online_set(1, 1));
+	self->offlined[1] = false;
+	EXPECT_EQ(0, get_caps(self->fd, &caps));
+	EXPECT_EQ(0, caps.features & IPT_FEAT_TOPA_MULTI) TH_LOG("an E core is online");
+	ipt_write_file(GATE, "open");
+	if (poll(&pfd, 1, WAIT_MS) != 1 ||
+	    read(p[0], res, sizeof(res)) != sizeof(res))
+		res[0] = -ETIMEDOUT;
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+
+	EXPECT_EQ(128, pin_parked) TH_LOG("charged before allocating: VmPin %ld KiB", pin_parked);
+	EXPECT_EQ(-EAGAIN, res[0]) TH_LOG("the configure: %ld (%s)", res[0],
+					  strerror((int)-res[0]));
+	EXPECT_EQ(0, res[1]) TH_LOG("VmPin %ld KiB after the refused configure", res[1]);
+	EXPECT_EQ(areas, ipt_file_stat(SWITCH_STATS, "xsave_areas"))
+		TH_LOG("XSAVES areas of the refused configure left allocated");
 }
 
 TEST_HARNESS_MAIN
