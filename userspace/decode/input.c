@@ -16,6 +16,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "decode.h"
 #include "internal.h"
@@ -136,22 +139,72 @@ static struct dec_image *add_image(struct dec_input *in, const char *file, uint6
 	return im;
 }
 
+/*
+ * FAMILY/MODEL[/STEPPING], each number as strtol base 0 reads it (decimal,
+ * 0x hex), the grammar of libipt's own tools (ptxed --cpu).
+ */
 int dec_parse_cpu(const char *s, struct pt_cpu *cpu)
 {
-	unsigned int f, m, st = 0;
-	char extra;
-	int n = sscanf(s, "%u/%u/%u%c", &f, &m, &st, &extra);
+	unsigned long v[3] = { 0, 0, 0 };
+	const unsigned long max[3] = { 0xffff, 0xff, 0xff };
+	int n;
 
-	if (n != 2 && n != 3)
-		return -1;
-	if (f > 0xffff || m > 0xff || st > 0xff)
+	for (n = 0; n < 3; n++) {
+		char *end;
+
+		if (*s < '0' || *s > '9')
+			return -1;
+		errno = 0;
+		v[n] = strtoul(s, &end, 0);
+		if (errno || v[n] > max[n])
+			return -1;
+		s = end;
+		if (!*s)
+			break;
+		if (*s != '/' || n == 2)
+			return -1;
+		s++;
+	}
+	if (n < 1)
 		return -1;
 	memset(cpu, 0, sizeof(*cpu));
 	cpu->vendor = pcv_intel;
-	cpu->family = (uint16_t)f;
-	cpu->model = (uint8_t)m;
-	cpu->stepping = (uint8_t)st;
+	cpu->family = (uint16_t)v[0];
+	cpu->model = (uint8_t)v[1];
+	cpu->stepping = (uint8_t)v[2];
 	return 0;
+}
+
+/*
+ * This machine's CPU (CPUID leaf 0's vendor, leaf 1's signature: Intel
+ * SDM Vol. 2A, CPUID, "Returns Family/Model/Stepping"; the extended
+ * family counts only for family 0xf, the extended model for 6 and 0xf).
+ * 0, or -1 when it is not an Intel CPU (or not x86).
+ */
+int dec_host_cpu(struct pt_cpu *cpu)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned int a, b, c, d, fam, mod;
+
+	if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x756e6547 || d != 0x49656e69 ||
+	    c != 0x6c65746e || a < 1 || !__get_cpuid(1, &a, &b, &c, &d))
+		return -1;	/* not "GenuineIntel" */
+	fam = (a >> 8) & 0xf;
+	mod = (a >> 4) & 0xf;
+	if (fam == 6 || fam == 0xf)
+		mod |= ((a >> 16) & 0xf) << 4;
+	if (fam == 0xf)
+		fam += (a >> 20) & 0xff;
+	memset(cpu, 0, sizeof(*cpu));
+	cpu->vendor = pcv_intel;
+	cpu->family = (uint16_t)fam;
+	cpu->model = (uint8_t)mod;
+	cpu->stepping = (uint8_t)(a & 0xf);
+	return 0;
+#else
+	(void)cpu;
+	return -1;
+#endif
 }
 
 /* Split "FILE:NUM" at the last colon when NUM is a number. */
@@ -420,32 +473,77 @@ fail:
 	return -1;
 }
 
+/*
+ * ptxed's file suffix "FROM" or "FROM-TO" (numbers as strtoull base 0
+ * reads them): 1 (an offset), 2 (a range), 0 (not one: the colon is part
+ * of the file name, as ptxed takes it), -1 (a range that ends before it
+ * begins).
+ */
+int dec_parse_range(const char *s, uint64_t *from, uint64_t *to)
+{
+	const char *dash = strchr(s, '-');
+	char a[32];
+
+	if (!dash)
+		return parse_u64(s, from) ? 0 : 1;
+	if (dash == s || (size_t)(dash - s) >= sizeof(a))
+		return 0;
+	snprintf(a, sizeof(a), "%.*s", (int)(dash - s), s);
+	if (parse_u64(a, from) || parse_u64(dash + 1, to))
+		return 0;
+	return *to > *from ? 2 : -1;
+}
+
 int dec_input_add_raw(struct dec_input *in, const char *arg, char *msg, size_t len)
 {
-	uint64_t base, off = 0, size = 0;
-	char *file = NULL, *rest = NULL;
+	uint64_t base, off = 0, size = 0, from, to;
+	char *file = NULL, *rest = NULL, *c;
 	struct stat st;
 	struct dec_image *im;
+	int r;
 
 	if (split_num(arg, &rest, &base)) {
-		snprintf(msg, len, "--raw %s: want FILE:BASE or FILE:OFFSET:SIZE:BASE", arg);
+		snprintf(msg, len, "--raw %s: want FILE:BASE, FILE:FROM:BASE, FILE:FROM-TO:BASE "
+			 "(ptxed's) or FILE:OFFSET:SIZE:BASE", arg);
 		return -1;
 	}
-	/* FILE:OFFSET:SIZE:BASE? */
-	{
-		char *f2 = NULL, *f3 = NULL;
+	/*
+	 * What precedes BASE: FILE, FILE:FROM (from file offset FROM to the
+	 * end), FILE:FROM-TO (ptxed's range: [FROM, TO) of the file) or
+	 * FILE:OFFSET:SIZE.
+	 */
+	c = strrchr(rest, ':');
+	r = c ? dec_parse_range(c + 1, &from, &to) : 0;
+	if (r < 0) {
+		snprintf(msg, len, "--raw %s: the range %s ends before it begins: want FROM-TO "
+			 "with TO > FROM", arg, c + 1);
+		free(rest);
+		return -1;
+	}
+	if (r == 2) {
+		file = strndup(rest, (size_t)(c - rest));
+		off = from;
+		size = to - from;
+	} else if (r == 1) {
+		char *f2 = NULL;
 
-		if (!split_num(rest, &f2, &size) && !split_num(f2, &f3, &off)) {
-			file = f3;
-			free(f2);
+		if (!split_num(rest, &f2, &size) && !split_num(f2, &file, &off)) {
+			free(f2);	/* FILE:OFFSET:SIZE */
 		} else {
 			free(f2);
-			free(f3);
-			file = dec_xstrdup(rest);
-			off = size = 0;
+			file = strndup(rest, (size_t)(c - rest));
+			off = from;
+			size = 0;	/* to the end */
 		}
+	} else {
+		file = dec_xstrdup(rest);
 	}
 	free(rest);
+	if (!file) {
+		snprintf(msg, len, "--raw %s: out of memory", arg);
+		return -1;
+	}
+	errno = 0;
 	if (stat(file, &st) || !S_ISREG(st.st_mode)) {
 		snprintf(msg, len, "--raw %s: %s", file, errno ? strerror(errno) : "not a file");
 		free(file);

@@ -1631,6 +1631,180 @@ static bool make_real_capture(const char *dir, const void *trace, size_t tlen)
 	return !capture_write_trace(&c, &tr, trace, &seg, 1) && !capture_write_meta(&c);
 }
 
+/* The number of lines of @path. */
+static size_t lines_of(const char *path)
+{
+	size_t len, n = 0;
+	char *t = slurp(path, &len);
+
+	for (size_t i = 0; t && i < len; i++)
+		n += t[i] == '\n';
+	free(t);
+	return n;
+}
+
+/* The summary's "cpu" ("F/M/S", or "null") of the JSON summary @path. */
+static void summary_cpu(const char *path, char *buf, size_t len)
+{
+	struct json_object *o = json_object_from_file(path), *v;
+
+	snprintf(buf, len, "(no summary)");
+	if (o && json_object_object_get_ex(o, "cpu", &v))
+		snprintf(buf, len, "%s", v ? json_object_get_string(v) : "null");
+	json_object_put(o);
+}
+
+/* This machine's CPU as /proc/cpuinfo gives it, "F/M/S"; "" if not Intel's. */
+static void cpuinfo_cpu(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+	int fam = -1, mod = -1, step = -1;
+	bool intel = false;
+
+	while (f && fgets(line, sizeof(line), f) && step < 0) {
+		intel |= !strncmp(line, "vendor_id", 9) && strstr(line, "GenuineIntel");
+		if (!strncmp(line, "cpu family", 10))
+			sscanf(strchr(line, ':') + 1, "%d", &fam);
+		else if (!strncmp(line, "model\t", 6))
+			sscanf(strchr(line, ':') + 1, "%d", &mod);
+		else if (!strncmp(line, "stepping", 8))
+			sscanf(strchr(line, ':') + 1, "%d", &step);
+	}
+	if (f)
+		fclose(f);
+	buf[0] = 0;
+	if (intel && fam >= 0 && mod >= 0 && step >= 0)
+		snprintf(buf, len, "%d/%d/%d", fam, mod, step);
+}
+
+/*
+ * ptxed's own syntax (issue 17): the ptxed-args file ptgen writes for a
+ * run (--cpu F/M/S, with --tsc --nom-freq N --cpuid-0x15.eax N
+ * --cpuid-0x15.ebx N --mtc-freq N, --pt FILE, --raw FILE:BASE) decodes
+ * to the ground truth; ptxed's --raw FILE:FROM-TO:BASE and
+ * FILE:FROM:BASE, --pt FILE:FROM[-TO], --cpu none and auto.
+ */
+static void test_ptxed(struct run *r)
+{
+	char path[PATH_MAX + 32], *args, raws[16384], cpu[64], host[64];
+	size_t n = 0, first, len, o = 0;
+	struct stat sb;
+	FILE *f;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/ptxed-args", r->dir);
+	args = slurp(path, &len);
+	if (!args) {
+		CHECK(0, "%s: ptgen wrote no ptxed-args", r->name);
+		return;
+	}
+	args[strcspn(args, "\n")] = 0;
+	st = decode(F(r, "pxa"), F(r, "epxa"), "decode %s --insn", args);
+	CHECK(st == 0 && clean_stderr(F(r, "epxa")) && insn_equal(r, F(r, "pxa"), &n, &first),
+	      "%s: ptgen's ptxed-args (%.60s...) decode to the ground truth (exit %d, %zu "
+	      "instructions)", r->name, args, st, n);
+	snprintf(path, sizeof(path), "%s/timing", r->dir);
+	f = fopen(path, "r");
+	if (f) {
+		/* ptxed has no crystal option: ours (.ecx) makes it the directory's time */
+		unsigned long long ecx = 0;
+		char line[128];
+
+		while (fgets(line, sizeof(line), f))
+			sscanf(line, "cpuid_0x15_ecx %llu", &ecx);
+		fclose(f);
+		st = decode(F(r, "pxt"), F(r, "epxt"), "decode %s --cpuid-0x15.ecx %llu --calls=%s",
+			    args, ecx, F(r, "pxt.calls"));
+		st |= decode(F(r, "pxd"), F(r, "epxd"), "decode %s --calls=%s", r->dir,
+			     F(r, "pxd.calls"));
+		/* the instruction number and time of each line (raw dumps have no symbols) */
+		sh("awk '{ print $1, $2 }' %s >%s.t; awk '{ print $1, $2 }' %s >%s.t",
+		   F(r, "pxt.calls"), F(r, "pxt.calls"), F(r, "pxd.calls"), F(r, "pxd.calls"));
+		snprintf(path, sizeof(path), "%s.t", F(r, "pxd.calls"));
+		CHECK(st == 0 && ecx && lines_of(path) > 100 &&
+		      same_files(F(r, "pxt.calls.t"), path),
+		      "%s: ptxed-args' --nom-freq/--cpuid-0x15.eax/.ebx/--mtc-freq (and .ecx %llu) "
+		      "time --calls as the ptgen directory's timing file does", r->name, ecx);
+	}
+	free(args);
+
+	/* --raw FILE:FROM-TO:BASE, and each image cut in two: FROM-TO, then FROM to the end */
+	raws[0] = 0;
+	for (size_t i = 0; i < r->nimg && o < sizeof(raws) - 2 * PATH_MAX; i++) {
+		uint64_t sz = r->img[i].end - r->img[i].start, h = sz / 2;
+
+		o += (size_t)snprintf(raws + o, sizeof(raws) - o,
+				      " --raw %s/img-%" PRIx64 "-%zu.bin:0-%#" PRIx64 ":%#" PRIx64
+				      " --raw %s/img-%" PRIx64 "-%zu.bin:%#" PRIx64 ":%#" PRIx64,
+				      r->dir, r->img[i].start, i, h, r->img[i].start,
+				      r->dir, r->img[i].start, i, h, r->img[i].start + h);
+	}
+	st = decode(F(r, "pxr"), F(r, "epxr"), "decode --cpu 6/126/5 --pt %s/trace.pt%s --insn",
+		    r->dir, raws);
+	CHECK(st == 0 && insn_equal(r, F(r, "pxr"), &n, &first),
+	      "%s: --raw FILE:0-HALF:BASE and FILE:HALF:BASE+HALF (ptxed's ranges) decode to the "
+	      "ground truth (exit %d, %zu instructions)", r->name, st, n);
+	st = decode(F(r, "pxb"), F(r, "epxb"), "decode --pt %s/trace.pt --raw %s/img-%" PRIx64
+		    "-0.bin:0x20-0x10:%#" PRIx64 " --insn", r->dir, r->dir, r->img[0].start,
+		    r->img[0].start);
+	CHECK(st == 2 && file_contains(F(r, "epxb"), "0x20-0x10 ends before it begins"),
+	      "%s: --raw FILE:0x20-0x10:BASE is refused, exit 2 (%d)", r->name, st);
+
+	/* --pt FILE:FROM-TO and FILE:FROM */
+	raw_args(r, raws, sizeof(raws), -1);
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	if (stat(path, &sb))
+		sb.st_size = 0;
+	st = decode(F(r, "pxp"), F(r, "epxp"), "decode --pt %s/trace.pt:0-%lld%s --insn", r->dir,
+		    (long long)sb.st_size, raws);
+	st |= decode(F(r, "pxq"), F(r, "epxq"), "decode --pt %s/trace.pt:0%s --insn", r->dir, raws);
+	CHECK(st == 0 && insn_equal(r, F(r, "pxp"), &n, &first) &&
+	      insn_equal(r, F(r, "pxq"), &n, &first),
+	      "%s: --pt FILE:0-SIZE and FILE:0 decode to the ground truth", r->name);
+	st = decode(F(r, "pxh"), F(r, "epxh"), "-j decode --pt %s/trace.pt:0-%lld%s", r->dir,
+		    (long long)sb.st_size / 2, raws);
+	{
+		struct json_object *j = json_object_from_file(F(r, "pxh")), *t = NULL, *v = NULL;
+		int64_t bytes = -1;
+
+		if (j && json_object_object_get_ex(j, "traces", &t) &&
+		    json_object_object_get_ex(json_object_array_get_idx(t, 0), "bytes", &v))
+			bytes = json_object_get_int64(v);
+		json_object_put(j);
+		CHECK(st != 2 && bytes == (int64_t)sb.st_size / 2,
+		      "%s: --pt FILE:0-%lld decodes those %lld bytes only (%" PRId64 ")", r->name,
+		      (long long)sb.st_size / 2, (long long)sb.st_size / 2, bytes);
+	}
+
+	/* --cpu: 0x numbers, none, auto */
+	st = decode(F(r, "pxc"), F(r, "epxc"), "-j decode %s --cpu 0x6/0x7e/5", r->dir);
+	summary_cpu(F(r, "pxc"), cpu, sizeof(cpu));
+	CHECK(st == 0 && !strcmp(cpu, "6/126/5"), "%s: --cpu 0x6/0x7e/5 is 6/126/5 (%s)", r->name,
+	      cpu);
+	st = decode(F(r, "pxc"), F(r, "epxc"), "-j decode %s --cpu none", r->dir);
+	summary_cpu(F(r, "pxc"), cpu, sizeof(cpu));
+	CHECK(st == 0 && !strcmp(cpu, "null"), "%s: --cpu none: no CPU (%s)", r->name, cpu);
+	st = decode(F(r, "pxc"), F(r, "epxc"), "-j decode %s --cpu auto", r->dir);
+	summary_cpu(F(r, "pxc"), cpu, sizeof(cpu));
+	CHECK(st == 0 && !strcmp(cpu, "6/126/5"),
+	      "%s: --cpu auto on a directory: the CPU it records (%s)", r->name, cpu);
+	cpuinfo_cpu(host, sizeof(host));
+	st = decode(F(r, "pxc"), F(r, "epxc"), "-j decode --pt %s/trace.pt%s --cpu auto", r->dir,
+		    raws);
+	summary_cpu(F(r, "pxc"), cpu, sizeof(cpu));
+	if (host[0])
+		CHECK(st == 0 && !strcmp(cpu, host),
+		      "%s: --cpu auto with --pt: this machine's CPU (%s, /proc/cpuinfo %s)", r->name,
+		      cpu, host);
+	else
+		CHECK(st == 2 && file_contains(F(r, "pxc"), "not an Intel one"),
+		      "%s: --cpu auto with --pt on a CPU not Intel's: exit 2 (%d)", r->name, st);
+	st = decode(F(r, "pxc"), F(r, "epxc"), "decode %s --cpuid-0x15.eax 0x1x", r->dir);
+	CHECK(st == 2 && file_contains(F(r, "epxc"), "--cpuid-0x15.eax 0x1x: want a 32-bit number"),
+	      "%s: --cpuid-0x15.eax 0x1x is refused, exit 2 (%d)", r->name, st);
+}
+
 static void test_inputs(struct run *r)
 {
 	char raws[16384], cap[PATH_MAX + 32], path[PATH_MAX + 32];
@@ -3425,6 +3599,8 @@ int main(int argc, char **argv)
 			test_timed(&runs[i]);
 		else if (strncmp(runs[i].name, "sw-", 3))
 			test_run(&runs[i], i < 3);
+		if (strncmp(runs[i].name, "sw-", 3))
+			test_ptxed(&runs[i]);
 	}
 	{
 		struct run *sa = NULL, *sb = NULL;
