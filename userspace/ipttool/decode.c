@@ -118,7 +118,7 @@ static FILE *open_out(const char *file, const char *what)
 
 	if (!file || !strcmp(file, "-"))
 		return stdout;
-	f = fopen(file, "w");
+	f = ipt_fopen_out(file);
 	if (!f)
 		ipt_err("%s %s: %s (check the directory exists and is writable)", what, file,
 			strerror(errno));
