@@ -971,6 +971,50 @@ static void meta_warnings(struct dec_input *in, struct json_object *o, const cha
 	}
 }
 
+/*
+ * DIR/elf-images.txt (Documentation/capture-format.rst): ELF files whose
+ * code the sideband does not know (a program replayed by the simulated
+ * unit, as the demo's), one per line "PATH BASE", PATH relative to the
+ * capture directory unless absolute, loaded as --elf PATH:BASE would be.
+ * 0 (also without the file), or -1 with @msg.
+ */
+static int capture_elf_images(struct dec_input *in, const char *dir, char *msg, size_t len)
+{
+	char path[PATH_MAX], line[PATH_MAX + 64], arg[2 * PATH_MAX + 64], file[PATH_MAX];
+	unsigned long long base;
+	unsigned int nr = 0;
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "%s/elf-images.txt", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT ? 0 : (snprintf(msg, len, "%s: %s", path, strerror(errno)), -1);
+	while (!ret && fgets(line, sizeof(line), f)) {
+		char extra;
+
+		nr++;
+		if (line[0] == '#' || line[strspn(line, " \t\n")] == 0)
+			continue;
+		if (sscanf(line, "%4095s %llx %c", file, &base, &extra) != 2) {
+			snprintf(msg, len, "%s: line %u: want \"PATH BASE\" (BASE in hex)", path, nr);
+			ret = -1;
+			break;
+		}
+		snprintf(arg, sizeof(arg), "%s%s%s:%#llx", file[0] == '/' ? "" : dir,
+			 file[0] == '/' ? "" : "/", file, base);
+		if (dec_input_add_elf(in, arg, msg, len)) {
+			char m[512];
+
+			snprintf(m, sizeof(m), "%s", msg);
+			snprintf(msg, len, "%s: line %u: %s", path, nr, m);
+			ret = -1;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
 static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t len)
 {
 	char path[PATH_MAX];
@@ -1055,6 +1099,8 @@ static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t
 			in->program_pid = (long)jget_int(prog, "pid", 0);
 	}
 	snprintf(in->kind, sizeof(in->kind), "capture");
+	if (capture_elf_images(in, dir, msg, len))
+		goto fail;
 	{
 		struct json_object *sb = NULL, *file = NULL;
 		char sbmsg[256];

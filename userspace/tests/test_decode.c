@@ -1946,6 +1946,28 @@ static void test_inputs(struct run *r)
 	CHECK(file_contains(F(r, "c"), "no sideband") && file_contains(F(r, "c"), "\"cpu\":\"6\\/126\\/5\""),
 	      "%s: the capture's summary names its CPU from meta.json and says images came from "
 	      "--elf/--raw", r->name);
+	if (r->static_prog) {
+		/*
+		 * elf-images.txt (capture-format.rst): the capture carries its
+		 * program, "elf/NAME BASE", and decodes with no argument.
+		 */
+		char ecap[PATH_MAX + 48];
+		const char *slash = strrchr(r->elf, '/');
+
+		snprintf(ecap, sizeof(ecap), "%s/%s.elfcap", work, r->name);
+		make_capture(r, ecap, trace, tlen);
+		sh("mkdir -p %s/elf && cp %s %s/elf/ && "
+		   "readelf -lW %s | awk '$1 == \"LOAD\" { print \"elf/%s\", $3; exit }' "
+		   ">%s/elf-images.txt", ecap, r->elf, ecap, r->elf, slash ? slash + 1 : r->elf, ecap);
+		st = decode(F(r, "ei"), F(r, "eei"), "-j decode %s --insn=%s", ecap, F(r, "eii"));
+		CHECK(st == 0 && insn_equal(r, F(r, "eii"), &n, &first),
+		      "%s: a capture with its program in elf-images.txt decodes to the ground truth "
+		      "with no argument (exit %d, %zu instructions)", r->name, st, n);
+		sh("echo 'elf/nothing-here' >%s/elf-images.txt", ecap);
+		st = decode(F(r, "ei"), F(r, "eei"), "decode %s", ecap);
+		CHECK(st == 2 && file_contains(F(r, "eei"), "elf-images.txt: line 1: want \"PATH BASE\""),
+		      "%s: a bad elf-images.txt line is refused with its number (exit %d)", r->name, st);
+	}
 	snprintf(cap, sizeof(cap), "%s/%s.real-capture", work, r->name);
 	if (make_real_capture(cap, trace, tlen)) {
 		st = decode(F(r, "rc"), F(r, "erc"), "-j decode %s%s --insn=%s", cap, raws, F(r, "rci"));
