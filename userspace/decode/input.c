@@ -874,7 +874,8 @@ static int check_meta(struct json_object *o, const char *path, char *msg, size_t
 		MF("stopped_full", M_BOOL), MF("hw_error", M_BOOL),
 		MS("loss", "none|overwritten|truncated|hw_error",
 		   "\"none\", \"overwritten\", \"truncated\" or \"hw_error\""),
-		MF("write_error", M_STR_NULL),
+		MF("write_error", M_STR_NULL), MF("suspended", M_BOOL),
+		MI("missed", M_INT, 0, INT64_MAX), MI("busy", M_INT, 0, INT64_MAX),
 	};
 	struct json_object *v, *t;
 
@@ -953,6 +954,20 @@ static void meta_warnings(struct dec_input *in, struct json_object *o, const cha
 			dec_input_warn(in, "%s: the ring wrapped %" PRId64 " time(s): its oldest %"
 				       PRId64 " bytes were overwritten before they were saved", file,
 				       jget_int(t, "wrap_count", 0), jget_int(t, "bytes_lost", 0));
+		else if (jget_int(t, "bytes_lost", 0) > 0)
+			dec_input_warn(in, "%s: %" PRId64 " bytes were overwritten before they were "
+				       "saved", file, jget_int(t, "bytes_lost", 0));
+		if (jget_int(t, "suspended", 0))
+			dec_input_warn(in, "%s: the system suspended while tracing: the trace has a "
+				       "gap there", file);
+		if (jget_int(t, "missed", 0) > 0)
+			dec_input_warn(in, "%s: %" PRId64 " thread(s) it created were not traced (every "
+				       "trace was in use: record with more --threads)", file,
+				       jget_int(t, "missed", 0));
+		if (jget_int(t, "busy", 0) > 0)
+			dec_input_warn(in, "%s: %" PRId64 " time(s) another tracer owned the CPU's unit "
+				       "when the thread ran: its trace has that many gaps", file,
+				       jget_int(t, "busy", 0));
 		if (jget_int(t, "stopped_full", 0) || (loss && !strcmp(loss, "truncated")))
 			dec_input_warn(in, "%s: the buffer filled and the unit stopped: what ran "
 				       "after that is not in the trace", file);

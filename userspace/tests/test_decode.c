@@ -3441,6 +3441,10 @@ static void test_exit(struct run *r)
 			{ "traces[0]", "wrapped", "true", "the ring wrapped" },
 			{ "traces[0]", "loss", "\"truncated\"", "the buffer filled" },
 			{ "traces[0]", "write_error", "\"No space left on device\"", "saving it failed" },
+			{ "traces[0]", "bytes_lost", "4096", "4096 bytes were overwritten" },
+			{ "traces[0]", "suspended", "true", "the system suspended" },
+			{ "traces[0]", "missed", "2", "2 thread(s) it created were not traced" },
+			{ "traces[0]", "busy", "3", "3 time(s) another tracer" },
 		};
 
 		for (k = 0; k < sizeof(lost) / sizeof(lost[0]); k++) {
