@@ -743,9 +743,163 @@ static void test_folded(struct run *r, const char *out)
  * only when node or speedscope is not installed (scripts/setup installs
  * them).
  */
+struct pf_ev {
+	int64_t ns;
+	size_t idx;			/* file order */
+	uint32_t pid, tid;
+	char ph;
+	const char *name;
+};
+
+static int cmp_pf_ev(const void *x, const void *y)
+{
+	const struct pf_ev *a = x, *b = y;
+
+	if (a->ns != b->ns)
+		return a->ns < b->ns ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/*
+ * The rules of Perfetto's trace-event importer (trace_processor's
+ * json_trace_tokenizer.cc and sorter/trace_sorter.h, read for them): "ts"
+ * a JSON number in microseconds, turned into ns as llround(ts * 1000)
+ * (exactly, when whole), required but for "M"; a negative time is dropped;
+ * "pid"/"tid" numbers that fit 32 bits (else 0); the events sorted by that
+ * ns, equal times in file order (no "X" event, whose presence makes "E"
+ * sort first at equal times); then per (pid, tid) each "E" ends the slice
+ * on top of the track's stack.  @path must obey them, and every "E" must
+ * end the slice its "B" of the same name began.
+ */
+static bool perfetto_rules_ok(const char *path, char *why, size_t wlen)
+{
+	struct json_object *o = json_object_from_file(path), *evs = NULL;
+	size_t n = 0, i, bad_ts = 0, bad_id = 0, xs = 0, badnest = 0, open = 0, neg = 0;
+	struct pf_ev *ev;
+
+	if (o)
+		json_object_object_get_ex(o, "traceEvents", &evs);
+	n = evs ? json_object_array_length(evs) : 0;
+	ev = calloc(n + 1, sizeof(*ev));
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i), *v;
+		const char *ph = json_object_object_get_ex(e, "ph", &v) ? json_object_get_string(v) : "";
+
+		ev[i].idx = i;
+		ev[i].ph = ph[0];
+		xs += ph[0] == 'X';
+		ev[i].name = json_object_object_get_ex(e, "name", &v) ? json_object_get_string(v) : "";
+		for (int k = 0; k < 2; k++) {
+			int64_t id = 0;
+
+			if (json_object_object_get_ex(e, k ? "tid" : "pid", &v)) {
+				if (!json_object_is_type(v, json_type_int) ||
+				    (id = json_object_get_int64(v)) < 0 || id > UINT32_MAX)
+					bad_id++;
+			}
+			if (k)
+				ev[i].tid = (uint32_t)id;
+			else
+				ev[i].pid = (uint32_t)id;
+		}
+		if (ph[0] == 'M')
+			continue;
+		if (!json_object_object_get_ex(e, "ts", &v) ||
+		    !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))) {
+			bad_ts++;
+			continue;
+		}
+		if (json_object_is_type(v, json_type_int)) {
+			ev[i].ns = json_object_get_int64(v) * 1000;
+		} else {
+			double d = json_object_get_double(v);
+
+			ev[i].ns = d == (double)(int64_t)d ? (int64_t)d * 1000 :
+				   (int64_t)(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
+		}
+		neg += ev[i].ns < 0;
+	}
+	qsort(ev, n, sizeof(*ev), cmp_pf_ev);
+	{
+		/* per track: a stack of open slice names */
+		struct pf_stack { uint32_t pid, tid; const char *open[4096]; size_t n; } *tr = NULL;
+		size_t ntr = 0, t;
+
+		for (i = 0; i < n; i++) {
+			if (ev[i].ph != 'B' && ev[i].ph != 'E')
+				continue;
+			for (t = 0; t < ntr && (tr[t].pid != ev[i].pid || tr[t].tid != ev[i].tid); t++)
+				;
+			if (t == ntr) {
+				tr = realloc(tr, (ntr + 1) * sizeof(*tr));
+				tr[ntr].pid = ev[i].pid;
+				tr[ntr].tid = ev[i].tid;
+				tr[ntr++].n = 0;
+			}
+			if (ev[i].ph == 'B') {
+				if (tr[t].n < 4096)
+					tr[t].open[tr[t].n] = ev[i].name;
+				tr[t].n++;
+			} else if (!tr[t].n) {
+				badnest++;
+			} else if (--tr[t].n < 4096 && strcmp(tr[t].open[tr[t].n], ev[i].name)) {
+				badnest++;
+			}
+		}
+		for (t = 0; t < ntr; t++)
+			open += tr[t].n;
+		free(tr);
+	}
+	snprintf(why, wlen, "%zu events: %zu bad ts, %zu bad ids, %zu X, %zu negative, %zu "
+		 "misnested, %zu left open", n, bad_ts, bad_id, xs, neg, badnest, open);
+	free(ev);
+	json_object_put(o);
+	return o && evs && n && !bad_ts && !bad_id && !xs && !neg && !badnest && !open;
+}
+
+static void perfetto_rules(const char *label, const char *path)
+{
+	static bool controls;
+	char why[256];
+	bool ok = perfetto_rules_ok(path, why, sizeof(why));
+
+	CHECK(ok, "%s: Perfetto's importer rules: ts numbers (us, to ns as it rounds them), "
+	      "pid/tid 32-bit numbers, and after its sort every E ends the slice its B began (%s)",
+	      label, why);
+	if (!controls) {
+		/* the checker itself: files that break those rules are refused */
+		static const char *const bad[] = {
+			"{\"traceEvents\":[{\"ph\":\"B\",\"pid\":1,\"tid\":1,\"ts\":\"5\","
+			"\"name\":\"f\"},{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":6,\"name\":\"f\"}]}",
+			/* the E is earlier than its B: it sorts first */
+			"{\"traceEvents\":[{\"ph\":\"B\",\"pid\":1,\"tid\":1,\"ts\":2.0004,"
+			"\"name\":\"f\"},{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":1.9,\"name\":\"f\"}]}",
+			"{\"traceEvents\":[{\"ph\":\"B\",\"pid\":1,\"tid\":1,\"ts\":1,\"name\":\"f\"},"
+			"{\"ph\":\"B\",\"pid\":1,\"tid\":1,\"ts\":2,\"name\":\"g\"},"
+			"{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":3,\"name\":\"f\"}]}",
+			"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1,"
+			"\"name\":\"f\"}]}",
+			"{\"traceEvents\":[{\"ph\":\"B\",\"pid\":\"0x1\",\"tid\":1,\"ts\":1,"
+			"\"name\":\"f\"},{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":2,\"name\":\"f\"}]}",
+		};
+		char p[PATH_MAX + 32];
+		size_t refused = 0;
+
+		controls = true;
+		snprintf(p, sizeof(p), "%s/perfetto-bad.json", work);
+		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+			refused += !spew(p, bad[k], strlen(bad[k])) && !perfetto_rules_ok(p, why, sizeof(why));
+		CHECK(refused == sizeof(bad) / sizeof(bad[0]),
+		      "the Perfetto rules check refuses a string ts, an E sorted before its B, an E "
+		      "of another name, an X event and a string pid (%zu of %zu)", refused,
+		      sizeof(bad) / sizeof(bad[0]));
+	}
+}
+
 static void test_speedscope(const char *label, const char *path, size_t ntracks,
 			    const char *const *names)
 {
+	perfetto_rules(label, path);
 	char out[PATH_MAX + 16], *s;
 	struct json_object *o, *v, *profs = NULL;
 	size_t len, i, np = 0, spans = 0;
