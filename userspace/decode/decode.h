@@ -147,7 +147,10 @@ void dec_input_warn(struct dec_input *in, const char *fmt, ...)
 void dec_input_free(struct dec_input *in);
 /* Add --elf FILE[:BASE] (BASE: load address of an ET_DYN file). 0 or -1 + @msg. */
 int dec_input_add_elf(struct dec_input *in, const char *arg, char *msg, size_t len);
-/* Add --raw FILE:BASE or FILE:OFFSET:SIZE:BASE.  0 or -1 + @msg. */
+/*
+ * Add --raw FILE:BASE, FILE:FROM:BASE, FILE:FROM-TO:BASE (ptxed's) or
+ * FILE:OFFSET:SIZE:BASE.  0 or -1 + @msg.
+ */
 int dec_input_add_raw(struct dec_input *in, const char *arg, char *msg, size_t len);
 /* Add SIZE bytes at OFF of FILE, mapped at VADDR.  0 or -1 + @msg. */
 int dec_input_add_raw_at(struct dec_input *in, const char *file, uint64_t off, uint64_t size,
@@ -169,6 +172,13 @@ int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kal
 			const char *modules, char *msg, size_t len);
 /* Parse --cpu F/M[/S]; 0 or -1. */
 int dec_parse_cpu(const char *s, struct pt_cpu *cpu);
+/* This machine's CPU, if an Intel one (--cpu auto); 0 or -1. */
+int dec_host_cpu(struct pt_cpu *cpu);
+/*
+ * ptxed's "FROM" or "FROM-TO" file suffix: 1 (@from), 2 (@from, @to; @to >
+ * @from), 0 (not a range), -1 (@to <= @from).
+ */
+int dec_parse_range(const char *s, uint64_t *from, uint64_t *to);
 /* Load a ptgen output directory or an ipt capture directory. 0 or -1 + @msg. */
 int dec_input_load_dir(struct dec_input *in, const char *dir, char *msg, size_t len);
 int dec_input_add_trace(struct dec_input *in, const char *file, int cpu);

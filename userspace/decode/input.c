@@ -16,6 +16,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "decode.h"
 #include "internal.h"
@@ -136,22 +139,72 @@ static struct dec_image *add_image(struct dec_input *in, const char *file, uint6
 	return im;
 }
 
+/*
+ * FAMILY/MODEL[/STEPPING], each number as strtol base 0 reads it (decimal,
+ * 0x hex), the grammar of libipt's own tools (ptxed --cpu).
+ */
 int dec_parse_cpu(const char *s, struct pt_cpu *cpu)
 {
-	unsigned int f, m, st = 0;
-	char extra;
-	int n = sscanf(s, "%u/%u/%u%c", &f, &m, &st, &extra);
+	unsigned long v[3] = { 0, 0, 0 };
+	const unsigned long max[3] = { 0xffff, 0xff, 0xff };
+	int n;
 
-	if (n != 2 && n != 3)
-		return -1;
-	if (f > 0xffff || m > 0xff || st > 0xff)
+	for (n = 0; n < 3; n++) {
+		char *end;
+
+		if (*s < '0' || *s > '9')
+			return -1;
+		errno = 0;
+		v[n] = strtoul(s, &end, 0);
+		if (errno || v[n] > max[n])
+			return -1;
+		s = end;
+		if (!*s)
+			break;
+		if (*s != '/' || n == 2)
+			return -1;
+		s++;
+	}
+	if (n < 1)
 		return -1;
 	memset(cpu, 0, sizeof(*cpu));
 	cpu->vendor = pcv_intel;
-	cpu->family = (uint16_t)f;
-	cpu->model = (uint8_t)m;
-	cpu->stepping = (uint8_t)st;
+	cpu->family = (uint16_t)v[0];
+	cpu->model = (uint8_t)v[1];
+	cpu->stepping = (uint8_t)v[2];
 	return 0;
+}
+
+/*
+ * This machine's CPU (CPUID leaf 0's vendor, leaf 1's signature: Intel
+ * SDM Vol. 2A, CPUID, "Returns Family/Model/Stepping"; the extended
+ * family counts only for family 0xf, the extended model for 6 and 0xf).
+ * 0, or -1 when it is not an Intel CPU (or not x86).
+ */
+int dec_host_cpu(struct pt_cpu *cpu)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned int a, b, c, d, fam, mod;
+
+	if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x756e6547 || d != 0x49656e69 ||
+	    c != 0x6c65746e || a < 1 || !__get_cpuid(1, &a, &b, &c, &d))
+		return -1;	/* not "GenuineIntel" */
+	fam = (a >> 8) & 0xf;
+	mod = (a >> 4) & 0xf;
+	if (fam == 6 || fam == 0xf)
+		mod |= ((a >> 16) & 0xf) << 4;
+	if (fam == 0xf)
+		fam += (a >> 20) & 0xff;
+	memset(cpu, 0, sizeof(*cpu));
+	cpu->vendor = pcv_intel;
+	cpu->family = (uint16_t)fam;
+	cpu->model = (uint8_t)mod;
+	cpu->stepping = (uint8_t)(a & 0xf);
+	return 0;
+#else
+	(void)cpu;
+	return -1;
+#endif
 }
 
 /* Split "FILE:NUM" at the last colon when NUM is a number. */
@@ -420,32 +473,77 @@ fail:
 	return -1;
 }
 
+/*
+ * ptxed's file suffix "FROM" or "FROM-TO" (numbers as strtoull base 0
+ * reads them): 1 (an offset), 2 (a range), 0 (not one: the colon is part
+ * of the file name, as ptxed takes it), -1 (a range that ends before it
+ * begins).
+ */
+int dec_parse_range(const char *s, uint64_t *from, uint64_t *to)
+{
+	const char *dash = strchr(s, '-');
+	char a[32];
+
+	if (!dash)
+		return parse_u64(s, from) ? 0 : 1;
+	if (dash == s || (size_t)(dash - s) >= sizeof(a))
+		return 0;
+	snprintf(a, sizeof(a), "%.*s", (int)(dash - s), s);
+	if (parse_u64(a, from) || parse_u64(dash + 1, to))
+		return 0;
+	return *to > *from ? 2 : -1;
+}
+
 int dec_input_add_raw(struct dec_input *in, const char *arg, char *msg, size_t len)
 {
-	uint64_t base, off = 0, size = 0;
-	char *file = NULL, *rest = NULL;
+	uint64_t base, off = 0, size = 0, from, to;
+	char *file = NULL, *rest = NULL, *c;
 	struct stat st;
 	struct dec_image *im;
+	int r;
 
 	if (split_num(arg, &rest, &base)) {
-		snprintf(msg, len, "--raw %s: want FILE:BASE or FILE:OFFSET:SIZE:BASE", arg);
+		snprintf(msg, len, "--raw %s: want FILE:BASE, FILE:FROM:BASE, FILE:FROM-TO:BASE "
+			 "(ptxed's) or FILE:OFFSET:SIZE:BASE", arg);
 		return -1;
 	}
-	/* FILE:OFFSET:SIZE:BASE? */
-	{
-		char *f2 = NULL, *f3 = NULL;
+	/*
+	 * What precedes BASE: FILE, FILE:FROM (from file offset FROM to the
+	 * end), FILE:FROM-TO (ptxed's range: [FROM, TO) of the file) or
+	 * FILE:OFFSET:SIZE.
+	 */
+	c = strrchr(rest, ':');
+	r = c ? dec_parse_range(c + 1, &from, &to) : 0;
+	if (r < 0) {
+		snprintf(msg, len, "--raw %s: the range %s ends before it begins: want FROM-TO "
+			 "with TO > FROM", arg, c + 1);
+		free(rest);
+		return -1;
+	}
+	if (r == 2) {
+		file = strndup(rest, (size_t)(c - rest));
+		off = from;
+		size = to - from;
+	} else if (r == 1) {
+		char *f2 = NULL;
 
-		if (!split_num(rest, &f2, &size) && !split_num(f2, &f3, &off)) {
-			file = f3;
-			free(f2);
+		if (!split_num(rest, &f2, &size) && !split_num(f2, &file, &off)) {
+			free(f2);	/* FILE:OFFSET:SIZE */
 		} else {
 			free(f2);
-			free(f3);
-			file = dec_xstrdup(rest);
-			off = size = 0;
+			file = strndup(rest, (size_t)(c - rest));
+			off = from;
+			size = 0;	/* to the end */
 		}
+	} else {
+		file = dec_xstrdup(rest);
 	}
 	free(rest);
+	if (!file) {
+		snprintf(msg, len, "--raw %s: out of memory", arg);
+		return -1;
+	}
+	errno = 0;
 	if (stat(file, &st) || !S_ISREG(st.st_mode)) {
 		snprintf(msg, len, "--raw %s: %s", file, errno ? strerror(errno) : "not a file");
 		free(file);
@@ -776,7 +874,8 @@ static int check_meta(struct json_object *o, const char *path, char *msg, size_t
 		MF("stopped_full", M_BOOL), MF("hw_error", M_BOOL),
 		MS("loss", "none|overwritten|truncated|hw_error",
 		   "\"none\", \"overwritten\", \"truncated\" or \"hw_error\""),
-		MF("write_error", M_STR_NULL),
+		MF("write_error", M_STR_NULL), MF("suspended", M_BOOL),
+		MI("missed", M_INT, 0, INT64_MAX), MI("busy", M_INT, 0, INT64_MAX),
 	};
 	struct json_object *v, *t;
 
@@ -855,6 +954,20 @@ static void meta_warnings(struct dec_input *in, struct json_object *o, const cha
 			dec_input_warn(in, "%s: the ring wrapped %" PRId64 " time(s): its oldest %"
 				       PRId64 " bytes were overwritten before they were saved", file,
 				       jget_int(t, "wrap_count", 0), jget_int(t, "bytes_lost", 0));
+		else if (jget_int(t, "bytes_lost", 0) > 0)
+			dec_input_warn(in, "%s: %" PRId64 " bytes were overwritten before they were "
+				       "saved", file, jget_int(t, "bytes_lost", 0));
+		if (jget_int(t, "suspended", 0))
+			dec_input_warn(in, "%s: the system suspended while tracing: the trace has a "
+				       "gap there", file);
+		if (jget_int(t, "missed", 0) > 0)
+			dec_input_warn(in, "%s: %" PRId64 " thread(s) it created were not traced (every "
+				       "trace was in use: record with more --threads)", file,
+				       jget_int(t, "missed", 0));
+		if (jget_int(t, "busy", 0) > 0)
+			dec_input_warn(in, "%s: %" PRId64 " time(s) another tracer owned the CPU's unit "
+				       "when the thread ran: its trace has that many gaps", file,
+				       jget_int(t, "busy", 0));
 		if (jget_int(t, "stopped_full", 0) || (loss && !strcmp(loss, "truncated")))
 			dec_input_warn(in, "%s: the buffer filled and the unit stopped: what ran "
 				       "after that is not in the trace", file);
@@ -871,6 +984,50 @@ static void meta_warnings(struct dec_input *in, struct json_object *o, const cha
 				       (uint64_t)st.st_size < (uint64_t)json_object_get_int64(v) ?
 				       "cut short" : "changed");
 	}
+}
+
+/*
+ * DIR/elf-images.txt (Documentation/capture-format.rst): ELF files whose
+ * code the sideband does not know (a program replayed by the simulated
+ * unit, as the demo's), one per line "PATH BASE", PATH relative to the
+ * capture directory unless absolute, loaded as --elf PATH:BASE would be.
+ * 0 (also without the file), or -1 with @msg.
+ */
+static int capture_elf_images(struct dec_input *in, const char *dir, char *msg, size_t len)
+{
+	char path[PATH_MAX], line[PATH_MAX + 64], arg[2 * PATH_MAX + 64], file[PATH_MAX];
+	unsigned long long base;
+	unsigned int nr = 0;
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "%s/elf-images.txt", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT ? 0 : (snprintf(msg, len, "%s: %s", path, strerror(errno)), -1);
+	while (!ret && fgets(line, sizeof(line), f)) {
+		char extra;
+
+		nr++;
+		if (line[0] == '#' || line[strspn(line, " \t\n")] == 0)
+			continue;
+		if (sscanf(line, "%4095s %llx %c", file, &base, &extra) != 2) {
+			snprintf(msg, len, "%s: line %u: want \"PATH BASE\" (BASE in hex)", path, nr);
+			ret = -1;
+			break;
+		}
+		snprintf(arg, sizeof(arg), "%s%s%s:%#llx", file[0] == '/' ? "" : dir,
+			 file[0] == '/' ? "" : "/", file, base);
+		if (dec_input_add_elf(in, arg, msg, len)) {
+			char m[512];
+
+			snprintf(m, sizeof(m), "%s", msg);
+			snprintf(msg, len, "%s: line %u: %s", path, nr, m);
+			ret = -1;
+		}
+	}
+	fclose(f);
+	return ret;
 }
 
 static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t len)
@@ -957,6 +1114,8 @@ static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t
 			in->program_pid = (long)jget_int(prog, "pid", 0);
 	}
 	snprintf(in->kind, sizeof(in->kind), "capture");
+	if (capture_elf_images(in, dir, msg, len))
+		goto fail;
 	{
 		struct json_object *sb = NULL, *file = NULL;
 		char sbmsg[256];

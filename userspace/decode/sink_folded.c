@@ -111,6 +111,14 @@ struct folded_sink {
 	/* --folded-time: the time after the block before (0: none since tracing resumed) */
 	bool fold_time;
 	uint64_t fold_last;
+	/*
+	 * Frames of code in no symbol, "dso+0xOFF" per instruction address
+	 * (as --profile's rows and --insn's): (ip, module) -> index + 1 into
+	 * @addr_names, interned so that a frame is one pointer.
+	 */
+	struct dec_map addr_ids;
+	char **addr_names;
+	size_t nr_addr_names;
 };
 
 static uint32_t fnode_get(struct folded_sink *r, uint32_t parent, const char *name)
@@ -237,14 +245,30 @@ static uint64_t fold_units(struct folded_sink *r, const struct dec_item *b)
 }
 
 
-/* Name of a frame: the function, else [dso], else [unknown]. */
-static const char *frame_name(const struct dec_symc *sc)
+/*
+ * Name of the frame of the instruction at @ip: its function; in a module
+ * but in no symbol, "dso+0xOFF" of the instruction itself (perf's
+ * "[.] 0x6e45"; one row per address in --profile), never one lump per
+ * DSO; else [unknown].
+ */
+static const char *frame_name(struct folded_sink *r, const struct dec_symc *sc, uint64_t ip)
 {
+	struct dec_kv *e;
+	char buf[320];
+
 	if (sc->sym)
 		return sc->sym->name;
-	if (sc->mod)
-		return sc->mod->name;
-	return "[unknown]";
+	if (!sc->mod)
+		return "[unknown]";
+	e = dec_map_get(&r->addr_ids, ip, (uint64_t)(uintptr_t)sc->mod);
+	if (!e->v) {
+		snprintf(buf, sizeof(buf), "%s+%#" PRIx64, sc->mod->name, ip - sc->mod->bias);
+		r->addr_names = dec_xrealloc(r->addr_names,
+					     (r->nr_addr_names + 1) * sizeof(*r->addr_names));
+		r->addr_names[r->nr_addr_names++] = dec_xstrdup(buf);
+		e->v = r->nr_addr_names;
+	}
+	return r->addr_names[e->v - 1];
 }
 
 /* @n units of @leaf, then the call or return that ends block @b (if @last). */
@@ -273,7 +297,7 @@ static void folded_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, 
 			bool last, const struct dec_item *b)
 {
 	struct folded_sink *r = (struct folded_sink *)k;
-	const char *leaf = frame_name(dec_stream_sym(st, ip));
+	const char *leaf = frame_name(r, dec_stream_sym(st, ip), ip);
 	uint64_t n = 0;
 
 	(void)size;
@@ -284,12 +308,35 @@ static void folded_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, 
 	folded_count(r, leaf, n, last, b);
 }
 
+struct folded_walk {
+	struct dec_sink *k;
+	struct dec_stream *st;
+};
+
+static void folded_walk_insn(void *arg, uint64_t ip, unsigned int size, bool last,
+			     const struct dec_item *b)
+{
+	struct folded_walk *w = arg;
+
+	folded_insn(w->k, w->st, ip, size, last, b);
+}
+
 static void folded_insns(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b)
 {
 	struct folded_sink *r = (struct folded_sink *)k;
 	const struct dec_symc *sc = dec_stream_sym(st, b->ip);
+	struct folded_walk w = { k, st };
+	size_t n;
 
-	folded_count(r, sc->sym ? sc->sym->name : sc->mod->name, fold_units(r, b), true, b);
+	if (sc->sym) {
+		folded_count(r, sc->sym->name, fold_units(r, b), true, b);
+		return;
+	}
+	/* a module without symbols: a frame per instruction address */
+	n = dec_walk_block(st->c, b, folded_walk_insn, &w);
+	if (n < b->ninsn)	/* no bytes for the rest: at the block's start */
+		folded_count(r, frame_name(r, dec_stream_sym(st, b->ip), b->ip),
+			     r->fold_time ? fold_units(r, b) : b->ninsn - (uint32_t)n, true, b);
 }
 
 static void folded_trace_begin(struct dec_sink *k, struct dec_stream *st, size_t i)
@@ -370,6 +417,10 @@ static void folded_end(struct dec_sink *k, struct dec_stream *st)
 	free(r->folded.t);
 	free(r->fnodes);
 	free(r->fnode_ids.t);
+	for (i = 0; i < r->nr_addr_names; i++)
+		free(r->addr_names[i]);
+	free(r->addr_names);
+	free(r->addr_ids.t);
 	for (i = 0; i < r->nr_roots; i++)
 		free(r->roots[i]);
 	free(r->roots);

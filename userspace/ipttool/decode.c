@@ -22,11 +22,12 @@ static void decode_usage(FILE *f)
 		"Usage: ipttool [-j] decode [DIR] [INPUTS] [OUTPUTS] [OPTIONS]\n\n"
 		"DIR is an ipt capture (meta.json, cpuN.pt) or a ptgen output directory.\n"
 		"Inputs (ptxed-style, for raw PT from anywhere):\n"
-		"  --pt FILE                 a raw PT trace (repeatable)\n"
+		"  --pt FILE[:FROM[-TO]]     a raw PT trace (repeatable), or its bytes FROM-TO\n"
 		"  --elf FILE[:BASE]         an ELF's executable segments (ET_DYN loaded at BASE)\n"
 		"  --raw FILE:BASE           raw code bytes loaded at BASE\n"
+		"  --raw FILE:FROM[-TO]:BASE ptxed's: from file offset FROM (to TO) at BASE\n"
 		"  --raw FILE:OFF:SIZE:BASE  SIZE bytes at file offset OFF loaded at BASE\n"
-		"  --cpu F/M[/S]             the CPU (for errata); captures carry it\n"
+		"  --cpu F/M[/S]|auto|none   the CPU (for errata); captures carry it\n"
 		"  --pid PID                 capture: take PID's code from the sideband\n"
 		"  --kcore[=FILE]            the running kernel's text from /proc/kcore (or FILE)\n"
 		"  --kallsyms FILE           its symbols and _stext/_etext (default /proc/kallsyms)\n"
@@ -35,6 +36,7 @@ static void decode_usage(FILE *f)
 		"  --debuginfo-path PATH     where to look for separate debug files (libdwfl's\n"
 		"                            syntax; default :.debug:/usr/lib/debug)\n"
 		"  --mtc-freq N, --nom-freq N, --cpuid-0x15 EAX/EBX[/ECX]   timing parameters\n"
+		"  --cpuid-0x15.eax N, --cpuid-0x15.ebx N, --cpuid-0x15.ecx N  (ptxed's spelling)\n"
 		"Outputs (to stdout, or to FILE with =FILE; at most one on stdout):\n"
 		"  --insn[=FILE]             instruction trace: address, symbol+offset\n"
 		"  --disasm                  add Zydis disassembly to --insn\n"
@@ -62,6 +64,8 @@ enum {
 	O_PROFILE, O_FOLDED, O_BLOCKS, O_PACKETS, O_PERFETTO, O_DRCOV, O_INSNDEC, O_NOSPLIT,
 	O_PID, O_LINES, O_KCORE, O_KALLSYMS, O_MODULES, O_FOLDTIME, O_PROGRESS,
 	O_DEBUGINFO,
+	/* ptxed's spellings (ptgen's ptxed-args) */
+	O_C15A, O_C15B, O_C15C, O_BLOCKDEC,
 };
 
 /*
@@ -114,7 +118,7 @@ static FILE *open_out(const char *file, const char *what)
 
 	if (!file || !strcmp(file, "-"))
 		return stdout;
-	f = fopen(file, "w");
+	f = ipt_fopen_out(file);
 	if (!f)
 		ipt_err("%s %s: %s (check the directory exists and is writable)", what, file,
 			strerror(errno));
@@ -184,6 +188,58 @@ static int same_file(const struct outspec *spec, const struct outspec *packets)
 	return 0;
 }
 
+/*
+ * --pt FILE[:FROM[-TO]] (ptxed's): the whole file, or its bytes from FROM
+ * (to the end, or to TO), read into *@buf for the decoder.  0, or 1 after
+ * the message.
+ */
+static int add_pt(struct dec_input *in, const char *arg, uint8_t **buf)
+{
+	const char *c = strrchr(arg, ':');
+	uint64_t from = 0, to = 0;
+	int r = c ? dec_parse_range(c + 1, &from, &to) : 0;
+	char file[PATH_MAX];
+	struct stat st;
+	size_t n;
+	FILE *f;
+
+	if (r < 0) {
+		ipt_err("decode: --pt %s: the range %s ends before it begins: want FROM-TO with "
+			"TO > FROM", arg, c + 1);
+		return 1;
+	}
+	snprintf(file, sizeof(file), "%.*s", r > 0 ? (int)(c - arg) : (int)strlen(arg), arg);
+	if (access(file, R_OK) || stat(file, &st)) {
+		ipt_err("decode: --pt %s: %s", file, strerror(errno));
+		return 1;
+	}
+	if (!r) {
+		dec_input_add_trace(in, file, -1);
+		return 0;
+	}
+	if (r == 1)
+		to = (uint64_t)st.st_size;
+	if (from >= (uint64_t)st.st_size || to > (uint64_t)st.st_size) {
+		ipt_err("decode: --pt %s: %#" PRIx64 "-%#" PRIx64 " is beyond the file's %lld bytes",
+			arg, from, to, (long long)st.st_size);
+		return 1;
+	}
+	n = (size_t)(to - from);
+	*buf = malloc(n ? n : 1);
+	f = fopen(file, "rb");
+	if (!*buf || !f || fseeko(f, (off_t)from, SEEK_SET) || fread(*buf, 1, n, f) != n) {
+		ipt_err("decode: --pt %s: %s", arg, errno ? strerror(errno) : "short read");
+		if (f)
+			fclose(f);
+		return 1;
+	}
+	fclose(f);
+	dec_input_add_trace(in, file, -1);
+	in->traces[in->nr_traces - 1].data = *buf;
+	in->traces[in->nr_traces - 1].size = n;
+	return 0;
+}
+
 /* The decoder library's out-of-memory handler: say so, exit status 2. */
 static void decode_nomem(void)
 {
@@ -224,6 +280,10 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		{ "progress", no_argument, NULL, O_PROGRESS },
 		{ "debuginfo-path", required_argument, NULL, O_DEBUGINFO },
 		{ "help", no_argument, NULL, 'h' },
+		{ "cpuid-0x15.eax", required_argument, NULL, O_C15A },
+		{ "cpuid-0x15.ebx", required_argument, NULL, O_C15B },
+		{ "cpuid-0x15.ecx", required_argument, NULL, O_C15C },
+		{ "block-decoder", no_argument, NULL, O_BLOCKDEC },
 		{ 0 }
 	};
 	struct outspec spec[OUT_NR] = { 0 }, packets = { 0 };
@@ -234,11 +294,13 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	const char *dir = NULL;
 	char msg[512];
 	int c, i, ret = 2, on_stdout = 0;
-	bool have_cpu_opt = false;
+	enum { CPU_INPUT, CPU_GIVEN, CPU_NONE, CPU_AUTO } cpu_mode = CPU_INPUT;
 	struct pt_cpu cpu_opt;
+	uint8_t **ptbufs = calloc((size_t)argc + 1, sizeof(uint8_t *));
 	uint8_t mtc = 0, nom = 0;
 	bool have_mtc = false, have_nom = false, have_c15 = false;
 	uint32_t c15a = 0, c15b = 0, c15c = 0;
+	unsigned int c15_parts = 0;	/* ptxed-style registers given: bit 0 eax .. 2 ecx */
 	const char *kcore = NULL, *kallsyms = NULL, *modules = NULL;
 	struct decode_progress prog = { .last = -1 };
 	bool quiet = false, force_progress = false;
@@ -263,12 +325,21 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		case O_ELF: elfs[nelf++] = optarg; break;
 		case O_RAW: raws[nraw++] = optarg; break;
 		case O_CPU:
+			/* ptxed's "none" (no errata) and its former "auto" too */
+			if (!strcmp(optarg, "none")) {
+				cpu_mode = CPU_NONE;
+				break;
+			}
+			if (!strcmp(optarg, "auto")) {
+				cpu_mode = CPU_AUTO;
+				break;
+			}
 			if (dec_parse_cpu(optarg, &cpu_opt)) {
-				ipt_err("--cpu %s: want FAMILY/MODEL[/STEPPING] in decimal, e.g. 6/126/5 "
-					"('ipttool info' prints it)", optarg);
+				ipt_err("--cpu %s: want FAMILY/MODEL[/STEPPING], e.g. 6/126/5 ('ipttool "
+					"info' prints it), auto or none", optarg);
 				goto out;
 			}
-			have_cpu_opt = true;
+			cpu_mode = CPU_GIVEN;
 			break;
 		case O_MTC:
 			/*
@@ -291,6 +362,27 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 			}
 			have_nom = true;
 			break;
+		case O_C15A:
+		case O_C15B:
+		case O_C15C: {
+			/* ptxed's --cpuid-0x15.eax N and .ebx N; .ecx: the crystal (Hz) */
+			uint32_t *r = c == O_C15A ? &c15a : c == O_C15B ? &c15b : &c15c;
+			unsigned long long v;
+			char *end;
+
+			errno = 0;
+			v = strtoull(optarg, &end, 0);
+			if (errno || *end || !*optarg || *optarg == '-' || v > UINT32_MAX) {
+				ipt_err("--%s %s: want a 32-bit number (CPUID leaf 0x15's register)",
+					c == O_C15A ? "cpuid-0x15.eax" : c == O_C15B ? "cpuid-0x15.ebx" :
+					"cpuid-0x15.ecx", optarg);
+				goto out;
+			}
+			*r = (uint32_t)v;
+			c15_parts |= 1u << (c - O_C15A);
+			break;
+		}
+		case O_BLOCKDEC: dopt.insn_decoder = false; break;
 		case O_C15: {
 			char extra;
 
@@ -375,13 +467,9 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	}
 	if (!dir)
 		snprintf(in.kind, sizeof(in.kind), "pt");
-	for (i = 0; i < npt; i++) {
-		if (access(pts[i], R_OK)) {
-			ipt_err("decode: --pt %s: %s", pts[i], strerror(errno));
+	for (i = 0; i < npt; i++)
+		if (add_pt(&in, pts[i], &ptbufs[i]))
 			goto out;
-		}
-		dec_input_add_trace(&in, pts[i], -1);
-	}
 	if ((kallsyms || modules) && !kcore) {
 		ipt_err("decode: --%s goes with --kcore (for a vmlinux, give --elf vmlinux)",
 			kallsyms ? "kallsyms" : "modules");
@@ -405,9 +493,29 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 			ipt_err("decode: %s", msg);
 			goto out;
 		}
-	if (have_cpu_opt) {
+	switch (cpu_mode) {
+	case CPU_INPUT:
+		break;
+	case CPU_GIVEN:
 		in.cpu = cpu_opt;
 		in.have_cpu = true;
+		break;
+	case CPU_NONE:
+		memset(&in.cpu, 0, sizeof(in.cpu));
+		in.cpu.vendor = pcv_unknown;
+		in.have_cpu = false;
+		break;
+	case CPU_AUTO:
+		/* the CPU the input records, else this machine's */
+		if (in.have_cpu)
+			break;
+		if (dec_host_cpu(&in.cpu)) {
+			ipt_err("decode: --cpu auto: the input names no CPU and this machine's is not "
+				"an Intel one: give --cpu FAMILY/MODEL[/STEPPING] or --cpu none");
+			goto out;
+		}
+		in.have_cpu = true;
+		break;
 	}
 	if (have_mtc)
 		in.mtc_freq = mtc;
@@ -419,6 +527,12 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		if (c15c)
 			in.cpuid_0x15_ecx = c15c;
 	}
+	if (c15_parts & 1)
+		in.cpuid_0x15_eax = c15a;
+	if (c15_parts & 2)
+		in.cpuid_0x15_ebx = c15b;
+	if (c15_parts & 4)
+		in.cpuid_0x15_ecx = c15c;
 	if (!in.nr_images && !packets.on)
 		fprintf(stderr, "ipttool: decode: warning: no code images (give --elf FILE or --raw "
 			"FILE:BASE): every instruction fetch will fail\n");
@@ -460,10 +574,17 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		}
 		for (size_t k = 0; k < in.nr_traces; k++) {
 			size_t len = 0;
-			FILE *tf = fopen(in.traces[k].file, "rb");
+			FILE *tf = in.traces[k].data ? NULL : fopen(in.traces[k].file, "rb");
 			uint8_t *buf = NULL;
 			long n;
 
+			if (in.traces[k].data) {	/* --pt FILE:FROM-TO */
+				buf = malloc(in.traces[k].size + 1);
+				if (buf) {
+					memcpy(buf, in.traces[k].data, in.traces[k].size);
+					len = in.traces[k].size;
+				}
+			}
 			if (tf && !fseek(tf, 0, SEEK_END) && (n = ftell(tf)) >= 0 && !fseek(tf, 0, SEEK_SET)) {
 				buf = malloc((size_t)n + 1);
 				len = buf ? fread(buf, 1, (size_t)n, tf) : 0;
@@ -531,6 +652,9 @@ out:
 		if (outs.f[i] && outs.f[i] != stdout)
 			fclose(outs.f[i]);
 	dec_input_free(&in);
+	for (i = 0; ptbufs && i < npt; i++)
+		free(ptbufs[i]);
+	free(ptbufs);
 	free(pts);
 	free(elfs);
 	free(raws);

@@ -51,6 +51,11 @@ void ipt_set_json_errors(bool on);
  * (once for stdout: later calls on it return 1 quietly).
  */
 int ipt_close_out(FILE *f, const char *name);
+/*
+ * fopen(@path, "w") whose stream keeps the errno of its first failed
+ * write for ipt_close_out() (at most 16 open at once).  NULL + errno.
+ */
+FILE *ipt_fopen_out(const char *path);
 /* @v as a JSON string "0x..." (64-bit addresses: jq rounds numbers > 2^53). */
 struct json_object *ipt_json_hex(uint64_t v);
 /* Report a failed open of the device with what to do about it. */

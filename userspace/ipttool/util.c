@@ -3,8 +3,11 @@
  * ipttool: messages and output helpers shared by the commands.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ipttool.h"
 
@@ -42,6 +45,89 @@ void ipt_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/*
+ * Output files of ipt_fopen_out(): a stdio stream over the file that
+ * keeps the errno of its first failed write, which stdio forgets (a
+ * write that fails while a long output is still being written leaves
+ * only ferror(); the fflush() at the end then has nothing to write).
+ */
+struct out_file {
+	FILE *f;
+	int fd;
+	int err;
+};
+
+static struct out_file *out_files[16];
+
+static ssize_t out_write(void *cookie, const char *buf, size_t n)
+{
+	struct out_file *o = cookie;
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t w = write(o->fd, buf + done, n - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!o->err)
+				o->err = w < 0 ? errno : EIO;
+			return done ? (ssize_t)done : -1;
+		}
+		done += (size_t)w;
+	}
+	return (ssize_t)n;
+}
+
+static int out_close(void *cookie)
+{
+	struct out_file *o = cookie;
+	int r = close(o->fd);
+
+	for (size_t i = 0; i < sizeof(out_files) / sizeof(out_files[0]); i++)
+		if (out_files[i] == o)
+			out_files[i] = NULL;
+	free(o);
+	return r;
+}
+
+FILE *ipt_fopen_out(const char *path)
+{
+	static const cookie_io_functions_t io = { .write = out_write, .close = out_close };
+	struct out_file *o = calloc(1, sizeof(*o));
+	size_t i;
+
+	if (!o)
+		return NULL;
+	for (i = 0; i < sizeof(out_files) / sizeof(out_files[0]) && out_files[i]; i++)
+		;
+	o->fd = i < sizeof(out_files) / sizeof(out_files[0]) ?
+		open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : -1;
+	if (o->fd < 0) {
+		if (i == sizeof(out_files) / sizeof(out_files[0]))
+			errno = EMFILE;
+		free(o);
+		return NULL;
+	}
+	o->f = fopencookie(o, "w", io);
+	if (!o->f) {
+		close(o->fd);
+		free(o);
+		return NULL;
+	}
+	out_files[i] = o;
+	return o->f;
+}
+
+/* The errno of @f's first failed write, if ipt_fopen_out() opened it; else 0. */
+static int out_errno(FILE *f)
+{
+	for (size_t i = 0; i < sizeof(out_files) / sizeof(out_files[0]); i++)
+		if (out_files[i] && out_files[i]->f == f)
+			return out_files[i]->err;
+	return 0;
+}
+
 int ipt_close_out(FILE *f, const char *name)
 {
 	static bool stdout_failed;	/* said once: a later check stays quiet */
@@ -51,6 +137,8 @@ int ipt_close_out(FILE *f, const char *name)
 	errno = 0;
 	if (fflush(f))
 		err = errno;
+	if (out_errno(f))
+		err = out_errno(f);	/* the first failure's reason */
 	if (f != stdout && f != stderr && fclose(f) && !err)
 		err = errno;
 	if (!bad && !err)

@@ -527,15 +527,48 @@ static void test_profile(struct run *r, const char *out)
 	free(s);
 }
 
+/*
+ * The --folded frame of @ip in static program @r: its function, else (code
+ * in no symbol: IRELATIVE PLT stubs) "prog+0xADDR", the instruction's own
+ * address (an ET_EXEC file: offset = address), never one lump per DSO
+ * (issue 17).  Interned: the same pointer for the same address.
+ */
 static const char *frame(struct run *r, uint64_t ip)
 {
+	static struct { uint64_t ip; const struct run *r; char *name; } *tab;
+	static size_t cap, n;
 	const struct gsym *g = sym_of_cached(r, ip);
 	const char *slash;
+	size_t i;
 
 	if (g)
 		return g->name;
+	if ((n + 1) * 2 > cap) {
+		size_t ocap = cap;
+		__typeof__(tab) old = tab;
+
+		cap = cap ? cap * 2 : 1024;
+		tab = calloc(cap, sizeof(*tab));
+		for (i = 0; i < ocap; i++)
+			if (old[i].name) {
+				size_t k = (old[i].ip * 0x9e3779b97f4a7c15ULL) >> 40 & (cap - 1);
+
+				while (tab[k].name)
+					k = (k + 1) & (cap - 1);
+				tab[k] = old[i];
+			}
+		free(old);
+	}
+	for (i = (ip * 0x9e3779b97f4a7c15ULL) >> 40 & (cap - 1); tab[i].name; i = (i + 1) & (cap - 1))
+		if (tab[i].ip == ip && tab[i].r == r)
+			return tab[i].name;
 	slash = strrchr(r->elf, '/');
-	return slash ? slash + 1 : r->elf;
+	tab[i].ip = ip;
+	tab[i].r = r;
+	if (asprintf(&tab[i].name, "%s+%#" PRIx64, slash ? slash + 1 : r->elf, ip) < 0)
+		return "?";
+	n++;
+	return tab[i].name;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -691,9 +724,163 @@ static void test_folded(struct run *r, const char *out)
  * only when node or speedscope is not installed (scripts/setup installs
  * them).
  */
+struct pf_ev {
+	int64_t ns;
+	size_t idx;			/* file order */
+	uint32_t pid, tid;
+	char ph;
+	const char *name;
+};
+
+static int cmp_pf_ev(const void *x, const void *y)
+{
+	const struct pf_ev *a = x, *b = y;
+
+	if (a->ns != b->ns)
+		return a->ns < b->ns ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/*
+ * The rules of Perfetto's trace-event importer (trace_processor's
+ * json_trace_tokenizer.cc and sorter/trace_sorter.h, read for them): "ts"
+ * a JSON number in microseconds, turned into ns as llround(ts * 1000)
+ * (exactly, when whole), required but for "M"; a negative time is dropped;
+ * "pid"/"tid" numbers that fit 32 bits (else 0); the events sorted by that
+ * ns, equal times in file order (no "X" event, whose presence makes "E"
+ * sort first at equal times); then per (pid, tid) each "E" ends the slice
+ * on top of the track's stack.  @path must obey them, and every "E" must
+ * end the slice its "B" of the same name began.
+ */
+static bool perfetto_rules_ok(const char *path, char *why, size_t wlen)
+{
+	struct json_object *o = json_object_from_file(path), *evs = NULL;
+	size_t n = 0, i, bad_ts = 0, bad_id = 0, xs = 0, badnest = 0, open = 0, neg = 0;
+	struct pf_ev *ev;
+
+	if (o)
+		json_object_object_get_ex(o, "traceEvents", &evs);
+	n = evs ? json_object_array_length(evs) : 0;
+	ev = calloc(n + 1, sizeof(*ev));
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(evs, i), *v;
+		const char *ph = json_object_object_get_ex(e, "ph", &v) ? json_object_get_string(v) : "";
+
+		ev[i].idx = i;
+		ev[i].ph = ph[0];
+		xs += ph[0] == 'X';
+		ev[i].name = json_object_object_get_ex(e, "name", &v) ? json_object_get_string(v) : "";
+		for (int k = 0; k < 2; k++) {
+			int64_t id = 0;
+
+			if (json_object_object_get_ex(e, k ? "tid" : "pid", &v)) {
+				if (!json_object_is_type(v, json_type_int) ||
+				    (id = json_object_get_int64(v)) < 0 || id > UINT32_MAX)
+					bad_id++;
+			}
+			if (k)
+				ev[i].tid = (uint32_t)id;
+			else
+				ev[i].pid = (uint32_t)id;
+		}
+		if (ph[0] == 'M')
+			continue;
+		if (!json_object_object_get_ex(e, "ts", &v) ||
+		    !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double))) {
+			bad_ts++;
+			continue;
+		}
+		if (json_object_is_type(v, json_type_int)) {
+			ev[i].ns = json_object_get_int64(v) * 1000;
+		} else {
+			double d = json_object_get_double(v);
+
+			ev[i].ns = d == (double)(int64_t)d ? (int64_t)d * 1000 :
+				   (int64_t)(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
+		}
+		neg += ev[i].ns < 0;
+	}
+	qsort(ev, n, sizeof(*ev), cmp_pf_ev);
+	{
+		/* per track: a stack of open slice names */
+		struct pf_stack { uint32_t pid, tid; const char *open[4096]; size_t n; } *tr = NULL;
+		size_t ntr = 0, t;
+
+		for (i = 0; i < n; i++) {
+			if (ev[i].ph != 'B' && ev[i].ph != 'E')
+				continue;
+			for (t = 0; t < ntr && (tr[t].pid != ev[i].pid || tr[t].tid != ev[i].tid); t++)
+				;
+			if (t == ntr) {
+				tr = realloc(tr, (ntr + 1) * sizeof(*tr));
+				tr[ntr].pid = ev[i].pid;
+				tr[ntr].tid = ev[i].tid;
+				tr[ntr++].n = 0;
+			}
+			if (ev[i].ph == 'B') {
+				if (tr[t].n < 4096)
+					tr[t].open[tr[t].n] = ev[i].name;
+				tr[t].n++;
+			} else if (!tr[t].n) {
+				badnest++;
+			} else if (--tr[t].n < 4096 && strcmp(tr[t].open[tr[t].n], ev[i].name)) {
+				badnest++;
+			}
+		}
+		for (t = 0; t < ntr; t++)
+			open += tr[t].n;
+		free(tr);
+	}
+	snprintf(why, wlen, "%zu events: %zu bad ts, %zu bad ids, %zu X, %zu negative, %zu "
+		 "misnested, %zu left open", n, bad_ts, bad_id, xs, neg, badnest, open);
+	free(ev);
+	json_object_put(o);
+	return o && evs && n && !bad_ts && !bad_id && !xs && !neg && !badnest && !open;
+}
+
+static void perfetto_rules(const char *label, const char *path)
+{
+	static bool controls;
+	char why[256];
+	bool ok = perfetto_rules_ok(path, why, sizeof(why));
+
+	CHECK(ok, "%s: Perfetto's importer rules: ts numbers (us, to ns as it rounds them), "
+	      "pid/tid 32-bit numbers, and after its sort every E ends the slice its B began (%s)",
+	      label, why);
+	if (!controls) {
+		/* the checker itself: files that break those rules are refused */
+		static const char *const bad[] = {
+			"{\"traceEvents\":[{\"ph\":\"B\",\"pid\":1,\"tid\":1,\"ts\":\"5\","
+			"\"name\":\"f\"},{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":6,\"name\":\"f\"}]}",
+			/* the E is earlier than its B: it sorts first */
+			"{\"traceEvents\":[{\"ph\":\"B\",\"pid\":1,\"tid\":1,\"ts\":2.0004,"
+			"\"name\":\"f\"},{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":1.9,\"name\":\"f\"}]}",
+			"{\"traceEvents\":[{\"ph\":\"B\",\"pid\":1,\"tid\":1,\"ts\":1,\"name\":\"f\"},"
+			"{\"ph\":\"B\",\"pid\":1,\"tid\":1,\"ts\":2,\"name\":\"g\"},"
+			"{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":3,\"name\":\"f\"}]}",
+			"{\"traceEvents\":[{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1,"
+			"\"name\":\"f\"}]}",
+			"{\"traceEvents\":[{\"ph\":\"B\",\"pid\":\"0x1\",\"tid\":1,\"ts\":1,"
+			"\"name\":\"f\"},{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":2,\"name\":\"f\"}]}",
+		};
+		char p[PATH_MAX + 32];
+		size_t refused = 0;
+
+		controls = true;
+		snprintf(p, sizeof(p), "%s/perfetto-bad.json", work);
+		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+			refused += !spew(p, bad[k], strlen(bad[k])) && !perfetto_rules_ok(p, why, sizeof(why));
+		CHECK(refused == sizeof(bad) / sizeof(bad[0]),
+		      "the Perfetto rules check refuses a string ts, an E sorted before its B, an E "
+		      "of another name, an X event and a string pid (%zu of %zu)", refused,
+		      sizeof(bad) / sizeof(bad[0]));
+	}
+}
+
 static void test_speedscope(const char *label, const char *path, size_t ntracks,
 			    const char *const *names)
 {
+	perfetto_rules(label, path);
 	char out[PATH_MAX + 16], *s;
 	struct json_object *o, *v, *profs = NULL;
 	size_t len, i, np = 0, spans = 0;
@@ -1612,6 +1799,246 @@ static bool make_real_capture(const char *dir, const void *trace, size_t tlen)
 	return !capture_write_trace(&c, &tr, trace, &seg, 1) && !capture_write_meta(&c);
 }
 
+/*
+ * --folded of raw images (no symbols) at @path: every frame is
+ * "img-START-K.bin+0xOFF", one per instruction address (issue 17: no
+ * "dso" lump), and the leaf counts per address are the ground truth's
+ * executions of each address.
+ */
+static void test_folded_addrs(struct run *r, const char *path)
+{
+	size_t len, n = 0, cap = 1024, bad = 0, lumps = 0, i, k, diff = 0;
+	char *txt = slurp(path, &len), *line, *sv = NULL;
+	uint64_t *want = malloc(r->n * sizeof(*want)), (*got)[2] = malloc(cap * sizeof(*got));
+	bool have;
+
+	for (line = txt ? strtok_r(txt, "\n", &sv) : NULL; line; line = strtok_r(NULL, "\n", &sv)) {
+		char *sp = strrchr(line, ' '), *fr, *sv2 = NULL;
+		unsigned long long start, off, cnt;
+		unsigned int idx;
+		int used;
+
+		if (!sp || sscanf(sp + 1, "%llu", &cnt) != 1) {
+			bad++;
+			continue;
+		}
+		*sp = 0;
+		for (fr = strtok_r(line, ";", &sv2); fr; fr = strtok_r(NULL, ";", &sv2)) {
+			used = 0;
+			if (sscanf(fr, "img-%llx-%u.bin+%llx%n", &start, &idx, &off, &used) != 3 ||
+			    fr[used]) {
+				lumps++;
+				continue;
+			}
+			if (sv2 && *sv2)
+				continue;	/* not the leaf */
+			if (n == cap)
+				got = realloc(got, (cap *= 2) * sizeof(*got));
+			got[n][0] = start + off;
+			got[n++][1] = cnt;
+		}
+	}
+	have = txt != NULL;
+	free(txt);
+	memcpy(want, r->ips, r->n * sizeof(*want));
+	qsort(want, r->n, sizeof(*want), cmp_u64);
+	qsort(got, n, sizeof(*got), cmp_u64);
+	/* merge: per address, the folded leaf counts against the ground truth's */
+	for (i = 0, k = 0; i < r->n || k < n;) {
+		uint64_t a = i < r->n ? want[i] : UINT64_MAX, c1 = 0, c2 = 0;
+
+		if (k < n && got[k][0] < a)
+			a = got[k][0];
+		while (i < r->n && want[i] == a) {
+			c1++;
+			i++;
+		}
+		while (k < n && got[k][0] == a)
+			c2 += got[k++][1];
+		diff += c1 != c2;
+	}
+	CHECK(have && n && !bad && !lumps && !diff,
+	      "%s: --folded without symbols: a frame per instruction address (dso+0xOFF), the "
+	      "leaf counts per address the ground truth's (%zu leaves, %zu bad lines, %zu other "
+	      "frames, %zu addresses differ)", r->name, n, bad, lumps, diff);
+	free(want);
+	free(got);
+}
+
+/* The number of lines of @path. */
+static size_t lines_of(const char *path)
+{
+	size_t len, n = 0;
+	char *t = slurp(path, &len);
+
+	for (size_t i = 0; t && i < len; i++)
+		n += t[i] == '\n';
+	free(t);
+	return n;
+}
+
+/* The summary's "cpu" ("F/M/S", or "null") of the JSON summary @path. */
+static void summary_cpu(const char *path, char *buf, size_t len)
+{
+	struct json_object *o = json_object_from_file(path), *v;
+
+	snprintf(buf, len, "(no summary)");
+	if (o && json_object_object_get_ex(o, "cpu", &v))
+		snprintf(buf, len, "%s", v ? json_object_get_string(v) : "null");
+	json_object_put(o);
+}
+
+/* This machine's CPU as /proc/cpuinfo gives it, "F/M/S"; "" if not Intel's. */
+static void cpuinfo_cpu(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+	int fam = -1, mod = -1, step = -1;
+	bool intel = false;
+
+	while (f && fgets(line, sizeof(line), f) && step < 0) {
+		intel |= !strncmp(line, "vendor_id", 9) && strstr(line, "GenuineIntel");
+		if (!strncmp(line, "cpu family", 10))
+			sscanf(strchr(line, ':') + 1, "%d", &fam);
+		else if (!strncmp(line, "model\t", 6))
+			sscanf(strchr(line, ':') + 1, "%d", &mod);
+		else if (!strncmp(line, "stepping", 8))
+			sscanf(strchr(line, ':') + 1, "%d", &step);
+	}
+	if (f)
+		fclose(f);
+	buf[0] = 0;
+	if (intel && fam >= 0 && mod >= 0 && step >= 0)
+		snprintf(buf, len, "%d/%d/%d", fam, mod, step);
+}
+
+/*
+ * ptxed's own syntax (issue 17): the ptxed-args file ptgen writes for a
+ * run (--cpu F/M/S, with --tsc --nom-freq N --cpuid-0x15.eax N
+ * --cpuid-0x15.ebx N --mtc-freq N, --pt FILE, --raw FILE:BASE) decodes
+ * to the ground truth; ptxed's --raw FILE:FROM-TO:BASE and
+ * FILE:FROM:BASE, --pt FILE:FROM[-TO], --cpu none and auto.
+ */
+static void test_ptxed(struct run *r)
+{
+	char path[PATH_MAX + 32], *args, raws[16384], cpu[64], host[64];
+	size_t n = 0, first, len, o = 0;
+	struct stat sb;
+	FILE *f;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/ptxed-args", r->dir);
+	args = slurp(path, &len);
+	if (!args) {
+		CHECK(0, "%s: ptgen wrote no ptxed-args", r->name);
+		return;
+	}
+	args[strcspn(args, "\n")] = 0;
+	st = decode(F(r, "pxa"), F(r, "epxa"), "decode %s --insn", args);
+	CHECK(st == 0 && clean_stderr(F(r, "epxa")) && insn_equal(r, F(r, "pxa"), &n, &first),
+	      "%s: ptgen's ptxed-args (%.60s...) decode to the ground truth (exit %d, %zu "
+	      "instructions)", r->name, args, st, n);
+	snprintf(path, sizeof(path), "%s/timing", r->dir);
+	f = fopen(path, "r");
+	if (f) {
+		/* ptxed has no crystal option: ours (.ecx) makes it the directory's time */
+		unsigned long long ecx = 0;
+		char line[128];
+
+		while (fgets(line, sizeof(line), f))
+			sscanf(line, "cpuid_0x15_ecx %llu", &ecx);
+		fclose(f);
+		st = decode(F(r, "pxt"), F(r, "epxt"), "decode %s --cpuid-0x15.ecx %llu --calls=%s",
+			    args, ecx, F(r, "pxt.calls"));
+		st |= decode(F(r, "pxd"), F(r, "epxd"), "decode %s --calls=%s", r->dir,
+			     F(r, "pxd.calls"));
+		/* the instruction number and time of each line (raw dumps have no symbols) */
+		sh("awk '{ print $1, $2 }' %s >%s.t; awk '{ print $1, $2 }' %s >%s.t",
+		   F(r, "pxt.calls"), F(r, "pxt.calls"), F(r, "pxd.calls"), F(r, "pxd.calls"));
+		snprintf(path, sizeof(path), "%s.t", F(r, "pxd.calls"));
+		CHECK(st == 0 && ecx && lines_of(path) > 100 &&
+		      same_files(F(r, "pxt.calls.t"), path),
+		      "%s: ptxed-args' --nom-freq/--cpuid-0x15.eax/.ebx/--mtc-freq (and .ecx %llu) "
+		      "time --calls as the ptgen directory's timing file does", r->name, ecx);
+	}
+	free(args);
+
+	/* --raw FILE:FROM-TO:BASE, and each image cut in two: FROM-TO, then FROM to the end */
+	raws[0] = 0;
+	for (size_t i = 0; i < r->nimg && o < sizeof(raws) - 2 * PATH_MAX; i++) {
+		uint64_t sz = r->img[i].end - r->img[i].start, h = sz / 2;
+
+		o += (size_t)snprintf(raws + o, sizeof(raws) - o,
+				      " --raw %s/img-%" PRIx64 "-%zu.bin:0-%#" PRIx64 ":%#" PRIx64
+				      " --raw %s/img-%" PRIx64 "-%zu.bin:%#" PRIx64 ":%#" PRIx64,
+				      r->dir, r->img[i].start, i, h, r->img[i].start,
+				      r->dir, r->img[i].start, i, h, r->img[i].start + h);
+	}
+	st = decode(F(r, "pxr"), F(r, "epxr"), "decode --cpu 6/126/5 --pt %s/trace.pt%s --insn",
+		    r->dir, raws);
+	CHECK(st == 0 && insn_equal(r, F(r, "pxr"), &n, &first),
+	      "%s: --raw FILE:0-HALF:BASE and FILE:HALF:BASE+HALF (ptxed's ranges) decode to the "
+	      "ground truth (exit %d, %zu instructions)", r->name, st, n);
+	st = decode(F(r, "pxb"), F(r, "epxb"), "decode --pt %s/trace.pt --raw %s/img-%" PRIx64
+		    "-0.bin:0x20-0x10:%#" PRIx64 " --insn", r->dir, r->dir, r->img[0].start,
+		    r->img[0].start);
+	CHECK(st == 2 && file_contains(F(r, "epxb"), "0x20-0x10 ends before it begins"),
+	      "%s: --raw FILE:0x20-0x10:BASE is refused, exit 2 (%d)", r->name, st);
+
+	/* --pt FILE:FROM-TO and FILE:FROM */
+	raw_args(r, raws, sizeof(raws), -1);
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	if (stat(path, &sb))
+		sb.st_size = 0;
+	st = decode(F(r, "pxp"), F(r, "epxp"), "decode --pt %s/trace.pt:0-%lld%s --insn", r->dir,
+		    (long long)sb.st_size, raws);
+	st |= decode(F(r, "pxq"), F(r, "epxq"), "decode --pt %s/trace.pt:0%s --insn", r->dir, raws);
+	CHECK(st == 0 && insn_equal(r, F(r, "pxp"), &n, &first) &&
+	      insn_equal(r, F(r, "pxq"), &n, &first),
+	      "%s: --pt FILE:0-SIZE and FILE:0 decode to the ground truth", r->name);
+	st = decode(F(r, "pxh"), F(r, "epxh"), "-j decode --pt %s/trace.pt:0-%lld%s", r->dir,
+		    (long long)sb.st_size / 2, raws);
+	{
+		struct json_object *j = json_object_from_file(F(r, "pxh")), *t = NULL, *v = NULL;
+		int64_t bytes = -1;
+
+		if (j && json_object_object_get_ex(j, "traces", &t) &&
+		    json_object_object_get_ex(json_object_array_get_idx(t, 0), "bytes", &v))
+			bytes = json_object_get_int64(v);
+		json_object_put(j);
+		CHECK(st != 2 && bytes == (int64_t)sb.st_size / 2,
+		      "%s: --pt FILE:0-%lld decodes those %lld bytes only (%" PRId64 ")", r->name,
+		      (long long)sb.st_size / 2, (long long)sb.st_size / 2, bytes);
+	}
+
+	/* --cpu: 0x numbers, none, auto */
+	st = decode(F(r, "pxc"), F(r, "epxc"), "-j decode %s --cpu 0x6/0x7e/5", r->dir);
+	summary_cpu(F(r, "pxc"), cpu, sizeof(cpu));
+	CHECK(st == 0 && !strcmp(cpu, "6/126/5"), "%s: --cpu 0x6/0x7e/5 is 6/126/5 (%s)", r->name,
+	      cpu);
+	st = decode(F(r, "pxc"), F(r, "epxc"), "-j decode %s --cpu none", r->dir);
+	summary_cpu(F(r, "pxc"), cpu, sizeof(cpu));
+	CHECK(st == 0 && !strcmp(cpu, "null"), "%s: --cpu none: no CPU (%s)", r->name, cpu);
+	st = decode(F(r, "pxc"), F(r, "epxc"), "-j decode %s --cpu auto", r->dir);
+	summary_cpu(F(r, "pxc"), cpu, sizeof(cpu));
+	CHECK(st == 0 && !strcmp(cpu, "6/126/5"),
+	      "%s: --cpu auto on a directory: the CPU it records (%s)", r->name, cpu);
+	cpuinfo_cpu(host, sizeof(host));
+	st = decode(F(r, "pxc"), F(r, "epxc"), "-j decode --pt %s/trace.pt%s --cpu auto", r->dir,
+		    raws);
+	summary_cpu(F(r, "pxc"), cpu, sizeof(cpu));
+	if (host[0])
+		CHECK(st == 0 && !strcmp(cpu, host),
+		      "%s: --cpu auto with --pt: this machine's CPU (%s, /proc/cpuinfo %s)", r->name,
+		      cpu, host);
+	else
+		CHECK(st == 2 && file_contains(F(r, "pxc"), "not an Intel one"),
+		      "%s: --cpu auto with --pt on a CPU not Intel's: exit 2 (%d)", r->name, st);
+	st = decode(F(r, "pxc"), F(r, "epxc"), "decode %s --cpuid-0x15.eax 0x1x", r->dir);
+	CHECK(st == 2 && file_contains(F(r, "epxc"), "--cpuid-0x15.eax 0x1x: want a 32-bit number"),
+	      "%s: --cpuid-0x15.eax 0x1x is refused, exit 2 (%d)", r->name, st);
+}
+
 static void test_inputs(struct run *r)
 {
 	char raws[16384], cap[PATH_MAX + 32], path[PATH_MAX + 32];
@@ -1636,6 +2063,7 @@ static void test_inputs(struct run *r)
 	      same_files(F(r, "xp2.p"), F(r, "xp3.p")),
 	      "%s: --raw images without symbols: block-at-a-time profile and folded, and --profile "
 	      "alone, equal the walk", r->name);
+	test_folded_addrs(r, F(r, "xp1.f"));
 	if (r->static_prog) {
 		st = decode(F(r, "xe"), F(r, "exe"), "decode --pt %s/trace.pt --elf %s --insn",
 			    r->dir, r->elf);
@@ -1653,6 +2081,28 @@ static void test_inputs(struct run *r)
 	CHECK(file_contains(F(r, "c"), "no sideband") && file_contains(F(r, "c"), "\"cpu\":\"6\\/126\\/5\""),
 	      "%s: the capture's summary names its CPU from meta.json and says images came from "
 	      "--elf/--raw", r->name);
+	if (r->static_prog) {
+		/*
+		 * elf-images.txt (capture-format.rst): the capture carries its
+		 * program, "elf/NAME BASE", and decodes with no argument.
+		 */
+		char ecap[PATH_MAX + 48];
+		const char *slash = strrchr(r->elf, '/');
+
+		snprintf(ecap, sizeof(ecap), "%s/%s.elfcap", work, r->name);
+		make_capture(r, ecap, trace, tlen);
+		sh("mkdir -p %s/elf && cp %s %s/elf/ && "
+		   "readelf -lW %s | awk '$1 == \"LOAD\" { print \"elf/%s\", $3; exit }' "
+		   ">%s/elf-images.txt", ecap, r->elf, ecap, r->elf, slash ? slash + 1 : r->elf, ecap);
+		st = decode(F(r, "ei"), F(r, "eei"), "-j decode %s --insn=%s", ecap, F(r, "eii"));
+		CHECK(st == 0 && insn_equal(r, F(r, "eii"), &n, &first),
+		      "%s: a capture with its program in elf-images.txt decodes to the ground truth "
+		      "with no argument (exit %d, %zu instructions)", r->name, st, n);
+		sh("echo 'elf/nothing-here' >%s/elf-images.txt", ecap);
+		st = decode(F(r, "ei"), F(r, "eei"), "decode %s", ecap);
+		CHECK(st == 2 && file_contains(F(r, "eei"), "elf-images.txt: line 1: want \"PATH BASE\""),
+		      "%s: a bad elf-images.txt line is refused with its number (exit %d)", r->name, st);
+	}
 	snprintf(cap, sizeof(cap), "%s/%s.real-capture", work, r->name);
 	if (make_real_capture(cap, trace, tlen)) {
 		st = decode(F(r, "rc"), F(r, "erc"), "-j decode %s%s --insn=%s", cap, raws, F(r, "rci"));
@@ -3126,6 +3576,10 @@ static void test_exit(struct run *r)
 			{ "traces[0]", "wrapped", "true", "the ring wrapped" },
 			{ "traces[0]", "loss", "\"truncated\"", "the buffer filled" },
 			{ "traces[0]", "write_error", "\"No space left on device\"", "saving it failed" },
+			{ "traces[0]", "bytes_lost", "4096", "4096 bytes were overwritten" },
+			{ "traces[0]", "suspended", "true", "the system suspended" },
+			{ "traces[0]", "missed", "2", "2 thread(s) it created were not traced" },
+			{ "traces[0]", "busy", "3", "3 time(s) another tracer" },
 		};
 
 		for (k = 0; k < sizeof(lost) / sizeof(lost[0]); k++) {
@@ -3377,6 +3831,8 @@ int main(int argc, char **argv)
 			test_timed(&runs[i]);
 		else if (strncmp(runs[i].name, "sw-", 3))
 			test_run(&runs[i], i < 3);
+		if (strncmp(runs[i].name, "sw-", 3))
+			test_ptxed(&runs[i]);
 	}
 	{
 		struct run *sa = NULL, *sb = NULL;
