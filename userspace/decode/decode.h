@@ -312,6 +312,10 @@ struct dec_trace_result {
 	 * depended on which decoder filled the cache first.
 	 */
 	bool uncached;
+	/* with a slice (dec_outputs.slice): the instructions the outputs saw */
+	uint64_t slice_insns;
+	/* --last: the trace's instructions, from a counting pass before the decode */
+	uint64_t total_insns;
 };
 
 struct dec_ctx {
@@ -336,6 +340,8 @@ struct dec_ctx {
 	 * blocks still end at calls and jumps (few cross a function).
 	 */
 	bool profile_only;
+	/* the outputs see a slice (dec_outputs.slice): slice_insns of each result */
+	bool sliced;
 	/*
 	 * Time: some trace has TSC packets (@timed); the earliest TSC of a
 	 * PSB+ in any trace (@t0), which outputs count time from; the TSC
@@ -463,11 +469,40 @@ enum dec_out_kind {
 	OUT_BLOCKS, OUT_NR
 };
 
+/**
+ * struct dec_slice - what part of the decode the outputs see (slice.c,
+ * Documentation/decode.rst "Slicing"): every condition given must hold.
+ * The stream still walks everything (instruction numbers, call depth,
+ * time stay those of the whole trace); only the sinks are told less.
+ */
+struct dec_slice {
+	/* --time: time since the decode's first TSC, in ns (@time_tsc: TSC ticks) */
+	bool have_time_from, have_time_to;
+	uint64_t time_from, time_to;	/* inclusive */
+	bool time_tsc;
+	/* --insn-range: instruction numbers of each trace, inclusive */
+	bool have_insn_from, have_insn_to;
+	uint64_t insn_from, insn_to;
+	/* --tid, --cpu: traces of these threads / CPUs */
+	const long *tids;
+	size_t nr_tids;
+	const int *cpus;
+	size_t nr_cpus;
+	/* --symbol: only what runs inside this function and its callees (call depth) */
+	const char *symbol;
+	/* --last N: the last N instructions of each trace (0: not given) */
+	uint64_t last;
+};
+
+/* Is any condition given? */
+bool dec_slice_on(const struct dec_slice *s);
+
 struct dec_outputs {
 	FILE *f[OUT_NR];	/* NULL: not wanted */
 	bool disasm;		/* --insn with Zydis disassembly */
 	bool lines;		/* --insn with file:line from DWARF */
 	bool folded_time;	/* --folded counts time (ns, else TSC ticks), not instructions */
+	const struct dec_slice *slice;	/* NULL: everything */
 };
 
 /*
@@ -488,6 +523,8 @@ void dec_render_end(struct dec_render *r);
 /* ptdump-like packet dump of @buf to @f; returns packets dumped or -1. */
 long dec_dump_packets(const struct dec_ctx *c, const uint8_t *buf, size_t len, FILE *f);
 
+/* With a slice: the instructions the outputs saw, in all traces. */
+uint64_t dec_slice_insns(const struct dec_ctx *c);
 /* The summary of @c as JSON (new reference) / as text. */
 struct json_object *dec_summary_json(const struct dec_ctx *c);
 void dec_summary_text(const struct dec_ctx *c, FILE *f);

@@ -38,6 +38,17 @@ struct dec_stream {
 	const struct dec_trace_result *res;
 	size_t nr_res;
 	struct dec_symc sc;		/* the last instruction's function */
+	/*
+	 * The open calls, [0, @depth): the call instruction and its target,
+	 * so that a sink entering a slice (enter) knows the stack above it.
+	 */
+	struct dec_frame {
+		uint64_t call_ip, target;
+	} *frames;
+	size_t frames_cap;
+	/* the block before ended with a call (at @call_ip) whose target is the next block */
+	bool call_pending;
+	uint64_t call_ip;
 };
 
 /* The function and module of @ip in @st's code (cached in st->sc). */
@@ -81,6 +92,14 @@ struct dec_sink_ops {
 	void (*event)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *it);
 	void (*trace_end)(struct dec_sink *k, struct dec_stream *st);
 	void (*end)(struct dec_sink *k, struct dec_stream *st);
+	/*
+	 * With a slice (slice.c): the stream enters it (the next item is the
+	 * first the sink is told of since the trace began or since leave;
+	 * st->frames are the calls open there) or leaves it (the sink is told
+	 * nothing until the next enter).  Without a slice neither is called.
+	 */
+	void (*enter)(struct dec_sink *k, struct dec_stream *st);
+	void (*leave)(struct dec_sink *k, struct dec_stream *st);
 };
 
 struct dec_sink {
@@ -113,5 +132,28 @@ void dec_cover_block(struct dec_cover *cv, struct dec_stream *st, const struct d
 void dec_cover_event(struct dec_cover *cv, const struct dec_item *it);
 void dec_cover_end(struct dec_cover *cv);
 void dec_cover_free(struct dec_cover *cv);
+
+/*
+ * The slice filter (slice.c): which items of the stream the sinks are
+ * told of.  The stream calls it before each item; it never changes the
+ * stream's state.
+ */
+struct dec_slicer;
+/* NULL when @sl is NULL or gives no condition. */
+struct dec_slicer *dec_slicer_new(const struct dec_slice *sl, struct dec_ctx *c);
+void dec_slicer_free(struct dec_slicer *s);
+/* Trace @res begins: false if --tid/--cpu leave it out (then nothing of it is shown). */
+bool dec_slicer_trace(struct dec_slicer *s, const struct dec_stream *st,
+		      const struct dec_trace_result *res);
+/*
+ * Block @b, the instructions [@n0, @n0 + b->ninsn) of the trace, after
+ * the call (@pending 1) or return (2) of the block before: its
+ * instructions [*@k0, *@k1) (relative to @b) are in the slice.
+ */
+void dec_slicer_block(struct dec_slicer *s, struct dec_stream *st, const struct dec_item *b,
+		      uint64_t n0, int pending, uint32_t *k0, uint32_t *k1);
+/* An event item @it after @n instructions of the trace: is it in the slice? */
+bool dec_slicer_event(struct dec_slicer *s, const struct dec_stream *st, const struct dec_item *it,
+		      uint64_t n);
 
 #endif /* IPT_DECODE_SINK_H */
