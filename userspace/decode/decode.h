@@ -179,12 +179,18 @@ const char *dec_input_comm(const struct dec_input *in, long pid, long tid);
 enum dec_item_kind {
 	DI_BLOCK,	/* @ip..@end_ip, @ninsn instructions, last of class @iclass */
 	DI_ENABLED,	/* tracing (re)starts at @ip */
-	DI_DISABLED,	/* tracing stops (@ip: where, if known, else 0) */
+	DI_DISABLED,	/* tracing stops: @code DEC_DIS_* says how, @ip (0: unknown) */
 	DI_GAP,		/* trace lost: @code says why; decoding resumed at next PSB */
 	DI_ASYNC,	/* asynchronous branch from @ip (interrupt, signal) */
 	DI_PROCESS,	/* from here on the code is process @code's (0: unknown) */
 	DI_EOS,		/* the trace ends while tracing is on (ptxed: [end of trace]) */
 };
+
+/* DI_DISABLED's @code: libipt's ptev_disabled (@ip: the target, outside the
+ * traced range, 0 if suppressed) or ptev_async_disabled (@ip: where an
+ * interrupt or a fault struck). */
+#define DEC_DIS_SYNC	1
+#define DEC_DIS_ASYNC	2
 
 /* Why trace was skipped. */
 enum dec_gap {
@@ -503,7 +509,12 @@ struct dec_outputs {
 	bool lines;		/* --insn with file:line from DWARF */
 	bool folded_time;	/* --folded counts time (ns, else TSC ticks), not instructions */
 	const struct dec_slice *slice;	/* NULL: everything */
+	unsigned int fields;	/* --fields: DEC_FIELD_* columns before --insn and --calls lines */
 };
+
+#define DEC_FIELD_TID	0x1	/* the trace's thread (per-CPU: the process) */
+#define DEC_FIELD_CPU	0x2	/* the trace's CPU */
+#define DEC_FIELD_TIME	0x4	/* --insn: the time (--calls has its own column) */
 
 /*
  * The renderer: dec_run() feeds it every segment in trace order, as soon as

@@ -46,6 +46,7 @@ struct dec_render {
 	uint64_t slice_insns;	/* of them, told to the sinks */
 	size_t ti;		/* the trace's index */
 	uint64_t last_end;	/* the last instruction of the block before */
+	uint64_t run_tsc;	/* the stream's time when the run began */
 };
 
 #define EACH(r, k) \
@@ -65,6 +66,55 @@ const char *dec_stream_fmt(const struct dec_stream *st, uint64_t ip, char *buf, 
 const char *dec_stream_line(const struct dec_stream *st, uint64_t ip, char *buf, size_t len)
 {
 	return dec_sym_line_at(st->c->syms, ip, st->pid, st->time, buf, len);
+}
+
+const char *dec_disabled_str(const struct dec_stream *st, const struct dec_item *it, char *buf,
+			     size_t len)
+{
+	bool far = st->have_last && (st->last_iclass == ptic_far_call ||
+				     st->last_iclass == ptic_far_return ||
+				     st->last_iclass == ptic_far_jump);
+
+	if (it->code == DEC_DIS_ASYNC && it->ip)
+		snprintf(buf, len, "[disabled at %#" PRIx64 ": interrupt or fault]", it->ip);
+	else if (it->code == DEC_DIS_SYNC && far)
+		snprintf(buf, len, "[disabled at %#" PRIx64 ": system call or far transfer]",
+			 st->last_ip);
+	else if (it->code == DEC_DIS_SYNC && it->ip && st->have_last)
+		snprintf(buf, len, "[disabled at %#" PRIx64 ": branch to %#" PRIx64
+			 " outside the traced range]", st->last_ip, it->ip);
+	else if (it->code == DEC_DIS_SYNC && it->ip)
+		snprintf(buf, len, "[disabled: branch to %#" PRIx64 " outside the traced range]",
+			 it->ip);
+	else if (st->have_last)
+		snprintf(buf, len, "[disabled at %#" PRIx64 "]", st->last_ip);
+	else
+		snprintf(buf, len, "[disabled]");
+	return buf;
+}
+
+void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which, uint64_t tsc)
+{
+	const struct dec_trace *t = st->res->trace;
+	unsigned int w = which & st->o->fields;
+	char tb[32];
+
+	if (w & DEC_FIELD_TID) {
+		long id = t->tid > 0 ? t->tid : st->pid;
+
+		if (id > 0)
+			fprintf(f, "%7ld ", id);
+		else
+			fprintf(f, "%7s ", "-");
+	}
+	if (w & DEC_FIELD_CPU) {
+		if (t->cpu >= 0)
+			fprintf(f, "[%03d] ", t->cpu);
+		else
+			fprintf(f, "[ - ] ");
+	}
+	if (w & DEC_FIELD_TIME)
+		fprintf(f, "%14s ", st->c->timed ? dec_stream_time(st, tsc, tb, sizeof(tb)) : "-");
 }
 
 void dec_json_str(FILE *f, const char *s)
@@ -157,7 +207,9 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->st.depth = 0;
 	r->pending = 0;
 	r->st.call_pending = false;
+	r->st.have_last = false;
 	r->st.prev_tsc = 0;
+	r->st.now_tsc = 0;
 	r->st.shown_pid = res->trace->pid > 0 ? res->trace->pid : -1;
 	r->ti = i;
 	r->seen = 0;
@@ -260,6 +312,7 @@ static void flush_run(struct dec_render *r)
 		return;
 	r->have_run = false;
 	r->mute = r->run_mute;
+	r->st.line_tsc = r->run_tsc;
 	if (r->mute) {
 		r->st.idx += r->run.ninsn;	/* out of the slice: no walk */
 	} else {
@@ -314,14 +367,18 @@ static void on_block(struct dec_render *r, const struct dec_item *it)
 		r->run = *it;
 		r->have_run = true;
 		r->run_mute = r->mute;
+		r->run_tsc = r->st.now_tsc;
 	}
 	r->last_end = it->end_ip;
 	if (!r->merge || r->run.iclass != ptic_other)
 		flush_run(r);
 	if (it->tsc)
-		r->st.prev_tsc = it->tsc;
+		r->st.prev_tsc = r->st.now_tsc = it->tsc;
 	r->st.call_pending = it->iclass == ptic_call;
 	r->st.call_ip = it->end_ip;
+	r->st.have_last = true;
+	r->st.last_ip = it->end_ip;
+	r->st.last_iclass = it->iclass;
 	if (it->iclass == ptic_call)
 		r->pending = 1;
 	else if (it->iclass == ptic_return)
@@ -404,6 +461,9 @@ static void sliced_block(struct dec_render *r, const struct dec_item *it)
 	}
 	for (i = 0; i < n; i++) {
 		set_mute(r, !in[i]);
+		/* the block's time is after its last piece: each piece starts at the time before */
+		if (i + 1 < n)
+			piece[i].tsc = 0;
 		on_block(r, &piece[i]);
 	}
 }
@@ -440,9 +500,12 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 		if (r->sl)
 			set_mute(r, !r->trace_in || !dec_slicer_event(r->sl, &r->st, it, r->seen));
 		flush_run(r);
+		if (it->tsc)
+			r->st.now_tsc = it->tsc;
 		if (it->kind == DI_GAP) {
 			r->pending = 0;
 			r->st.call_pending = false;
+			r->st.have_last = false;
 		}
 		if (it->kind == DI_PROCESS) {
 			/* per-CPU switching: symbols of that process from here on */

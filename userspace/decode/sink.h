@@ -49,7 +49,24 @@ struct dec_stream {
 	/* the block before ended with a call (at @call_ip) whose target is the next block */
 	bool call_pending;
 	uint64_t call_ip;
+	/*
+	 * The newest time the stream has seen (blocks and events), and the
+	 * time of the line being written: for instructions, when their run
+	 * of blocks began (--fields time).
+	 */
+	uint64_t now_tsc, line_tsc;
+	/* the last block since the trace began or trace was lost: its last instruction */
+	bool have_last;
+	uint64_t last_ip;
+	uint8_t last_iclass;
 };
+
+/*
+ * The "[disabled ...]" line of DI_DISABLED item @it into @buf: where
+ * tracing stopped and why, as far as libipt says (decode.rst).
+ */
+const char *dec_disabled_str(const struct dec_stream *st, const struct dec_item *it, char *buf,
+			     size_t len);
 
 /* The function and module of @ip in @st's code (cached in st->sc). */
 const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip);
@@ -59,6 +76,8 @@ const char *dec_stream_fmt(const struct dec_stream *st, uint64_t ip, char *buf, 
 const char *dec_stream_line(const struct dec_stream *st, uint64_t ip, char *buf, size_t len);
 /* The --calls time column of @tsc (decode.rst). */
 const char *dec_stream_time(const struct dec_stream *st, uint64_t tsc, char *buf, size_t len);
+/* --fields' columns (tid, cpu, time at @tsc) of a line of @st to @f, if any. */
+void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which, uint64_t tsc);
 /* @s as a JSON string to @f. */
 void dec_json_str(FILE *f, const char *s);
 

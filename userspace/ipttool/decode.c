@@ -62,6 +62,7 @@ static void decode_usage(FILE *f)
 		"  -C, --cpus N[,N..]        the traces of these CPUs\n"
 		"  --symbol SYM              what runs inside function SYM, callees included\n"
 		"  --last N                  the last N instructions of each trace\n"
+		"  -F, --fields tid,cpu,time columns before each --insn line (tid, cpu: --calls too)\n"
 		"\nSee ipttool-decode(8) and Documentation/decode.rst.\n");
 }
 
@@ -76,6 +77,8 @@ enum {
 
 enum { O_SL_TIME = 1024, O_SL_RANGE, O_SL_TID, O_SL_SYMBOL, O_SL_LAST };
 
+/* and the line context of --fields (perf script -F): 'F' */
+
 static const struct option slice_opts[] = {
 	{ "time", required_argument, NULL, O_SL_TIME },
 	{ "insn-range", required_argument, NULL, O_SL_RANGE },
@@ -83,12 +86,14 @@ static const struct option slice_opts[] = {
 	{ "cpus", required_argument, NULL, 'C' },
 	{ "symbol", required_argument, NULL, O_SL_SYMBOL },
 	{ "last", required_argument, NULL, O_SL_LAST },
+	{ "fields", required_argument, NULL, 'F' },
 };
 
 struct slice_args {
 	struct dec_slice sl;
 	long tids[64];
 	int cpus[64];
+	unsigned int fields;	/* --fields: DEC_FIELD_* */
 };
 
 /* A whole unsigned number, decimal or 0x hex. */
@@ -245,6 +250,28 @@ bad_range:
 		}
 		sl->symbol = arg;
 		return 1;
+	case 'F': {
+		char *copy = strdup(arg), *tok, *save = NULL;
+		int ok = copy != NULL;
+
+		a->fields = 0;
+		for (tok = copy ? strtok_r(copy, ",", &save) : NULL; ok && tok;
+		     tok = strtok_r(NULL, ",", &save))
+			if (!strcmp(tok, "tid"))
+				a->fields |= DEC_FIELD_TID;
+			else if (!strcmp(tok, "cpu"))
+				a->fields |= DEC_FIELD_CPU;
+			else if (!strcmp(tok, "time"))
+				a->fields |= DEC_FIELD_TIME;
+			else
+				ok = 0;
+		free(copy);
+		if (!ok || !a->fields) {
+			ipt_err("--fields %s: want a comma-separated list of tid, cpu, time", arg);
+			return -1;
+		}
+		return 1;
+	}
 	case O_SL_LAST:
 		if (!parse_u64(arg, &sl->last) || !sl->last) {
 			ipt_err("--last %s: want a number of instructions, at least 1", arg);
@@ -467,7 +494,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		}
 	opterr = 0;
 	optind = 0;	/* glibc: reinitialise, so options may follow DIR */
-	while ((c = getopt_long(argc, argv, "J:jqhC:", all_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "J:jqhC:F:", all_opts, NULL)) != -1) {
 		switch (c) {
 		case O_PT: pts[npt++] = optarg; break;
 		case O_ELF: elfs[nelf++] = optarg; break;
@@ -677,6 +704,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	}
 	if (dec_slice_on(&slice.sl))
 		outs.slice = &slice.sl;
+	outs.fields = slice.fields;
 	if (packets.on) {
 		FILE *pf = open_out(packets.file, "decode: --packets");
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Tests of 'ipttool decode' slicing (--time, --insn-range, --tid, --cpus,
- * --symbol, --last; Documentation/decode.rst "Slicing") on ground-truth
+ * --symbol, --last; Documentation/decode.rst "Slicing") and of what its
+ * lines say (where and why tracing stopped) on ground-truth
  * traces made by ptgen at test time.  What each slice must hold is
  * computed here from ptgen's ground truth (insns.bin, time.bin, the code
  * it dumped, classified with Zydis, and the program's ELF symbol table
@@ -613,6 +614,40 @@ static void test_time(struct run *r)
 		      "%s: %s: the ground truth's first %zu instructions (%zu)", r->name, slice, k1,
 		      got);
 	}
+	{
+		/*
+		 * --fields time: each instruction line's time is the one
+		 * --time compares: never going back, and at the first
+		 * instruction after the cut exactly its TIP.PGE's time.
+		 */
+		size_t len, idx = 0;
+		char *txt, *p, *save = NULL, want[40] = "", got_k1[40] = "";
+		double prev = -1;
+		bool mono = true;
+		uint64_t ns = to_ns(r, sufmin[k1]) - to_ns(r, t0);
+
+		snprintf(want, sizeof(want), "%" PRIu64 ".%09" PRIu64, ns / 1000000000u,
+			 ns % 1000000000u);
+		st = decode(F(r, "fld"), F(r, "err"), "-j decode %s -F time --insn=%s", r->dir,
+			    F(r, "fld.insn"));
+		txt = slurp(F(r, "fld.insn"), &len);
+		for (p = txt ? strtok_r(txt, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save)) {
+			char tcol[40] = "", rest[8] = "";
+			double t;
+
+			if (sscanf(p, " %39s %7s", tcol, rest) != 2)
+				continue;
+			t = strtod(tcol, NULL);
+			mono = mono && t >= prev;
+			prev = t;
+			if (rest[0] != '[' && idx++ == k1)
+				snprintf(got_k1, sizeof(got_k1), "%s", tcol);
+		}
+		free(txt);
+		CHECK(st == 0 && mono && idx == r->n && !strcmp(got_k1, want),
+		      "%s: -F time: --insn's times never go back, and instruction %zu (after a system "
+		      "call) is at its TIP.PGE's time %s (%s)", r->name, k1, want, got_k1);
+	}
 out:
 	free(premax);
 	free(sufmin);
@@ -774,6 +809,27 @@ static void test_tid(struct run *r)
 		      "%s: --tid %ld: the summary's slice_instructions is the thread's %llu "
 		      "instructions (threads.txt)", r->name, tid[k], cnt[k]);
 	}
+	{
+		size_t len, bad = 0, lines = 0;
+		char *txt, *p, *save = NULL;
+
+		snprintf(slice, sizeof(slice), "--tid %ld -F tid", tid[1]);
+		st = decode(F(r, "ftid"), F(r, "err"), "-j decode %s %s --insn=%s --calls=%s", r->dir,
+			    slice, F(r, "ftid.insn"), F(r, "ftid.calls"));
+		txt = slurp(F(r, "ftid.insn"), &len);
+		for (p = txt ? strtok_r(txt, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save))
+			if (p[0] != '[' && (lines++, strtol(p, NULL, 10) != tid[1]))
+				bad++;
+		free(txt);
+		txt = slurp(F(r, "ftid.calls"), &len);
+		for (p = txt ? strtok_r(txt, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save))
+			if (p[0] != '[' && (lines++, strtol(p, NULL, 10) != tid[1]))
+				bad++;
+		free(txt);
+		CHECK(st == 0 && lines > cnt[1] && !bad,
+		      "%s: %s: every --insn and --calls line starts with the thread's id (%zu lines, "
+		      "%zu not)", r->name, slice, lines, bad);
+	}
 	snprintf(slice, sizeof(slice), "--tid %ld,%ld", tid[0], tid[nt - 1]);
 	st = decode(F(r, "tids"), F(r, "err"), "-j decode %s %s --folded=%s", r->dir, slice,
 		    F(r, "tids.folded"));
@@ -838,11 +894,88 @@ static void test_cpus(struct run *r)
 	      json_int(F(r, "cpu2.j1"), "instructions") == 2 * (int64_t)r->n,
 	      "%s: --cpus 2 of a two-CPU capture: %zu of %zu instructions", r->name, r->n, 2 * r->n);
 	outputs_agree(r, "cpu2", r->n, NULL);
+	st = decode(F(r, "fcpu"), F(r, "err"), "-j decode %s -C 2 --fields cpu --insn=%s", line,
+		    F(r, "fcpu.insn"));
+	{
+		size_t len, bad = 0, lines = 0;
+		char *txt = slurp(F(r, "fcpu.insn"), &len), *p, *save = NULL;
+
+		for (p = txt ? strtok_r(txt, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save))
+			if (!strncmp(p, "[trace ", 7))
+				continue;	/* a trace's heading, not a line of it */
+			else if (strncmp(p, "[002] ", 6))
+				bad++;
+			else if (p[6] != '[')
+				lines++;
+		free(txt);
+		CHECK(st == 0 && lines == r->n && !bad, "%s: -C 2 --fields cpu: every --insn line "
+		      "starts with [002], %zu of them instructions (%zu; %zu not)", r->name, r->n,
+		      lines, bad);
+	}
 	st = decode(F(r, "cpu1"), F(r, "ecpu1"), "-j decode %s --cpus 1 --insn=%s", line,
 		    F(r, "cpu1.insn"));
 	CHECK(st == 1 && file_contains(F(r, "ecpu1"), "leaves no instruction"),
 	      "%s: --cpus 1 (no such trace): says the slice leaves nothing, exit 1 (%d)", r->name,
 	      st);
+}
+
+/*
+ * "[disabled ...]" lines say where tracing stopped and why: after each
+ * system call of the ground truth (a SYSCALL, Zydis), in order, "at ITS
+ * ADDRESS: system call or far transfer"; a signal that struck with tracing
+ * on (FUP + TIP.PGD), "at X: interrupt or fault" where X is the instruction
+ * the ground truth resumes at after the handler (the next one after the
+ * interrupted one at that depth: some later instruction of the run).
+ */
+static void test_disabled(struct run *r)
+{
+	size_t len, ns = 0, nsys = 0, nint = 0, badint = 0, i, k = 0;
+	char *s, *p, *save = NULL;
+	uint64_t *sys = calloc(r->n + 1, 8);
+	bool order = true;
+	long async = 0;
+	int st;
+	char path[PATH_MAX + 64], line[256];
+	FILE *f;
+
+	st = decode(F(r, "dis"), F(r, "edis"), "-j decode %s --insn=%s", r->dir, F(r, "dis.insn"));
+	s = slurp(F(r, "dis.insn"), &len);
+	for (i = 0; i < r->n; i++)
+		if (r->kind[i] == 3)
+			sys[ns++] = r->ips[i];
+	for (p = s ? strtok_r(s, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save)) {
+		unsigned long long x;
+
+		if (strstr(p, ": system call or far transfer]") &&
+		    sscanf(p, "[disabled at %llx:", &x) == 1) {
+			order = order && nsys < ns && sys[nsys] == x;
+			nsys++;
+		} else if (strstr(p, ": interrupt or fault]") &&
+			   sscanf(p, "[disabled at %llx:", &x) == 1) {
+			nint++;
+			for (; k < r->n && r->ips[k] != x; k++)
+				;
+			if (k == r->n)
+				badint++;
+		} else if (!strncmp(p, "[disabled", 9)) {
+			order = false;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/info.txt", r->dir);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		sscanf(line, "async_events %ld", &async);
+	if (f)
+		fclose(f);
+	CHECK(st == 0 && ns > 0 && nsys == ns && order,
+	      "%s: --insn: a \"[disabled at ADDR: system call or far transfer]\" after each of "
+	      "the ground truth's %zu system calls, at its address, in order (%zu), no other "
+	      "kind", r->name, ns, nsys);
+	CHECK(nint >= 1 && (long)nint <= async && !badint,
+	      "%s: --insn: %zu \"[disabled at X: interrupt or fault]\" (of %ld signals), X an "
+	      "instruction the ground truth runs later (%zu not)", r->name, nint, async, badint);
+	free(s);
+	free(sys);
 }
 
 /* Wrong slices: usage errors (2), nothing left (1), no time (1). */
@@ -883,7 +1016,8 @@ static bool ptgen(struct run *r, const char *opts, const char *prog)
 
 int main(int argc, char **argv)
 {
-	static struct run timed = { .name = "recurse-timed" }, thr = { .name = "threads" };
+	static struct run timed = { .name = "recurse-timed" }, thr = { .name = "threads" },
+			  sig = { .name = "signals" };
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc > 1) {
@@ -914,6 +1048,7 @@ int main(int argc, char **argv)
 		snprintf(tool, sizeof(tool), "%s/ipttool-san", work);
 	snprintf(timed.dir, sizeof(timed.dir), "%s/%s", work, timed.name);
 	snprintf(thr.dir, sizeof(thr.dir), "%s/%s", work, thr.name);
+	snprintf(sig.dir, sizeof(sig.dir), "%s/%s", work, sig.name);
 	CHECK(ptgen(&timed, "--tsc --mtc 0", "recurse") && load_run(&timed) && timed.tm &&
 	      timed.hz_den, "%s: ptgen made a timed ground-truth trace (%zu instructions)",
 	      timed.name, timed.n);
@@ -931,5 +1066,9 @@ int main(int argc, char **argv)
 	}
 	if (thr.n)
 		test_tid(&thr);
+	CHECK(ptgen(&sig, "", "signals") && load_run(&sig),
+	      "%s: ptgen made a ground-truth trace with signals (%zu instructions)", sig.name, sig.n);
+	if (sig.n)
+		test_disabled(&sig);
 	return tap_done();
 }
