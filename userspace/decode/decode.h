@@ -322,6 +322,8 @@ struct dec_trace_result {
 	uint64_t slice_insns;
 	/* --last: the trace's instructions, from a counting pass before the decode */
 	uint64_t total_insns;
+	/* taken branches: counted by a slice's stream; from the counting pass (--last-branches) */
+	uint64_t branches, total_branches;
 };
 
 struct dec_ctx {
@@ -498,6 +500,12 @@ struct dec_slice {
 	const char *symbol;
 	/* --last N: the last N instructions of each trace (0: not given) */
 	uint64_t last;
+	/*
+	 * --last-branches N: each trace from where its N-th last taken branch
+	 * went on (0: not given); a taken branch is a block that does not
+	 * start where the block before would fall through to
+	 */
+	uint64_t last_branches;
 };
 
 /* Is any condition given? */

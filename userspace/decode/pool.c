@@ -171,7 +171,8 @@ static void *orderer(void *arg)
 
 /*
  * One decode of every trace; @totals (if not NULL): each trace's
- * instructions from a pass before (--last).
+ * instructions and taken branches from a pass before (--last,
+ * --last-branches): [2 * i], [2 * i + 1].
  */
 static int run_pass(struct dec_ctx *c, const struct dec_outputs *o, const uint64_t *totals,
 		    char *msg, size_t len)
@@ -194,8 +195,10 @@ static int run_pass(struct dec_ctx *c, const struct dec_outputs *o, const uint64
 		struct dec_trace_result *r = &c->res[i];
 
 		r->trace = &c->in->traces[i];
-		if (totals)
-			r->total_insns = totals[i];
+		if (totals) {
+			r->total_insns = totals[2 * i];
+			r->total_branches = totals[2 * i + 1];
+		}
 		dec_trace_load(c, r);
 		if (r->first_tsc && (!c->timed || r->first_tsc < c->t0)) {
 			c->timed = true;
@@ -320,21 +323,29 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	size_t i;
 	int ret;
 
-	if (!o || !o->slice || !o->slice->last)
+	if (!o || !o->slice || (!o->slice->last && !o->slice->last_branches))
 		return run_pass(c, o, NULL, msg, len);
-	/* --last N: count each trace's instructions first (the summary's decode, no outputs) */
+	/*
+	 * --last N: count each trace's instructions first (the summary's
+	 * decode, no outputs); --last-branches N: its taken branches too
+	 * (a slice of everything, so that the stream walks the blocks).
+	 */
 	{
 		void (*progress)(void *, size_t, size_t, uint64_t) = c->opt.progress;
+		struct dec_slice all = { .have_insn_from = true };
+		struct dec_outputs count = { .slice = &all };
 
 		c->opt.progress = NULL;
-		ret = run_pass(c, NULL, NULL, msg, len);
+		ret = run_pass(c, o->slice->last_branches ? &count : NULL, NULL, msg, len);
 		c->opt.progress = progress;
 	}
 	if (ret)
 		return ret;
-	totals = dec_xcalloc(c->nr_res + 1, sizeof(*totals));
-	for (i = 0; i < c->nr_res; i++)
-		totals[i] = c->res[i].insns;
+	totals = dec_xcalloc(2 * c->nr_res + 1, sizeof(*totals));
+	for (i = 0; i < c->nr_res; i++) {
+		totals[2 * i] = c->res[i].insns;
+		totals[2 * i + 1] = c->res[i].branches;
+	}
 	free_results(c);
 	c->timed = false;
 	c->t0 = 0;

@@ -47,6 +47,10 @@ struct dec_render {
 	size_t ti;		/* the trace's index */
 	uint64_t last_end;	/* the last instruction of the block before */
 	uint64_t run_tsc;	/* the stream's time when the run began */
+	/* taken branches: a block that does not start at @fall, the block before's fall-through */
+	uint64_t branches;
+	bool have_fall;
+	uint64_t fall;
 };
 
 #define EACH(r, k) \
@@ -213,6 +217,8 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->st.shown_pid = res->trace->pid > 0 ? res->trace->pid : -1;
 	r->ti = i;
 	r->seen = 0;
+	r->branches = 0;
+	r->have_fall = false;
 	r->slice_insns = 0;
 	r->have_run = false;
 	r->mute = false;
@@ -442,9 +448,17 @@ static void sliced_block(struct dec_render *r, const struct dec_item *it)
 	size_t n = 0, i;
 	uint64_t n0 = r->seen;
 
+	unsigned int last_size = it->last_size;
+
 	r->seen += it->ninsn;
+	if (r->have_fall && it->ip != r->fall)
+		r->branches++;
+	if (!last_size)
+		last_size = dec_insn_size(r->st.c, it->isid, it->end_ip, it->mode, NULL);
+	r->have_fall = last_size != 0;
+	r->fall = it->end_ip + last_size;
 	if (r->trace_in)
-		dec_slicer_block(r->sl, &r->st, it, n0, r->pending, &k0, &k1);
+		dec_slicer_block(r->sl, &r->st, it, n0, r->branches, r->pending, &k0, &k1);
 	rest = *it;
 	if (k0 > 0 && k0 < k1) {
 		split_block(r, &rest, k0, &piece[n], &rest);
@@ -503,6 +517,7 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 		if (it->tsc)
 			r->st.now_tsc = it->tsc;
 		if (it->kind == DI_GAP) {
+			r->have_fall = false;
 			r->pending = 0;
 			r->st.call_pending = false;
 			r->st.have_last = false;
@@ -538,6 +553,7 @@ void dec_render_trace_end(struct dec_render *r)
 		if (k->ops->trace_end)
 			k->ops->trace_end(k, &r->st);
 	r->st.c->res[r->ti].slice_insns = r->trace_in ? r->slice_insns : 0;
+	r->st.c->res[r->ti].branches = r->branches;
 }
 
 void dec_render_end(struct dec_render *r)

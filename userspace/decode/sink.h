@@ -166,11 +166,12 @@ bool dec_slicer_trace(struct dec_slicer *s, const struct dec_stream *st,
 		      const struct dec_trace_result *res);
 /*
  * Block @b, the instructions [@n0, @n0 + b->ninsn) of the trace, after
- * the call (@pending 1) or return (2) of the block before: its
+ * the call (@pending 1) or return (2) of the block before, @nbr taken
+ * branches of the trace so far (the one into @b included): its
  * instructions [*@k0, *@k1) (relative to @b) are in the slice.
  */
 void dec_slicer_block(struct dec_slicer *s, struct dec_stream *st, const struct dec_item *b,
-		      uint64_t n0, int pending, uint32_t *k0, uint32_t *k1);
+		      uint64_t n0, uint64_t nbr, int pending, uint32_t *k0, uint32_t *k1);
 /* An event item @it after @n instructions of the trace: is it in the slice? */
 bool dec_slicer_event(struct dec_slicer *s, const struct dec_stream *st, const struct dec_item *it,
 		      uint64_t n);

@@ -27,12 +27,15 @@ struct dec_slicer {
 	bool inside;
 	unsigned int entry_depth;
 	uint64_t last_tsc;		/* the newest time seen in this trace (0: none) */
+	uint64_t from_branch;		/* --last-branches: from the block of this branch on */
+	uint64_t nbr;			/* taken branches so far */
 };
 
 bool dec_slice_on(const struct dec_slice *s)
 {
 	return s && (s->have_time_from || s->have_time_to || s->have_insn_from ||
-		     s->have_insn_to || s->nr_tids || s->nr_cpus || s->symbol || s->last);
+		     s->have_insn_to || s->nr_tids || s->nr_cpus || s->symbol || s->last ||
+		     s->last_branches);
 }
 
 struct dec_slicer *dec_slicer_new(const struct dec_slice *sl, struct dec_ctx *c)
@@ -62,6 +65,7 @@ bool dec_slicer_trace(struct dec_slicer *s, const struct dec_stream *st,
 	s->inside = false;
 	s->entry_depth = 0;
 	s->last_tsc = 0;
+	s->nbr = 0;
 	s->have_from = s->sl.have_insn_from;
 	s->from = s->sl.insn_from;
 	s->have_to = s->sl.have_insn_to;
@@ -74,6 +78,9 @@ bool dec_slicer_trace(struct dec_slicer *s, const struct dec_stream *st,
 			s->from = from;
 		s->have_from = true;
 	}
+	/* the last N taken branches: numbers total - N + 1 .. total */
+	s->from_branch = s->sl.last_branches && res->total_branches >= s->sl.last_branches ?
+			 res->total_branches - s->sl.last_branches + 1 : 0;
 	if (s->sl.nr_tids) {
 		for (i = 0; i < s->sl.nr_tids && s->sl.tids[i] != res->trace->tid; i++)
 			;
@@ -117,7 +124,7 @@ static bool in_symbol(struct dec_stream *st, const char *name, uint64_t ip)
 }
 
 void dec_slicer_block(struct dec_slicer *s, struct dec_stream *st, const struct dec_item *b,
-		      uint64_t n0, int pending, uint32_t *k0, uint32_t *k1)
+		      uint64_t n0, uint64_t nbr, int pending, uint32_t *k0, uint32_t *k1)
 {
 	uint64_t lo = n0, hi = n0 + b->ninsn;	/* [lo, hi) in */
 	/* its time: the decoder's when it starts the block (the newest time before it) */
@@ -125,6 +132,7 @@ void dec_slicer_block(struct dec_slicer *s, struct dec_stream *st, const struct 
 
 	if (b->tsc)
 		s->last_tsc = b->tsc;
+	s->nbr = nbr;
 	if (s->sl.symbol) {
 		/* a return made at SYM's own depth leaves it (st->depth: before the return) */
 		if (s->inside && pending == 2 && st->depth <= s->entry_depth)
@@ -135,7 +143,7 @@ void dec_slicer_block(struct dec_slicer *s, struct dec_stream *st, const struct 
 					 pending == 2 && st->depth ? st->depth - 1 : st->depth;
 		}
 	}
-	if ((s->sl.symbol && !s->inside) || !timely)
+	if ((s->sl.symbol && !s->inside) || !timely || nbr < s->from_branch)
 		hi = lo;
 	if (s->have_from && s->from > lo)
 		lo = s->from;
@@ -154,7 +162,7 @@ bool dec_slicer_event(struct dec_slicer *s, const struct dec_stream *st, const s
 {
 	if (it->tsc)
 		s->last_tsc = it->tsc;
-	if (s->sl.symbol && !s->inside)
+	if ((s->sl.symbol && !s->inside) || s->nbr < s->from_branch)
 		return false;
 	if (!time_in(s, st, s->last_tsc))
 		return false;

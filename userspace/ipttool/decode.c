@@ -62,6 +62,7 @@ static void decode_usage(FILE *f)
 		"  -C, --cpus N[,N..]        the traces of these CPUs\n"
 		"  --symbol SYM              what runs inside function SYM, callees included\n"
 		"  --last N                  the last N instructions of each trace\n"
+		"  --last-branches N         each trace from where its N-th last taken branch went\n"
 		"  -F, --fields tid,cpu,time columns before each --insn line (tid, cpu: --calls too)\n"
 		"\nSee ipttool-decode(8) and Documentation/decode.rst.\n");
 }
@@ -75,7 +76,7 @@ enum {
 
 /* ---- slicing (Documentation/decode.rst, "Slicing") ---------------------------- */
 
-enum { O_SL_TIME = 1024, O_SL_RANGE, O_SL_TID, O_SL_SYMBOL, O_SL_LAST };
+enum { O_SL_TIME = 1024, O_SL_RANGE, O_SL_TID, O_SL_SYMBOL, O_SL_LAST, O_SL_LASTBR };
 
 /* and the line context of --fields (perf script -F): 'F' */
 
@@ -86,6 +87,7 @@ static const struct option slice_opts[] = {
 	{ "cpus", required_argument, NULL, 'C' },
 	{ "symbol", required_argument, NULL, O_SL_SYMBOL },
 	{ "last", required_argument, NULL, O_SL_LAST },
+	{ "last-branches", required_argument, NULL, O_SL_LASTBR },
 	{ "fields", required_argument, NULL, 'F' },
 };
 
@@ -275,6 +277,12 @@ bad_range:
 	case O_SL_LAST:
 		if (!parse_u64(arg, &sl->last) || !sl->last) {
 			ipt_err("--last %s: want a number of instructions, at least 1", arg);
+			return -1;
+		}
+		return 1;
+	case O_SL_LASTBR:
+		if (!parse_u64(arg, &sl->last_branches) || !sl->last_branches) {
+			ipt_err("--last-branches %s: want a number of taken branches, at least 1", arg);
 			return -1;
 		}
 		return 1;
@@ -758,7 +766,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		if (ctx.sliced && !dec_slice_insns(&ctx) && ctx.nr_res) {
 			/* stderr, also with -j: the summary's "slice_instructions" is 0 */
 			fprintf(stderr, "ipttool: decode: the slice (--time, --insn-range, --tid, "
-				"--cpus, --symbol, --last) leaves no instruction: the outputs are "
+				"--cpus, --symbol, --last[-branches]) leaves no instruction: the outputs are "
 				"empty (the summary gives the traces' instructions and time)\n");
 			if (!ret)
 				ret = 1;

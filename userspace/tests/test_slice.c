@@ -781,6 +781,41 @@ static void test_last(struct run *r)
 	free(sl);
 }
 
+/*
+ * --last-branches N: from where the N-th last taken branch went, a taken
+ * branch being, in the ground truth, an instruction not followed by the
+ * next one in memory (its address + its length, Zydis).
+ */
+static void test_last_branches(struct run *r, uint64_t nb, bool three)
+{
+	size_t i, total = 0, k = 0, j = SIZE_MAX, got = 0, first = SIZE_MAX;
+	char slice[64], tag[32];
+	int st;
+
+	for (i = 0; i + 1 < r->n; i++)
+		total += r->ips[i + 1] != r->ips[i] + r->len[i];
+	for (i = 0; i + 1 < r->n && j == SIZE_MAX; i++)
+		if (r->ips[i + 1] != r->ips[i] + r->len[i] && ++k == total - nb + 1)
+			j = i + 1;
+	snprintf(slice, sizeof(slice), "--last-branches %" PRIu64, nb);
+	snprintf(tag, sizeof(tag), "lastbr%" PRIu64, nb);
+	if (three) {
+		three_ways(r, tag, r->dir, slice, 0);
+		outputs_agree(r, tag, r->n - j, NULL);
+		snprintf(tag, sizeof(tag), "lastbr%" PRIu64 ".j1.insn", nb);
+		st = 0;
+	} else {
+		st = decode(F(r, tag), F(r, "err"), "-j decode %s %s --insn=%s.insn", r->dir, slice,
+			    F(r, tag));
+		snprintf(tag, sizeof(tag), "lastbr%" PRIu64 ".insn", nb);
+	}
+	CHECK(st == 0 && total > nb && j != SIZE_MAX && insn_list(F(r, tag), r->ips + j, r->n - j,
+								    &got, &first),
+	      "%s: %s: --insn lists the ground truth from the target of its %" PRIu64 "-th last of "
+	      "%zu taken branches, instruction %zu, on (%zu, first difference %zd)", r->name, slice,
+	      nb, total, j, got, first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first);
+}
+
 /* --tid: the threads of a ptgen run, each its trace; threads.txt has their counts. */
 static void test_tid(struct run *r)
 {
@@ -983,7 +1018,8 @@ static void test_errors(struct run *r, struct run *untimed)
 {
 	static const char *const bad[] = {
 		"--time 5", "--time 2-1", "--time 5tsc-1us", "--time abc-", "--insn-range 9-3",
-		"--insn-range x", "--tid 0", "--cpus -1", "--last 0", "--symbol no_such_function_x",
+		"--insn-range x", "--tid 0", "--cpus -1", "--last 0", "--last-branches x",
+		"--fields tid,comm", "--symbol no_such_function_x",
 	};
 	size_t i;
 	int st;
@@ -1061,6 +1097,7 @@ int main(int argc, char **argv)
 		test_symbol(&timed, "fib");
 		test_symbol(&timed, "main");
 		test_last(&timed);
+		test_last_branches(&timed, 500, true);
 		test_cpus(&timed);
 		test_errors(&timed, thr.n ? &thr : NULL);
 	}
@@ -1068,7 +1105,10 @@ int main(int argc, char **argv)
 		test_tid(&thr);
 	CHECK(ptgen(&sig, "", "signals") && load_run(&sig),
 	      "%s: ptgen made a ground-truth trace with signals (%zu instructions)", sig.name, sig.n);
-	if (sig.n)
+	if (sig.n) {
 		test_disabled(&sig);
+		/* system calls (no branch), a signal and its return (branches) in the last 40 */
+		test_last_branches(&sig, 40, false);
+	}
 	return tap_done();
 }
