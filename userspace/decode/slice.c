@@ -147,7 +147,7 @@ void dec_slicer_block(struct dec_slicer *s, struct dec_stream *st, const struct 
 		hi = lo;
 	if (s->have_from && s->from > lo)
 		lo = s->from;
-	if (s->have_to && s->to + 1 < hi)
+	if (s->have_to && hi - 1 > s->to)	/* (hi >= 1: a block has instructions) */
 		hi = s->to + 1;
 	if (hi <= lo) {
 		*k0 = *k1 = 0;
@@ -169,5 +169,5 @@ bool dec_slicer_event(struct dec_slicer *s, const struct dec_stream *st, const s
 	/* events just before the first instruction and just after the last one are in */
 	if (s->have_from && n < s->from)
 		return false;
-	return !s->have_to || n <= s->to + 1;
+	return !s->have_to || !n || n - 1 <= s->to;
 }

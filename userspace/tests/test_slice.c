@@ -535,6 +535,10 @@ static void test_insn_range(struct run *r)
 	CHECK(st == 0 && insn_list(F(r, "open.insn"), r->ips + b, r->n - b, &got, &first),
 	      "%s: --insn-range %" PRIu64 "-: the ground truth from there to the end (%zu)",
 	      r->name, b, got);
+	st = decode(F(r, "open3"), F(r, "err"), "-j decode %s --insn-range %" PRIu64
+		    "-18446744073709551615 --insn=%s", r->dir, b, F(r, "open3.insn"));
+	CHECK(st == 0 && same_files(F(r, "open.insn"), F(r, "open3.insn")),
+	      "%s: --insn-range %" PRIu64 "-(2^64 - 1) is the open end", r->name, b);
 	st = decode(F(r, "open2"), F(r, "err"), "-j decode %s --insn-range -%" PRIu64 " --insn=%s",
 		    r->dir, a, F(r, "open2.insn"));
 	CHECK(st == 0 && insn_list(F(r, "open2.insn"), r->ips, a + 1, &got, &first),
