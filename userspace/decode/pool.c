@@ -332,7 +332,8 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	 */
 	{
 		void (*progress)(void *, size_t, size_t, uint64_t) = c->opt.progress;
-		struct dec_slice all = { .have_insn_from = true };
+		/* everything (no trace has that many branches), its branches counted */
+		struct dec_slice all = { .last_branches = UINT64_MAX };
 		struct dec_outputs count = { .slice = &all };
 
 		c->opt.progress = NULL;

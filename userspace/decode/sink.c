@@ -49,6 +49,7 @@ struct dec_render {
 	uint64_t run_tsc;	/* the stream's time when the run began */
 	/* taken branches: a block that does not start at @fall, the block before's fall-through */
 	uint64_t branches;
+	bool count_branches;	/* only --last-branches needs them (an instruction decode per block) */
 	bool have_fall;
 	uint64_t fall;
 };
@@ -173,6 +174,7 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	r = dec_xcalloc(1, sizeof(*r));
 	r->sl = dec_slicer_new(o->slice, c);
 	c->sliced = r->sl != NULL;
+	r->count_branches = r->sl && o->slice->last_branches;
 	/* a slice is made of blocks: the summary's count too */
 	if (r->sl)
 		r->needs |= DEC_NEED_BLOCKS;
@@ -451,12 +453,14 @@ static void sliced_block(struct dec_render *r, const struct dec_item *it)
 	unsigned int last_size = it->last_size;
 
 	r->seen += it->ninsn;
-	if (r->have_fall && it->ip != r->fall)
-		r->branches++;
-	if (!last_size)
-		last_size = dec_insn_size(r->st.c, it->isid, it->end_ip, it->mode, NULL);
-	r->have_fall = last_size != 0;
-	r->fall = it->end_ip + last_size;
+	if (r->count_branches) {
+		if (r->have_fall && it->ip != r->fall)
+			r->branches++;
+		if (!last_size)
+			last_size = dec_insn_size(r->st.c, it->isid, it->end_ip, it->mode, NULL);
+		r->have_fall = last_size != 0;
+		r->fall = it->end_ip + last_size;
+	}
 	if (r->trace_in)
 		dec_slicer_block(r->sl, &r->st, it, n0, r->branches, r->pending, &k0, &k1);
 	rest = *it;
