@@ -5,7 +5,8 @@
  * input.c and sideband.c (what to decode), image.c (the code),
  * segment.c (traces cut at PSBs), step.c (libipt decoders stepped, and
  * their convergence), pool.c (workers and the orderer), sink.c and
- * sink_*.c (the outputs, one sink each), lookup.c (stateless symbol
+ * sink_*.c (the outputs, one sink each), slice.c (what part of the
+ * stream the sinks see), lookup.c (stateless symbol
  * lookups over syms.c), packets.c and summary.c.
  */
 #include <inttypes.h>

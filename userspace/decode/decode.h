@@ -189,12 +189,18 @@ const char *dec_input_comm(const struct dec_input *in, long pid, long tid);
 enum dec_item_kind {
 	DI_BLOCK,	/* @ip..@end_ip, @ninsn instructions, last of class @iclass */
 	DI_ENABLED,	/* tracing (re)starts at @ip */
-	DI_DISABLED,	/* tracing stops (@ip: where, if known, else 0) */
+	DI_DISABLED,	/* tracing stops: @code DEC_DIS_* says how, @ip (0: unknown) */
 	DI_GAP,		/* trace lost: @code says why; decoding resumed at next PSB */
 	DI_ASYNC,	/* asynchronous branch from @ip (interrupt, signal) */
 	DI_PROCESS,	/* from here on the code is process @code's (0: unknown) */
 	DI_EOS,		/* the trace ends while tracing is on (ptxed: [end of trace]) */
 };
+
+/* DI_DISABLED's @code: libipt's ptev_disabled (@ip: the target, outside the
+ * traced range, 0 if suppressed) or ptev_async_disabled (@ip: where an
+ * interrupt or a fault struck). */
+#define DEC_DIS_SYNC	1
+#define DEC_DIS_ASYNC	2
 
 /* Why trace was skipped. */
 enum dec_gap {
@@ -322,6 +328,12 @@ struct dec_trace_result {
 	 * depended on which decoder filled the cache first.
 	 */
 	bool uncached;
+	/* with a slice (dec_outputs.slice): the instructions the outputs saw */
+	uint64_t slice_insns;
+	/* --last: the trace's instructions, from a counting pass before the decode */
+	uint64_t total_insns;
+	/* taken branches: counted by a slice's stream; from the counting pass (--last-branches) */
+	uint64_t branches, total_branches;
 };
 
 struct dec_ctx {
@@ -346,6 +358,8 @@ struct dec_ctx {
 	 * blocks still end at calls and jumps (few cross a function).
 	 */
 	bool profile_only;
+	/* the outputs see a slice (dec_outputs.slice): slice_insns of each result */
+	bool sliced;
 	/*
 	 * Time: some trace has TSC packets (@timed); the earliest TSC of a
 	 * PSB+ in any trace (@t0), which outputs count time from; the TSC
@@ -473,12 +487,52 @@ enum dec_out_kind {
 	OUT_BLOCKS, OUT_NR
 };
 
+/**
+ * struct dec_slice - what part of the decode the outputs see (slice.c,
+ * Documentation/decode.rst "Slicing"): every condition given must hold.
+ * The stream still walks everything (instruction numbers, call depth,
+ * time stay those of the whole trace); only the sinks are told less.
+ */
+struct dec_slice {
+	/* --time: time since the decode's first TSC, in ns (@time_tsc: TSC ticks) */
+	bool have_time_from, have_time_to;
+	uint64_t time_from, time_to;	/* inclusive */
+	bool time_tsc;
+	/* --insn-range: instruction numbers of each trace, inclusive */
+	bool have_insn_from, have_insn_to;
+	uint64_t insn_from, insn_to;
+	/* --tid, --cpu: traces of these threads / CPUs */
+	const long *tids;
+	size_t nr_tids;
+	const int *cpus;
+	size_t nr_cpus;
+	/* --symbol: only what runs inside this function and its callees (call depth) */
+	const char *symbol;
+	/* --last N: the last N instructions of each trace (0: not given) */
+	uint64_t last;
+	/*
+	 * --last-branches N: each trace from where its N-th last taken branch
+	 * went on (0: not given); a taken branch is a block that does not
+	 * start where the block before would fall through to
+	 */
+	uint64_t last_branches;
+};
+
+/* Is any condition given? */
+bool dec_slice_on(const struct dec_slice *s);
+
 struct dec_outputs {
 	FILE *f[OUT_NR];	/* NULL: not wanted */
 	bool disasm;		/* --insn with Zydis disassembly */
 	bool lines;		/* --insn with file:line from DWARF */
 	bool folded_time;	/* --folded counts time (ns, else TSC ticks), not instructions */
+	const struct dec_slice *slice;	/* NULL: everything */
+	unsigned int fields;	/* --fields: DEC_FIELD_* columns before --insn and --calls lines */
 };
+
+#define DEC_FIELD_TID	0x1	/* the trace's thread (per-CPU: the process) */
+#define DEC_FIELD_CPU	0x2	/* the trace's CPU */
+#define DEC_FIELD_TIME	0x4	/* --insn: the time (--calls has its own column) */
 
 /*
  * The renderer: dec_run() feeds it every segment in trace order, as soon as
@@ -498,6 +552,8 @@ void dec_render_end(struct dec_render *r);
 /* ptdump-like packet dump of @buf to @f; returns packets dumped or -1. */
 long dec_dump_packets(const struct dec_ctx *c, const uint8_t *buf, size_t len, FILE *f);
 
+/* With a slice: the instructions the outputs saw, in all traces. */
+uint64_t dec_slice_insns(const struct dec_ctx *c);
 /* The summary of @c as JSON (new reference) / as text. */
 struct json_object *dec_summary_json(const struct dec_ctx *c);
 void dec_summary_text(const struct dec_ctx *c, FILE *f);

@@ -169,7 +169,13 @@ static void *orderer(void *arg)
 	return NULL;
 }
 
-int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t len)
+/*
+ * One decode of every trace; @totals (if not NULL): each trace's
+ * instructions and taken branches from a pass before (--last,
+ * --last-branches): [2 * i], [2 * i + 1].
+ */
+static int run_pass(struct dec_ctx *c, const struct dec_outputs *o, const uint64_t *totals,
+		    char *msg, size_t len)
 {
 	struct work w = { .c = c };
 	struct dec_render *rd = NULL;
@@ -189,6 +195,10 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 		struct dec_trace_result *r = &c->res[i];
 
 		r->trace = &c->in->traces[i];
+		if (totals) {
+			r->total_insns = totals[2 * i];
+			r->total_branches = totals[2 * i + 1];
+		}
 		dec_trace_load(c, r);
 		if (r->first_tsc && (!c->timed || r->first_tsc < c->t0)) {
 			c->timed = true;
@@ -214,6 +224,20 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	if (jobs > w.total)
 		jobs = w.total ? (unsigned int)w.total : 1;
 	w.window = 4 * (size_t)jobs;
+	if (o && o->slice && (o->slice->have_time_from || o->slice->have_time_to)) {
+		uint64_t ns;
+
+		if (!c->timed || (!o->slice->time_tsc && !dec_tsc_ns(c, c->t0, &ns))) {
+			snprintf(msg, len, "--time: %s", !c->timed ?
+				 "the trace has no TSC packets (record with --tsc)" :
+				 "the TSC's frequency is unknown (give --cpuid-0x15 EAX/EBX/ECX): "
+				 "give the times in TSC ticks (e.g. 1000tsc-2000tsc)");
+			free(w.map_trace);
+			free(w.map_seg);
+			free(w.done);
+			return -1;
+		}
+	}
 	if (o)
 		rd = dec_render_begin(c, o);
 	/*
@@ -269,4 +293,64 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 		return -1;
 	}
 	return 0;
+}
+
+/* Free the results of a decode (c->res), leaving the images and symbols. */
+static void free_results(struct dec_ctx *c)
+{
+	size_t i, k;
+
+	for (i = 0; i < c->nr_res; i++) {
+		for (k = 0; k < c->res[i].nr_segs; k++) {
+			free(c->res[i].segs[k].items);
+			free(c->res[i].segs[k].ck);
+			dec_live_free(c->res[i].segs[k].live);
+			dec_prof_free(c->res[i].segs[k].prof);
+		}
+		free(c->res[i].segs);
+		free(c->res[i].buf);
+		free(c->res[i].gap_items);
+		dec_live_free(c->res[i].live);
+	}
+	free(c->res);
+	c->res = NULL;
+	c->nr_res = 0;
+}
+
+int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t len)
+{
+	uint64_t *totals;
+	size_t i;
+	int ret;
+
+	if (!o || !o->slice || (!o->slice->last && !o->slice->last_branches))
+		return run_pass(c, o, NULL, msg, len);
+	/*
+	 * --last N: count each trace's instructions first (the summary's
+	 * decode, no outputs); --last-branches N: its taken branches too
+	 * (a slice of everything, so that the stream walks the blocks).
+	 */
+	{
+		void (*progress)(void *, size_t, size_t, uint64_t) = c->opt.progress;
+		/* everything (no trace has that many branches), its branches counted */
+		struct dec_slice all = { .last_branches = UINT64_MAX };
+		struct dec_outputs count = { .slice = &all };
+
+		c->opt.progress = NULL;
+		ret = run_pass(c, o->slice->last_branches ? &count : NULL, NULL, msg, len);
+		c->opt.progress = progress;
+	}
+	if (ret)
+		return ret;
+	totals = dec_xcalloc(2 * c->nr_res + 1, sizeof(*totals));
+	for (i = 0; i < c->nr_res; i++) {
+		totals[2 * i] = c->res[i].insns;
+		totals[2 * i + 1] = c->res[i].branches;
+	}
+	free_results(c);
+	c->timed = false;
+	c->t0 = 0;
+	ret = run_pass(c, o, totals, msg, len);
+	free(totals);
+	return ret;
 }

@@ -35,10 +35,27 @@ struct dec_render {
 	bool merge;
 	bool have_run;
 	struct dec_item run;
+	/*
+	 * A slice (slice.c): the sinks are told nothing while @mute; the run
+	 * was made while @run_mute.  The stream's own state goes on.
+	 */
+	struct dec_slicer *sl;
+	bool mute, run_mute;
+	bool trace_in;		/* --tid/--cpu keep the current trace */
+	uint64_t seen;		/* instructions of the trace's blocks so far */
+	uint64_t slice_insns;	/* of them, told to the sinks */
+	size_t ti;		/* the trace's index */
+	uint64_t last_end;	/* the last instruction of the block before */
+	uint64_t run_tsc;	/* the stream's time when the run began */
+	/* taken branches: a block that does not start at @fall, the block before's fall-through */
+	uint64_t branches;
+	bool count_branches;	/* only --last-branches needs them (an instruction decode per block) */
+	bool have_fall;
+	uint64_t fall;
 };
 
 #define EACH(r, k) \
-	for (size_t _i = 0; _i < (r)->nr && ((k) = (r)->sinks[_i], 1); _i++)
+	for (size_t _i = 0; !(r)->mute && _i < (r)->nr && ((k) = (r)->sinks[_i], 1); _i++)
 
 const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip)
 {
@@ -54,6 +71,55 @@ const char *dec_stream_fmt(const struct dec_stream *st, uint64_t ip, char *buf, 
 const char *dec_stream_line(const struct dec_stream *st, uint64_t ip, char *buf, size_t len)
 {
 	return dec_sym_line_at(st->c->syms, ip, st->pid, st->time, buf, len);
+}
+
+const char *dec_disabled_str(const struct dec_stream *st, const struct dec_item *it, char *buf,
+			     size_t len)
+{
+	bool far = st->have_last && (st->last_iclass == ptic_far_call ||
+				     st->last_iclass == ptic_far_return ||
+				     st->last_iclass == ptic_far_jump);
+
+	if (it->code == DEC_DIS_ASYNC && it->ip)
+		snprintf(buf, len, "[disabled at %#" PRIx64 ": interrupt or fault]", it->ip);
+	else if (it->code == DEC_DIS_SYNC && far)
+		snprintf(buf, len, "[disabled at %#" PRIx64 ": system call or far transfer]",
+			 st->last_ip);
+	else if (it->code == DEC_DIS_SYNC && it->ip && st->have_last)
+		snprintf(buf, len, "[disabled at %#" PRIx64 ": branch to %#" PRIx64
+			 " outside the traced range]", st->last_ip, it->ip);
+	else if (it->code == DEC_DIS_SYNC && it->ip)
+		snprintf(buf, len, "[disabled: branch to %#" PRIx64 " outside the traced range]",
+			 it->ip);
+	else if (st->have_last)
+		snprintf(buf, len, "[disabled at %#" PRIx64 "]", st->last_ip);
+	else
+		snprintf(buf, len, "[disabled]");
+	return buf;
+}
+
+void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which, uint64_t tsc)
+{
+	const struct dec_trace *t = st->res->trace;
+	unsigned int w = which & st->o->fields;
+	char tb[32];
+
+	if (w & DEC_FIELD_TID) {
+		long id = t->tid > 0 ? t->tid : st->pid;
+
+		if (id > 0)
+			fprintf(f, "%7ld ", id);
+		else
+			fprintf(f, "%7s ", "-");
+	}
+	if (w & DEC_FIELD_CPU) {
+		if (t->cpu >= 0)
+			fprintf(f, "[%03d] ", t->cpu);
+		else
+			fprintf(f, "[ - ] ");
+	}
+	if (w & DEC_FIELD_TIME)
+		fprintf(f, "%14s ", st->c->timed ? dec_stream_time(st, tsc, tb, sizeof(tb)) : "-");
 }
 
 void dec_json_str(FILE *f, const char *s)
@@ -103,9 +169,15 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 
 	for (i = 0; i < OUT_NR && !o->f[i]; i++)
 		;
-	if (i == OUT_NR)	/* nothing wanted: the summary needs no rendering */
+	if (i == OUT_NR && !dec_slice_on(o->slice))	/* the summary needs no rendering */
 		return NULL;
 	r = dec_xcalloc(1, sizeof(*r));
+	r->sl = dec_slicer_new(o->slice, c);
+	c->sliced = r->sl != NULL;
+	r->count_branches = r->sl && o->slice->last_branches;
+	/* a slice is made of blocks: the summary's count too */
+	if (r->sl)
+		r->needs |= DEC_NEED_BLOCKS;
 	r->st.c = c;
 	r->st.o = o;
 	dec_symc_reset(&r->st.sc);
@@ -140,11 +212,35 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->st.idx = 0;
 	r->st.depth = 0;
 	r->pending = 0;
+	r->st.call_pending = false;
+	r->st.have_last = false;
 	r->st.prev_tsc = 0;
+	r->st.now_tsc = 0;
 	r->st.shown_pid = res->trace->pid > 0 ? res->trace->pid : -1;
+	r->ti = i;
+	r->seen = 0;
+	r->branches = 0;
+	r->have_fall = false;
+	r->slice_insns = 0;
+	r->have_run = false;
+	r->mute = false;
+	r->trace_in = !r->sl || dec_slicer_trace(r->sl, &r->st, res);
 	EACH(r, k)
-		if (k->ops->trace_begin)
+		if (k->ops->trace_begin && r->trace_in)
 			k->ops->trace_begin(k, &r->st, i);
+	/* a slice starts outside: the first item in it enters */
+	r->mute = r->sl != NULL;
+}
+
+/* The open call at depth @d (0-based) from @call_ip into @target. */
+static void push_frame(struct dec_stream *st, unsigned int d, uint64_t call_ip, uint64_t target)
+{
+	if (d >= st->frames_cap) {
+		st->frames_cap = (d + 1) * 2;
+		st->frames = dec_xrealloc(st->frames, st->frames_cap * sizeof(*st->frames));
+	}
+	st->frames[d].call_ip = call_ip;
+	st->frames[d].target = target;
 }
 
 /* A call or return made by the block before, seen at the start of block @b. */
@@ -152,9 +248,11 @@ static void call_ret(struct dec_render *r, const struct dec_item *b)
 {
 	struct dec_sink *k;
 
+	r->st.call_pending = false;
 	if (r->pending == 1) {
 		unsigned int outside = r->st.depth++;
 
+		push_frame(&r->st, outside, r->last_end, b->ip);
 		EACH(r, k)
 			if (k->ops->call)
 				k->ops->call(k, &r->st, b, outside);
@@ -216,17 +314,49 @@ static void walk(struct dec_render *r, const struct dec_item *it)
 
 static void flush_run(struct dec_render *r)
 {
-	if (r->have_run) {
-		r->have_run = false;
+	bool mute = r->mute;
+
+	if (!r->have_run)
+		return;
+	r->have_run = false;
+	r->mute = r->run_mute;
+	r->st.line_tsc = r->run_tsc;
+	if (r->mute) {
+		r->st.idx += r->run.ninsn;	/* out of the slice: no walk */
+	} else {
+		r->slice_insns += r->run.ninsn;
 		walk(r, &r->run);
 	}
+	r->mute = mute;
+}
+
+/* Tell the sinks from here on (@mute false: entering the slice) or stop (true: leaving). */
+static void set_mute(struct dec_render *r, bool mute)
+{
+	struct dec_sink *k;
+
+	if (mute == r->mute || !r->trace_in)
+		return;
+	flush_run(r);
+	if (mute) {
+		EACH(r, k)
+			if (k->ops->leave)
+				k->ops->leave(k, &r->st);
+		r->mute = true;
+		return;
+	}
+	r->mute = false;
+	EACH(r, k)
+		if (k->ops->enter)
+			k->ops->enter(k, &r->st);
+	r->st.shown_pid = r->st.pid;
 }
 
 static void on_block(struct dec_render *r, const struct dec_item *it)
 {
 	struct dec_sink *k;
 	bool join = r->merge && r->have_run && r->run.iclass == ptic_other &&
-		    it->mode == r->run.mode && it->isid == r->run.isid;
+		    it->mode == r->run.mode && it->isid == r->run.isid && r->run_mute == r->mute;
 
 	if (!join)
 		flush_run(r);
@@ -244,15 +374,116 @@ static void on_block(struct dec_render *r, const struct dec_item *it)
 	} else {
 		r->run = *it;
 		r->have_run = true;
+		r->run_mute = r->mute;
+		r->run_tsc = r->st.now_tsc;
 	}
+	r->last_end = it->end_ip;
 	if (!r->merge || r->run.iclass != ptic_other)
 		flush_run(r);
 	if (it->tsc)
-		r->st.prev_tsc = it->tsc;
+		r->st.prev_tsc = r->st.now_tsc = it->tsc;
+	r->st.call_pending = it->iclass == ptic_call;
+	r->st.call_ip = it->end_ip;
+	r->st.have_last = true;
+	r->st.last_ip = it->end_ip;
+	r->st.last_iclass = it->iclass;
 	if (it->iclass == ptic_call)
 		r->pending = 1;
 	else if (it->iclass == ptic_return)
 		r->pending = 2;
+}
+
+struct split {
+	uint32_t k;			/* the instruction wanted */
+	uint32_t n;
+	uint64_t ip, prev_ip;		/* its address, and its predecessor's */
+	unsigned int prev_size;
+};
+
+static void split_insn(void *arg, uint64_t ip, unsigned int size, bool last,
+		       const struct dec_item *b)
+{
+	struct split *sp = arg;
+
+	(void)last;
+	(void)b;
+	if (sp->n + 1 == sp->k) {
+		sp->prev_ip = ip;
+		sp->prev_size = size;
+	} else if (sp->n == sp->k) {
+		sp->ip = ip;
+	}
+	sp->n++;
+}
+
+/*
+ * Block @b cut before its instruction @k (0 < @k < ninsn) into @head and
+ * @tail.  Where its code cannot be walked the addresses are unknown: the
+ * pieces keep the block's, and the sinks show them as unreadable.
+ */
+static void split_block(struct dec_render *r, const struct dec_item *b, uint32_t k,
+			struct dec_item *head, struct dec_item *tail)
+{
+	struct split sp = { .k = k };
+	const struct dec_item whole = *b;	/* @tail may be @b */
+
+	*head = whole;
+	*tail = whole;
+	head->ninsn = k;
+	head->iclass = ptic_other;
+	tail->ninsn = whole.ninsn - k;
+	if (dec_walk_block(r->st.c, &whole, split_insn, &sp) == whole.ninsn) {
+		head->end_ip = sp.prev_ip;
+		head->last_size = (uint8_t)sp.prev_size;
+		tail->ip = sp.ip;
+	} else {
+		head->last_size = 0;
+	}
+}
+
+/* Block @it, with a slice: the pieces in and out of it, each told or not. */
+static void sliced_block(struct dec_render *r, const struct dec_item *it)
+{
+	struct dec_item piece[3], rest;
+	bool in[3];
+	uint32_t k0 = 0, k1 = 0;
+	size_t n = 0, i;
+	uint64_t n0 = r->seen;
+
+	unsigned int last_size = it->last_size;
+
+	r->seen += it->ninsn;
+	if (r->count_branches) {
+		if (r->have_fall && it->ip != r->fall)
+			r->branches++;
+		if (!last_size)
+			last_size = dec_insn_size(r->st.c, it->isid, it->end_ip, it->mode, NULL);
+		r->have_fall = last_size != 0;
+		r->fall = it->end_ip + last_size;
+	}
+	if (r->trace_in)
+		dec_slicer_block(r->sl, &r->st, it, n0, r->branches, r->pending, &k0, &k1);
+	rest = *it;
+	if (k0 > 0 && k0 < k1) {
+		split_block(r, &rest, k0, &piece[n], &rest);
+		in[n++] = false;
+	}
+	if (k1 > k0 && k1 - k0 < rest.ninsn) {
+		split_block(r, &rest, k1 - k0, &piece[n], &rest);
+		in[n++] = true;
+		piece[n] = rest;
+		in[n++] = false;
+	} else {
+		piece[n] = rest;
+		in[n++] = k1 > k0;
+	}
+	for (i = 0; i < n; i++) {
+		set_mute(r, !in[i]);
+		/* the block's time is after its last piece: each piece starts at the time before */
+		if (i + 1 < n)
+			piece[i].tsc = 0;
+		on_block(r, &piece[i]);
+	}
 }
 
 void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
@@ -271,19 +502,30 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 				in_items += seg->items[i].ninsn;
 		r->st.idx += seg->insns - in_items;
 	}
-	EACH(r, k)
-		if (k->ops->segment)
-			k->ops->segment(k, &r->st, seg);
+	for (i = 0; i < r->nr && r->trace_in; i++)
+		if (r->sinks[i]->ops->segment)
+			r->sinks[i]->ops->segment(r->sinks[i], &r->st, seg);
 	for (i = seg->skip; i < seg->nr; i++) {
 		const struct dec_item *it = &seg->items[i];
 
 		if (it->kind == DI_BLOCK) {
-			on_block(r, it);
+			if (r->sl)
+				sliced_block(r, it);
+			else
+				on_block(r, it);
 			continue;
 		}
+		if (r->sl)
+			set_mute(r, !r->trace_in || !dec_slicer_event(r->sl, &r->st, it, r->seen));
 		flush_run(r);
-		if (it->kind == DI_GAP)
+		if (it->tsc)
+			r->st.now_tsc = it->tsc;
+		if (it->kind == DI_GAP) {
+			r->have_fall = false;
 			r->pending = 0;
+			r->st.call_pending = false;
+			r->st.have_last = false;
+		}
 		if (it->kind == DI_PROCESS) {
 			/* per-CPU switching: symbols of that process from here on */
 			uint64_t ns = 0;
@@ -298,7 +540,7 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 		EACH(r, k)
 			if (k->ops->event)
 				k->ops->event(k, &r->st, it);
-		if (it->kind == DI_PROCESS)
+		if (it->kind == DI_PROCESS && !r->mute)
 			r->st.shown_pid = it->code;
 	}
 }
@@ -310,9 +552,12 @@ void dec_render_trace_end(struct dec_render *r)
 	if (!r)
 		return;
 	flush_run(r);
+	r->mute = !r->trace_in;
 	EACH(r, k)
 		if (k->ops->trace_end)
 			k->ops->trace_end(k, &r->st);
+	r->st.c->res[r->ti].slice_insns = r->trace_in ? r->slice_insns : 0;
+	r->st.c->res[r->ti].branches = r->branches;
 }
 
 void dec_render_end(struct dec_render *r)
@@ -322,7 +567,10 @@ void dec_render_end(struct dec_render *r)
 	if (!r)
 		return;
 	r->st.pid = 0;	/* the whole-run outputs span every process */
+	r->mute = false;
 	EACH(r, k)
 		k->ops->end(k, &r->st);
+	dec_slicer_free(r->sl);
+	free(r->st.frames);
 	free(r);
 }

@@ -38,7 +38,35 @@ struct dec_stream {
 	const struct dec_trace_result *res;
 	size_t nr_res;
 	struct dec_symc sc;		/* the last instruction's function */
+	/*
+	 * The open calls, [0, @depth): the call instruction and its target,
+	 * so that a sink entering a slice (enter) knows the stack above it.
+	 */
+	struct dec_frame {
+		uint64_t call_ip, target;
+	} *frames;
+	size_t frames_cap;
+	/* the block before ended with a call (at @call_ip) whose target is the next block */
+	bool call_pending;
+	uint64_t call_ip;
+	/*
+	 * The newest time the stream has seen (blocks and events), and the
+	 * time of the line being written: for instructions, when their run
+	 * of blocks began (--fields time).
+	 */
+	uint64_t now_tsc, line_tsc;
+	/* the last block since the trace began or trace was lost: its last instruction */
+	bool have_last;
+	uint64_t last_ip;
+	uint8_t last_iclass;
 };
+
+/*
+ * The "[disabled ...]" line of DI_DISABLED item @it into @buf: where
+ * tracing stopped and why, as far as libipt says (decode.rst).
+ */
+const char *dec_disabled_str(const struct dec_stream *st, const struct dec_item *it, char *buf,
+			     size_t len);
 
 /* The function and module of @ip in @st's code (cached in st->sc). */
 const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip);
@@ -48,6 +76,8 @@ const char *dec_stream_fmt(const struct dec_stream *st, uint64_t ip, char *buf, 
 const char *dec_stream_line(const struct dec_stream *st, uint64_t ip, char *buf, size_t len);
 /* The --calls time column of @tsc (decode.rst). */
 const char *dec_stream_time(const struct dec_stream *st, uint64_t tsc, char *buf, size_t len);
+/* --fields' columns (tid, cpu, time at @tsc) of a line of @st to @f, if any. */
+void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which, uint64_t tsc);
 /* @s as a JSON string to @f. */
 void dec_json_str(FILE *f, const char *s);
 
@@ -81,6 +111,14 @@ struct dec_sink_ops {
 	void (*event)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *it);
 	void (*trace_end)(struct dec_sink *k, struct dec_stream *st);
 	void (*end)(struct dec_sink *k, struct dec_stream *st);
+	/*
+	 * With a slice (slice.c): the stream enters it (the next item is the
+	 * first the sink is told of since the trace began or since leave;
+	 * st->frames are the calls open there) or leaves it (the sink is told
+	 * nothing until the next enter).  Without a slice neither is called.
+	 */
+	void (*enter)(struct dec_sink *k, struct dec_stream *st);
+	void (*leave)(struct dec_sink *k, struct dec_stream *st);
 };
 
 struct dec_sink {
@@ -113,5 +151,29 @@ void dec_cover_block(struct dec_cover *cv, struct dec_stream *st, const struct d
 void dec_cover_event(struct dec_cover *cv, const struct dec_item *it);
 void dec_cover_end(struct dec_cover *cv);
 void dec_cover_free(struct dec_cover *cv);
+
+/*
+ * The slice filter (slice.c): which items of the stream the sinks are
+ * told of.  The stream calls it before each item; it never changes the
+ * stream's state.
+ */
+struct dec_slicer;
+/* NULL when @sl is NULL or gives no condition. */
+struct dec_slicer *dec_slicer_new(const struct dec_slice *sl, struct dec_ctx *c);
+void dec_slicer_free(struct dec_slicer *s);
+/* Trace @res begins: false if --tid/--cpu leave it out (then nothing of it is shown). */
+bool dec_slicer_trace(struct dec_slicer *s, const struct dec_stream *st,
+		      const struct dec_trace_result *res);
+/*
+ * Block @b, the instructions [@n0, @n0 + b->ninsn) of the trace, after
+ * the call (@pending 1) or return (2) of the block before, @nbr taken
+ * branches of the trace so far (the one into @b included): its
+ * instructions [*@k0, *@k1) (relative to @b) are in the slice.
+ */
+void dec_slicer_block(struct dec_slicer *s, struct dec_stream *st, const struct dec_item *b,
+		      uint64_t n0, uint64_t nbr, int pending, uint32_t *k0, uint32_t *k1);
+/* An event item @it after @n instructions of the trace: is it in the slice? */
+bool dec_slicer_event(struct dec_slicer *s, const struct dec_stream *st, const struct dec_item *it,
+		      uint64_t n);
 
 #endif /* IPT_DECODE_SINK_H */

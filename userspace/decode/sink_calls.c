@@ -23,6 +23,7 @@ static void calls_line(struct dec_sink *k, struct dec_stream *st, const struct d
 {
 	char sbuf[512], tbuf[32];
 
+	dec_stream_fields(st, k->f, DEC_FIELD_TID | DEC_FIELD_CPU, 0);
 	fprintf(k->f, "%10" PRIu64 " ", st->idx);
 	if (st->c->timed)
 		fprintf(k->f, "%14s ", dec_stream_time(st, st->prev_tsc, tbuf, sizeof(tbuf)));
@@ -45,6 +46,8 @@ static void calls_ret(struct dec_sink *k, struct dec_stream *st, const struct de
 
 static void calls_event(struct dec_sink *k, struct dec_stream *st, const struct dec_item *it)
 {
+	if (it->kind == DI_GAP)
+		dec_stream_fields(st, k->f, DEC_FIELD_TID | DEC_FIELD_CPU, 0);
 	if (it->kind == DI_GAP)
 		fprintf(k->f, "%10" PRIu64 " [lost trace: %s at offset %#" PRIx64 "]\n", st->idx,
 			dec_gap_name((enum dec_gap)it->gap), it->off);

@@ -393,6 +393,43 @@ static void folded_event(struct dec_sink *k, struct dec_stream *st, const struct
 	}
 }
 
+/*
+ * Entering a slice: the stack is the calls open there (each frame the
+ * function of its call instruction), under the root of the process that
+ * runs; --folded-time counts from here.
+ */
+static void folded_enter(struct dec_sink *k, struct dec_stream *st)
+{
+	struct folded_sink *r = (struct folded_sink *)k;
+	unsigned int d;
+
+	folded_flush(r);
+	r->run_leaf = NULL;
+	r->run_count = 0;
+	for (d = 0; d < st->depth && d < MAX_STACK; d++)
+		r->stack[d] = frame_name(dec_stream_sym(st, st->frames[d].call_ip));
+	r->sdepth = st->depth;
+	/* a call into the first block of the slice: its frame too (no call hook here) */
+	if (st->call_pending) {
+		if (r->sdepth < MAX_STACK)
+			r->stack[r->sdepth] = frame_name(dec_stream_sym(st, st->call_ip));
+		r->sdepth++;
+	}
+	if (r->root_by_process && st->pid != st->shown_pid) {
+		const char *comm = dec_input_comm(st->c->in, st->pid, 0);
+
+		if (st->pid > 0)
+			snprintf(r->root, sizeof(r->root), "%s-%ld", comm ? comm : "[unknown]", st->pid);
+		else
+			r->root[0] = 0;
+	}
+	fstack_rebuild(r);
+	r->fold_last = 0;
+	if (r->fold_time && st->prev_tsc &&
+	    !(st->time_ok && dec_tsc_ns(st->c, st->prev_tsc, &r->fold_last)))
+		r->fold_last = st->prev_tsc;
+}
+
 static void folded_trace_end(struct dec_sink *k, struct dec_stream *st)
 {
 	(void)st;
@@ -436,6 +473,8 @@ static const struct dec_sink_ops folded_ops = {
 	.event = folded_event,
 	.trace_end = folded_trace_end,
 	.end = folded_end,
+	.enter = folded_enter,
+	.leave = folded_trace_end,	/* leaving a slice: count what ran */
 };
 
 struct dec_sink *dec_sink_folded(struct dec_stream *st, FILE *f)

@@ -89,6 +89,8 @@ static void insn_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, un
 	FILE *f = k->f;
 
 	(void)last;
+	if (o->fields)
+		dec_stream_fields(st, f, ~0u, st->line_tsc);
 	put_insn_head(st, f, ip);
 	if (o->lines) {
 		char lbuf[256];
@@ -118,7 +120,8 @@ static void insn_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, un
 static void insn_unshown(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
 			 uint32_t n)
 {
-	(void)st;
+	if (st->o->fields)
+		dec_stream_fields(st, k->f, ~0u, st->line_tsc);
 	fprintf(k->f, "[%" PRIu32 " instructions from %#" PRIx64
 		" not shown: their code is unreadable]\n", n, b->ip);
 }
@@ -127,6 +130,8 @@ static void insn_event(struct dec_sink *k, struct dec_stream *st, const struct d
 {
 	FILE *f = k->f;
 
+	if (st->o->fields && (it->kind != DI_PROCESS || it->code != st->shown_pid))
+		dec_stream_fields(st, f, ~0u, it->tsc ? it->tsc : st->now_tsc);
 	switch (it->kind) {
 	case DI_GAP:
 		fprintf(f, "[lost trace: %s at offset %#" PRIx64 "%s%s, %" PRIu64
@@ -139,9 +144,12 @@ static void insn_event(struct dec_sink *k, struct dec_stream *st, const struct d
 	case DI_ENABLED:
 		fprintf(f, "[enabled at %#" PRIx64 "]\n", it->ip);
 		break;
-	case DI_DISABLED:
-		fprintf(f, "[disabled]\n");
+	case DI_DISABLED: {
+		char buf[128];
+
+		fprintf(f, "%s\n", dec_disabled_str(st, it, buf, sizeof(buf)));
 		break;
+	}
 	case DI_ASYNC:
 		fprintf(f, "[interrupt at %#" PRIx64 "]\n", it->ip);
 		break;

@@ -22,6 +22,7 @@ struct perfetto_sink {
 	struct dec_sink k;
 	struct pspan *pspans;		/* [depth - 1]: the innermost open call */
 	size_t pspans_cap;
+	unsigned int open;		/* spans open: pspans[0, open) */
 	long ppid;			/* the track's process id (0: unknown) */
 	long *ppids;			/* processes named so far ("process_name") */
 	size_t nr_ppids;
@@ -85,11 +86,10 @@ static void perfetto_ev(struct perfetto_sink *s, struct dec_stream *st, char ph,
 	fprintf(f, "}");
 }
 
-/* Open a span for a call into @b, at depth @depth + 1. */
-static void perfetto_call(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
-			  unsigned int depth)
+/* Open a span for a call into @ip, at depth @depth + 1. */
+static void open_span(struct perfetto_sink *s, struct dec_stream *st, unsigned int depth,
+		      uint64_t ip)
 {
-	struct perfetto_sink *s = (struct perfetto_sink *)k;
 	const struct dec_symc *sc;
 	struct pspan *sp;
 
@@ -98,11 +98,21 @@ static void perfetto_call(struct dec_sink *k, struct dec_stream *st, const struc
 		s->pspans = dec_xrealloc(s->pspans, s->pspans_cap * sizeof(*s->pspans));
 	}
 	sp = &s->pspans[depth];
-	sc = dec_stream_sym(st, b->ip);
+	sc = dec_stream_sym(st, ip);
 	sp->name = sc->sym ? sc->sym->name : NULL;
 	sp->mod = sc->mod;
-	sp->ip = b->ip;
+	sp->ip = ip;
 	perfetto_ev(s, st, 'B', sp);
+	s->open = depth + 1;
+}
+
+/* A call into @b, at depth @depth + 1. */
+static void perfetto_call(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
+			  unsigned int depth)
+{
+	struct perfetto_sink *s = (struct perfetto_sink *)k;
+
+	open_span(s, st, depth, b->ip);
 }
 
 /* Close the innermost span (now at @depth): "E" with the same name and args. */
@@ -112,8 +122,20 @@ static void perfetto_ret(struct dec_sink *k, struct dec_stream *st, const struct
 	struct perfetto_sink *s = (struct perfetto_sink *)k;
 
 	(void)b;
-	if (popped)
+	if (popped && depth < s->open) {
 		perfetto_ev(s, st, 'E', &s->pspans[depth]);
+		s->open = depth;
+	}
+}
+
+/* Entering a slice: the calls open there, as spans that start now. */
+static void perfetto_enter(struct dec_sink *k, struct dec_stream *st)
+{
+	struct perfetto_sink *s = (struct perfetto_sink *)k;
+	unsigned int d;
+
+	for (d = 0; d < st->depth; d++)
+		open_span(s, st, d, st->frames[d].target);
 }
 
 static void perfetto_trace_begin(struct dec_sink *k, struct dec_stream *st, size_t i)
@@ -127,6 +149,7 @@ static void perfetto_trace_begin(struct dec_sink *k, struct dec_stream *st, size
 	size_t n;
 
 	s->ev_tsc = 0;
+	s->open = 0;
 	s->ev_ps = 0;
 	s->have_ev_ps = false;
 	/*
@@ -177,9 +200,9 @@ static void perfetto_trace_end(struct dec_sink *k, struct dec_stream *st)
 {
 	struct perfetto_sink *s = (struct perfetto_sink *)k;
 
-	while (st->depth) {
-		st->depth--;
-		perfetto_ev(s, st, 'E', &s->pspans[st->depth]);
+	while (s->open) {
+		s->open--;
+		perfetto_ev(s, st, 'E', &s->pspans[s->open]);
 	}
 }
 
@@ -202,6 +225,8 @@ static const struct dec_sink_ops perfetto_ops = {
 	.ret = perfetto_ret,
 	.trace_end = perfetto_trace_end,
 	.end = perfetto_end,
+	.enter = perfetto_enter,
+	.leave = perfetto_trace_end,	/* leaving a slice closes what is open */
 };
 
 struct dec_sink *dec_sink_perfetto(struct dec_stream *st, FILE *f)

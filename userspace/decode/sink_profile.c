@@ -270,7 +270,7 @@ static void profile_end(struct dec_sink *k, struct dec_stream *st)
 	size_t i;
 
 	for (i = 0; i < st->c->nr_res; i++)
-		total += st->c->res[i].insns;
+		total += st->c->sliced ? st->c->res[i].slice_insns : st->c->res[i].insns;
 	print_profile(s, st, total);
 	free(s->prof.fun.t);
 	free(s->prof.dso.t);

@@ -547,10 +547,17 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 			it->tsc = ev.has_tsc ? ev.tsc : 0;
 			break;
 		case ptev_disabled:
-		case ptev_async_disabled:
+			/* synchronous: @ip the branch's target outside the traced range, if given */
 			it = push(s, DI_DISABLED);
-			it->ip = ev.ip_suppressed ? 0 : (ev.type == ptev_disabled ?
-				 ev.variant.disabled.ip : ev.variant.async_disabled.at);
+			it->code = DEC_DIS_SYNC;
+			it->ip = ev.ip_suppressed ? 0 : ev.variant.disabled.ip;
+			it->tsc = ev.has_tsc ? ev.tsc : 0;
+			break;
+		case ptev_async_disabled:
+			/* an interrupt or a fault (FUP, TIP.PGD): @ip where it struck */
+			it = push(s, DI_DISABLED);
+			it->code = DEC_DIS_ASYNC;
+			it->ip = ev.variant.async_disabled.at;
 			it->tsc = ev.has_tsc ? ev.tsc : 0;
 			break;
 		case ptev_async_branch:

@@ -61,6 +61,9 @@ struct json_object *dec_summary_json(const struct dec_ctx *c)
 		json_object_object_add(t, "bytes", json_object_new_int64((int64_t)r->len));
 		json_object_object_add(t, "segments", json_object_new_int64((int64_t)r->nr_segs));
 		json_object_object_add(t, "instructions", json_object_new_int64((int64_t)r->insns));
+		if (c->sliced)
+			json_object_object_add(t, "slice_instructions",
+					       json_object_new_int64((int64_t)r->slice_insns));
 		for (g = GAP_OVERFLOW; g < GAP_NR; g++) {
 			struct json_object *e = json_object_new_object();
 
@@ -118,8 +121,21 @@ struct json_object *dec_summary_json(const struct dec_ctx *c)
 	json_object_object_add(o, "instructions", json_object_new_int64((int64_t)insns));
 	json_object_object_add(o, "bytes_skipped", json_object_new_int64((int64_t)skipped));
 	json_object_object_add(o, "errors", json_object_new_int64((int64_t)errors));
+	/* with a slice (--time, --insn-range, ...): what the outputs saw; null: no slice */
+	json_object_object_add(o, "slice_instructions", c->sliced ?
+			       json_object_new_int64((int64_t)dec_slice_insns(c)) : NULL);
 	json_object_object_add(o, "traces", arr);
 	return o;
+}
+
+uint64_t dec_slice_insns(const struct dec_ctx *c)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < c->nr_res; i++)
+		n += c->res[i].slice_insns;
+	return n;
 }
 
 void dec_summary_text(const struct dec_ctx *c, FILE *f)
@@ -178,4 +194,6 @@ void dec_summary_text(const struct dec_ctx *c, FILE *f)
 	}
 	fprintf(f, "decoded %" PRIu64 " instructions from %zu trace%s\n", insns, c->nr_res,
 		c->nr_res == 1 ? "" : "s");
+	if (c->sliced)
+		fprintf(f, "slice: %" PRIu64 " of them in the outputs\n", dec_slice_insns(c));
 }

@@ -56,6 +56,16 @@ static void decode_usage(FILE *f)
 		"  -j                        the summary as JSON on stdout (else text on stderr)\n"
 		"  -q, --quiet               no progress line on a terminal\n"
 		"  --progress                the progress line also when stderr is not a terminal\n"
+		"Slicing (every output, the summary too, sees only this part):\n"
+		"  --time START-END          time since the first TSC: 1.5 (s), 200ms, 30us, 40ns,\n"
+		"                            or TSC ticks: 5000tsc; either end may be left out\n"
+		"  --insn-range A-B          instruction numbers of each trace (as --calls shows)\n"
+		"  --tid T[,T..]             the traces of these threads\n"
+		"  -C, --cpus N[,N..]        the traces of these CPUs\n"
+		"  --symbol SYM              what runs inside function SYM, callees included\n"
+		"  --last N                  the last N instructions of each trace\n"
+		"  --last-branches N         each trace from where its N-th last taken branch went\n"
+		"  -F, --fields tid,cpu,time columns before each --insn line (tid, cpu: --calls too)\n"
 		"\nSee ipttool-decode(8) and Documentation/decode.rst.\n");
 }
 
@@ -67,6 +77,234 @@ enum {
 	/* ptxed's spellings (ptgen's ptxed-args) */
 	O_C15A, O_C15B, O_C15C, O_BLOCKDEC,
 };
+
+/* ---- slicing (Documentation/decode.rst, "Slicing") ---------------------------- */
+
+enum { O_SL_TIME = 1024, O_SL_RANGE, O_SL_TID, O_SL_SYMBOL, O_SL_LAST, O_SL_LASTBR };
+
+/* and the line context of --fields (perf script -F): 'F' */
+
+static const struct option slice_opts[] = {
+	{ "time", required_argument, NULL, O_SL_TIME },
+	{ "insn-range", required_argument, NULL, O_SL_RANGE },
+	{ "tid", required_argument, NULL, O_SL_TID },
+	{ "cpus", required_argument, NULL, 'C' },
+	{ "symbol", required_argument, NULL, O_SL_SYMBOL },
+	{ "last", required_argument, NULL, O_SL_LAST },
+	{ "last-branches", required_argument, NULL, O_SL_LASTBR },
+	{ "fields", required_argument, NULL, 'F' },
+};
+
+struct slice_args {
+	struct dec_slice sl;
+	long tids[64];
+	int cpus[64];
+	unsigned int fields;	/* --fields: DEC_FIELD_* */
+};
+
+/* A whole unsigned number, decimal or 0x hex. */
+static bool parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	if (!*s || *s == '-' || *s == '+')
+		return false;
+	*v = strtoull(s, &end, 0);
+	return !errno && !*end;
+}
+
+/*
+ * One end of --time: "" (open), a number of seconds ("1.5", as --calls
+ * prints), or with a unit: s, ms, us, ns, tsc (TSC ticks).  @tsc: the unit
+ * was tsc (all others are ns).
+ */
+static bool parse_time_end(const char *s, size_t len, bool *have, uint64_t *v, int *tsc)
+{
+	static const struct { const char *u; uint64_t mul; } units[] = {
+		{ "tsc", 1 }, { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+	};
+	char buf[64], *p = buf, *frac;
+	uint64_t whole = 0, mul = 1000000000, f = 0, fmul;
+	size_t i, n;
+
+	*have = len > 0;
+	if (!len)
+		return true;
+	if (len >= sizeof(buf))
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		n = strlen(units[i].u);
+		if (len > n && !strcmp(buf + len - n, units[i].u)) {
+			buf[len - n] = 0;
+			mul = units[i].mul;
+			if (*tsc >= 0 && *tsc != !i)
+				return false;	/* tsc and ns ends mixed */
+			*tsc = !i;
+			break;
+		}
+	}
+	if (i == sizeof(units) / sizeof(units[0])) {
+		if (*tsc == 1)
+			return false;
+		*tsc = 0;
+	}
+	frac = strchr(p, '.');
+	if (frac)
+		*frac++ = 0;
+	if (!*p || strspn(p, "0123456789") != strlen(p) || (frac && (!*frac ||
+	    strspn(frac, "0123456789") != strlen(frac) || mul == 1)))
+		return false;
+	errno = 0;
+	whole = strtoull(p, NULL, 10);
+	if (errno || (mul > 1 && whole > UINT64_MAX / mul))
+		return false;
+	for (fmul = mul / 10; frac && *frac && fmul; frac++, fmul /= 10)
+		f += (uint64_t)(*frac - '0') * fmul;
+	*v = whole * mul + f;
+	return true;
+}
+
+/* "A-B" (or "A,B"): the two ends, either empty. */
+static bool split_range(const char *s, const char **b, size_t *alen)
+{
+	const char *sep = strpbrk(s, "-,");
+
+	if (!sep || strpbrk(sep + 1, "-,"))
+		return false;
+	*alen = (size_t)(sep - s);
+	*b = sep + 1;
+	return true;
+}
+
+/* A slicing option: 1 taken, 0 not one, -1 wrong (after the message). */
+static int slice_opt(int c, const char *arg, struct slice_args *a)
+{
+	struct dec_slice *sl = &a->sl;
+	const char *b;
+	size_t alen;
+
+	switch (c) {
+	case O_SL_TIME: {
+		int tsc = -1;
+
+		if (!split_range(arg, &b, &alen) ||
+		    !parse_time_end(arg, alen, &sl->have_time_from, &sl->time_from, &tsc) ||
+		    !parse_time_end(b, strlen(b), &sl->have_time_to, &sl->time_to, &tsc) ||
+		    (sl->have_time_from && sl->have_time_to && sl->time_to < sl->time_from)) {
+			ipt_err("--time %s: want START-END, each end a time since the first TSC "
+				"(1.5, 200ms, 30us, 40ns) or TSC ticks (5000tsc), or left out "
+				"(START- or -END), END not before START", arg);
+			return -1;
+		}
+		sl->time_tsc = tsc == 1;
+		return 1;
+	}
+	case O_SL_RANGE: {
+		char x[32];
+
+		if (!split_range(arg, &b, &alen) || alen >= sizeof(x))
+			goto bad_range;
+		memcpy(x, arg, alen);
+		x[alen] = 0;
+		sl->have_insn_from = alen > 0;
+		sl->have_insn_to = *b != 0;
+		if ((sl->have_insn_from && !parse_u64(x, &sl->insn_from)) ||
+		    (sl->have_insn_to && !parse_u64(b, &sl->insn_to)) ||
+		    (sl->have_insn_from && sl->have_insn_to && sl->insn_to < sl->insn_from))
+			goto bad_range;
+		return 1;
+bad_range:
+		ipt_err("--insn-range %s: want A-B, instruction numbers of each trace as --calls "
+			"shows them (from 0), either left out (A- or -B), B not below A", arg);
+		return -1;
+	}
+	case O_SL_TID:
+	case 'C': {
+		char *copy = strdup(arg), *tok, *save = NULL;
+		int ok = copy != NULL;
+
+		for (tok = copy ? strtok_r(copy, ",", &save) : NULL; ok && tok;
+		     tok = strtok_r(NULL, ",", &save)) {
+			uint64_t v;
+
+			if (!parse_u64(tok, &v) || (c == 'C' ? v > 4095 || sl->nr_cpus >= 64 :
+						    !v || v > INT32_MAX || sl->nr_tids >= 64))
+				ok = 0;
+			else if (c == 'C')
+				a->cpus[sl->nr_cpus++] = (int)v;
+			else
+				a->tids[sl->nr_tids++] = (long)v;
+		}
+		free(copy);
+		if (!ok || (c == 'C' ? !sl->nr_cpus : !sl->nr_tids)) {
+			ipt_err("%s %s: want a comma-separated list of %s (at most 64)",
+				c == 'C' ? "--cpus" : "--tid", arg,
+				c == 'C' ? "CPU numbers" : "thread ids");
+			return -1;
+		}
+		sl->cpus = a->cpus;
+		sl->tids = a->tids;
+		return 1;
+	}
+	case O_SL_SYMBOL:
+		if (!*arg) {
+			ipt_err("--symbol: want a function name, as --calls shows it");
+			return -1;
+		}
+		sl->symbol = arg;
+		return 1;
+	case 'F': {
+		char *copy = strdup(arg), *tok, *save = NULL;
+		int ok = copy != NULL;
+
+		a->fields = 0;
+		for (tok = copy ? strtok_r(copy, ",", &save) : NULL; ok && tok;
+		     tok = strtok_r(NULL, ",", &save))
+			if (!strcmp(tok, "tid"))
+				a->fields |= DEC_FIELD_TID;
+			else if (!strcmp(tok, "cpu"))
+				a->fields |= DEC_FIELD_CPU;
+			else if (!strcmp(tok, "time"))
+				a->fields |= DEC_FIELD_TIME;
+			else
+				ok = 0;
+		free(copy);
+		if (!ok || !a->fields) {
+			ipt_err("--fields %s: want a comma-separated list of tid, cpu, time", arg);
+			return -1;
+		}
+		return 1;
+	}
+	case O_SL_LAST:
+		if (!parse_u64(arg, &sl->last) || !sl->last) {
+			ipt_err("--last %s: want a number of instructions, at least 1", arg);
+			return -1;
+		}
+		return 1;
+	case O_SL_LASTBR:
+		if (!parse_u64(arg, &sl->last_branches) || !sl->last_branches) {
+			ipt_err("--last-branches %s: want a number of taken branches, at least 1", arg);
+			return -1;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* Does any module's symbol table name a function @name? */
+static bool have_symbol(const struct dec_ctx *c, const char *name)
+{
+	for (size_t m = 0; c->syms && m < c->syms->nr_mods; m++)
+		for (size_t i = 0; i < c->syms->mods[m].nr_syms; i++)
+			if (!strcmp(c->syms->mods[m].syms[i].name, name))
+				return true;
+	return false;
+}
+
+/* ---- end slicing ------------------------------------------------------------- */
 
 /*
  * The progress line on stderr: percent of segments decoded, and
@@ -286,6 +524,9 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		{ "block-decoder", no_argument, NULL, O_BLOCKDEC },
 		{ 0 }
 	};
+	struct option all_opts[sizeof(opts) / sizeof(opts[0]) + sizeof(slice_opts) /
+			       sizeof(slice_opts[0])];
+	static struct slice_args slice;
 	struct outspec spec[OUT_NR] = { 0 }, packets = { 0 };
 	struct dec_options dopt = { 0 };
 	struct dec_outputs outs = { 0 };
@@ -311,6 +552,10 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 
 	dec_set_nomem(decode_nomem);
 	dec_input_init(&in);
+	/* the options: the table above, then the slicing ones (the last entry of opts: zeros) */
+	memcpy(all_opts, slice_opts, sizeof(slice_opts));
+	memcpy(all_opts + sizeof(slice_opts) / sizeof(slice_opts[0]), opts, sizeof(opts));
+	memset(&slice, 0, sizeof(slice));
 	/* -j anywhere: every error, an option's too, as JSON on stdout */
 	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
@@ -319,7 +564,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		}
 	opterr = 0;
 	optind = 0;	/* glibc: reinitialise, so options may follow DIR */
-	while ((c = getopt_long(argc, argv, "J:jqh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "J:jqhC:F:", all_opts, NULL)) != -1) {
 		switch (c) {
 		case O_PT: pts[npt++] = optarg; break;
 		case O_ELF: elfs[nelf++] = optarg; break;
@@ -444,6 +689,14 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		case O_DEBUGINFO: in.debuginfo_path = optarg; break;
 		case 'h': decode_usage(stdout); ret = 0; goto out;
 		default:
+			if (c != '?' && c != ':') {
+				int sc = slice_opt(c, optarg, &slice);
+
+				if (sc < 0)
+					goto out;
+				if (sc > 0)
+					break;
+			}
 			ipt_err("decode: option '%s' is unknown or needs an argument (ipttool "
 				"decode --help lists them)", argv[optind - 1]);
 			goto out;
@@ -565,6 +818,15 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		ipt_err("decode: %s", msg);
 		goto out;
 	}
+	if (slice.sl.symbol && !have_symbol(&ctx, slice.sl.symbol)) {
+		ipt_err("decode: --symbol %s: no function of that name in the images' symbols "
+			"(--profile lists the functions that ran)", slice.sl.symbol);
+		dec_close(&ctx);
+		goto out;
+	}
+	if (dec_slice_on(&slice.sl))
+		outs.slice = &slice.sl;
+	outs.fields = slice.fields;
 	if (packets.on) {
 		FILE *pf = open_out(packets.file, "decode: --packets");
 
@@ -622,6 +884,14 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 
 		if (json_object_get_int64(json_object_object_get(j, "errors")))
 			ret = 1;
+		if (ctx.sliced && !dec_slice_insns(&ctx) && ctx.nr_res) {
+			/* stderr, also with -j: the summary's "slice_instructions" is 0 */
+			fprintf(stderr, "ipttool: decode: the slice (--time, --insn-range, --tid, "
+				"--cpus, --symbol, --last[-branches]) leaves no instruction: the outputs are "
+				"empty (the summary gives the traces' instructions and time)\n");
+			if (!ret)
+				ret = 1;
+		}
 		for (size_t k = 0; k < ctx.nr_res; k++) {
 			if (ctx.res[k].error[0])
 				ret = 1;

@@ -56,6 +56,10 @@ struct ref {
 	enum pt_insn_class run_iclass;
 	unsigned int run_last_size;
 	long run_image;
+	/* the last block since the start or lost trace: for "[disabled at ...]" */
+	bool have_last;
+	uint64_t last_end;
+	enum pt_insn_class last_iclass;
 };
 
 /* The index of the image holding @ip, or -1. */
@@ -194,6 +198,9 @@ static void print_block(struct ref *r, const struct pt_block *b)
 	long image = image_of(r, b->ip);
 
 	r->insns += b->ninsn;
+	r->have_last = true;
+	r->last_end = b->end_ip;
+	r->last_iclass = b->iclass;
 	if (r->have_run && r->run_iclass == ptic_other && b->mode == r->run_mode &&
 	    image == r->run_image) {
 		r->run_end = b->end_ip;
@@ -229,9 +236,32 @@ static void show_event(struct ref *r, const struct pt_event *ev, uint64_t off)
 		fprintf(r->out, "[enabled at %#" PRIx64 "]\n", ev->variant.enabled.ip);
 		break;
 	case ptev_disabled:
+		/* after a far transfer (a system call); a branch out of the range; else where */
+		flush(r);
+		if (r->have_last && (r->last_iclass == ptic_far_call ||
+				     r->last_iclass == ptic_far_return || r->last_iclass == ptic_far_jump))
+			fprintf(r->out, "[disabled at %#" PRIx64 ": system call or far transfer]\n",
+				r->last_end);
+		else if (!ev->ip_suppressed && ev->variant.disabled.ip && r->have_last)
+			fprintf(r->out, "[disabled at %#" PRIx64 ": branch to %#" PRIx64
+				" outside the traced range]\n", r->last_end, ev->variant.disabled.ip);
+		else if (!ev->ip_suppressed && ev->variant.disabled.ip)
+			fprintf(r->out, "[disabled: branch to %#" PRIx64 " outside the traced range]\n",
+				ev->variant.disabled.ip);
+		else if (r->have_last)
+			fprintf(r->out, "[disabled at %#" PRIx64 "]\n", r->last_end);
+		else
+			fprintf(r->out, "[disabled]\n");
+		break;
 	case ptev_async_disabled:
 		flush(r);
-		fprintf(r->out, "[disabled]\n");
+		if (ev->variant.async_disabled.at)
+			fprintf(r->out, "[disabled at %#" PRIx64 ": interrupt or fault]\n",
+				ev->variant.async_disabled.at);
+		else if (r->have_last)
+			fprintf(r->out, "[disabled at %#" PRIx64 "]\n", r->last_end);
+		else
+			fprintf(r->out, "[disabled]\n");
 		break;
 	case ptev_async_branch:
 		flush(r);
@@ -240,6 +270,7 @@ static void show_event(struct ref *r, const struct pt_event *ev, uint64_t off)
 	case ptev_overflow:
 		flush(r);
 		r->errors++;
+		r->have_last = false;
 		fprintf(r->out, "[lost trace: overflow at offset %#" PRIx64
 			", 0 bytes skipped to the next PSB]\n", off);
 		break;
@@ -325,6 +356,7 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 		if (have_err) {
 			flush(&r);
 			r.errors++;
+			r.have_last = false;
 			fprintf(out, "[lost trace: %s at offset %#" PRIx64 "%s%s, %" PRIu64
 				" bytes skipped to the next PSB]\n", gap_name(err_code, err_loop), erroff,
 				err_loop ? "" : ": ", err_loop ? "" : pt_errstr(pt_errcode(err_code)),
@@ -378,6 +410,9 @@ int ref_decode(const uint8_t *buf, size_t len, const struct pt_cpu *cpu, const s
 					fprintf(out, "%016" PRIx64 "\n", in.ip);
 					r.insns++;
 					ninsn = 1;
+					r.have_last = true;
+					r.last_end = in.ip;
+					r.last_iclass = in.iclass;
 				}
 			} else {
 				struct pt_block b;
