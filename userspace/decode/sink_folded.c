@@ -407,12 +407,14 @@ static void folded_enter(struct dec_sink *k, struct dec_stream *st)
 	r->run_leaf = NULL;
 	r->run_count = 0;
 	for (d = 0; d < st->depth && d < MAX_STACK; d++)
-		r->stack[d] = frame_name(dec_stream_sym(st, st->frames[d].call_ip));
+		r->stack[d] = frame_name(r, dec_stream_sym(st, st->frames[d].call_ip),
+					   st->frames[d].call_ip);
 	r->sdepth = st->depth;
 	/* a call into the first block of the slice: its frame too (no call hook here) */
 	if (st->call_pending) {
 		if (r->sdepth < MAX_STACK)
-			r->stack[r->sdepth] = frame_name(dec_stream_sym(st, st->call_ip));
+			r->stack[r->sdepth] = frame_name(r, dec_stream_sym(st, st->call_ip),
+							 st->call_ip);
 		r->sdepth++;
 	}
 	if (r->root_by_process && st->pid != st->shown_pid) {
