@@ -241,6 +241,7 @@ struct dec_ck {
 	uint64_t hash;		/* of its observable state */
 	size_t nr;		/* the segment's items then */
 	uint64_t insns;		/* and instructions */
+	uint64_t su;		/* the PSB+ status updates its decoder delivered (su_fold()) */
 };
 
 struct dec_prof;

@@ -69,21 +69,54 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 	return n;
 }
 
-/* Whether the PSB+ at @off of @pd's trace has a MODE.EXEC. */
-static bool psb_has_mode(struct pt_packet_decoder *pd, uint64_t off)
+/*
+ * Whether @type may stand in a PSB+: libipt 2.0.5 syncs at a PSB only if
+ * every packet up to its PSBEND is one with a header function
+ * (pt_qry_read_psb_header(); the .header members of
+ * pt_decoder_function.c), else the sync fails ("unexpected packet
+ * context").
+ */
+static bool psb_plus_packet(enum pt_packet_type type)
+{
+	switch (type) {
+	case ppt_pad:
+	case ppt_fup:
+	case ppt_pip:
+	case ppt_mode:
+	case ppt_tsc:
+	case ppt_cbr:
+	case ppt_tma:
+	case ppt_mtc:
+	case ppt_cyc:
+	case ppt_vmcs:
+	case ppt_mnt:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Whether a decoder synced at the PSB at @off of @pd's trace has no exec
+ * mode: its PSB+ is one libipt syncs at (psb_plus_packet(), up to a
+ * PSBEND) without a MODE.EXEC.  A broken PSB+ (a TNT, another PSB, a bad
+ * packet before the PSBEND) is none: no decoder syncs there.
+ */
+static bool psb_without_mode(struct pt_packet_decoder *pd, uint64_t off)
 {
 	struct pt_packet pkt;
-	int n = 0;
 
-	if (pt_pkt_sync_set(pd, off) < 0)
-		return true;
-	while (n++ < 64 && pt_pkt_next(pd, &pkt, sizeof(pkt)) >= 0) {
-		if (pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec)
+	if (pt_pkt_sync_set(pd, off) < 0 || pt_pkt_next(pd, &pkt, sizeof(pkt)) < 0 ||
+	    pkt.type != ppt_psb)
+		return false;
+	while (pt_pkt_next(pd, &pkt, sizeof(pkt)) >= 0) {
+		if (pkt.type == ppt_psbend)
 			return true;
-		if (pkt.type == ppt_psbend || (n > 1 && pkt.type == ppt_psb))
+		if ((pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec) ||
+		    !psb_plus_packet(pkt.type))
 			return false;
 	}
-	return true;	/* a broken PSB+: the decoder does not sync there */
+	return false;
 }
 
 bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl)
@@ -103,7 +136,7 @@ bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmp
 		return true;
 	/* a PSB+ without MODE.EXEC: decoders synced there have no mode until one */
 	while (!mixed && p < end && (p = memmem(p, (size_t)(end - p), psb, sizeof(psb)))) {
-		mixed = !psb_has_mode(pd, (uint64_t)(p - buf));
+		mixed = psb_without_mode(pd, (uint64_t)(p - buf));
 		p += sizeof(psb);
 	}
 	/* MODE.EXEC: 0x99, then a byte with bits 7:5 clear; CS.D and CS.L in bits 1:0 */

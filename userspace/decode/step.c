@@ -59,6 +59,11 @@ static uint64_t item_hash(uint64_t h, const struct dec_item *it)
 	return mix(h, it->mode);
 }
 
+static uint64_t su_fold(uint64_t h, uint64_t v)
+{
+	return mix(h, v) | 1;	/* odd: never su_since()'s 0 or 2 */
+}
+
 /* ---- one decoder of either kind ------------------------------------------------ */
 
 struct anydec {
@@ -139,6 +144,13 @@ struct dec_live {
 	uint8_t exec_mode;	/* the decoder's, from its exec-mode events (0: none since sync) */
 	bool fresh;		/* synced at a segment's PSB, not resynced since: its return stack is not the serial decoder's */
 	uint64_t off, hash;	/* after the newest step */
+	/*
+	 * The PSB+ status updates it delivered (events with
+	 * ->status_update): how many, their fold (su_fold()), and for the
+	 * newest DEC_SU_RING the offset after each and its hash.
+	 */
+	uint64_t nr_su, su;
+	uint64_t su_off[DEC_SU_RING], su_hash[DEC_SU_RING];
 	/* images picked by time (switch_process) */
 	bool switching;
 	const struct dec_sched *sch;
@@ -187,6 +199,22 @@ static int32_t code_isid(const struct dec_live *L, uint64_t ip)
 		if (dec_code_at(L->c, L->c->isids[L->act[i]], ip, &n))
 			return L->c->isids[L->act[i]];
 	return 0;
+}
+
+/*
+ * A PSB+ status update @ev delivered: what it says (its kind, and its
+ * mode and IP for MODE.EXEC), folded into L->su, and kept with the
+ * offset after it.
+ */
+static void su_add(struct dec_live *L, const struct pt_event *ev)
+{
+	uint64_t v = mix(mix(H0, ev->type), ev->ip_suppressed);
+
+	if (ev->type == ptev_exec_mode)
+		v = mix(mix(v, ev->variant.exec_mode.mode), ev->variant.exec_mode.ip);
+	L->su = su_fold(L->su ? L->su : H0, v);
+	L->su_off[L->nr_su % DEC_SU_RING] = ad_offset(&L->d);
+	L->su_hash[L->nr_su++ % DEC_SU_RING] = v;
 }
 
 static struct dec_item *push(struct dec_segment *s, enum dec_item_kind k)
@@ -539,6 +567,8 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 		st = ad_event(d, &ev);
 		if (st < 0)
 			break;
+		if (ev.status_update)
+			su_add(L, &ev);
 		switch (ev.type) {
 		case ptev_enabled:
 			switch_process(L, s, ev.has_tsc ? ev.tsc : ad_time(d));
@@ -694,8 +724,9 @@ loop:
 	}
 }
 
-static void add_ck(struct dec_segment *s, uint64_t off, uint64_t hash)
+static void add_ck(struct dec_segment *s, const struct dec_live *L)
 {
+	uint64_t off = L->off, hash = L->hash;
 	struct dec_ck *k;
 
 	if (s->nr_ck == s->cap_ck) {
@@ -707,6 +738,29 @@ static void add_ck(struct dec_segment *s, uint64_t off, uint64_t hash)
 	k->hash = hash;
 	k->nr = s->nr;
 	k->insns = s->insns;
+	k->su = L->su;
+}
+
+/*
+ * The fold of @L's PSB+ status updates delivered with the trace offset
+ * past @off (offsets only grow), oldest first, as su_add() folds them
+ * all into L->su: 0 if none, 2 (no fold) if it keeps too few to tell.
+ */
+static uint64_t su_since(const struct dec_live *L, uint64_t off)
+{
+	uint64_t k, h = H0;
+
+	for (k = 0; k < L->nr_su; k++) {
+		if (L->su_off[(L->nr_su - 1 - k) % DEC_SU_RING] <= off)
+			break;
+		if (k + 1 == DEC_SU_RING && L->nr_su > DEC_SU_RING)
+			return 2;
+	}
+	if (!k)
+		return 0;
+	for (; k > 0; k--)
+		h = su_fold(h, L->su_hash[(L->nr_su - k) % DEC_SU_RING]);
+	return h;
 }
 
 /* Segment @s's tip_end: past its PSB's first TIP-class packet. */
@@ -772,7 +826,7 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 			step_start(L, s, mix(H0, ad_sync_offset(&L->d)));
 			switch_process(L, s, ad_time(&L->d));
 			end_step(L, s, UINT64_MAX);
-			add_ck(s, L->off, L->hash);
+			add_ck(s, L);
 		} else {
 			size_t gi = s->nr;
 
@@ -802,7 +856,7 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 
 		live_step(L, s, fine);
 		if (fine) {
-			add_ck(s, L->off, L->hash);
+			add_ck(s, L);
 			if (L->off >= s->tip_end) {
 				tip_moves += after_tip && L->off != last_off;
 				after_tip++;
@@ -873,6 +927,22 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 				continue;
 			/* its empty return stack fails later: not the serial decoder's state */
 			if (n->ret_suspect != SIZE_MAX && n->ck[q].nr <= n->ret_suspect)
+				continue;
+			/*
+			 * Both must have delivered the same PSB+ status
+			 * updates since the PSB: libipt 2.0.5 holds an event
+			 * it has fetched until it binds (process_event in
+			 * pt_insn_decoder.c and pt_block_decoder.c) and
+			 * fetches no other one before, so a serial decoder
+			 * that never reaches the IP of the PSB+'s FUP keeps
+			 * its MODE.EXEC status update, and with it every
+			 * later event, pending, and later fails where a
+			 * decoder synced at the PSB (which delivered it at
+			 * the sync) shows the event.  Other events of the
+			 * PSB's neighbourhood (a TIP.PGD just before it) may
+			 * come at other steps: not compared.
+			 */
+			if (n->ck[q].su != su_since(L, n->begin))
 				continue;
 			break;
 		}

@@ -27,6 +27,11 @@
 #define DEC_CK_MOVES 2
 #define DEC_CK_PART 256
 #define DEC_CK_MAX 256
+/*
+ * The newest PSB+ status updates a decoder keeps, to tell which it
+ * delivered after a PSB (dec_converge()).
+ */
+#define DEC_SU_RING 16
 
 /* A libipt decoder over one trace, with its images and state. */
 struct dec_live;

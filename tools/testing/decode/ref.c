@@ -86,14 +86,28 @@ static const uint8_t *code_at(const struct ref *r, uint64_t ip, size_t *n)
 }
 
 /*
+ * Whether @type may stand in a PSB+: libipt 2.0.5 syncs at a PSB only if
+ * every packet up to its PSBEND has a header function
+ * (pt_qry_read_psb_header()), else "unexpected packet context".
+ */
+static bool psb_plus_packet(enum pt_packet_type type)
+{
+	return type == ppt_pad || type == ppt_fup || type == ppt_pip || type == ppt_mode ||
+	       type == ppt_tsc || type == ppt_cbr || type == ppt_tma || type == ppt_mtc ||
+	       type == ppt_cyc || type == ppt_vmcs || type == ppt_mnt;
+}
+
+/*
  * Whether the trace's MODE.EXEC packets show more than one exec mode, or a
- * PSB+ has none (a decoder synced there has no mode): then libipt reads code through read_code(), with no image section and so
- * no block cache.  libipt 2.0.5's block cache does not compare the exec
- * mode, so with it such a trace decodes as whichever mode filled the cache
- * first; ipttool decides the same way.  Otherwise the code is in cached
- * sections, as ptxed has it (the cached and uncached paths of libipt end
- * blocks at different places, and the endless-code check and the
- * "not shown" lines go by block).
+ * PSB+ that libipt syncs at has none (a decoder synced there has no mode;
+ * a broken PSB+, with a packet a PSB+ may not hold before its PSBEND, is
+ * not synced at): then libipt reads code through read_code(), with no
+ * image section and so no block cache.  libipt 2.0.5's block cache does
+ * not compare the exec mode, so with it such a trace decodes as whichever
+ * mode filled the cache first; ipttool decides the same way.  Otherwise
+ * the code is in cached sections, as ptxed has it (the cached and
+ * uncached paths of libipt end blocks at different places, and the
+ * endless-code check and the "not shown" lines go by block).
  */
 static bool mixed_modes(const struct pt_config *tmpl)
 {
@@ -112,14 +126,14 @@ static bool mixed_modes(const struct pt_config *tmpl)
 				modes |= 1 << pt_get_exec_mode(&pkt.payload.mode.bits.exec);
 				psb_mode = true;
 			}
+			if (pkt.type == ppt_psbend && in_psb && !psb_mode)
+				nomode = true;
+			if (in_psb && !psb_plus_packet(pkt.type))
+				in_psb = false;
 			if (pkt.type == ppt_psb) {
 				in_psb = true;
 				psb_mode = false;
 			}
-			if (pkt.type == ppt_psbend && in_psb && !psb_mode)
-				nomode = true;
-			if (pkt.type == ppt_psbend)
-				in_psb = false;
 		}
 	}
 	pt_pkt_free_decoder(pd);
