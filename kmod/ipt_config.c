@@ -293,7 +293,7 @@ static int ipt_config_args(const struct ipt_config *cfg)
 {
 	unsigned int i;
 
-	if (cfg->flags & ~IPT_CONFIG_ALL_CPUS || cfg->reserved0)
+	if (cfg->flags & ~IPT_CONFIG_ALL_CPUS || cfg->nr_regions)
 		return -EINVAL;
 	if (cfg->mode == IPT_MODE_CPU && cfg->max_threads)
 		return -EINVAL;

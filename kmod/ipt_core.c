@@ -240,7 +240,7 @@ static int __init ipt_init(void)
 	BUILD_BUG_ON(sizeof(struct ipt_caps) != IPT_CAPS_SIZE_VER2);
 	BUILD_BUG_ON(sizeof(struct ipt_config) != IPT_CONFIG_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_cmd) != IPT_CMD_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct ipt_trace_state) != IPT_TRACE_STATE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_trace_state) != IPT_TRACE_STATE_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct ipt_addr_range) != 24);
 	BUILD_BUG_ON(sizeof(struct ipt_attach) != IPT_ATTACH_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_detach) != IPT_DETACH_SIZE_VER0);

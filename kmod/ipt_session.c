@@ -670,7 +670,9 @@ int ipt_ioctl_get_trace_pre(struct ipt_ioctl_call *c)
 	u32 cpu = ts->cpu, len = ts->chunks_len;
 
 	if (ts->flags || ts->tid || ts->parent || ts->missed || ts->switches ||
-	    ts->busy || memchr_inv(ts->reserved, 0, sizeof(ts->reserved)) ||
+	    ts->busy || ts->released || ts->region_size || ts->nr_gaps ||
+	    ts->gap_bytes || ts->paused_tsc ||
+	    memchr_inv(ts->reserved, 0, sizeof(ts->reserved)) ||
 	    (!ts->chunks_ptr && ts->chunks_len))
 		return -EINVAL;
 	memset(ts, 0, sizeof(*ts));

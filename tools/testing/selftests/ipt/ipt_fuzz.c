@@ -434,7 +434,7 @@ static void gen_config(struct worker *w, struct ipt_config *c, uint64_t *mask)
 			c->flags |= 1ULL << (1 + below(w, 63));
 			break;
 		case 1:
-			c->reserved0 = 1 + below(w, 1000);
+			c->nr_regions = 1 + below(w, 1000);
 			break;
 		case 2:
 			c->reserved[below(w, 3)] = rnd(w) | 1;
@@ -499,7 +499,7 @@ static bool config_invalid(const struct worker *w, const struct ipt_config *c)
 {
 	unsigned int i;
 
-	if ((c->flags & ~IPT_CONFIG_ALL_CPUS) || c->reserved0 ||
+	if ((c->flags & ~IPT_CONFIG_ALL_CPUS) || c->nr_regions ||
 	    c->reserved[0] || c->reserved[1] || c->reserved[2] ||
 	    (c->trace_flags & ~((IPT_TRACE_CR3_FILTER << 1) - 1)) ||
 	    (c->buffer_flags & ~(IPT_BUFFER_STOP_ON_FULL | IPT_BUFFER_EXACT_CHUNKS)) ||
