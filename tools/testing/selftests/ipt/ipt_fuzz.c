@@ -44,6 +44,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -621,7 +622,7 @@ static void op_get_trace(struct worker *w)
 	bool must_fail = false, tail_ok;
 	int fd = pick_fd(w), ret;
 	uint32_t i, usize;
-	size_t len;
+	size_t len, past_end = 0;
 
 	memset(&ts, 0, sizeof(ts));
 	ts.size = sizeof(ts);
@@ -656,8 +657,32 @@ static void op_get_trace(struct worker *w)
 		must_fail = true;
 		break;
 	case 6:
+		/*
+		 * Beyond IPT_TRACE_STATE_SIZE_VER0 since the streaming
+		 * fields: refused only when the caller's size reaches it.
+		 */
 		ts.reserved[0] = 1;
-		must_fail = true;
+		past_end = offsetof(struct ipt_trace_state, reserved) + 8;
+		break;
+	case 10:
+		switch (below(w, 5)) {
+		case 0:
+			ts.released = 1;
+			break;
+		case 1:
+			ts.region_size = 1;
+			break;
+		case 2:
+			ts.nr_gaps = 1;
+			break;
+		case 3:
+			ts.gap_bytes = 1;
+			break;
+		default:
+			ts.paused_tsc = 1;
+			break;
+		}
+		past_end = offsetof(struct ipt_trace_state, reserved);
 		break;
 	case 7:
 		ts.chunks_ptr = 0;
@@ -675,6 +700,9 @@ static void op_get_trace(struct worker *w)
 	memcpy(buf, &ts, sizeof(ts));
 	len = mutate_size(w, buf, sizeof(ts), IPT_TRACE_STATE_SIZE_VER0, &must_fail);
 	usize = *(uint32_t *)buf;
+	/* An input-only field the caller's size covers (all of it, at most). */
+	if (past_end && usize >= past_end)
+		must_fail = true;
 	r = place(w, buf, len, &must_fail);
 	tail_ok = (uint8_t *)r == w->arg + PAGE - len;
 	note_call(w, "GET_TRACE fd %d size %u cpu %u chunks %#llx/%u%s", fd, usize,
