@@ -12,7 +12,9 @@
  *  - overload: a consumer that releases only when the test says so; the
  *    unit pauses at STOP, and the gaps' bytes_lost add up to what the unit
  *    produced minus what was delivered;
- *  - poll() readiness, and a release while paused resumes the unit.
+ *  - poll() readiness, and a release while paused resumes the unit;
+ *  - CPU hotplug: a paused CPU going offline closes its gap, a release
+ *    while it is offline rearms it, and it resumes when it comes back.
  * Every wait is on an event (poll(), a state, a counter), bounded at 30 s.
  */
 #define _GNU_SOURCE
@@ -558,6 +560,95 @@ TEST_F_TIMEOUT(stream, release_while_paused_resumes, 120)
 	EXPECT_EQ(0x02, cons.map[at % (64 * KIB)]);
 	EXPECT_EQ(0x82, cons.map[at % (64 * KIB) + 1]);
 	stream_finish(_metadata, self->fd, &cons, &ts);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A stream on CPU 1 that paused: taking the CPU offline stops the trace
+ * and closes the gap; its data stays readable and releasable; coming
+ * back online it starts again where STOP now allows, and everything adds
+ * up as on a CPU that never left.
+ */
+TEST_F_TIMEOUT(stream, hotplug_offline_release_online, 180)
+{
+	uint64_t mask[1] = { 0 }, at, stopped, lost = 0;
+	struct ipt_trace_state ts;
+	struct ipt_gap e[8];
+	struct ipt_gaps g;
+	struct ipt_config c;
+	struct consumer cons = { 0 };
+	uint64_t b_bytes, b_stopped, b_csum;
+	unsigned int i;
+	void *map;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
+	    access("/sys/devices/system/cpu/cpu1/online", W_OK))
+		SKIP(return, "needs CPU 1, and CPU hotplug");
+	ipt_cfg_cpu(&c, mask, 1, 64 * KIB);
+	c.buffer_flags = IPT_BUFFER_STREAM;
+	c.nr_regions = 8;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_state(self->fd, 1, &ts));
+	map = mmap(NULL, 64 * KIB, PROT_READ, MAP_SHARED, self->fd,
+		   ts.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map);
+	cons.map = map;
+	cons.size = 64 * KIB;
+	b_bytes = ipt_sim_stat(1, "bytes");
+	b_stopped = ipt_sim_stat(1, "stopped");
+	b_csum = ipt_sim_stat(1, "csum");
+	cons.base = b_bytes;
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	for (i = 0; i < POLLS; i++) {
+		ASSERT_EQ(0, ipt_state(self->fd, 1, &ts));
+		if (ts.status & IPT_TS_PAUSED)
+			break;
+		msleep(10);
+	}
+	ASSERT_TRUE(ts.status & IPT_TS_PAUSED);
+	stopped = ipt_sim_stat(1, "stopped");
+	for (i = 0; i < POLLS && ipt_sim_stat(1, "stopped") <= stopped; i++)
+		msleep(10);
+	at = ts.bytes_captured;
+
+	ASSERT_EQ(0, ipt_cpu_online_set(1, 0));
+	ASSERT_EQ(0, ipt_state(self->fd, 1, &ts));
+	EXPECT_EQ(IPT_TS_STREAM, ts.status);
+	EXPECT_EQ(at, ts.bytes_captured);
+	EXPECT_EQ(1, ts.nr_gaps);
+	ASSERT_EQ(0, get_gaps(self->fd, 1, 0, e, 8, &g));
+	ASSERT_EQ(1, g.nr_entries);
+	EXPECT_EQ(at, e[0].offset);
+	EXPECT_NE(0, e[0].tsc_end);
+	EXPECT_EQ(1, e[0].cpu);
+	/* released while offline: rearmed in place */
+	consume(&cons, at);
+	EXPECT_EQ(0, release(self->fd, 1, at));
+	ASSERT_EQ(0, ipt_cpu_online_set(1, 1));
+	/* back online: it writes again past the pause */
+	for (i = 0; i < POLLS; i++) {
+		ASSERT_EQ(0, ipt_state(self->fd, 1, &ts));
+		if (ts.bytes_captured > at)
+			break;
+		msleep(10);
+	}
+	EXPECT_LT(at, ts.bytes_captured);
+	EXPECT_TRUE(ts.status & IPT_TS_RUNNING);
+
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 1, &ts));
+	consume(&cons, ts.bytes_captured);
+	ASSERT_EQ(0, release(self->fd, 1, ts.bytes_captured));
+	ASSERT_EQ(0, get_gaps(self->fd, 1, 0, e, 8, &g));
+	for (i = 0; i < g.nr_entries; i++)
+		lost += e[i].bytes_lost;
+	EXPECT_EQ(g.total, g.nr_entries);
+	EXPECT_EQ(ipt_sim_stat(1, "bytes") - b_bytes, cons.read);
+	EXPECT_EQ(ipt_sim_stat(1, "csum") - b_csum, cons.csum);
+	EXPECT_EQ(ipt_sim_stat(1, "stopped") - b_stopped, lost);
+	munmap(map, 64 * KIB);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
