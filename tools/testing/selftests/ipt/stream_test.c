@@ -7,12 +7,15 @@
  * then, on the simulated unit, whose counters say exactly what it wrote
  * (bytes, and a position-weighted checksum of them) and what it could not
  * write while Stopped at STOP (stopped):
- *  - lossless: a consumer that keeps up streams more than ten buffers; the
- *    bytes it read are the bytes the unit wrote, in order;
+ *  - lossless: a paced program (sim cpuN/pace: it blocks rather than run
+ *    into STOP) streams more than ten buffers to a consumer that falls
+ *    behind on purpose now and then; never a pause or a gap, and the
+ *    bytes read are the bytes the unit wrote, in order;
  *  - overload: a consumer that releases only when the test says so; the
  *    unit pauses at STOP, and the gaps' bytes_lost add up to what the unit
  *    produced minus what was delivered;
- *  - poll() readiness, and a release while paused resumes the unit;
+ *  - poll() readiness, on a fed program that writes a known amount, and a
+ *    release while paused resumes the unit;
  *  - CPU hotplug: a paused CPU going offline closes its gap, a release
  *    while it is offline rearms it, and it resumes when it comes back.
  * Every wait is on an event (poll(), a state, a counter), bounded at 30 s.
@@ -76,6 +79,74 @@ static int sim_cpu_write(int cpu, const char *file, uint64_t v)
 	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/%s", cpu, file);
 	snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
 	return ipt_write_file(path, val);
+}
+
+/*
+ * Append about @n bytes of branch content (TNT-8 bytes of the built-in
+ * loop, in records of FEED_REC) to CPU @cpu's feed; @reset starts a new
+ * feed at the loop's end.  The program writes that much and no more.
+ */
+#define FEED_REC 1024
+
+static int feed_tnt(int cpu, uint64_t n, int reset)
+{
+	static uint8_t rec[16 + FEED_REC];
+	char path[128];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
+	fd = open(path, O_WRONLY | (reset ? O_TRUNC : 0));
+	if (fd < 0)
+		return -errno;
+	memset(rec, 0, 16);
+	rec[8] = 0x09;	/* ip = 0x401009, the loop's end */
+	rec[9] = 0x10;
+	rec[10] = 0x40;
+	if (reset && write(fd, rec, 16) != 16)
+		ret = -EIO;
+	rec[0] = FEED_REC & 0xff;
+	rec[1] = FEED_REC >> 8;
+	memset(rec + 16, 0xec, FEED_REC);
+	for (; !ret && n >= FEED_REC; n -= FEED_REC)
+		if (write(fd, rec, sizeof(rec)) != sizeof(rec))
+			ret = -EIO;
+	close(fd);
+	return ret;
+}
+
+/* Back to the built-in loop. */
+static void feed_off(int cpu)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Wait until CPU @cpu's program has run its whole feed; 0 on timeout. */
+static int wait_feed_done(int cpu)
+{
+	unsigned long long pos, len;
+	char path[128], line[256];
+	int i, done = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
+	for (i = 0; i < POLLS && !done; i++) {
+		f = fopen(path, "r");
+		if (!f)
+			return 0;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "feed on %llu/%llu", &pos, &len) == 2)
+				done = pos == len;
+		fclose(f);
+		if (!done)
+			msleep(10);
+	}
+	return done;
 }
 
 /* The unit's counters a test compares before and after. */
@@ -156,8 +227,11 @@ FIXTURE_SETUP(stream)
 	self->sim = ipt_sim_loaded() &&
 		    !access(IPT_SIM_DEBUGFS "/cpu0/rate", W_OK);
 	if (self->sim) {
+		/* A test killed by the harness leaves its teardown undone. */
 		ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
 		ASSERT_EQ(0, sim_cpu_write(0, "rate", 0));
+		ASSERT_EQ(0, sim_cpu_write(0, "pace", 0));
+		feed_off(0);
 	}
 }
 
@@ -167,6 +241,8 @@ FIXTURE_TEARDOWN(stream)
 		close(self->fd);
 	if (self->sim) {
 		sim_cpu_write(0, "rate", 0);
+		sim_cpu_write(0, "pace", 0);
+		feed_off(0);
 		ipt_sim_set_rate(1 * MIB);
 	}
 }
@@ -364,8 +440,14 @@ static void stream_finish(struct __test_metadata *_metadata, int fd,
 }
 
 /*
- * Lossless: 256 KiB in 8 regions at 256 KiB/s, a consumer that releases
- * each region as it is announced; ten buffers and more go through.
+ * Lossless: 256 KiB in 8 regions at 1 MiB/s; the program is paced (sim
+ * cpuN/pace: it blocks rather than run into STOP, as a producer waits for
+ * its consumer), and the consumer releases each region as it is
+ * announced, every third time only after the program blocked (the sim's
+ * "paced" count grew): it falls behind on purpose.  Ten buffers and more
+ * go through with never a pause or a gap, and the bytes read are the
+ * bytes the unit wrote.  Exact whatever the scheduling: the consumer's
+ * speed decides only how often the program blocks.
  */
 TEST_F_TIMEOUT(stream, lossless, 180)
 {
@@ -373,19 +455,30 @@ TEST_F_TIMEOUT(stream, lossless, 180)
 	struct ipt_trace_state ts;
 	struct consumer cons;
 	const uint64_t size = 256 * KIB;
+	uint64_t paced, behind = 0;
+	unsigned int round = 0;
 
 	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
 		SKIP(return, "needs the simulated unit with streaming");
-	ASSERT_EQ(0, sim_cpu_write(0, "rate", 256 * KIB));
+	ASSERT_EQ(0, sim_cpu_write(0, "pace", 1));
+	paced = ipt_sim_stat(0, "paced");
 	stream_start(_metadata, self->fd, size, 8, &cons, &b);
 	while (cons.read < 10 * size + size / 2) {
 		ASSERT_TRUE(poll_in(self->fd, POLL_MS))
 			TH_LOG("no data after %llu bytes",
 			       (unsigned long long)cons.read);
+		if (++round % 3 == 0) {
+			ASSERT_TRUE(wait_stat_above("paced",
+						    ipt_sim_stat(0, "paced")))
+				TH_LOG("the program never blocked at %llu",
+				       (unsigned long long)cons.read);
+			behind++;
+		}
 		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 		ASSERT_FALSE(ts.status & IPT_TS_PAUSED)
-			TH_LOG("the consumer fell behind at %llu",
+			TH_LOG("the paced program paused at %llu",
 			       (unsigned long long)cons.read);
+		ASSERT_EQ(0, ts.nr_gaps);
 		ASSERT_EQ(cons.read, ts.released);
 		ASSERT_LE(ts.bytes_captured - ts.released, size);
 		consume(&cons, ts.bytes_captured);
@@ -393,6 +486,8 @@ TEST_F_TIMEOUT(stream, lossless, 180)
 	}
 	stream_finish(_metadata, self->fd, &cons, &ts);
 	sim_counts(&a);
+	EXPECT_LE(3, behind);
+	EXPECT_LE(paced + behind, ipt_sim_stat(0, "paced"));
 	EXPECT_EQ(a.bytes - b.bytes, cons.read);
 	EXPECT_EQ(a.csum - b.csum, cons.csum)
 		TH_LOG("the bytes read are not the bytes the unit wrote");
@@ -469,7 +564,13 @@ TEST_F_TIMEOUT(stream, overload_gaps_add_up, 180)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
-/* poll(): ready on a region, on a pause, on unreleased data after stop. */
+/*
+ * poll(): ready on a region, on unreleased data after stop, not before.
+ * The program is fed a known amount of branch content (sim cpuN/feed), so
+ * that the unit writes more than one region and less than two, then
+ * more than two and less than three: what is ready never depends on how
+ * fast the test runs.  (Ready on a pause: overload_gaps_add_up.)
+ */
 TEST_F_TIMEOUT(stream, poll_readiness, 120)
 {
 	uint64_t mask[1] = { 0 };
@@ -487,27 +588,34 @@ TEST_F_TIMEOUT(stream, poll_readiness, 120)
 	EXPECT_FALSE(poll_in(self->fd, 0));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 
-	ASSERT_EQ(0, sim_cpu_write(0, "rate", 64 * KIB));
+	/* 10 KiB of branch content, and its PSB+s: 1 region of 8 KiB */
+	ASSERT_EQ(0, feed_tnt(0, 10 * KIB, 1));
 	stream_start(_metadata, self->fd, 64 * KIB, 8, &cons, &b);
 	/* woken by the first region's PMI */
 	ASSERT_TRUE(poll_in(self->fd, POLL_MS));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
-	EXPECT_LE(8 * KIB, ts.bytes_captured - ts.released);
-	EXPECT_EQ(IPT_TS_RUNNING | IPT_TS_STREAM,
-		  ts.status & ~(uint64_t)IPT_TS_PAUSED);
-	/* released up to the last region end: not ready until the next */
+	EXPECT_EQ(8 * KIB, ts.bytes_captured);
+	EXPECT_EQ(IPT_TS_RUNNING | IPT_TS_STREAM, ts.status);
+	/* released up to the region end: not ready, the program wrote less */
 	consume(&cons, ts.bytes_captured);
 	ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
 	EXPECT_FALSE(poll_in(self->fd, 0));
+	/* 8 KiB more: the second region ends, and wakes the poller */
+	ASSERT_EQ(0, feed_tnt(0, 8 * KIB, 0));
 	ASSERT_TRUE(poll_in(self->fd, POLL_MS));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(16 * KIB, ts.bytes_captured);
 	/* stopped with data not released: ready until it is */
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
-	if (ts.bytes_captured > ts.released)
-		EXPECT_TRUE(poll_in(self->fd, 0));
+	EXPECT_LT(16 * KIB, ts.bytes_captured);
+	EXPECT_GT(24 * KIB, ts.bytes_captured);
+	EXPECT_TRUE(poll_in(self->fd, 0));
 	consume(&cons, ts.bytes_captured);
 	ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
 	EXPECT_FALSE(poll_in(self->fd, 0));
+	EXPECT_EQ(ipt_sim_stat(0, "bytes") - b.bytes, cons.read);
+	EXPECT_EQ(ipt_sim_stat(0, "csum") - b.csum, cons.csum);
 	munmap((void *)cons.map, cons.size);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
@@ -515,12 +623,16 @@ TEST_F_TIMEOUT(stream, poll_readiness, 120)
 /*
  * A release that makes room resumes a paused unit at once: the pause is a
  * closed gap, the unit writes again (a PSB+ first), and a partial release
- * inside a region moves nothing.
+ * inside a region moves nothing.  The program is fed 72 KiB of branch
+ * content (sim cpuN/feed): it pauses at STOP, runs the rest of its feed
+ * Stopped, and after the resume writes only the PSB+ until fed again, so
+ * the ready position right after the resume is exact; fed 10 KiB more it
+ * crosses one region end and stops short of the next STOP.
  */
 TEST_F_TIMEOUT(stream, release_while_paused_resumes, 120)
 {
 	struct ipt_trace_state ts, ts2;
-	struct sim_counts b;
+	struct sim_counts b, a;
 	struct consumer cons;
 	struct ipt_gap e[4];
 	struct ipt_gaps g;
@@ -528,9 +640,13 @@ TEST_F_TIMEOUT(stream, release_while_paused_resumes, 120)
 
 	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
 		SKIP(return, "needs the simulated unit with streaming");
+	ASSERT_EQ(0, feed_tnt(0, 72 * KIB, 1));
 	stream_start(_metadata, self->fd, 64 * KIB, 8, &cons, &b);
 	ASSERT_TRUE(wait_status(self->fd, IPT_TS_PAUSED, &ts));
 	at = ts.bytes_captured;
+	EXPECT_EQ(64 * KIB, at);
+	ASSERT_TRUE(wait_feed_done(0))
+		TH_LOG("the program did not run to its feed's end");
 	/* less than a region: STOP stays, the unit stays paused */
 	ASSERT_EQ(0, release(self->fd, 0, ts.released + 4 * KIB));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
@@ -539,28 +655,45 @@ TEST_F_TIMEOUT(stream, release_while_paused_resumes, 120)
 	/* backwards, and beyond what is ready */
 	EXPECT_EQ(-EINVAL, release(self->fd, 0, ts.released));
 	EXPECT_EQ(-EINVAL, release(self->fd, 0, at + 1));
-	/* a region: the unit resumes */
+	/* a region: the unit resumes, with nothing to write but its PSB+ */
+	consume(&cons, ts.released + 8 * KIB);
 	ASSERT_EQ(0, release(self->fd, 0, ts.released + 8 * KIB));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_EQ(IPT_TS_RUNNING | IPT_TS_STREAM, ts2.status);
 	EXPECT_EQ(at, ts2.bytes_captured);
 	EXPECT_EQ(ts.released + 8 * KIB, ts2.released);
+	EXPECT_EQ(1, ts2.nr_gaps);
 	ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 4, &g));
-	ASSERT_LE(1, g.nr_entries);
+	ASSERT_EQ(1, g.nr_entries);
 	EXPECT_EQ(at, e[0].offset);
 	EXPECT_NE(0, e[0].tsc_end);
 	EXPECT_LE(e[0].tsc_start, e[0].tsc_end);
-	/* it writes again: the next region end comes */
+	EXPECT_LT(0, e[0].bytes_lost);
+	/*
+	 * A second region released (STOP two regions past the pause), fed
+	 * again: it writes again, up to the next region end and not to STOP
+	 * (until then the ready position is the head the release settled).
+	 */
+	consume(&cons, ts.released + 16 * KIB);
+	ASSERT_EQ(0, release(self->fd, 0, ts.released + 16 * KIB));
+	ASSERT_EQ(0, feed_tnt(0, 10 * KIB, 0));
 	for (int i = 0; i < POLLS; i++) {
 		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
-		if (ts2.bytes_captured > at)
+		if (ts2.bytes_captured >= at + 8 * KIB)
 			break;
 		msleep(10);
 	}
-	EXPECT_LT(at, ts2.bytes_captured);
+	EXPECT_EQ(at + 8 * KIB, ts2.bytes_captured);
 	/* the resumed data starts with a PSB */
 	EXPECT_EQ(0x02, cons.map[at % (64 * KIB)]);
 	EXPECT_EQ(0x82, cons.map[at % (64 * KIB) + 1]);
 	stream_finish(_metadata, self->fd, &cons, &ts);
+	sim_counts(&a);
+	EXPECT_EQ(a.bytes - b.bytes, cons.read);
+	EXPECT_EQ(a.csum - b.csum, cons.csum);
+	EXPECT_EQ(a.stopped - b.stopped, e[0].bytes_lost);
+	EXPECT_EQ(1, ts.nr_gaps);
+	EXPECT_EQ(e[0].bytes_lost, ts.gap_bytes);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
