@@ -114,6 +114,15 @@ typedef bool (*ipt_pmi_fn)(void);
  *         until the backend's own test interface lets it go (the
  *         simulator's debugfs alloc_gate), so that a test can call
  *         others meanwhile.  May be NULL (native: never pauses).
+ * @tsc: optional; the time stamp counter of the current CPU, in the units
+ *         the unit's TSC packets carry (natively RDTSC).  Any context,
+ *         NMI included.  NULL: gaps are timed with the CPU's RDTSC.
+ * @lost_bytes: optional; trace bytes the current CPU's unit could not
+ *         write so far because output was Stopped (IA32_RTIT_STATUS.Stopped
+ *         with TraceEn = 1): a running count, only ever growing.  Silicon
+ *         counts nothing of the kind (NULL natively: a gap's size is then
+ *         IPT_GAP_BYTES_UNKNOWN); the simulator counts exactly.  Any
+ *         context, NMI included; the caller keeps preemption disabled.
  */
 struct ipt_hw_ops {
 	const char *name;
@@ -130,6 +139,8 @@ struct ipt_hw_ops {
 	u64 (*platform)(void);
 	bool (*vmx_active)(void);
 	void (*alloc_pause)(void);
+	u64 (*tsc)(void);
+	u64 (*lost_bytes)(void);
 };
 
 extern const struct ipt_hw_ops ipt_hw_native_ops;

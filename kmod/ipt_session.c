@@ -129,6 +129,7 @@ static void ipt_session_free_traces(struct ipt_session *s)
 	/* Mapped buffers live on, charged, until their last munmap(). */
 	for (i = 0; s->traces && i < s->nr_traces; i++) {
 		ipt_thread_free_area(&s->traces[i]);
+		ipt_stream_free(&s->traces[i]);
 		ipt_buffer_put(s->traces[i].buf);
 	}
 	kfree(s->traces);
@@ -155,6 +156,7 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	if (s->mops->teardown)
 		s->mops->teardown(s);
 	ipt_pmi_release(s);
+	ipt_stream_sync(s);
 	/* A unit that ignored the stop keeps its buffers: leaked. */
 	ipt_life_release(s);
 	ipt_session_free_traces(s);
@@ -166,6 +168,7 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	module_put(s->hw->owner);
 	s->hw = NULL;
 	s->mops = NULL;
+	s->stream = false;
 	s->state = IPT_STATE_IDLE;
 }
 
@@ -181,6 +184,8 @@ void ipt_session_stop_locked(struct ipt_session *s)
 	lockdep_assert_held(&s->idev->lock);
 	s->mops->stop(s);
 	s->state = IPT_STATE_STOPPED;
+	/* Pollers see the data left unreleased (the lock orders this). */
+	wake_up_all(&s->wq);
 }
 
 /**
@@ -196,6 +201,7 @@ struct ipt_session *ipt_session_new(struct ipt_device *idev)
 	if (s) {
 		s->idev = idev;
 		INIT_LIST_HEAD(&s->node);
+		init_waitqueue_head(&s->wq);
 	}
 	return s;
 }
@@ -232,6 +238,7 @@ static void ipt_session_free_unused(struct ipt_trace *traces, unsigned int nr)
 
 	for (i = 0; traces && i < nr; i++) {
 		ipt_thread_free_area(&traces[i]);
+		ipt_stream_free(&traces[i]);
 		ipt_buffer_put(traces[i].buf);
 	}
 	kfree(traces);
@@ -291,6 +298,16 @@ static int ipt_session_alloc_traces(struct ipt_config_req *req,
 		shift = ilog2(cfg->buffer_size);
 		exact = true;
 	}
+	/*
+	 * Stream: every region must end on a ToPA entry.  Chunks no larger
+	 * than the largest power of two dividing the region size do
+	 * (ipt_buffer_set_regions()); exact larger ones were refused.
+	 */
+	if (req->nr_regions) {
+		u64 rsize = cfg->buffer_size / req->nr_regions;
+
+		shift = min_t(unsigned int, shift, __ffs64(rsize));
+	}
 	if (shift > ipt_buffer_default_chunk_shift() && !req->ipc_lock) {
 		if (exact)
 			return -EPERM;
@@ -338,6 +355,15 @@ static int ipt_session_alloc_traces(struct ipt_config_req *req,
 		/* The buffer gives the charge back when it is freed. */
 		t->buf->charge = charges[i];
 		memset(&charges[i], 0, sizeof(charges[i]));
+		if (req->nr_regions) {
+			ret = ipt_buffer_set_regions(t->buf, req->nr_regions);
+			if (!ret)
+				ret = ipt_stream_alloc(t);
+			if (ret) {
+				ipt_session_free_unused(traces, nr);
+				goto out_uncharge;
+			}
+		}
 		/* A test may park the allocation here (struct ipt_hw_ops). */
 		if (!i && req->pause)
 			req->pause->alloc_pause();
@@ -494,8 +520,12 @@ static void ipt_session_install(struct ipt_session *s,
 	s->map_size = req->map_size;
 	s->xsave_size = req->xsave_size;
 	req->traces = NULL;
-	for (i = 0; i < s->nr_traces; i++)
+	s->stream = req->nr_regions;
+	for (i = 0; i < s->nr_traces; i++) {
 		s->traces[i].s = s;
+		if (s->stream)
+			ipt_stream_install(&s->traces[i]);
+	}
 }
 
 /**
@@ -576,6 +606,7 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 
 out_release_pmi:
 	ipt_pmi_release(s);
+	ipt_stream_sync(s);
 	ipt_session_free_traces(s);
 	goto out_own;
 out_free_traces:
@@ -587,6 +618,7 @@ out_put:
 	module_put(hw->owner);
 	s->hw = NULL;
 	s->mops = NULL;
+	s->stream = false;
 	return ret;
 }
 
@@ -710,7 +742,9 @@ int ipt_ioctl_get_trace_pre(struct ipt_ioctl_call *c)
 	u32 cpu = ts->cpu, len = ts->chunks_len;
 
 	if (ts->flags || ts->tid || ts->parent || ts->missed || ts->switches ||
-	    ts->busy || memchr_inv(ts->reserved, 0, sizeof(ts->reserved)) ||
+	    ts->busy || ts->released || ts->region_size || ts->nr_gaps ||
+	    ts->gap_bytes || ts->paused_tsc ||
+	    memchr_inv(ts->reserved, 0, sizeof(ts->reserved)) ||
 	    (!ts->chunks_ptr && ts->chunks_len))
 		return -EINVAL;
 	memset(ts, 0, sizeof(*ts));

@@ -44,6 +44,13 @@
 /* Largest group of packets the unit writes in one piece. */
 #define IPT_SIM_PKT_MAX			64
 
+/*
+ * Pacing (struct ipt_sim_cpu.pace) keeps this much room before STOP for
+ * what the unit writes outside a time slice: the FUP and TIP.PGD of a
+ * disable or of a context switch.
+ */
+#define IPT_SIM_PACE_RESERVE		IPT_SIM_PKT_MAX
+
 /**
  * struct ipt_sim_model - a CPU model the simulator can present
  * @name: the value of the module parameter that selects it
@@ -123,6 +130,14 @@ struct ipt_sim_model {
  * @sleeps: system sleeps the unit lost power in (ipt_sim_life.c)
  * @lost_live: of those, the ones it went into with TraceEn = 1: the
  *        trace it was writing was cut without a stop
+ * @stopped: trace bytes not written because output was Stopped at a ToPA
+ *        STOP entry while TraceEn = 1: what the program generated while
+ *        the unit waited (ipt.ko's gap sizes, struct ipt_hw_ops.lost_bytes)
+ * @csum: a position-weighted sum of the bytes written, byte i (counting
+ *        @bytes from 0) adding byte * IPT_SIM_CSUM_WEIGHT(i): lets a test
+ *        compare any stretch of output it read with what the unit wrote
+ * @paced: slices in which a @pace program blocked short of a STOP entry
+ *        (struct ipt_sim_cpu.pace): its trace waited, nothing was lost
  */
 struct ipt_sim_stats {
 	u64 rdmsr;
@@ -147,7 +162,13 @@ struct ipt_sim_stats {
 	u64 vmxon_cleared;
 	u64 sleeps;
 	u64 lost_live;
+	u64 stopped;
+	u64 csum;
+	u64 paced;
 };
+
+/* The weight of the byte at output index @i in struct ipt_sim_stats.csum. */
+#define IPT_SIM_CSUM_WEIGHT(i)	((2 * (u64)(i) + 1) * 0x9e3779b97f4a7c15ULL)
 
 /**
  * struct ipt_sim_feed - branch content supplied by a test
@@ -203,6 +224,10 @@ struct ipt_sim_feed {
  * @drop: number of bytes still to drop (fault injection)
  * @feed: branch content from a test; without one (@feed.buf NULL), the
  *        built-in loop runs
+ * @pace: the program is paced by the trace's consumer (debugfs "pace"):
+ *        it blocks, rather than run, whenever its next packets could fill
+ *        the region of a ToPA STOP entry (ipt_sim_run()); like @feed, a
+ *        property of the program, so a reset keeps it
  * @stats: counters
  *
  * Locking: none inside; the owner serialises every call on one state.
@@ -234,6 +259,7 @@ struct ipt_sim_cpu {
 	bool ovf_pending;
 	u64 drop;
 	struct ipt_sim_feed feed;
+	bool pace;
 	struct ipt_sim_stats stats;
 };
 
@@ -271,7 +297,9 @@ void ipt_sim_switch_out(struct ipt_sim_cpu *c);
 
 /* ipt_sim_output.c: the output engine */
 bool ipt_sim_output_on(const struct ipt_sim_cpu *c);
+bool ipt_sim_output_stopped(const struct ipt_sim_cpu *c);
 void ipt_sim_put(struct ipt_sim_cpu *c, const u8 *p, size_t n);
+u64 ipt_sim_room_before_stop(const struct ipt_sim_cpu *c, u64 limit);
 void ipt_sim_force_error(struct ipt_sim_cpu *c);
 
 /* ipt_sim_packets.c: packet encoders */

@@ -3,10 +3,10 @@
  * ipt_sim: /sys/kernel/debug/ipt_sim, the simulator's knobs.  Fault
  * injection and inspection live only here, never in ipt.ko's ABI: each
  * CPU's counters and registers, operational errors, dropped bytes, a
- * foreign owner of the unit, a reset, the output rate, the perf-like NMI
- * handler and perf's counter overflow (ipt_sim_nmi.c); the model and the
- * built-in workload; and the feed files of ipt_sim_prog.c.  See "debugfs"
- * in Documentation/simulator.rst.
+ * foreign owner of the unit, a reset, the output rate, a paced program,
+ * the perf-like NMI handler and perf's counter overflow (ipt_sim_nmi.c);
+ * the model and the built-in workload; and the feed files of
+ * ipt_sim_prog.c.  See "debugfs" in Documentation/simulator.rst.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -52,6 +52,8 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 		   st.stats.lost_live);
 	seq_printf(m, "vmx_on %u\nvmxon_cleared %llu\n", st.vmx_on,
 		   st.stats.vmxon_cleared);
+	seq_printf(m, "stopped %llu\ncsum %llu\npace %u\npaced %llu\n",
+		   st.stats.stopped, st.stats.csum, st.pace, st.stats.paced);
 	seq_printf(m, "ctl %#llx\nstatus %#llx\noutput_base %#llx\noutput_mask %#llx\n",
 		   st.ctl, st.status, st.output_base, st.output_mask | 0x7f);
 	seq_printf(m, "cr3_match %#llx\nglobal_status %#llx\nxss %#llx\n",
@@ -247,6 +249,57 @@ static int ipt_sim_rate_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_rate_fops, ipt_sim_rate_get,
 			 ipt_sim_rate_set, "%llu\n");
 
+/* One CPU's rate (0: the global one), so that it outruns its consumer. */
+static int ipt_sim_cpu_rate_get(void *data, u64 *val)
+{
+	struct ipt_sim_pcpu *pc = data;
+
+	*val = READ_ONCE(pc->rate);
+	return 0;
+}
+
+static int ipt_sim_cpu_rate_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+
+	if (val > IPT_SIM_RATE_MAX)
+		return -EINVAL;
+	WRITE_ONCE(pc->rate, val);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_cpu_rate_fops, ipt_sim_cpu_rate_get,
+			 ipt_sim_cpu_rate_set, "%llu\n");
+
+/*
+ * The program is paced by its consumer (1): it blocks rather than run
+ * into a ToPA STOP entry (ipt_sim_run()); 0: it runs on, as by default.
+ */
+static int ipt_sim_pace_get(void *data, u64 *val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	*val = pc->st.pace;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+
+static int ipt_sim_pace_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+	unsigned long flags;
+
+	if (val > 1)
+		return -EINVAL;
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	pc->st.pace = val;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_pace_fops, ipt_sim_pace_get,
+			 ipt_sim_pace_set, "%llu\n");
+
 static int ipt_sim_model_show(struct seq_file *m, void *v)
 {
 	const struct ipt_sim_model *sm = ipt_sim_model;
@@ -314,6 +367,10 @@ void ipt_sim_debugfs_init(void)
 					   &ipt_sim_pmc_overflow_fops);
 		debugfs_create_file_unsafe("lvt_mask", 0200, d, pc,
 					   &ipt_sim_lvt_mask_fops);
+		debugfs_create_file_unsafe("rate", 0644, d, pc,
+					   &ipt_sim_cpu_rate_fops);
+		debugfs_create_file_unsafe("pace", 0644, d, pc,
+					   &ipt_sim_pace_fops);
 		ipt_sim_life_debugfs(d, pc);
 		ipt_sim_perf_debugfs(d, pc);
 	}

@@ -21,7 +21,7 @@
  * @m: the model it presents
  *
  * Every MSR is 0 (OUTPUT_MASK_PTRS reads 0x7f), the workload is at its
- * first instruction; @c->feed is left alone.
+ * first instruction; the program's @c->feed and @c->pace are left alone.
  *
  * Context: the owner of @c serialises every call on it (struct
  * ipt_sim_cpu); no lock of its own.
@@ -29,9 +29,11 @@
 void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m)
 {
 	struct ipt_sim_feed feed = c->feed;
+	bool pace = c->pace;
 
 	memset(c, 0, sizeof(*c));
 	c->feed = feed;
+	c->pace = pace;
 	c->model = m;
 	c->output_mask = 0x7f;
 	c->ip = IPT_SIM_CODE_BASE;

@@ -70,6 +70,25 @@ bool ipt_sim_output_on(const struct ipt_sim_cpu *c)
 	       (c->status & RTIT_STATUS_TRIGGEREN);
 }
 
+/**
+ * ipt_sim_output_stopped() - whether output is held at a STOP entry
+ * @c: the state
+ *
+ * TraceEn is set and STATUS.Stopped: the program runs on, and what it
+ * would have traced is lost (counted in @c->stats.stopped).
+ *
+ * Context: the owner of @c serialises every call on it (struct
+ * ipt_sim_cpu); no lock of its own.
+ *
+ * Return: the unit is Stopped with TraceEn = 1 and no error.
+ */
+bool ipt_sim_output_stopped(const struct ipt_sim_cpu *c)
+{
+	return (c->ctl & RTIT_CTL_TRACEEN) &&
+	       (c->status & RTIT_STATUS_STOPPED) &&
+	       !(c->status & RTIT_STATUS_ERROR);
+}
+
 static void ipt_sim_op_error(struct ipt_sim_cpu *c)
 {
 	c->status |= RTIT_STATUS_ERROR;
@@ -121,7 +140,7 @@ static bool ipt_sim_multi_entry(const struct ipt_sim_cpu *c)
 				   IPT_TOPA_STOP | IPT_TOPA_SIZE |	\
 				   IPT_TOPA_BASE))
 
-static int ipt_sim_read_entry(struct ipt_sim_cpu *c, u64 table, u32 index,
+static int ipt_sim_read_entry(const struct ipt_sim_cpu *c, u64 table, u32 index,
 			      u64 *e)
 {
 	u64 pa = table + (u64)index * 8;
@@ -138,7 +157,7 @@ static int ipt_sim_read_entry(struct ipt_sim_cpu *c, u64 table, u32 index,
  * Validate entry @e (index @index of @table); returns 0 or -EINVAL for an
  * operational error.  Single-entry parts also check the table's shape.
  */
-static int ipt_sim_check_entry(struct ipt_sim_cpu *c, u64 table, u32 index,
+static int ipt_sim_check_entry(const struct ipt_sim_cpu *c, u64 table, u32 index,
 			       u64 e)
 {
 	u64 base = e & IPT_TOPA_BASE, end;
@@ -256,14 +275,70 @@ static void ipt_sim_region_full(struct ipt_sim_cpu *c,
 	}
 }
 
-static void ipt_sim_count_bytes(struct ipt_sim_cpu *c, u64 n)
+static void ipt_sim_count_bytes(struct ipt_sim_cpu *c, const u8 *p, u64 n)
 {
 	u64 cnt = FIELD_GET(RTIT_STATUS_BYTECNT, c->status) + n;
+	u64 i;
+
+	for (i = 0; i < n; i++)
+		c->stats.csum += p[i] * IPT_SIM_CSUM_WEIGHT(c->stats.bytes + i);
 
 	c->status &= ~RTIT_STATUS_BYTECNT;
 	c->status |= FIELD_PREP(RTIT_STATUS_BYTECNT, cnt & 0x1ffff);
 	c->stats.bytes += n;
 }
+
+/* Entries ipt_sim_room_before_stop() reads at most: ample for its limits. */
+#define IPT_SIM_PACE_WALK	1024
+
+/**
+ * ipt_sim_room_before_stop() - bytes the output takes before STOP
+ * @c: the state
+ * @limit: look no further than this many bytes
+ *
+ * Walks the ToPA from the current output position as the output engine
+ * would, following END entries, to the end of the first region whose
+ * entry has STOP: writing that many bytes would fill it and stop the
+ * unit.  Reads the tables, changes nothing; what would be an operational
+ * error ends the walk (the engine raises it when it gets there).
+ *
+ * Context: the owner of @c serialises every call on it (struct
+ * ipt_sim_cpu); no lock of its own.
+ *
+ * Return: the room before STOP, or @limit when output is off, not ToPA,
+ * or has no STOP within @limit bytes.
+ */
+u64 ipt_sim_room_before_stop(const struct ipt_sim_cpu *c, u64 limit)
+{
+	u64 table = c->output_base, off = ipt_sim_out_offset(c), room = 0;
+	u32 index = ipt_sim_out_index(c);
+	unsigned int steps;
+	u64 e, size;
+
+	if (!ipt_sim_output_on(c) || !(c->ctl & RTIT_CTL_TOPA))
+		return limit;
+	for (steps = 0; room < limit && steps < IPT_SIM_PACE_WALK; steps++) {
+		if (table & 0xf80 || ipt_sim_read_entry(c, table, index, &e) ||
+		    ipt_sim_check_entry(c, table, index, e))
+			break;
+		if (e & IPT_TOPA_END) {
+			table = e & IPT_TOPA_BASE;
+			index = 0;
+			off = 0;
+			continue;
+		}
+		size = SZ_4K << FIELD_GET(IPT_TOPA_SIZE, e);
+		if (off >= size)
+			break;
+		room += size - off;
+		if (e & IPT_TOPA_STOP)
+			return min(room, limit);
+		off = 0;
+		index++;
+	}
+	return limit;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_room_before_stop);
 
 /* Write @n bytes to the output; what cannot be written is lost. */
 static void ipt_sim_out(struct ipt_sim_cpu *c, const u8 *p, size_t n)
@@ -282,7 +357,7 @@ static void ipt_sim_out(struct ipt_sim_cpu *c, const u8 *p, size_t n)
 		}
 		ipt_sim_set_pos(c, ipt_sim_out_index(c),
 				ipt_sim_out_offset(c) + w);
-		ipt_sim_count_bytes(c, w);
+		ipt_sim_count_bytes(c, p, w);
 		/* Single-entry parts: the PMI comes a little early. */
 		if ((r.entry & IPT_TOPA_INT) && !ipt_sim_multi_entry(c) &&
 		    r.room > IPT_SIM_SINGLE_PMI_EARLY &&
@@ -293,6 +368,9 @@ static void ipt_sim_out(struct ipt_sim_cpu *c, const u8 *p, size_t n)
 		if (w == r.room)
 			ipt_sim_region_full(c, &r);
 	}
+	/* STOP reached in the middle: the rest is lost, and counted. */
+	if (ipt_sim_output_stopped(c))
+		c->stats.stopped += n;
 }
 
 /**
@@ -315,6 +393,8 @@ void ipt_sim_put(struct ipt_sim_cpu *c, const u8 *p, size_t n)
 	u8 ovf[IPT_SIM_PKT_MAX];
 	size_t len;
 
+	if (ipt_sim_output_stopped(c))
+		c->stats.stopped += n;
 	if (!ipt_sim_output_on(c) || !n)
 		return;
 	if (c->drop) {

@@ -264,28 +264,73 @@ static u64 ipt_sim_psb_period(const struct ipt_sim_cpu *c)
 	return SZ_2K << FIELD_GET(RTIT_CTL_PSB_FREQ, c->ctl);
 }
 
+/*
+ * Bytes the next unit of branch content has: a feed record's payload (0
+ * when no whole record is there: the loop stops anyway), or the built-in
+ * loop's TNT.
+ */
+static u64 ipt_sim_next_len(const struct ipt_sim_cpu *c)
+{
+	const struct ipt_sim_feed *f = &c->feed;
+	struct ipt_sim_feed_hdr h;
+
+	if (!f->buf)
+		return 1;
+	if (f->len - f->pos < IPT_SIM_FEED_HDR)
+		return 0;
+	ipt_sim_feed_hdr(f, &h);
+	return le16_to_cpu(h.len);
+}
+
+/*
+ * A paced program (@c->pace) blocks when its next @n bytes, with
+ * IPT_SIM_PACE_RESERVE for a disable's packets, could fill a STOP region;
+ * counted once a slice by the caller.
+ */
+static bool ipt_sim_pace_blocks(const struct ipt_sim_cpu *c, u64 n)
+{
+	u64 need = n + IPT_SIM_PACE_RESERVE;
+
+	return c->pace && ipt_sim_room_before_stop(c, need + 1) <= need;
+}
+
 /**
  * ipt_sim_run() - produce trace for one time slice
  * @c: the state; @c->tsc is the time now
  * @budget: bytes to produce (written or dropped) at most, roughly
  *
- * While output is on: first TIP.PGE if the program changed since the last
+ * While output is on, or Stopped at a STOP entry (the program runs on; what
+ * it would trace is counted as lost, stats.stopped): first TIP.PGE if the
+ * program changed since the last
  * run (ipt_sim_switch_out()), an MTC if a period of 2^MTCFreq CTC cycles passed,
  * then branch content (the feed's records or the built-in loop), each
  * unit preceded by CYC when enabled, with PSB+ whenever PacketByteCnt
  * reaches the PSBFreq period.
+ *
+ * A paced program (@c->pace) blocks for the rest of the slice, as a
+ * producer waits for its consumer, before anything it writes could fill
+ * the region of a STOP entry: each group (a PSB+, an OVF, a CYC and the
+ * unit of branch content, at most 3 * IPT_SIM_PKT_MAX bytes and the unit)
+ * must leave IPT_SIM_PACE_RESERVE bytes of room; stats.paced counts
+ * such slices.  So output never stops at STOP, and nothing is lost.
  *
  * Context: the owner of @c serialises every call on it (struct
  * ipt_sim_cpu); no lock of its own.
  */
 void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 {
-	u64 start = c->stats.bytes + c->stats.dropped;
+	u64 start = c->stats.bytes + c->stats.dropped + c->stats.stopped;
 	u8 buf[IPT_SIM_PKT_MAX];
 	size_t n;
 
-	if (!ipt_sim_output_on(c))
+	/* Stopped at STOP: the program runs on, its trace is lost. */
+	if (!ipt_sim_output_on(c) && !ipt_sim_output_stopped(c))
 		return;
+	/* TIP.PGE and MTC below: one group. */
+	if (ipt_sim_pace_blocks(c, IPT_SIM_PKT_MAX)) {
+		c->stats.paced++;
+		return;
+	}
 	if (c->pge_pending) {
 		/* Back in user mode, in the program switched to. */
 		c->pge_pending = false;
@@ -305,11 +350,17 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 		}
 		c->last_mtc_ctc = ctc;
 	}
-	while (ipt_sim_output_on(c) &&
-	       c->stats.bytes + c->stats.dropped - start < budget) {
+	while ((ipt_sim_output_on(c) || ipt_sim_output_stopped(c)) &&
+	       c->stats.bytes + c->stats.dropped + c->stats.stopped - start <
+	       budget) {
 		const u8 *unit;
 		u64 ip;
 
+		if (ipt_sim_pace_blocks(c, 3 * IPT_SIM_PKT_MAX +
+					   ipt_sim_next_len(c))) {
+			c->stats.paced++;
+			break;
+		}
 		if (FIELD_GET(RTIT_STATUS_BYTECNT, c->status) >=
 		    ipt_sim_psb_period(c)) {
 			n = ipt_sim_psb_plus(c, buf, ipt_sim_ip_valid(c));

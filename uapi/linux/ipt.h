@@ -77,6 +77,8 @@ enum ipt_unavail {
 #define IPT_FEAT_TRANSPORT	_BITULL(19)	/* ECX[3]: trace transport output */
 #define IPT_FEAT_LIP		_BITULL(20)	/* ECX[31]: IPs include CS base */
 #define IPT_FEAT_XSAVES_PT	_BITULL(32)	/* XSAVES handles the PT component */
+/* Bits 48 and up: what this driver offers on top of the unit. */
+#define IPT_FEAT_STREAM		_BITULL(48)	/* IPT_BUFFER_STREAM */
 
 /*
  * ipt_caps.platform: what the kernel around the unit does that changes how
@@ -209,6 +211,17 @@ enum ipt_mode {
 /* ipt_config.buffer_flags */
 #define IPT_BUFFER_STOP_ON_FULL	_BITULL(0)	/* else a ring */
 #define IPT_BUFFER_EXACT_CHUNKS	_BITULL(1)	/* no fallback to smaller chunks */
+/*
+ * Stream (IPT_FEAT_STREAM): the buffer is split into nr_regions regions;
+ * the unit interrupts at the end of each, the consumer hands regions back
+ * with IPT_IOC_STREAM_RELEASE, and the unit pauses rather than overwrite
+ * what was not released (each pause is a gap: IPT_IOC_GET_GAPS).
+ * Excludes IPT_BUFFER_STOP_ON_FULL.
+ */
+#define IPT_BUFFER_STREAM	_BITULL(2)
+#define IPT_STREAM_MIN_REGIONS	2
+#define IPT_STREAM_MAX_REGIONS	64
+#define IPT_STREAM_DEF_REGIONS	8
 
 /**
  * enum ipt_range_kind - use of one address range (ipt_addr_range.kind)
@@ -267,7 +280,9 @@ struct ipt_addr_range {
  *        1..IPT_MAX_THREADS; their buffers are allocated here, so that a
  *        thread created under IPT_ATTACH_INHERIT gets one without
  *        allocating.  Must be 0 in IPT_MODE_CPU.
- * @reserved0: must be 0
+ * @nr_regions: IPT_BUFFER_STREAM: regions of the buffer, a power of two
+ *        from IPT_STREAM_MIN_REGIONS to IPT_STREAM_MAX_REGIONS, or 0 for
+ *        IPT_STREAM_DEF_REGIONS; must be 0 without IPT_BUFFER_STREAM
  * @reserved: must be 0
  */
 struct ipt_config {
@@ -286,7 +301,7 @@ struct ipt_config {
 	__u64 buffer_size;
 	__u64 buffer_flags;
 	__u32 max_threads;
-	__u32 reserved0;
+	__u32 nr_regions;
 	__u64 reserved[3];
 };
 
@@ -346,6 +361,9 @@ enum ipt_state {
  * operation, caps.platform IPT_PLAT_VMX_NO_PT): the trace has a gap.
  */
 #define IPT_TS_CUT		_BITULL(12)
+#define IPT_TS_STREAM		_BITULL(13)	/* IPT_BUFFER_STREAM */
+/* Stream: the unit reached data not yet released and is paused (a gap). */
+#define IPT_TS_PAUSED		_BITULL(14)
 
 /* ipt_trace_state.parent when the thread was attached by IPT_IOC_ATTACH. */
 #define IPT_TRACE_NONE		0xffffffffU
@@ -382,6 +400,16 @@ enum ipt_state {
  *        onto a CPU (context switches in, and starts)
  * @busy: in: must be 0; out: times it could not be, because the CPU's
  *        unit was already enabled by someone else (its trace has a gap)
+ * @released: in: must be 0; out: IPT_TS_STREAM: stream position up to
+ *        which the consumer released the data (IPT_IOC_STREAM_RELEASE).
+ *        Stream positions count bytes since configure, as @bytes_captured
+ *        does; position p lies at buffer offset p % @buffer_size. Bytes
+ *        @released .. @bytes_captured are ready to read.
+ * @region_size: in: must be 0; out: IPT_TS_STREAM: bytes per region
+ * @nr_gaps: in: must be 0; out: IPT_TS_STREAM: gaps recorded so far
+ * @gap_bytes: in: must be 0; out: bytes the unit is known to have lost in
+ *        those gaps (gaps of unknown size add nothing)
+ * @paused_tsc: in: must be 0; out: IPT_TS_PAUSED: TSC when the pause began
  * @reserved: in: must be 0
  */
 struct ipt_trace_state {
@@ -407,10 +435,16 @@ struct ipt_trace_state {
 	__u32 missed;
 	__u64 switches;
 	__u64 busy;
-	__u64 reserved[1];
+	__u64 released;
+	__u64 region_size;
+	__u64 nr_gaps;
+	__u64 gap_bytes;
+	__u64 paused_tsc;
+	__u64 reserved[4];
 };
 
 #define IPT_TRACE_STATE_SIZE_VER0	144
+#define IPT_TRACE_STATE_SIZE_VER1	208	/* + streaming */
 
 /* ipt_attach.flags */
 #define IPT_ATTACH_INHERIT	_BITULL(0)	/* trace its new threads and children too */
@@ -511,6 +545,89 @@ struct ipt_sessions {
 
 #define IPT_SESSIONS_SIZE_VER0	48
 
+/**
+ * struct ipt_stream_release - hand streamed data back (IPT_IOC_STREAM_RELEASE)
+ * @size: the caller's sizeof(struct ipt_stream_release)
+ * @flags: must be 0
+ * @trace: the CPU (IPT_MODE_CPU) or trace index (IPT_MODE_THREAD)
+ * @reserved0: must be 0
+ * @released: the new release position: not below the trace's current one
+ *            and not beyond its bytes_captured (else EINVAL, no change)
+ * @reserved: must be 0
+ */
+struct ipt_stream_release {
+	__u32 size;
+	__u32 flags;
+	__u32 trace;
+	__u32 reserved0;
+	__u64 released;
+	__u64 reserved[2];
+};
+
+#define IPT_STREAM_RELEASE_SIZE_VER0	40
+
+/* ipt_gap.bytes_lost when the unit cannot count what it did not write. */
+#define IPT_GAP_BYTES_UNKNOWN	(~0ULL)
+
+/**
+ * struct ipt_gap - one pause of a streamed trace
+ * @offset: stream position where the missing bytes would have been: the
+ *          data before it was written before the pause, the data at it
+ *          after the resume (the unit starts it with a PSB+)
+ * @tsc_start: TSC when the unit paused
+ * @tsc_end: TSC when it resumed; 0 while it is still paused
+ * @bytes_lost: trace bytes the unit could not write, or
+ *              IPT_GAP_BYTES_UNKNOWN
+ * @cpu: the CPU it paused on
+ * @flags: 0
+ * @reserved: 0
+ */
+struct ipt_gap {
+	__u64 offset;
+	__u64 tsc_start;
+	__u64 tsc_end;
+	__u64 bytes_lost;
+	__u32 cpu;
+	__u32 flags;
+	__u64 reserved;
+};
+
+#define IPT_GAP_SIZE_VER0	48
+
+/**
+ * struct ipt_gaps - the gaps of a streamed trace (IPT_IOC_GET_GAPS)
+ * @size: the caller's sizeof(struct ipt_gaps)
+ * @flags: must be 0
+ * @trace: the CPU (IPT_MODE_CPU) or trace index (IPT_MODE_THREAD)
+ * @entry_size: the caller's sizeof(struct ipt_gap), at least
+ *              IPT_GAP_SIZE_VER0 and at most a page
+ * @nr_entries: in: room at @entries_ptr; out: entries written
+ * @reserved0: must be 0
+ * @first: in: index of the first gap wanted (gaps are numbered from 0 in
+ *         the order they began)
+ * @total: out: gaps recorded so far; must be 0 in
+ * @oldest: out: index of the oldest gap the kernel still itemises (it
+ *          keeps a bounded number; older ones are counted in @total and
+ *          in the trace's gap_bytes only); must be 0 in
+ * @entries_ptr: the entries, or 0 with @nr_entries 0 to count only
+ * @reserved: must be 0
+ */
+struct ipt_gaps {
+	__u32 size;
+	__u32 flags;
+	__u32 trace;
+	__u32 entry_size;
+	__u32 nr_entries;
+	__u32 reserved0;
+	__u64 first;
+	__u64 total;
+	__u64 oldest;
+	__u64 entries_ptr;
+	__u64 reserved[2];
+};
+
+#define IPT_GAPS_SIZE_VER0	72
+
 #define IPT_IOC_GET_CAPS	_IOWR(IPT_IOC_MAGIC, 0x00, struct ipt_caps)
 #define IPT_IOC_CONFIGURE	_IOW(IPT_IOC_MAGIC, 0x01, struct ipt_config)
 #define IPT_IOC_START		_IOW(IPT_IOC_MAGIC, 0x02, struct ipt_cmd)
@@ -520,5 +637,7 @@ struct ipt_sessions {
 #define IPT_IOC_ATTACH		_IOWR(IPT_IOC_MAGIC, 0x06, struct ipt_attach)
 #define IPT_IOC_DETACH		_IOW(IPT_IOC_MAGIC, 0x07, struct ipt_detach)
 #define IPT_IOC_LIST_SESSIONS	_IOWR(IPT_IOC_MAGIC, 0x08, struct ipt_sessions)
+#define IPT_IOC_STREAM_RELEASE	_IOW(IPT_IOC_MAGIC, 0x09, struct ipt_stream_release)
+#define IPT_IOC_GET_GAPS	_IOWR(IPT_IOC_MAGIC, 0x0a, struct ipt_gaps)
 
 #endif /* _UAPI_LINUX_IPT_H */

@@ -430,7 +430,7 @@ TEST_F(abi, configure_rejects_bad_thread_fields)
 	TRY(-EINVAL, c.flags = IPT_CONFIG_ALL_CPUS);
 	TRY(-EINVAL, (c.cpu_mask_words = 1, c.cpu_mask_ptr = (uintptr_t)mask));
 	TRY(-EINVAL, c.cpu_mask_words = 1);
-	TRY(-EINVAL, c.reserved0 = 1);
+	TRY(-EINVAL, c.nr_regions = 1);
 	TRY(-EINVAL, c.mode = 3);
 	TRY(-EINVAL, (c.mode = IPT_MODE_CPU, c.flags = IPT_CONFIG_ALL_CPUS));
 	TRY(0, c.max_threads = IPT_MAX_THREADS);
