@@ -651,6 +651,8 @@ static const char *config_option(const struct iptcap_config *cfg,
 		return cfg->ranges[e->index].kind == IPT_RANGE_STOP ? "--stop-range" : "--filter";
 	case IPTCAP_FIELD_CR3_MATCH:
 		return "--cr3";
+	case IPTCAP_FIELD_STREAM:
+		return "--regions";
 	case IPTCAP_FIELD_NONE:
 		break;
 	}
