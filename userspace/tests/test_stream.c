@@ -56,6 +56,8 @@ static struct {
 	uint64_t tsc;
 	struct fk_trace tr[FK_TRACES];
 	unsigned int releases;
+	uint64_t start_bytes;	/* the unit writes this much into traces 0 and 1 at start */
+	bool record_mode;	/* configure creates traces 0 and 1 (per-CPU ipttool record) */
 } fk = { .fd = -1 };
 
 static unsigned char gen(unsigned int t, uint64_t k)
@@ -159,14 +161,26 @@ static int fake_ioctl(unsigned long req, void *arg)
 
 		if (fk.state)
 			return fail(EBUSY);
-		if (!(cfg->buffer_flags & IPT_BUFFER_STREAM) || cfg->buffer_size != FK_SIZE)
+		if ((cfg->buffer_flags & IPT_BUFFER_STREAM) && !fk.stream_feature)
+			return fail(EINVAL);
+		if (cfg->buffer_size != FK_SIZE)
 			return fail(EINVAL);
 		fk.cfg = *cfg;
 		fk.state = IPT_STATE_CONFIGURED;
+		if (fk.record_mode)
+			fk.tr[0].exists = fk.tr[1].exists = true;
 		return 0;
 	}
 	if (req == IPT_IOC_START || req == IPT_IOC_STOP) {
 		fk.state = req == IPT_IOC_START ? IPT_STATE_TRACING : IPT_STATE_STOPPED;
+		if (req == IPT_IOC_START && fk.start_bytes) {
+			fk_produce(0, fk.start_bytes);
+			fk_produce(1, fk.start_bytes % FK_SIZE / 3);
+		}
+		return 0;
+	}
+	if (req == IPT_IOC_RELEASE) {
+		fk.state = 0;
 		return 0;
 	}
 	if (req == IPT_IOC_GET_TRACE) {
@@ -180,7 +194,9 @@ static int fake_ioctl(unsigned long req, void *arg)
 		ts->size = sizeof(*ts);
 		ts->cpu = i;
 		ts->state = (uint32_t)fk.state;
-		ts->status = IPT_TS_STREAM | (x->paused ? IPT_TS_PAUSED : 0);
+		ts->status = (fk.cfg.buffer_flags & IPT_BUFFER_STREAM ? IPT_TS_STREAM : 0) |
+			     (x->paused ? IPT_TS_PAUSED : 0);
+		ts->bytes_valid = x->captured < FK_SIZE ? x->captured : FK_SIZE;
 		ts->buffer_size = FK_SIZE;
 		ts->mmap_offset = (uint64_t)i * FK_SIZE;
 		ts->bytes_captured = x->captured;
@@ -688,6 +704,193 @@ static void test_calls(void)
 	iptcap_close(ipt);
 }
 
+/* ---- ipttool record on the model ---------------------------------------- */
+
+static struct json_object *jget(struct json_object *o, const char *path)
+{
+	char buf[128], *save = NULL, *k;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save)) {
+		if (*k >= '0' && *k <= '9') {
+			if (!json_object_is_type(o, json_type_array))
+				return NULL;
+			o = json_object_array_get_idx(o, (size_t)atoi(k));
+		} else if (!json_object_object_get_ex(o, k, &o)) {
+			return NULL;
+		}
+	}
+	return o;
+}
+
+static int64_t jint(struct json_object *o, const char *path)
+{
+	struct json_object *v = jget(o, path);
+
+	return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+}
+
+static const char *jstr(struct json_object *o, const char *path)
+{
+	struct json_object *v = jget(o, path);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+}
+
+static char errtext[8192];
+
+/* ipttool record -a --no-sideband -q --size 64K -o DIR [@extra] -- true; stderr in errtext. */
+static int run_record(const char *dir, const char *extra)
+{
+	struct ipttool t = { .device = FAKE_PATH };
+	char *argv[16], errpath[300];
+	int argc = 0, rc, se, fd;
+	ssize_t n;
+
+	argv[argc++] = "record";
+	argv[argc++] = "-a";
+	argv[argc++] = "--no-sideband";
+	argv[argc++] = "--size";
+	argv[argc++] = "64K";
+	argv[argc++] = "-o";
+	argv[argc++] = (char *)dir;
+	if (extra)
+		argv[argc++] = (char *)extra;
+	argv[argc++] = "--";
+	argv[argc++] = "true";
+	argv[argc] = NULL;
+	snprintf(errpath, sizeof(errpath), "%s.err", dir);
+	fflush(stderr);
+	se = dup(2);
+	fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	dup2(fd, 2);
+	close(fd);
+	rc = cmd_record(&t, argc, argv);
+	fflush(stderr);
+	dup2(se, 2);
+	close(se);
+	fd = open(errpath, O_RDONLY);
+	n = fd >= 0 ? read(fd, errtext, sizeof(errtext) - 1) : -1;
+	errtext[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	unlink(errpath);
+	return rc;
+}
+
+static struct json_object *read_meta(const char *dir)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/meta.json", dir);
+	return json_object_from_file(p);
+}
+
+static void test_record(void)
+{
+	char dir[300];
+	struct json_object *m;
+	uint64_t from[2], to[2];
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/cap", tmpdir);
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.record_mode = true;
+	fk.stream_feature = true;
+	fk.unknown_size = false;
+
+	/* Lossless: half a buffer on CPU 0, a sixth on CPU 1. */
+	fk.start_bytes = FK_SIZE / 2;
+	rc = run_record(dir, NULL);
+	m = read_meta(dir);
+	CHECK(rc == 0, "record: a stream without gaps exits 0 (%d): %s", rc, errtext);
+	CHECK(m && !strcmp(jstr(m, "config.buffer"), "stream") &&
+	      json_object_get_boolean(jget(m, "stream.enabled")) && !jget(m, "stream.fallback") &&
+	      jint(m, "stream.gaps") == 0 && jint(m, "stream.bytes") == FK_SIZE / 2 + FK_SIZE / 6,
+	      "record: meta.json: buffer \"stream\", stream.enabled, no gap, %lld bytes",
+	      m ? (long long)jint(m, "stream.bytes") : -1ll);
+	CHECK(m && jint(m, "traces.0.size") == FK_SIZE / 2 &&
+	      json_object_array_length(jget(m, "traces.0.gaps")) == 0 &&
+	      jint(m, "traces.0.gaps_unlisted") == 0, "record: traces[0]: size, empty gaps");
+	from[0] = 0;
+	to[0] = FK_SIZE / 2;
+	CHECK(file_is("cap/cpu0.pt", 0, from, to, 1), "record: cap/cpu0.pt is the stream");
+	to[0] = FK_SIZE / 6;
+	CHECK(file_is("cap/cpu1.pt", 1, from, to, 1), "record: cap/cpu1.pt is the stream");
+	json_object_put(m);
+
+	/* Overload: three buffers at once on CPU 0, a gap of two and 100 bytes. */
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.start_bytes = 3 * FK_SIZE + 100;
+	rc = run_record(dir, NULL);
+	m = read_meta(dir);
+	CHECK(rc == 1 && strstr(errtext, "1 gap: the consumer fell behind"),
+	      "record: a gap makes the exit 1 and is named: %s", errtext);
+	CHECK(m && jint(m, "stream.gaps") == 1 && jint(m, "stream.gap_bytes") == 2 * FK_SIZE + 100 &&
+	      jint(m, "traces.0.gaps.0.offset") == FK_SIZE &&
+	      jint(m, "traces.0.gaps.0.bytes_lost") == 2 * FK_SIZE + 100 &&
+	      jint(m, "traces.0.gaps.0.tsc_start") > 0 &&
+	      jint(m, "traces.0.gaps.0.tsc_end") > jint(m, "traces.0.gaps.0.tsc_start") &&
+	      jint(m, "traces.0.gaps.0.cpu") == 0 && jint(m, "traces.0.gap_bytes") == 2 * FK_SIZE + 100,
+	      "record: meta.json: the gap's offset, TSCs, bytes_lost, cpu");
+	to[0] = FK_SIZE;
+	CHECK(file_is("cap/cpu0.pt", 0, from, to, 1), "record: cpu0.pt holds what came before the gap");
+	json_object_put(m);
+
+	/* Silicon: a gap of unknown size is null. */
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.unknown_size = true;
+	rc = run_record(dir, NULL);
+	m = read_meta(dir);
+	CHECK(rc == 1 && m && jget(m, "traces.0.gaps.0") && !jget(m, "traces.0.gaps.0.bytes_lost") &&
+	      jint(m, "stream.gaps_of_unknown_size") == 1,
+	      "record: a gap of unknown size: bytes_lost null");
+	json_object_put(m);
+	fk.unknown_size = false;
+
+	/* --ring: no streaming asked for. */
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.start_bytes = 0;
+	rc = run_record(dir, "--ring");
+	m = read_meta(dir);
+	CHECK(rc == 0 && m && !strcmp(jstr(m, "config.buffer"), "ring") &&
+	      !json_object_get_boolean(jget(m, "stream.enabled")) && !jget(m, "stream.fallback") &&
+	      !(fk.cfg.buffer_flags & IPT_BUFFER_STREAM), "record --ring: a ring, not streamed");
+	json_object_put(m);
+
+	/* An older ipt.ko: one line, a ring, meta.json says why. */
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.stream_feature = false;
+	rc = run_record(dir, NULL);
+	m = read_meta(dir);
+	CHECK(rc == 0 && strstr(errtext, "cannot stream (no IPT_FEAT_STREAM)"),
+	      "record on a kernel without streaming: says so: %s", errtext);
+	CHECK(m && !strcmp(jstr(m, "config.buffer"), "ring") &&
+	      strstr(jstr(m, "stream.fallback"), "IPT_FEAT_STREAM"),
+	      "record on a kernel without streaming: meta.json stream.fallback, a ring");
+	json_object_put(m);
+	rc = run_record(dir, "--regions=4");
+	CHECK(rc == 2, "record --regions on a kernel without streaming: a usage error");
+	fk.stream_feature = true;
+	fk.record_mode = false;
+	snprintf(dir, sizeof(dir), "%s/cap", tmpdir);
+	{
+		char p[400];
+		const char *names[] = { "cpu0.pt", "cpu1.pt", "meta.json" };
+
+		for (size_t i = 0; i < 3; i++) {
+			snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+			unlink(p);
+		}
+		rmdir(dir);
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -701,6 +904,7 @@ int main(void)
 	test_gap_records();
 	test_sink_error();
 	test_threads();
+	test_record();
 	clean_dir();
 	rmdir(tmpdir);
 	return tap_done();
