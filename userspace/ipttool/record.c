@@ -1273,6 +1273,23 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	}
 	/* Allocate before touching the output: busy or no memory leave no trace. */
 	err = iptcap_configure(ipt, &o.cfg, msg, sizeof(msg));
+	if (err == IPTCAP_ERR_UNSUPPORTED && o.cfg.stream && !o.cfg.nr_regions &&
+	    iptcap_last_errno(ipt) == EOPNOTSUPP) {
+		/* A kernel that streams some sessions but not this kind: a ring, said once. */
+		o.cfg.stream = false;
+		c.stream = false;
+		snprintf(c.stream_fallback, sizeof(c.stream_fallback),
+			 "this ipt.ko cannot stream %s traces (EOPNOTSUPP): a ring that keeps the "
+			 "newest %" PRIu64 " KiB per %s", o.cfg.per_thread ? "per-thread" : "per-CPU",
+			 (uint64_t)(o.cfg.buffer_size ? o.cfg.buffer_size :
+				    IPTCAP_DEFAULT_BUFFER_SIZE) >> 10,
+			 o.cfg.per_thread ? "thread" : "CPU");
+		if (!o.quiet)
+			fprintf(stderr, "ipttool: record: %s\n", c.stream_fallback);
+		err = check_config(&o.cfg, &caps, &c.config, msg, sizeof(msg));
+		if (!err)
+			err = iptcap_configure(ipt, &o.cfg, msg, sizeof(msg));
+	}
 	if (err) {
 		err_session(t, err, "configuring the session", msg);
 		if (err == IPTCAP_ERR_NO_THREAD_MODE)

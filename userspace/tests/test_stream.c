@@ -58,6 +58,7 @@ static struct {
 	unsigned int releases;
 	uint64_t start_bytes;	/* the unit writes this much into traces 0 and 1 at start */
 	bool record_mode;	/* configure creates traces 0 and 1 (per-CPU ipttool record) */
+	bool stream_eopnotsupp;	/* streams, but not this session (per-thread on stream-k) */
 } fk = { .fd = -1 };
 
 static unsigned char gen(unsigned int t, uint64_t k)
@@ -163,6 +164,8 @@ static int fake_ioctl(unsigned long req, void *arg)
 			return fail(EBUSY);
 		if ((cfg->buffer_flags & IPT_BUFFER_STREAM) && !fk.stream_feature)
 			return fail(EINVAL);
+		if ((cfg->buffer_flags & IPT_BUFFER_STREAM) && fk.stream_eopnotsupp)
+			return fail(EOPNOTSUPP);
 		if (cfg->buffer_size != FK_SIZE)
 			return fail(EINVAL);
 		fk.cfg = *cfg;
@@ -877,6 +880,21 @@ static void test_record(void)
 	rc = run_record(dir, "--regions=4");
 	CHECK(rc == 2, "record --regions on a kernel without streaming: a usage error");
 	fk.stream_feature = true;
+
+	/* A kernel that streams, but refuses this session with EOPNOTSUPP: a ring, said once. */
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.stream_eopnotsupp = true;
+	rc = run_record(dir, NULL);
+	m = read_meta(dir);
+	CHECK(rc == 0 && strstr(errtext, "(EOPNOTSUPP): a ring") && m &&
+	      !strcmp(jstr(m, "config.buffer"), "ring") &&
+	      strstr(jstr(m, "stream.fallback"), "EOPNOTSUPP") &&
+	      !(fk.cfg.buffer_flags & IPT_BUFFER_STREAM),
+	      "record where the kernel refuses to stream this session (EOPNOTSUPP): a ring, "
+	      "said once and in meta.json: %s", errtext);
+	json_object_put(m);
+	fk.stream_eopnotsupp = false;
 	fk.record_mode = false;
 	snprintf(dir, sizeof(dir), "%s/cap", tmpdir);
 	{
