@@ -139,10 +139,18 @@ struct ipt_chunk {
  *       (ipt_mmap.c); the last ipt_buffer_put() frees it
  * @charge: the locked memory it is charged for, given back when it is
  *          freed (set by the session after ipt_buffer_alloc())
+ * @nr_regions: a stream buffer (IPT_BUFFER_STREAM): its regions, each
+ *          ending on a ToPA entry with INT; 0 for a ring or stop-on-full
+ * @region_size: a stream buffer: bytes per region
+ * @stop_region: a stream buffer: the region whose last entry has STOP
+ * @region_last: a stream buffer: the chunk each region ends with
  *
- * Locking: immutable after ipt_buffer_alloc() (and @charge after the
- * session set it, before the buffer can be mapped) except by the PT unit,
- * which writes the chunks' contents; @ref is atomic.
+ * Locking: immutable after ipt_buffer_alloc() (and @charge and the region
+ * layout after the session set them, before the buffer can be mapped)
+ * except by the PT unit, which writes the chunks' contents, and the STOP
+ * marker of a stream buffer (@stop_region and the STOP bits of @tables),
+ * which ipt_topa_move_stop() moves under the device lock while the unit
+ * writing into the buffer is off (ipt_stream.c); @ref is atomic.
  */
 struct ipt_buffer {
 	u64 size;
@@ -155,6 +163,10 @@ struct ipt_buffer {
 	struct page **table_pages;
 	refcount_t ref;
 	struct ipt_charge charge;
+	unsigned int nr_regions;
+	u64 region_size;
+	unsigned int stop_region;
+	u32 region_last[IPT_STREAM_MAX_REGIONS];
 };
 
 typedef struct page *(*ipt_page_alloc_fn)(int node, unsigned int order);
@@ -169,6 +181,10 @@ struct ipt_buffer *ipt_buffer_alloc(u64 size, unsigned int max_shift,
 				    bool exact, bool stop_on_full, int node,
 				    ipt_page_alloc_fn alloc);
 void ipt_buffer_free(struct ipt_buffer *buf);
+int ipt_buffer_set_regions(struct ipt_buffer *buf, unsigned int nr);
+void ipt_topa_move_stop(struct ipt_buffer *buf, unsigned int region);
+void ipt_topa_pos(const struct ipt_buffer *buf, u64 off, u64 *base,
+		  u64 *mask);
 struct ipt_buffer *ipt_buffer_get(struct ipt_buffer *buf);
 void ipt_buffer_put(struct ipt_buffer *buf);
 struct page *ipt_buffer_page(const struct ipt_buffer *buf, u64 off);
@@ -215,6 +231,7 @@ struct ipt_hwcfg {
  *          the locks by the configure pre handler; taken by the session,
  *          else freed by the post handler
  * @map_size: bytes of their buffers together
+ * @nr_regions: IPT_BUFFER_STREAM: regions of each buffer, else 0
  *
  * Locking: private to one IPT_IOC_CONFIGURE call.
  */
@@ -228,6 +245,7 @@ struct ipt_config_req {
 	enum ipt_backend backend;
 	struct ipt_trace *traces;
 	u64 map_size;
+	unsigned int nr_regions;
 };
 
 int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
@@ -239,6 +257,9 @@ int ipt_config_validate(const struct ipt_config *cfg,
 			const struct ipt_config_req *req,
 			const struct ipt_caps *caps, struct ipt_hwcfg *hwcfg);
 void ipt_config_limits(struct ipt_caps *caps);
+
+/* ipt_stream.c: the streaming fields of a configuration */
+int ipt_stream_check(const struct ipt_config *cfg, unsigned int *nr);
 
 /* ipt_pos.c */
 

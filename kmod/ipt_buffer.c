@@ -319,6 +319,12 @@ static void ipt_buffer_free_tables(struct ipt_buffer *buf)
 	buf->nr_tables = 0;
 }
 
+/* The ToPA entry of chunk @c. */
+static u64 *ipt_topa_entry(const struct ipt_buffer *buf, unsigned int c)
+{
+	return &buf->tables[c / IPT_TOPA_OUTPUTS][c % IPT_TOPA_OUTPUTS];
+}
+
 /**
  * ipt_topa_build() - write the ToPA chain of a buffer
  * @buf: the buffer; its chunks (@phys, @shift) and tables (@tables,
@@ -327,7 +333,9 @@ static void ipt_buffer_free_tables(struct ipt_buffer *buf)
  * Table t holds chunks t * IPT_TOPA_OUTPUTS .. up to IPT_TOPA_OUTPUTS of
  * them, followed by an END entry to table t + 1, the last one's END to
  * table 0.  The last chunk's entry has INT (its PMI counts a ring's wrap,
- * or says a stop-on-full buffer is full), and STOP for stop-on-full.
+ * or says a stop-on-full buffer is full), and STOP for stop-on-full.  A
+ * stream buffer (@buf->nr_regions set) has INT on the last entry of every
+ * region instead, and STOP on that of @buf->stop_region.
  */
 void ipt_topa_build(struct ipt_buffer *buf)
 {
@@ -349,11 +357,18 @@ void ipt_topa_build(struct ipt_buffer *buf)
 		table[n] = IPT_TOPA_END |
 			   (buf->table_phys[(t + 1) % buf->nr_tables] &
 			    IPT_TOPA_BASE);
-		if (t == buf->nr_tables - 1) {
+		if (t == buf->nr_tables - 1 && !buf->nr_regions) {
 			table[n - 1] |= IPT_TOPA_INT;
 			if (buf->stop_on_full)
 				table[n - 1] |= IPT_TOPA_STOP;
 		}
+	}
+	for (c = 0; c < buf->nr_regions; c++) {
+		u64 *e = ipt_topa_entry(buf, buf->region_last[c]);
+
+		*e |= IPT_TOPA_INT;
+		if (c == buf->stop_region)
+			*e |= IPT_TOPA_STOP;
 	}
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_topa_build);
@@ -403,6 +418,101 @@ int ipt_topa_offset(const struct ipt_buffer *buf, u64 base, u64 mask,
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_topa_offset);
+
+/**
+ * ipt_buffer_set_regions() - make @buf a stream buffer of @nr regions
+ * @buf: the buffer, not yet used by any unit
+ * @nr: regions, 2..IPT_STREAM_MAX_REGIONS
+ *
+ * Each region must end on a chunk boundary, so that its last ToPA entry
+ * can carry INT and STOP: the unit raises the PMI, or stops, exactly at
+ * the region's end (SDM vol. 3C, 33.2.7.2, "Table of Physical Addresses":
+ * INT and STOP act when the output region of the entry is filled).  The
+ * chunks of a buffer whose largest chunk divides the region size always
+ * do (ipt_session.c caps the chunk order so).  STOP goes on the last
+ * region: the unit may fill the whole buffer before anything is released.
+ *
+ * Context: process context, the buffer private to the caller.
+ * Return: 0, or -EINVAL when the regions do not fit the chunks.
+ */
+int ipt_buffer_set_regions(struct ipt_buffer *buf, unsigned int nr)
+{
+	unsigned int c, r = 0;
+	u64 rsize;
+
+	if (nr < IPT_STREAM_MIN_REGIONS || nr > IPT_STREAM_MAX_REGIONS ||
+	    buf->size % nr)
+		return -EINVAL;
+	rsize = buf->size / nr;
+	for (c = 0; c < buf->nr_chunks; c++) {
+		u64 end = buf->chunks[c].offset + BIT_ULL(buf->chunks[c].shift);
+
+		if (end > (u64)(r + 1) * rsize)
+			return -EINVAL;
+		if (end == (u64)(r + 1) * rsize)
+			buf->region_last[r++] = c;
+	}
+	if (r != nr)
+		return -EINVAL;
+	buf->nr_regions = nr;
+	buf->region_size = rsize;
+	buf->stop_region = nr - 1;
+	ipt_topa_build(buf);
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_buffer_set_regions);
+
+/**
+ * ipt_topa_move_stop() - put a stream buffer's STOP on another region
+ * @buf: the stream buffer
+ * @region: the region whose last entry gets STOP (INT stays on every one)
+ *
+ * Context: the unit that writes into @buf is off (TraceEn = 0), as Linux
+ * 6.1 moves perf's markers only with the unit stopped
+ * (pt_buffer_reset_markers() is called from intel_pt_interrupt() after
+ * pt_config_stop(), arch/x86/events/intel/pt.c:1085-1150, 1514-1530);
+ * device lock held.
+ */
+void ipt_topa_move_stop(struct ipt_buffer *buf, unsigned int region)
+{
+	*ipt_topa_entry(buf, buf->region_last[buf->stop_region]) &=
+		~IPT_TOPA_STOP;
+	*ipt_topa_entry(buf, buf->region_last[region]) |= IPT_TOPA_STOP;
+	buf->stop_region = region;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_topa_move_stop);
+
+/**
+ * ipt_topa_pos() - the output registers that put the next byte at @off
+ * @buf: the buffer
+ * @off: a byte offset; taken modulo the buffer size
+ * @base: receives IA32_RTIT_OUTPUT_BASE (the table holding the chunk)
+ * @mask: receives IA32_RTIT_OUTPUT_MASK_PTRS (entry index and offset)
+ *
+ * The inverse of ipt_topa_offset() for offsets inside the buffer.
+ *
+ * Context: any; a pure function of @buf.
+ */
+void ipt_topa_pos(const struct ipt_buffer *buf, u64 off, u64 *base,
+		  u64 *mask)
+{
+	unsigned int lo = 0, hi = buf->nr_chunks;
+
+	off %= buf->size;
+	while (hi - lo > 1) {
+		unsigned int mid = (lo + hi) / 2;
+
+		if (buf->chunks[mid].offset <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*base = buf->table_phys[lo / IPT_TOPA_OUTPUTS];
+	*mask = IPT_RTIT_MASK_LOW |
+		FIELD_PREP(IPT_RTIT_MASK_INDEX, lo % IPT_TOPA_OUTPUTS) |
+		(off - buf->chunks[lo].offset) << 32;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_topa_pos);
 
 /**
  * ipt_buffer_alloc() - allocate a zeroed trace buffer and its ToPA chain

@@ -252,7 +252,8 @@ int ipt_config_check(const struct ipt_config *cfg, const struct ipt_caps *caps,
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_config_check);
 
-#define IPT_BUFFER_FLAGS_ALL	(IPT_BUFFER_STOP_ON_FULL | IPT_BUFFER_EXACT_CHUNKS)
+#define IPT_BUFFER_FLAGS_ALL	(IPT_BUFFER_STOP_ON_FULL | IPT_BUFFER_EXACT_CHUNKS | \
+				 IPT_BUFFER_STREAM)
 
 /* The CPUs of @cfg into @mask; only argument checks, no state. */
 static int ipt_config_cpus(const struct ipt_config *cfg, struct cpumask *mask)
@@ -293,7 +294,7 @@ static int ipt_config_args(const struct ipt_config *cfg)
 {
 	unsigned int i;
 
-	if (cfg->flags & ~IPT_CONFIG_ALL_CPUS || cfg->nr_regions)
+	if (cfg->flags & ~IPT_CONFIG_ALL_CPUS)
 		return -EINVAL;
 	if (cfg->mode == IPT_MODE_CPU && cfg->max_threads)
 		return -EINVAL;
@@ -338,6 +339,7 @@ struct ipt_config_req *ipt_config_parse(const struct ipt_config *cfg,
 					bool privileged)
 {
 	struct ipt_config_req *req;
+	unsigned int nr_regions;
 	bool thread;
 	int ret;
 
@@ -345,6 +347,8 @@ struct ipt_config_req *ipt_config_parse(const struct ipt_config *cfg,
 		return ERR_PTR(-EINVAL);
 	thread = cfg->mode == IPT_MODE_THREAD;
 	ret = ipt_config_args(cfg);
+	if (!ret)
+		ret = ipt_stream_check(cfg, &nr_regions);
 	if (ret)
 		return ERR_PTR(ret);
 	/* A CPU's trace shows every process that runs on it. */
@@ -363,6 +367,7 @@ struct ipt_config_req *ipt_config_parse(const struct ipt_config *cfg,
 		}
 	}
 	req->nr_traces = thread ? cfg->max_threads : cpumask_weight(req->cpus);
+	req->nr_regions = nr_regions;
 	req->privileged = privileged;
 	return req;
 }
@@ -409,6 +414,9 @@ int ipt_config_validate(const struct ipt_config *cfg,
 	ret = ipt_config_check(cfg, caps, req->privileged, &hw);
 	if (ret)
 		return ret;
+	if ((cfg->buffer_flags & IPT_BUFFER_STREAM) &&
+	    !(caps->features & IPT_FEAT_STREAM))
+		return -EOPNOTSUPP;
 	if (cfg->buffer_size > caps->max_trace_size)
 		return -EFBIG;
 	if (!(caps->features & IPT_FEAT_TOPA_MULTI) &&
@@ -448,6 +456,11 @@ void ipt_config_limits(struct ipt_caps *caps)
 {
 	caps->max_trace_size = ipt_config_max_trace_size();
 	caps->max_chunk_order = ipt_buffer_max_chunk_shift();
+	/* Streaming needs a STOP and an INT per region: several entries. */
+	if (caps->features & IPT_FEAT_TOPA_MULTI)
+		caps->features |= IPT_FEAT_STREAM;
+	else
+		caps->features &= ~IPT_FEAT_STREAM;
 	if (!(caps->features & IPT_FEAT_TOPA_MULTI))
 		caps->max_trace_size = min(caps->max_trace_size,
 					   BIT_ULL(ipt_buffer_max_chunk_shift()));

@@ -74,6 +74,8 @@ union ipt_ioctl_arg {
 	struct ipt_attach attach;
 	struct ipt_detach detach;
 	struct ipt_sessions sessions;
+	struct ipt_stream_release stream_release;
+	struct ipt_gaps gaps;
 };
 
 static int ipt_ioctl_get_caps_pre(struct ipt_ioctl_call *c)
@@ -124,6 +126,13 @@ static const struct ipt_ioctl_desc ipt_ioctls[] = {
 	IPT_IOCTL(IPT_IOC_LIST_SESSIONS, struct ipt_sessions,
 		  IPT_SESSIONS_SIZE_VER0, IPT_IOCTL_OUT,
 		  ipt_ioctl_list_pre, ipt_ioctl_list, ipt_ioctl_list_post),
+	IPT_IOCTL(IPT_IOC_STREAM_RELEASE, struct ipt_stream_release,
+		  IPT_STREAM_RELEASE_SIZE_VER0, IPT_IOCTL_CPUS,
+		  ipt_ioctl_stream_release_pre, ipt_ioctl_stream_release, NULL),
+	IPT_IOCTL(IPT_IOC_GET_GAPS, struct ipt_gaps, IPT_GAPS_SIZE_VER0,
+		  IPT_IOCTL_OUT,
+		  ipt_ioctl_get_gaps_pre, ipt_ioctl_get_gaps,
+		  ipt_ioctl_get_gaps_post),
 };
 
 /*
@@ -209,11 +218,17 @@ static int ipt_mmap(struct file *file, struct vm_area_struct *vma)
 	return ipt_session_mmap(file->private_data, vma);
 }
 
+static __poll_t ipt_poll(struct file *file, poll_table *wait)
+{
+	return ipt_session_poll(file->private_data, file, wait);
+}
+
 static const struct file_operations ipt_fops = {
 	.owner = THIS_MODULE,
 	.open = ipt_open,
 	.release = ipt_release,
 	.mmap = ipt_mmap,
+	.poll = ipt_poll,
 	.unlocked_ioctl = ipt_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = no_llseek,
@@ -244,6 +259,10 @@ static int __init ipt_init(void)
 	BUILD_BUG_ON(sizeof(struct ipt_addr_range) != 24);
 	BUILD_BUG_ON(sizeof(struct ipt_attach) != IPT_ATTACH_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_detach) != IPT_DETACH_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_stream_release) !=
+		     IPT_STREAM_RELEASE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_gaps) != IPT_GAPS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct ipt_gap) != IPT_GAP_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_sessions) != IPT_SESSIONS_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct ipt_session_info) !=
 		     IPT_SESSION_INFO_SIZE_VER0);

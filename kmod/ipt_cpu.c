@@ -70,6 +70,8 @@ static void ipt_trace_start_on_cpu(void *arg)
 			ret = hw->write_msr(IPT_MSR_RTIT_ADDR_B(i),
 					    s->hwcfg.addr_b[i]);
 	}
+	if (!ret && s->stream)
+		ipt_stream_started_here(t);
 	if (!ret)
 		ret = hw->write_msr(MSR_IA32_RTIT_CTL,
 				    s->hwcfg.ctl | RTIT_CTL_TRACEEN);
@@ -108,8 +110,30 @@ static void ipt_trace_stop_on_cpu(void *arg)
 		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &t->mask);
 	if (!ret)
 		ret = hw->read_msr(MSR_IA32_RTIT_STATUS, &t->status);
+	if (!ret && t->s->stream)
+		ipt_stream_stopped_here(t);
 	t->err = ret;
 	t->running = false;
+}
+
+/*
+ * Stream: move STOP with the unit off, as the SDM wants the ToPA of an
+ * enabled unit left alone (it may cache entries, 33.2.7.2) and Linux 6.1's
+ * perf does (markers reset in the PMI after pt_config_stop(),
+ * arch/x86/events/intel/pt.c:1514-1530): stop, settle the head (and the
+ * gap of a pause), move STOP, restart one region on if it was Stopped.
+ */
+static void ipt_stream_move_on_cpu(void *arg)
+{
+	struct ipt_trace *t = arg;
+
+	ipt_trace_stop_on_cpu(t);
+	if (t->err)
+		return;
+	/* The head was placed against the old release position. */
+	t->stream.released = t->stream.release_to;
+	ipt_stream_rearm(t);
+	ipt_trace_start_on_cpu(t);
 }
 
 /* ---- per-trace operations (process context, device lock held) ------- */
@@ -146,6 +170,41 @@ static void ipt_trace_stop(struct ipt_trace *t)
 		return;
 	smp_call_function_single(t->cpu, ipt_trace_stop_on_cpu, t, 1);
 	ipt_pmi_drain(t);
+}
+
+/**
+ * ipt_cpu_stream_move() - the consumer released up to @released
+ * @t: a per-CPU stream trace; @released is past a region boundary its
+ *     current release position is not
+ * @released: the new release position, checked by the caller
+ *
+ * A trace that runs is stopped, rearmed and restarted on its CPU in one
+ * cross-CPU call; one that does not (the session stopped, the CPU
+ * offline) is rearmed in place and starts from there.
+ *
+ * Context: process context; device lock held; CPU hotplug excluded.
+ * Return: 0, or the error of the stop or restart (the trace is then cut:
+ * IPT_TS_CUT; the release holds).
+ */
+int ipt_cpu_stream_move(struct ipt_trace *t, u64 released)
+{
+	ipt_lockdep_assert_cpus_held();
+	lockdep_assert_held(&t->s->idev->lock);
+	if (!t->running) {
+		t->stream.released = released;
+		ipt_stream_rearm(t);
+		return 0;
+	}
+	t->stream.release_to = released;
+	smp_call_function_single(t->cpu, ipt_stream_move_on_cpu, t, 1);
+	t->stream.released = released;
+	if (t->err) {
+		t->cut = true;
+		if (!t->running)
+			pr_warn_ratelimited("CPU %u: the stream could not be restarted (%d)\n",
+					    t->cpu, t->err);
+	}
+	return t->err;
 }
 
 /* ---- the mode operations ---------------------------------------------- */
@@ -278,6 +337,8 @@ static void ipt_cpu_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
 
 	lockdep_assert_held(&t->s->idev->lock);
 	ipt_pos_fill(t->buf, t->s->single, &pos, ts);
+	if (t->s->stream)
+		ipt_stream_fill(t, ts);
 	if (t->cut)
 		ts->status |= IPT_TS_CUT;
 }

@@ -108,6 +108,15 @@ typedef bool (*ipt_pmi_fn)(void);
  *         IA32_VMX_MISC[14] = 0 (IPT_PLAT_VMX_NO_PT): there, in VMX
  *         operation TraceEn is clear and IA32_RTIT_CTL cannot be written.
  *         May be NULL (never).  The caller keeps preemption disabled.
+ * @tsc: optional; the time stamp counter of the current CPU, in the units
+ *         the unit's TSC packets carry (natively RDTSC).  Any context,
+ *         NMI included.  NULL: gaps are timed with the CPU's RDTSC.
+ * @lost_bytes: optional; trace bytes the current CPU's unit could not
+ *         write so far because output was Stopped (IA32_RTIT_STATUS.Stopped
+ *         with TraceEn = 1): a running count, only ever growing.  Silicon
+ *         counts nothing of the kind (NULL natively: a gap's size is then
+ *         IPT_GAP_BYTES_UNKNOWN); the simulator counts exactly.  Any
+ *         context, NMI included; the caller keeps preemption disabled.
  */
 struct ipt_hw_ops {
 	const char *name;
@@ -123,6 +132,8 @@ struct ipt_hw_ops {
 	void (*pmi_unmask)(void);
 	u64 (*platform)(void);
 	bool (*vmx_active)(void);
+	u64 (*tsc)(void);
+	u64 (*lost_bytes)(void);
 };
 
 extern const struct ipt_hw_ops ipt_hw_native_ops;

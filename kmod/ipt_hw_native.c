@@ -122,6 +122,12 @@ static int ipt_native_xrstors(const void *area)
 	return err ? -EIO : 0;
 }
 
+/* Gaps are timed with the clock the unit's TSC packets carry. */
+static u64 ipt_native_tsc(void)
+{
+	return rdtsc_ordered();
+}
+
 /* The installed PMI handler; NULL when none.  Written under the mutex. */
 static ipt_pmi_fn ipt_native_pmi_fn;
 static DEFINE_MUTEX(ipt_native_pmi_lock);
@@ -202,4 +208,5 @@ const struct ipt_hw_ops ipt_hw_native_ops = {
 	.pmi_unmask = ipt_native_pmi_unmask,
 	.platform = ipt_native_platform,
 	.vmx_active = ipt_native_vmx_active,
+	.tsc = ipt_native_tsc,
 };

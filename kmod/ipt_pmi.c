@@ -55,6 +55,8 @@
 static DEFINE_PER_CPU(atomic64_t *, ipt_pmi_count);
 /* Single-entry rings: where the handler stores the offset (or NULL). */
 static DEFINE_PER_CPU(u64 *, ipt_pmi_sample);
+/* Stream traces: the trace whose pauses the handler watches (or NULL). */
+static DEFINE_PER_CPU(struct ipt_trace *, ipt_pmi_stream);
 /* The backend the handler reads the position with, for ipt_pmi_sample. */
 static const struct ipt_hw_ops *ipt_pmi_hw;
 /* Sessions the installed handler serves (device lock held). */
@@ -90,6 +92,7 @@ static bool ipt_pmi_handler(void)
 	const struct ipt_hw_ops *hw = READ_ONCE(ipt_pmi_hw);
 	atomic64_t *count = this_cpu_read(ipt_pmi_count);
 	u64 *sample = this_cpu_read(ipt_pmi_sample);
+	struct ipt_trace *stream = this_cpu_read(ipt_pmi_stream);
 	unsigned int loops = 0;
 	u64 gs, mask;
 
@@ -117,6 +120,9 @@ static bool ipt_pmi_handler(void)
 			return true;	/* cannot happen where probed */
 		/* Raised again since (SDM: "before or just after"): another. */
 	} while ((gs & GLOBAL_STATUS_TRACE_TOPAPMI) && ++loops < IPT_PMI_LOOPS);
+	/* A stream's region ended: wake its consumer, note a pause. */
+	if (stream)
+		ipt_stream_pmi(stream, hw);
 	ipt_pmi_rearm(hw, gs);
 	return true;
 }
@@ -178,6 +184,7 @@ void ipt_pmi_disarm(struct ipt_session *s)
 	for (i = 0; s->mode != IPT_MODE_THREAD && i < s->nr_traces; i++) {
 		WRITE_ONCE(per_cpu(ipt_pmi_count, s->traces[i].cpu), NULL);
 		WRITE_ONCE(per_cpu(ipt_pmi_sample, s->traces[i].cpu), NULL);
+		WRITE_ONCE(per_cpu(ipt_pmi_stream, s->traces[i].cpu), NULL);
 	}
 	if (!ipt_pmi_users)
 		WRITE_ONCE(ipt_pmi_hw, NULL);
@@ -221,6 +228,8 @@ void ipt_pmi_arm(struct ipt_trace *t, unsigned int cpu)
 	WRITE_ONCE(per_cpu(ipt_pmi_count, cpu), &t->pmis);
 	if (ipt_pmi_wants_sample(t))
 		WRITE_ONCE(per_cpu(ipt_pmi_sample, cpu), &t->sample);
+	if (t->s->stream)
+		WRITE_ONCE(per_cpu(ipt_pmi_stream, cpu), t);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_arm);
 

@@ -125,8 +125,10 @@ static void ipt_session_free_traces(struct ipt_session *s)
 	unsigned int i;
 
 	/* Mapped buffers live on, charged, until their last munmap(). */
-	for (i = 0; s->traces && i < s->nr_traces; i++)
+	for (i = 0; s->traces && i < s->nr_traces; i++) {
+		ipt_stream_free(&s->traces[i]);
 		ipt_buffer_put(s->traces[i].buf);
+	}
 	kfree(s->traces);
 	s->traces = NULL;
 	s->nr_traces = 0;
@@ -151,6 +153,7 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	if (s->mops->teardown)
 		s->mops->teardown(s);
 	ipt_pmi_release(s);
+	ipt_stream_sync(s);
 	/* A unit that ignored the stop keeps its buffers: leaked. */
 	ipt_life_release(s);
 	ipt_session_free_traces(s);
@@ -162,6 +165,7 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	module_put(s->hw->owner);
 	s->hw = NULL;
 	s->mops = NULL;
+	s->stream = false;
 	s->state = IPT_STATE_IDLE;
 }
 
@@ -177,6 +181,8 @@ void ipt_session_stop_locked(struct ipt_session *s)
 	lockdep_assert_held(&s->idev->lock);
 	s->mops->stop(s);
 	s->state = IPT_STATE_STOPPED;
+	/* Pollers see the data left unreleased (the lock orders this). */
+	wake_up_all(&s->wq);
 }
 
 /**
@@ -192,6 +198,7 @@ struct ipt_session *ipt_session_new(struct ipt_device *idev)
 	if (s) {
 		s->idev = idev;
 		INIT_LIST_HEAD(&s->node);
+		init_waitqueue_head(&s->wq);
 	}
 	return s;
 }
@@ -226,8 +233,10 @@ static void ipt_session_free_unused(struct ipt_trace *traces, unsigned int nr)
 {
 	unsigned int i;
 
-	for (i = 0; traces && i < nr; i++)
+	for (i = 0; traces && i < nr; i++) {
+		ipt_stream_free(&traces[i]);
 		ipt_buffer_put(traces[i].buf);
+	}
 	kfree(traces);
 }
 
@@ -280,6 +289,16 @@ static int ipt_session_alloc_traces(struct ipt_config_req *req,
 		shift = ilog2(cfg->buffer_size);
 		exact = true;
 	}
+	/*
+	 * Stream: every region must end on a ToPA entry.  Chunks no larger
+	 * than the largest power of two dividing the region size do
+	 * (ipt_buffer_set_regions()); exact larger ones were refused.
+	 */
+	if (req->nr_regions) {
+		u64 rsize = cfg->buffer_size / req->nr_regions;
+
+		shift = min_t(unsigned int, shift, __ffs64(rsize));
+	}
 	if (shift > ipt_buffer_default_chunk_shift() && !req->ipc_lock) {
 		if (exact)
 			return -EPERM;
@@ -319,6 +338,15 @@ static int ipt_session_alloc_traces(struct ipt_config_req *req,
 		/* The buffer gives the charge back when it is freed. */
 		t->buf->charge = charges[i];
 		memset(&charges[i], 0, sizeof(charges[i]));
+		if (req->nr_regions) {
+			ret = ipt_buffer_set_regions(t->buf, req->nr_regions);
+			if (!ret)
+				ret = ipt_stream_alloc(t);
+			if (ret) {
+				ipt_session_free_unused(traces, nr);
+				goto out_uncharge;
+			}
+		}
 		/* A test may park the allocation here (ipt_gate.c). */
 		if (!i)
 			ipt_gate_alloc(req->backend);
@@ -456,8 +484,12 @@ static void ipt_session_install(struct ipt_session *s,
 	s->nr_traces = req->nr_traces;
 	s->map_size = req->map_size;
 	req->traces = NULL;
-	for (i = 0; i < s->nr_traces; i++)
+	s->stream = req->nr_regions;
+	for (i = 0; i < s->nr_traces; i++) {
 		s->traces[i].s = s;
+		if (s->stream)
+			ipt_stream_install(&s->traces[i]);
+	}
 }
 
 /**
@@ -536,6 +568,7 @@ long ipt_ioctl_configure(struct ipt_ioctl_call *c)
 
 out_release_pmi:
 	ipt_pmi_release(s);
+	ipt_stream_sync(s);
 	ipt_session_free_traces(s);
 	goto out_own;
 out_free_traces:
@@ -547,6 +580,7 @@ out_put:
 	module_put(hw->owner);
 	s->hw = NULL;
 	s->mops = NULL;
+	s->stream = false;
 	return ret;
 }
 

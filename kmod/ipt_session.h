@@ -9,15 +9,19 @@
 #define _IPT_SESSION_H
 
 #include <linux/atomic.h>
+#include <linux/irq_work.h>
 #include <linux/list.h>
 #include <linux/percpu.h>
+#include <linux/poll.h>
 #include <linux/seqlock.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
+#include <linux/wait.h>
 
 #include "ipt.h"
 
 struct cpumask;
+struct file;
 struct pid;
 struct pid_namespace;
 struct task_struct;
@@ -63,6 +67,44 @@ struct ipt_thread {
 	void *xsave_mem;
 };
 
+/* Gaps a stream trace itemises; older ones are only counted. */
+#define IPT_STREAM_GAPS		64
+
+/**
+ * struct ipt_stream - the streaming state of a trace (IPT_BUFFER_STREAM)
+ * @gaps: the last IPT_STREAM_GAPS closed gaps, gap i at i % IPT_STREAM_GAPS
+ * @nr_gaps: closed gaps so far
+ * @gap_bytes: bytes the unit is known to have lost in them
+ * @released: stream position the consumer released up to
+ * @release_to: the release position a cross-CPU move installs once the
+ *        head is settled against @released
+ * @head: stream position of the next byte, as of the last time the unit
+ *        was off (a stop, a release that moved STOP)
+ * @lost_base: the backend's lost-bytes count when the unit last started
+ *        or resumed on the trace's CPU
+ * @paused: the unit hit STOP and waits for a release (set by the PMI
+ *        handler, or found at a stop; cleared when it resumes)
+ * @paused_tsc: TSC when the pause began
+ * @work: wakes the session's pollers, queued by the PMI handler
+ *
+ * Locking: everything under the device lock, the cross-CPU calls of
+ * ipt_cpu.c writing while the caller holds it and waits; but @paused and
+ * @paused_tsc, which the PMI handler (NMI) also writes with WRITE_ONCE,
+ * only when @paused is clear, and which are read with READ_ONCE.
+ */
+struct ipt_stream {
+	struct ipt_gap *gaps;
+	u64 nr_gaps;
+	u64 gap_bytes;
+	u64 released;
+	u64 release_to;
+	u64 head;
+	u64 lost_base;
+	bool paused;
+	u64 paused_tsc;
+	struct irq_work work;
+};
+
 /**
  * struct ipt_trace - one trace: a CPU's (IPT_MODE_CPU) or a thread's
  * @s: the session
@@ -86,6 +128,7 @@ struct ipt_thread {
  * @sample: single-entry ToPA rings: the buffer offset when the last PMI
  *        was handled (written by the handler, or by a thread's unload)
  * @sample_at_stop: @sample as it was with @pmis_at_stop
+ * @stream: the streaming state (a stream session's traces only)
  * @th: per-thread state; unused in IPT_MODE_CPU
  *
  * Locking: per-CPU traces: everything but @pmis under the device lock;
@@ -109,6 +152,7 @@ struct ipt_trace {
 	atomic64_t pmis;
 	u64 sample;
 	u64 sample_at_stop;
+	struct ipt_stream stream;
 	struct ipt_thread th;
 };
 
@@ -160,6 +204,8 @@ struct ipt_msr_val {
  * @life_paused: a system sleep stopped it and has not restarted it yet
  * @uid: the configuring caller's real uid (IPT_IOC_LIST_SESSIONS)
  * @pid: the configuring caller's thread group (a reference)
+ * @stream: the buffers are stream buffers (IPT_BUFFER_STREAM)
+ * @wq: poll()/epoll waiters; woken by the traces' irq_work and at stop
  *
  * Locking: every field under @idev->lock, except where noted.
  */
@@ -192,6 +238,8 @@ struct ipt_session {
 	bool life_paused;
 	kuid_t uid;
 	struct pid *pid;
+	bool stream;
+	wait_queue_head_t wq;
 };
 
 /**
@@ -272,6 +320,32 @@ bool ipt_life_gap_of(const struct ipt_session *s);
 void ipt_life_configure(struct ipt_session *s);
 bool ipt_life_release(struct ipt_session *s);
 void ipt_life_panic_here(void);
+
+/* ipt_stream.c: streaming (IPT_BUFFER_STREAM) */
+u64 ipt_stream_position(u64 size, u64 region_size, u64 released, u64 off,
+			bool full);
+unsigned int ipt_stream_stop_region(const struct ipt_buffer *buf,
+				    u64 released);
+int ipt_stream_alloc(struct ipt_trace *t);
+void ipt_stream_free(struct ipt_trace *t);
+void ipt_stream_install(struct ipt_trace *t);
+void ipt_stream_sync(struct ipt_session *s);
+void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw);
+void ipt_stream_started_here(struct ipt_trace *t);
+void ipt_stream_stopped_here(struct ipt_trace *t);
+void ipt_stream_rearm(struct ipt_trace *t);
+u64 ipt_stream_captured(const struct ipt_trace *t);
+void ipt_stream_fill(const struct ipt_trace *t, struct ipt_trace_state *ts);
+int ipt_ioctl_stream_release_pre(struct ipt_ioctl_call *c);
+long ipt_ioctl_stream_release(struct ipt_ioctl_call *c);
+int ipt_ioctl_get_gaps_pre(struct ipt_ioctl_call *c);
+long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c);
+long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret);
+__poll_t ipt_session_poll(struct ipt_session *s, struct file *file,
+			  poll_table *wait);
+
+/* ipt_cpu.c: streaming moves */
+int ipt_cpu_stream_move(struct ipt_trace *t, u64 released);
 
 /* ipt_session.c: what the modes share */
 void ipt_session_stop_locked(struct ipt_session *s);

@@ -123,6 +123,12 @@ struct ipt_sim_model {
  * @sleeps: system sleeps the unit lost power in (ipt_sim_life.c)
  * @lost_live: of those, the ones it went into with TraceEn = 1: the
  *        trace it was writing was cut without a stop
+ * @stopped: trace bytes not written because output was Stopped at a ToPA
+ *        STOP entry while TraceEn = 1: what the program generated while
+ *        the unit waited (ipt.ko's gap sizes, struct ipt_hw_ops.lost_bytes)
+ * @csum: a position-weighted sum of the bytes written, byte i (counting
+ *        @bytes from 0) adding byte * IPT_SIM_CSUM_WEIGHT(i): lets a test
+ *        compare any stretch of output it read with what the unit wrote
  */
 struct ipt_sim_stats {
 	u64 rdmsr;
@@ -147,7 +153,12 @@ struct ipt_sim_stats {
 	u64 vmxon_cleared;
 	u64 sleeps;
 	u64 lost_live;
+	u64 stopped;
+	u64 csum;
 };
+
+/* The weight of the byte at output index @i in struct ipt_sim_stats.csum. */
+#define IPT_SIM_CSUM_WEIGHT(i)	((2 * (u64)(i) + 1) * 0x9e3779b97f4a7c15ULL)
 
 /**
  * struct ipt_sim_feed - branch content supplied by a test
@@ -271,6 +282,7 @@ void ipt_sim_switch_out(struct ipt_sim_cpu *c);
 
 /* ipt_sim_output.c: the output engine */
 bool ipt_sim_output_on(const struct ipt_sim_cpu *c);
+bool ipt_sim_output_stopped(const struct ipt_sim_cpu *c);
 void ipt_sim_put(struct ipt_sim_cpu *c, const u8 *p, size_t n);
 void ipt_sim_force_error(struct ipt_sim_cpu *c);
 

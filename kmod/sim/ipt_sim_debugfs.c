@@ -52,6 +52,8 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 		   st.stats.lost_live);
 	seq_printf(m, "vmx_on %u\nvmxon_cleared %llu\n", st.vmx_on,
 		   st.stats.vmxon_cleared);
+	seq_printf(m, "stopped %llu\ncsum %llu\n", st.stats.stopped,
+		   st.stats.csum);
 	seq_printf(m, "ctl %#llx\nstatus %#llx\noutput_base %#llx\noutput_mask %#llx\n",
 		   st.ctl, st.status, st.output_base, st.output_mask | 0x7f);
 	seq_printf(m, "cr3_match %#llx\nglobal_status %#llx\nxss %#llx\n",
@@ -243,6 +245,27 @@ static int ipt_sim_rate_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_rate_fops, ipt_sim_rate_get,
 			 ipt_sim_rate_set, "%llu\n");
 
+/* One CPU's rate (0: the global one), so that it outruns its consumer. */
+static int ipt_sim_cpu_rate_get(void *data, u64 *val)
+{
+	struct ipt_sim_pcpu *pc = data;
+
+	*val = READ_ONCE(pc->rate);
+	return 0;
+}
+
+static int ipt_sim_cpu_rate_set(void *data, u64 val)
+{
+	struct ipt_sim_pcpu *pc = data;
+
+	if (val > IPT_SIM_RATE_MAX)
+		return -EINVAL;
+	WRITE_ONCE(pc->rate, val);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_cpu_rate_fops, ipt_sim_cpu_rate_get,
+			 ipt_sim_cpu_rate_set, "%llu\n");
+
 static int ipt_sim_model_show(struct seq_file *m, void *v)
 {
 	const struct ipt_sim_model *sm = ipt_sim_model;
@@ -309,6 +332,8 @@ void ipt_sim_debugfs_init(void)
 					   &ipt_sim_pmc_overflow_fops);
 		debugfs_create_file_unsafe("lvt_mask", 0200, d, pc,
 					   &ipt_sim_lvt_mask_fops);
+		debugfs_create_file_unsafe("rate", 0644, d, pc,
+					   &ipt_sim_cpu_rate_fops);
 		ipt_sim_life_debugfs(d, pc);
 		ipt_sim_perf_debugfs(d, pc);
 	}

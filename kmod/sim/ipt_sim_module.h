@@ -50,6 +50,8 @@ struct ipt_sim_prog {
  * @own: the CPU's own program (built-in loop or cpuN/feed) while a
  *       thread's program is on the unit
  * @bound: the thread whose program is on the unit, or NULL
+ * @rate: this CPU's output rate in bytes/s, or 0 for the global one
+ *        (debugfs cpuN/rate: one CPU can outrun its consumer); READ_ONCE
  *
  * Locking: @st, @own and @bound only under @lock.  The MSR and XSAVES
  * operations run on @cpu with preemption disabled; debugfs may take
@@ -62,6 +64,7 @@ struct ipt_sim_pcpu {
 	unsigned int cpu;
 	struct ipt_sim_prog own;
 	struct ipt_sim_task *bound;
+	u64 rate;
 };
 
 /* ipt_sim_main.c: fixed once the module is loaded */

@@ -70,6 +70,25 @@ bool ipt_sim_output_on(const struct ipt_sim_cpu *c)
 	       (c->status & RTIT_STATUS_TRIGGEREN);
 }
 
+/**
+ * ipt_sim_output_stopped() - whether output is held at a STOP entry
+ * @c: the state
+ *
+ * TraceEn is set and STATUS.Stopped: the program runs on, and what it
+ * would have traced is lost (counted in @c->stats.stopped).
+ *
+ * Context: the owner of @c serialises every call on it (struct
+ * ipt_sim_cpu); no lock of its own.
+ *
+ * Return: the unit is Stopped with TraceEn = 1 and no error.
+ */
+bool ipt_sim_output_stopped(const struct ipt_sim_cpu *c)
+{
+	return (c->ctl & RTIT_CTL_TRACEEN) &&
+	       (c->status & RTIT_STATUS_STOPPED) &&
+	       !(c->status & RTIT_STATUS_ERROR);
+}
+
 static void ipt_sim_op_error(struct ipt_sim_cpu *c)
 {
 	c->status |= RTIT_STATUS_ERROR;
@@ -256,9 +275,13 @@ static void ipt_sim_region_full(struct ipt_sim_cpu *c,
 	}
 }
 
-static void ipt_sim_count_bytes(struct ipt_sim_cpu *c, u64 n)
+static void ipt_sim_count_bytes(struct ipt_sim_cpu *c, const u8 *p, u64 n)
 {
 	u64 cnt = FIELD_GET(RTIT_STATUS_BYTECNT, c->status) + n;
+	u64 i;
+
+	for (i = 0; i < n; i++)
+		c->stats.csum += p[i] * IPT_SIM_CSUM_WEIGHT(c->stats.bytes + i);
 
 	c->status &= ~RTIT_STATUS_BYTECNT;
 	c->status |= FIELD_PREP(RTIT_STATUS_BYTECNT, cnt & 0x1ffff);
@@ -282,7 +305,7 @@ static void ipt_sim_out(struct ipt_sim_cpu *c, const u8 *p, size_t n)
 		}
 		ipt_sim_set_pos(c, ipt_sim_out_index(c),
 				ipt_sim_out_offset(c) + w);
-		ipt_sim_count_bytes(c, w);
+		ipt_sim_count_bytes(c, p, w);
 		/* Single-entry parts: the PMI comes a little early. */
 		if ((r.entry & IPT_TOPA_INT) && !ipt_sim_multi_entry(c) &&
 		    r.room > IPT_SIM_SINGLE_PMI_EARLY &&
@@ -293,6 +316,9 @@ static void ipt_sim_out(struct ipt_sim_cpu *c, const u8 *p, size_t n)
 		if (w == r.room)
 			ipt_sim_region_full(c, &r);
 	}
+	/* STOP reached in the middle: the rest is lost, and counted. */
+	if (ipt_sim_output_stopped(c))
+		c->stats.stopped += n;
 }
 
 /**
@@ -315,6 +341,8 @@ void ipt_sim_put(struct ipt_sim_cpu *c, const u8 *p, size_t n)
 	u8 ovf[IPT_SIM_PKT_MAX];
 	size_t len;
 
+	if (ipt_sim_output_stopped(c))
+		c->stats.stopped += n;
 	if (!ipt_sim_output_on(c) || !n)
 		return;
 	if (c->drop) {

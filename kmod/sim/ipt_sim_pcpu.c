@@ -38,7 +38,8 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 {
 	struct ipt_sim_pcpu *pc = container_of(timer, struct ipt_sim_pcpu, timer);
 	u64 period_ns = (u64)ipt_sim_period_us * NSEC_PER_USEC;
-	u64 budget = div_u64(READ_ONCE(ipt_sim_rate) * period_ns, NSEC_PER_SEC);
+	u64 rate = READ_ONCE(pc->rate) ?: READ_ONCE(ipt_sim_rate);
+	u64 budget = div_u64(rate * period_ns, NSEC_PER_SEC);
 	bool pmi, on;
 
 	WARN_ON_ONCE(smp_processor_id() != pc->cpu);
@@ -163,6 +164,33 @@ static bool ipt_sim_op_vmx_active(void)
 	return READ_ONCE(pc->st.vmx_on);
 }
 
+/* The unit's clock, which its TSC packets carry. */
+static u64 ipt_sim_op_tsc(void)
+{
+	struct ipt_sim_pcpu *pc = ipt_sim_this_cpu();
+	unsigned long flags;
+	u64 tsc;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	ipt_sim_clock(pc);
+	tsc = pc->st.tsc;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return tsc;
+}
+
+/* Bytes not written while Stopped at STOP: the unit counts them exactly. */
+static u64 ipt_sim_op_lost_bytes(void)
+{
+	struct ipt_sim_pcpu *pc = ipt_sim_this_cpu();
+	unsigned long flags;
+	u64 n;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	n = pc->st.stats.stopped;
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return n;
+}
+
 static u64 ipt_sim_op_platform(void)
 {
 	return ipt_sim_platform(ipt_sim_model);
@@ -182,6 +210,8 @@ const struct ipt_hw_ops ipt_sim_ops = {
 	.pmi_unmask = ipt_sim_nmi_unmask,
 	.platform = ipt_sim_op_platform,
 	.vmx_active = ipt_sim_op_vmx_active,
+	.tsc = ipt_sim_op_tsc,
+	.lost_bytes = ipt_sim_op_lost_bytes,
 };
 
 #if IS_ENABLED(CONFIG_KUNIT)

@@ -269,7 +269,9 @@ static u64 ipt_sim_psb_period(const struct ipt_sim_cpu *c)
  * @c: the state; @c->tsc is the time now
  * @budget: bytes to produce (written or dropped) at most, roughly
  *
- * While output is on: first TIP.PGE if the program changed since the last
+ * While output is on, or Stopped at a STOP entry (the program runs on; what
+ * it would trace is counted as lost, stats.stopped): first TIP.PGE if the
+ * program changed since the last
  * run (ipt_sim_switch_out()), an MTC if a period of 2^MTCFreq CTC cycles passed,
  * then branch content (the feed's records or the built-in loop), each
  * unit preceded by CYC when enabled, with PSB+ whenever PacketByteCnt
@@ -280,11 +282,12 @@ static u64 ipt_sim_psb_period(const struct ipt_sim_cpu *c)
  */
 void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 {
-	u64 start = c->stats.bytes + c->stats.dropped;
+	u64 start = c->stats.bytes + c->stats.dropped + c->stats.stopped;
 	u8 buf[IPT_SIM_PKT_MAX];
 	size_t n;
 
-	if (!ipt_sim_output_on(c))
+	/* Stopped at STOP: the program runs on, its trace is lost. */
+	if (!ipt_sim_output_on(c) && !ipt_sim_output_stopped(c))
 		return;
 	if (c->pge_pending) {
 		/* Back in user mode, in the program switched to. */
@@ -305,8 +308,9 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 		}
 		c->last_mtc_ctc = ctc;
 	}
-	while (ipt_sim_output_on(c) &&
-	       c->stats.bytes + c->stats.dropped - start < budget) {
+	while ((ipt_sim_output_on(c) || ipt_sim_output_stopped(c)) &&
+	       c->stats.bytes + c->stats.dropped + c->stats.stopped - start <
+	       budget) {
 		const u8 *unit;
 		u64 ip;
 

@@ -4,15 +4,19 @@
  * engine (ipt_sim_output.c): ipt_sim_topa: a buffer from
  * ipt_buffer_alloc() filled by the unit's output rules; the position
  * arithmetic and the wrap count (INT on the last region) match the bytes
- * the unit wrote, and STOP stops it full.
+ * the unit wrote, and STOP stops it full; a stream buffer (INT on every
+ * region, STOP before the consumer's data) pauses the unit, which counts
+ * what it could not write, and resumes it a region on with a PSB+.
  */
 #include <kunit/test.h>
+#include <linux/highmem.h>
 #include <linux/kernel.h>
 #include <linux/math64.h>
 #include <linux/numa.h>
 #include <linux/sizes.h>
 
 #include "../../ipt.h"
+#include "../../ipt_session.h"
 #include "ipt_sim_test.h"
 
 struct topa_run {
@@ -130,9 +134,92 @@ static void topa_stop_on_full(struct kunit *test)
 	ipt_buffer_free(r->buf);
 }
 
+/* The unit's checksum (stats.csum) of buffer bytes [@from, @to). */
+static u64 topa_csum(const struct ipt_buffer *buf, u64 from, u64 to,
+		     u64 index)
+{
+	u64 sum = 0, off;
+
+	for (off = from; off < to; off++, index++) {
+		u64 o = off % buf->size;
+		u8 *p = kmap_local_page(ipt_buffer_page(buf, o));
+
+		sum += p[offset_in_page(o)] * IPT_SIM_CSUM_WEIGHT(index);
+		kunmap_local(p);
+	}
+	return sum;
+}
+
+/*
+ * A stream of 8 regions: the unit raises a PMI at each region end, stops
+ * at STOP with the buffer full (SDM vol. 3C, 33.2.7.2: Stopped set,
+ * TriggerEn clear, TraceEn still 1, offset = region size) and, while
+ * Stopped, writes nothing and counts what the program would have traced;
+ * with STOP moved two regions on, Stopped and PacketByteCnt cleared and
+ * the output pointed at the next region, it writes exactly those two
+ * regions, starting with PSB+ (enable with PacketByteCnt 0).
+ */
+static void topa_stream_stop_and_resume(struct kunit *test)
+{
+	struct topa_run *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	u64 head, rs, bytes, base, mask, sum;
+	u8 *p;
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	r->buf = ipt_buffer_alloc(SZ_64K, 12, false, false, NUMA_NO_NODE, NULL);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(r->buf));
+	KUNIT_ASSERT_EQ(test, ipt_buffer_set_regions(r->buf, 8), 0);
+	rs = r->buf->region_size;
+	topa_start(test, r);
+	topa_produce(test, r, 2 * r->buf->size, 1024);
+	KUNIT_EXPECT_NE(test, r->c.status & RTIT_STATUS_STOPPED, 0ULL);
+	KUNIT_EXPECT_EQ(test, r->c.stats.bytes, r->buf->size);
+	KUNIT_EXPECT_EQ(test, r->pmis, 8ULL);
+	sum = topa_csum(r->buf, 0, r->buf->size, 0);
+	KUNIT_EXPECT_EQ(test, r->c.stats.csum, sum);
+	/* Stopped: the program runs on, nothing is written, all counted. */
+	bytes = r->c.stats.stopped;
+	ipt_sim_run(&r->c, 5000);
+	KUNIT_EXPECT_GE(test, r->c.stats.stopped - bytes, 5000ULL);
+	KUNIT_EXPECT_EQ(test, r->c.stats.bytes, r->buf->size);
+	KUNIT_EXPECT_FALSE(test, r->c.pmi_pending);
+	head = topa_stop(test, r);
+	KUNIT_EXPECT_EQ(test, head, r->buf->size);
+	KUNIT_EXPECT_EQ(test, ipt_stream_position(r->buf->size, rs, 0, head,
+						  true), r->buf->size);
+	bytes = r->c.stats.stopped;
+	KUNIT_EXPECT_EQ(test, ipt_sim_rdmsr(&r->c, MSR_IA32_RTIT_OUTPUT_MASK,
+					    &mask), 0);
+	KUNIT_EXPECT_EQ(test, mask >> 32, (u64)SZ_4K);
+
+	/* Two regions released: STOP at the end of region 1, resume at 0. */
+	ipt_topa_move_stop(r->buf, ipt_stream_stop_region(r->buf, 2 * rs));
+	KUNIT_EXPECT_EQ(test, r->buf->stop_region, 1u);
+	ipt_topa_pos(r->buf, r->buf->size, &base, &mask);
+	sim_start(test, &r->c, base, mask, CTL_TOPA);
+	topa_produce(test, r, 4 * rs, 1024);
+	KUNIT_EXPECT_NE(test, r->c.status & RTIT_STATUS_STOPPED, 0ULL);
+	KUNIT_EXPECT_EQ(test, r->c.stats.bytes, r->buf->size + 2 * rs);
+	KUNIT_EXPECT_EQ(test, r->pmis, 10ULL);
+	/* nothing new counted as lost while it could write */
+	KUNIT_EXPECT_EQ(test, r->c.stats.stopped, bytes);
+	KUNIT_EXPECT_EQ(test, r->c.stats.csum,
+			sum + topa_csum(r->buf, 0, 2 * rs, r->buf->size));
+	p = kmap_local_page(ipt_buffer_page(r->buf, 0));
+	KUNIT_EXPECT_EQ(test, p[0], 0x02);
+	KUNIT_EXPECT_EQ(test, p[1], 0x82);
+	kunmap_local(p);
+	head = topa_stop(test, r);
+	KUNIT_EXPECT_EQ(test, ipt_stream_position(r->buf->size, rs, 2 * rs,
+						  head, true),
+			r->buf->size + 2 * rs);
+	ipt_buffer_free(r->buf);
+}
+
 static struct kunit_case topa_cases[] = {
 	KUNIT_CASE(topa_ring_counts_wraps),
 	KUNIT_CASE(topa_stop_on_full),
+	KUNIT_CASE(topa_stream_stop_and_resume),
 	{}
 };
 

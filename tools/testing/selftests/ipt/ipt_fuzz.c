@@ -421,6 +421,12 @@ static void gen_config(struct worker *w, struct ipt_config *c, uint64_t *mask)
 		c->chunk_order = one_in(w, 8) ? 22 : 12 + below(w, 3);
 	if (one_in(w, 4))
 		c->buffer_flags = below(w, 4);
+	/* Streams, of 2..64 regions (some of them refused: abi.rst). */
+	if (one_in(w, 6) && (caps.features & IPT_FEAT_STREAM)) {
+		c->buffer_flags = IPT_BUFFER_STREAM |
+				  (one_in(w, 4) ? IPT_BUFFER_EXACT_CHUNKS : 0);
+		c->nr_regions = one_in(w, 3) ? 0 : 1U << below(w, 7);
+	}
 	if (c->mode == IPT_MODE_THREAD && c->max_threads > 1 &&
 	    c->buffer_size > 65536)
 		c->buffer_size = 65536;	/* bounded memory per session */
@@ -490,19 +496,45 @@ static void gen_config(struct worker *w, struct ipt_config *c, uint64_t *mask)
 }
 
 /*
+ * Whether the streaming fields are refused (Documentation/abi.rst):
+ * nr_regions without IPT_BUFFER_STREAM; with it, stop-on-full, a region
+ * count that is not a power of two in 2..64, regions not of whole pages,
+ * exact chunks larger than a region's largest power-of-two divisor, a
+ * per-thread session (not offered yet), or a unit without the feature.
+ */
+static bool stream_invalid(const struct ipt_config *c)
+{
+	uint64_t n = c->nr_regions ? c->nr_regions : IPT_STREAM_DEF_REGIONS;
+	uint64_t rsize;
+
+	if (!(c->buffer_flags & IPT_BUFFER_STREAM))
+		return c->nr_regions != 0;
+	if (!(caps.features & IPT_FEAT_STREAM) ||
+	    (c->buffer_flags & IPT_BUFFER_STOP_ON_FULL) || (n & (n - 1)) ||
+	    n < IPT_STREAM_MIN_REGIONS || n > IPT_STREAM_MAX_REGIONS ||
+	    !c->buffer_size || c->buffer_size % (n * PAGE) ||
+	    c->mode != IPT_MODE_CPU)
+		return true;
+	rsize = c->buffer_size / n;
+	return (c->buffer_flags & IPT_BUFFER_EXACT_CHUNKS) && c->chunk_order &&
+	       c->chunk_order < 64 && (1ULL << c->chunk_order) > (rsize & -rsize);
+}
+
+/*
  * Whether the ABI refuses @c whatever else it holds (a mutation can undo
  * another, so this looks at the final struct): unknown flags, reserved
- * fields, a bad mode or max_threads, a buffer size out of range; per-CPU
- * mode or kernel tracing without privilege.
+ * fields, a bad mode or max_threads, a buffer size out of range, bad
+ * streaming fields; per-CPU mode or kernel tracing without privilege.
  */
 static bool config_invalid(const struct worker *w, const struct ipt_config *c)
 {
 	unsigned int i;
 
-	if ((c->flags & ~IPT_CONFIG_ALL_CPUS) || c->nr_regions ||
+	if ((c->flags & ~IPT_CONFIG_ALL_CPUS) || stream_invalid(c) ||
 	    c->reserved[0] || c->reserved[1] || c->reserved[2] ||
 	    (c->trace_flags & ~((IPT_TRACE_CR3_FILTER << 1) - 1)) ||
-	    (c->buffer_flags & ~(IPT_BUFFER_STOP_ON_FULL | IPT_BUFFER_EXACT_CHUNKS)) ||
+	    (c->buffer_flags & ~(IPT_BUFFER_STOP_ON_FULL | IPT_BUFFER_EXACT_CHUNKS |
+				 IPT_BUFFER_STREAM)) ||
 	    !c->buffer_size || c->buffer_size % PAGE ||
 	    c->buffer_size > caps.max_trace_size)
 		return true;

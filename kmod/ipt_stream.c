@@ -1,0 +1,616 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ipt: streaming (IPT_BUFFER_STREAM) - a buffer split into regions that
+ * the consumer hands back, a STOP marker kept ahead of what it has not
+ * handed back, and a record of every pause of the unit (a gap).
+ *
+ * Positions are stream positions: bytes since configure.  The consumer's
+ * tail is @released; the unit's head is known exactly whenever the unit
+ * is off (a stop, a release that moves STOP) and, while it runs, to the
+ * last region end its PMI announced.  INT is on the last ToPA entry of
+ * every region; STOP (with INT) on the last entry of the region before
+ * the one holding the oldest unreleased byte, so the unit can fill
+ * everything up to the consumer's data and never over it.  Reaching STOP
+ * sets IA32_RTIT_STATUS.Stopped (SDM vol. 3C, 33.2.7.2: "when the output
+ * region with STOP set is filled, ... sets PacketByteCnt ... Stopped, and
+ * clears TriggerEn"): the PMI handler marks the trace paused and times
+ * it; the release that makes room moves STOP on the trace's CPU with the
+ * unit off, clears Stopped (a STATUS write needs TraceEn = 0, 33.2.8.4)
+ * and restarts it one region on (the unit begins again with PSB+), and
+ * records the gap.  Linux 6.1's perf moves its markers the same way, in
+ * its PMI with the unit stopped (pt_buffer_reset_markers(),
+ * arch/x86/events/intel/pt.c:1085-1150, called from intel_pt_interrupt()
+ * 1490-1530), but when it has no room it leaves the event stopped until
+ * the next sched-in and never says how long: ipt times every pause.
+ *
+ * NMI rules: the PMI handler only reads MSRs, writes @paused and
+ * @paused_tsc with WRITE_ONCE and queues the trace's irq_work, which
+ * wakes the pollers in hard-interrupt context.  No lock, no sleep there.
+ *
+ * See Documentation/design.rst ("Streaming") and abi.rst.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/irq_work.h>
+#include <linux/log2.h>
+#include <linux/minmax.h>
+#include <linux/poll.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
+#include <asm/msr.h>
+#include <kunit/visibility.h>
+
+#include "ipt_session.h"
+
+/**
+ * ipt_stream_check() - the streaming fields of a configuration, alone
+ * @cfg: the configuration, as copied from userspace
+ * @nr: receives the number of regions (0: not a stream)
+ *
+ * nr_regions without IPT_BUFFER_STREAM, IPT_BUFFER_STREAM with
+ * IPT_BUFFER_STOP_ON_FULL, a region count that is not a power of two in
+ * IPT_STREAM_MIN_REGIONS..IPT_STREAM_MAX_REGIONS, a buffer that does not
+ * split into regions of whole 4 KiB pages, and exact chunks larger than
+ * the largest power of two dividing the region size (a region must end
+ * on a ToPA entry) are EINVAL.  Per-thread streaming is not offered yet:
+ * EOPNOTSUPP.
+ *
+ * Context: any; a pure function of @cfg.
+ * Return: 0, -EINVAL or -EOPNOTSUPP.
+ */
+int ipt_stream_check(const struct ipt_config *cfg, unsigned int *nr)
+{
+	unsigned int n = cfg->nr_regions ?: IPT_STREAM_DEF_REGIONS;
+	u64 rsize;
+
+	*nr = 0;
+	if (!(cfg->buffer_flags & IPT_BUFFER_STREAM))
+		return cfg->nr_regions ? -EINVAL : 0;
+	if (cfg->buffer_flags & IPT_BUFFER_STOP_ON_FULL)
+		return -EINVAL;
+	if (!is_power_of_2(n) || n < IPT_STREAM_MIN_REGIONS ||
+	    n > IPT_STREAM_MAX_REGIONS)
+		return -EINVAL;
+	if (!cfg->buffer_size || cfg->buffer_size % ((u64)n * SZ_4K))
+		return -EINVAL;
+	rsize = cfg->buffer_size / n;
+	if ((cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS) && cfg->chunk_order &&
+	    BIT_ULL(cfg->chunk_order) > (rsize & -rsize))
+		return -EINVAL;
+	if (cfg->mode != IPT_MODE_CPU)
+		return -EOPNOTSUPP;
+	*nr = n;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_check);
+
+/**
+ * ipt_stream_position() - the stream position of the unit's output offset
+ * @size: the buffer's size
+ * @region_size: its region size
+ * @released: the consumer's release position
+ * @off: the buffer offset of the next byte (0..@size)
+ * @full: the unit is Stopped at STOP
+ *
+ * STOP keeps the head within one buffer of the start of the region holding
+ * @released, and the head is never behind @released: the head is the one
+ * position in (floor, floor + @size] - or floor itself when nothing was
+ * written since - at @off modulo @size.  The two ends meet at the same
+ * offset: @full (the unit stopped at STOP) says which it is.
+ *
+ * Context: any; a pure function.
+ * Return: the stream position.
+ */
+u64 ipt_stream_position(u64 size, u64 region_size, u64 released, u64 off,
+			bool full)
+{
+	u64 floor = released - released % region_size;
+	u64 p = floor + (off % size + size - floor % size) % size;
+
+	if (p == floor && full)
+		p += size;
+	return p;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_position);
+
+/**
+ * ipt_stream_stop_region() - the region whose end gets STOP
+ * @buf: the stream buffer
+ * @released: the consumer's release position
+ *
+ * The one before the region holding @released (its oldest unreleased
+ * byte, or where the next byte goes when everything was released).
+ *
+ * Context: any; a pure function.
+ * Return: the region index.
+ */
+unsigned int ipt_stream_stop_region(const struct ipt_buffer *buf,
+				    u64 released)
+{
+	u64 r = released / buf->region_size;
+
+	return (r + buf->nr_regions - 1) % buf->nr_regions;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_stop_region);
+
+/**
+ * ipt_stream_alloc() - the gap records of a stream trace
+ * @t: the trace, not yet installed
+ *
+ * Context: process context, the configuring caller (charged).
+ * Return: 0 or -ENOMEM.
+ */
+int ipt_stream_alloc(struct ipt_trace *t)
+{
+	t->stream.gaps = kcalloc(IPT_STREAM_GAPS, sizeof(*t->stream.gaps),
+				 IPT_GFP_ACCOUNT);
+	return t->stream.gaps ? 0 : -ENOMEM;
+}
+
+/**
+ * ipt_stream_free() - free what ipt_stream_alloc() allocated
+ * @t: the trace; its irq_work idle (ipt_stream_sync())
+ *
+ * Context: process context.
+ */
+void ipt_stream_free(struct ipt_trace *t)
+{
+	kfree(t->stream.gaps);
+	t->stream.gaps = NULL;
+}
+
+static void ipt_stream_wake(struct irq_work *work)
+{
+	struct ipt_trace *t = container_of(work, struct ipt_trace,
+					   stream.work);
+
+	wake_up_all(&t->s->wq);
+}
+
+/**
+ * ipt_stream_install() - ready a stream trace for its session
+ * @t: the trace, @t->s set
+ *
+ * Context: device lock held; before the PMI handler can see @t.
+ */
+void ipt_stream_install(struct ipt_trace *t)
+{
+	lockdep_assert_held(&t->s->idev->lock);
+	init_irq_work(&t->stream.work, ipt_stream_wake);
+}
+
+/**
+ * ipt_stream_sync() - wait for the irq_work of a session's traces
+ * @s: a stream session whose PMI handler is released
+ *
+ * Context: process context, may sleep; device lock held.
+ */
+void ipt_stream_sync(struct ipt_session *s)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&s->idev->lock);
+	for (i = 0; s->stream && i < s->nr_traces; i++)
+		irq_work_sync(&s->traces[i].stream.work);
+}
+
+/* The unit's clock, as its TSC packets carry it.  Any context. */
+static u64 ipt_stream_tsc(const struct ipt_hw_ops *hw)
+{
+	return hw->tsc ? hw->tsc() : rdtsc_ordered();
+}
+
+/**
+ * ipt_stream_pmi() - a PMI of a stream trace: a region ended
+ * @t: the trace this CPU counts PMIs for
+ * @hw: the backend
+ *
+ * A unit that reached STOP is Stopped: the trace is paused from now,
+ * until a release makes room.  The pollers are woken either way.
+ *
+ * Context: the PMI handler (NMI natively), on @t's CPU.
+ */
+void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw)
+{
+	u64 status;
+
+	if (!READ_ONCE(t->stream.paused) &&
+	    !hw->read_msr(MSR_IA32_RTIT_STATUS, &status) &&
+	    (status & RTIT_STATUS_STOPPED)) {
+		WRITE_ONCE(t->stream.paused_tsc, ipt_stream_tsc(hw));
+		WRITE_ONCE(t->stream.paused, true);
+	}
+	irq_work_queue(&t->stream.work);
+}
+
+/**
+ * ipt_stream_started_here() - the unit is about to trace into @t
+ * @t: a stream trace, its registers written but TraceEn
+ *
+ * Takes the backend's lost-bytes count, from which the next gap's size
+ * is counted; a trace still Stopped (it stopped paused, nothing was
+ * released since) starts paused.
+ *
+ * Context: cross-CPU call on @t's CPU, interrupts off; the caller holds
+ * the device lock and waits.
+ */
+void ipt_stream_started_here(struct ipt_trace *t)
+{
+	const struct ipt_hw_ops *hw = t->s->hw;
+
+	lockdep_assert_irqs_disabled();
+	t->stream.lost_base = hw->lost_bytes ? hw->lost_bytes() : 0;
+	if (t->status & RTIT_STATUS_STOPPED) {
+		WRITE_ONCE(t->stream.paused_tsc, ipt_stream_tsc(hw));
+		WRITE_ONCE(t->stream.paused, true);
+	}
+}
+
+/* Record the pause that ends now, at stream position @offset. */
+static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
+{
+	const struct ipt_hw_ops *hw = t->s->hw;
+	struct ipt_stream *st = &t->stream;
+	struct ipt_gap *g = &st->gaps[st->nr_gaps % IPT_STREAM_GAPS];
+	u64 now = ipt_stream_tsc(hw);
+
+	memset(g, 0, sizeof(*g));
+	g->offset = offset;
+	/* A PMI not handled yet: the pause began before now, timed now. */
+	g->tsc_start = READ_ONCE(st->paused) ? READ_ONCE(st->paused_tsc) : now;
+	g->tsc_end = now;
+	g->cpu = t->cpu;
+	if (hw->lost_bytes) {
+		g->bytes_lost = hw->lost_bytes() - st->lost_base;
+		st->gap_bytes += g->bytes_lost;
+	} else {
+		g->bytes_lost = IPT_GAP_BYTES_UNKNOWN;
+	}
+	st->nr_gaps++;
+}
+
+/**
+ * ipt_stream_stopped_here() - the unit stopped tracing into @t
+ * @t: a stream trace; @t->base, @t->mask and @t->status just read with
+ *     TraceEn = 0
+ *
+ * Settles the head; a unit Stopped at STOP ends a pause here: the gap is
+ * recorded, with the bytes the backend counts as lost since the start or
+ * resume (the count no longer moves with TraceEn = 0).
+ *
+ * Context: cross-CPU call on @t's CPU, interrupts off; the caller holds
+ * the device lock and waits.
+ */
+void ipt_stream_stopped_here(struct ipt_trace *t)
+{
+	struct ipt_stream *st = &t->stream;
+	bool full = t->status & RTIT_STATUS_STOPPED;
+	u64 off;
+
+	lockdep_assert_irqs_disabled();
+	if (ipt_topa_offset(t->buf, t->base, t->mask, &off))
+		off = st->head;	/* not ours: the unit was reset under us */
+	st->head = ipt_stream_position(t->buf->size, t->buf->region_size,
+				       st->released, off, full);
+	if (full)
+		ipt_stream_gap(t, st->head);
+	WRITE_ONCE(st->paused, false);
+}
+
+/**
+ * ipt_stream_rearm() - move STOP to where @t->stream.released says
+ * @t: a stream trace whose unit is off
+ *
+ * A trace Stopped at STOP goes on at its head, the start of the next
+ * region (an OutputOffset equal to the region size is an operational
+ * error when not Stopped), with Stopped cleared for the next start and
+ * PacketByteCnt zeroed, so that the unit begins again with a full PSB+
+ * (SDM vol. 3C, table "packet generation on TraceEn transitions": an
+ * enable with PacketByteCnt = 0 writes PSB+), where a decoder resyncs
+ * after the gap.
+ *
+ * Context: the unit writing into @t is off; device lock held (in a
+ * cross-CPU call the caller holds it and waits).
+ */
+void ipt_stream_rearm(struct ipt_trace *t)
+{
+	struct ipt_buffer *buf = t->buf;
+
+	ipt_topa_move_stop(buf, ipt_stream_stop_region(buf,
+						       t->stream.released));
+	if (t->status & RTIT_STATUS_STOPPED) {
+		t->status &= ~(RTIT_STATUS_STOPPED | RTIT_STATUS_BYTECNT);
+		ipt_topa_pos(buf, t->stream.head, &t->base, &t->mask);
+	}
+}
+
+/**
+ * ipt_stream_captured() - the stream position up to which data is ready
+ * @t: a stream trace
+ *
+ * Exact while the unit is off; while it runs, the last region end its PMI
+ * announced (never beyond what STOP lets it write).
+ *
+ * Context: device lock held.
+ * Return: the position.
+ */
+u64 ipt_stream_captured(const struct ipt_trace *t)
+{
+	const struct ipt_buffer *buf = t->buf;
+	const struct ipt_stream *st = &t->stream;
+	u64 floor = st->released - st->released % buf->region_size;
+	u64 c = atomic64_read(&t->pmis) * buf->region_size;
+
+	lockdep_assert_held(&t->s->idev->lock);
+	if (!t->running)
+		return st->head;
+	return max(st->head, min(c, floor + buf->size));
+}
+
+/* The open pause of a running trace.  Device lock held. */
+static bool ipt_stream_paused(const struct ipt_trace *t)
+{
+	return t->running && READ_ONCE(t->stream.paused);
+}
+
+/**
+ * ipt_stream_fill() - the streaming part of IPT_IOC_GET_TRACE
+ * @t: a stream trace
+ * @ts: its state, the position filled by ipt_pos_fill()
+ *
+ * The ring's view of the position is replaced by the stream's: head and
+ * bytes_captured the ready position, oldest and bytes_valid the
+ * unreleased data, wrap_count the buffer laps; never WRAPPED or FULL.
+ *
+ * Context: device lock held.
+ */
+void ipt_stream_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
+{
+	const struct ipt_stream *st = &t->stream;
+	u64 size = t->buf->size, cap = ipt_stream_captured(t);
+
+	ts->status &= ~(IPT_TS_WRAPPED | IPT_TS_FULL);
+	ts->status |= IPT_TS_STREAM;
+	ts->bytes_captured = cap;
+	ts->head = cap % size;
+	ts->wrap_count = cap / size;
+	ts->oldest = st->released % size;
+	ts->bytes_valid = cap - st->released;
+	ts->bytes_lost = 0;
+	ts->released = st->released;
+	ts->region_size = t->buf->region_size;
+	ts->nr_gaps = st->nr_gaps;
+	ts->gap_bytes = st->gap_bytes;
+	if (ipt_stream_paused(t)) {
+		ts->status |= IPT_TS_PAUSED;
+		ts->paused_tsc = READ_ONCE(st->paused_tsc);
+		ts->nr_gaps++;
+	}
+}
+
+/* ---- IPT_IOC_STREAM_RELEASE ------------------------------------------- */
+
+/**
+ * ipt_ioctl_stream_release_pre() - the argument's own checks
+ * @c: the call
+ *
+ * Context: process context, no lock held.
+ * Return: 0 or -EINVAL (flags, reserved fields).
+ */
+int ipt_ioctl_stream_release_pre(struct ipt_ioctl_call *c)
+{
+	const struct ipt_stream_release *r = c->arg;
+
+	if (r->flags || r->reserved0 ||
+	    memchr_inv(r->reserved, 0, sizeof(r->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+/* The trace an index names in a stream session, or an errno. */
+static struct ipt_trace *ipt_stream_trace(struct ipt_session *s, u32 idx)
+{
+	struct ipt_trace *t;
+
+	lockdep_assert_held(&s->idev->lock);
+	if (s->state == IPT_STATE_IDLE || !s->stream)
+		return ERR_PTR(-EINVAL);
+	t = s->mops->trace(s, idx);
+	return t ?: ERR_PTR(-ENOENT);
+}
+
+/**
+ * ipt_ioctl_stream_release() - IPT_IOC_STREAM_RELEASE: hand data back
+ * @c: the call
+ *
+ * The release position moves forward, up to the ready position.  When
+ * it crosses a region boundary, STOP moves: on the trace's CPU with the
+ * unit off while it traces (ipt_cpu_stream_move()), else in place; a
+ * paused unit resumes and its gap is recorded.
+ *
+ * Context: process context; cpus read lock and device lock held.
+ * Return: 0; -EINVAL (IDLE, not a stream session, the position behind
+ * the current one or beyond the ready one), -ENOENT (no such trace),
+ * with nothing changed; or the error of the unit's restart (-EBUSY,
+ * -EIO, -EOPNOTSUPP: the release holds, the trace is cut).
+ */
+long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
+{
+	const struct ipt_stream_release *r = c->arg;
+	struct ipt_session *s = c->s;
+	struct ipt_trace *t;
+	u64 rsize, old;
+
+	ipt_lockdep_assert_cpus_held();
+	lockdep_assert_held(&s->idev->lock);
+	t = ipt_stream_trace(s, r->trace);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	old = t->stream.released;
+	if (r->released < old || r->released > ipt_stream_captured(t))
+		return -EINVAL;
+	rsize = t->buf->region_size;
+	if (r->released / rsize == old / rsize) {
+		t->stream.released = r->released;
+		return 0;
+	}
+	return ipt_cpu_stream_move(t, r->released);
+}
+
+/* ---- IPT_IOC_GET_GAPS ------------------------------------------------- */
+
+/**
+ * ipt_ioctl_get_gaps_pre() - the argument's own checks
+ * @c: the call
+ *
+ * Context: process context, no lock held.
+ * Return: 0, -EINVAL (flags, reserved or output fields set, entry_size
+ * below IPT_GAP_SIZE_VER0, nr_entries without entries_ptr) or -E2BIG
+ * (entry_size above a page).
+ */
+int ipt_ioctl_get_gaps_pre(struct ipt_ioctl_call *c)
+{
+	const struct ipt_gaps *g = c->arg;
+
+	if (g->flags || g->reserved0 || g->total || g->oldest ||
+	    memchr_inv(g->reserved, 0, sizeof(g->reserved)) ||
+	    g->entry_size < IPT_GAP_SIZE_VER0 ||
+	    (!g->entries_ptr && g->nr_entries))
+		return -EINVAL;
+	/* As IPT_IOC_LIST_SESSIONS: an entry above a page is E2BIG. */
+	return g->entry_size > PAGE_SIZE ? -E2BIG : 0;
+}
+
+/**
+ * ipt_ioctl_get_gaps() - IPT_IOC_GET_GAPS: a stream trace's gaps
+ * @c: the call; on success @c->data holds the entries for
+ *     ipt_ioctl_get_gaps_post() to copy out
+ *
+ * Entries from max(@first, @oldest) on, as many as fit; a pause still
+ * open is the last gap, with tsc_end 0 and bytes_lost
+ * IPT_GAP_BYTES_UNKNOWN until the unit resumes.
+ *
+ * Context: process context; device lock held.
+ * Return: 0; -EINVAL (IDLE, not a stream session), -ENOENT (no such
+ * trace), -ENOMEM.
+ */
+long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c)
+{
+	struct ipt_gaps *g = c->arg;
+	struct ipt_session *s = c->s;
+	const struct ipt_stream *st;
+	struct ipt_gap *e;
+	u64 total, oldest, first, i;
+	struct ipt_trace *t;
+	u32 n;
+
+	lockdep_assert_held(&s->idev->lock);
+	t = ipt_stream_trace(s, g->trace);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	st = &t->stream;
+	total = st->nr_gaps + ipt_stream_paused(t);
+	oldest = st->nr_gaps > IPT_STREAM_GAPS ?
+		 st->nr_gaps - IPT_STREAM_GAPS : 0;
+	first = max(g->first, oldest);
+	n = first < total ? min_t(u64, total - first, g->nr_entries) : 0;
+	g->total = total;
+	g->oldest = oldest;
+	g->nr_entries = n;
+	if (!n)
+		return 0;
+	e = kcalloc(n, sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		u64 idx = first + i;
+
+		if (idx < st->nr_gaps) {
+			e[i] = st->gaps[idx % IPT_STREAM_GAPS];
+			continue;
+		}
+		/* The open pause: the unit stopped at STOP, a buffer on. */
+		e[i].offset = st->released - st->released % t->buf->region_size +
+			      t->buf->size;
+		e[i].tsc_start = READ_ONCE(st->paused_tsc);
+		e[i].bytes_lost = IPT_GAP_BYTES_UNKNOWN;
+		e[i].cpu = t->cpu;
+	}
+	c->data = e;
+	c->data_len = n;
+	return 0;
+}
+
+/**
+ * ipt_ioctl_get_gaps_post() - copy the entries out, free them
+ * @c: the call
+ * @ret: the command's result so far
+ *
+ * Each entry is entry_size bytes in userspace: the kernel's struct, then
+ * zeros.
+ *
+ * Context: process context, no lock held.
+ * Return: @ret, or -EFAULT.
+ */
+long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret)
+{
+	const struct ipt_gaps *g = c->arg;
+	const struct ipt_gap *e = c->data;
+	u8 __user *p = u64_to_user_ptr(g->entries_ptr);
+	u32 i;
+
+	for (i = 0; !ret && i < c->data_len; i++, p += g->entry_size) {
+		if (copy_to_user(p, &e[i], sizeof(*e)) ||
+		    clear_user(p + sizeof(*e), g->entry_size - sizeof(*e)))
+			ret = -EFAULT;
+	}
+	kfree(c->data);
+	return ret;
+}
+
+/* ---- poll ------------------------------------------------------------- */
+
+/* Whether @t has something for its consumer.  Device lock held. */
+static bool ipt_stream_ready(const struct ipt_trace *t)
+{
+	u64 ready = ipt_stream_captured(t) - t->stream.released;
+
+	return ready >= t->buf->region_size || ipt_stream_paused(t) ||
+	       (t->s->state != IPT_STATE_TRACING && ready);
+}
+
+/**
+ * ipt_session_poll() - poll()/epoll on a /dev/ipt file
+ * @s: its session
+ * @file: the file
+ * @wait: the poll table
+ *
+ * EPOLLIN when a trace of a stream session has a region ready, is
+ * paused, or the session stopped with data not released.  Other
+ * sessions never poll ready.
+ *
+ * Context: process context; takes the device lock.
+ * Return: the event mask.
+ */
+__poll_t ipt_session_poll(struct ipt_session *s, struct file *file,
+			  poll_table *wait)
+{
+	__poll_t mask = 0;
+	unsigned int i;
+
+	poll_wait(file, &s->wq, wait);
+	mutex_lock(&s->idev->lock);
+	if (s->stream && s->state != IPT_STATE_IDLE) {
+		for (i = 0; i < s->nr_traces; i++) {
+			if (ipt_stream_ready(&s->traces[i])) {
+				mask = EPOLLIN | EPOLLRDNORM;
+				break;
+			}
+		}
+	}
+	mutex_unlock(&s->idev->lock);
+	return mask;
+}

@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kselftest: streaming (IPT_BUFFER_STREAM) on a per-CPU trace.
+ *
+ * The ABI's error paths (every errno of CONFIGURE's streaming fields,
+ * IPT_IOC_STREAM_RELEASE and IPT_IOC_GET_GAPS, with no state change);
+ * then, on the simulated unit, whose counters say exactly what it wrote
+ * (bytes, and a position-weighted checksum of them) and what it could not
+ * write while Stopped at STOP (stopped):
+ *  - lossless: a consumer that keeps up streams more than ten buffers; the
+ *    bytes it read are the bytes the unit wrote, in order;
+ *  - overload: a consumer that releases only when the test says so; the
+ *    unit pauses at STOP, and the gaps' bytes_lost add up to what the unit
+ *    produced minus what was delivered;
+ *  - poll() readiness, and a release while paused resumes the unit.
+ * Every wait is on an event (poll(), a state, a counter), bounded at 30 s.
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "ipt_lib.h"
+#include "kselftest_harness.h"
+
+#define KIB 1024ULL
+#define MIB (1024 * KIB)
+/* Polls of a state or counter, 10 ms apart: a 30 s bound. */
+#define POLLS 3000
+#define POLL_MS 30000
+#define CSUM_WEIGHT(i) ((2 * (uint64_t)(i) + 1) * 0x9e3779b97f4a7c15ULL)
+
+static void msleep(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void cfg_stream(struct ipt_config *c, uint64_t *mask, uint64_t size,
+		       uint32_t regions)
+{
+	ipt_cfg_cpu(c, mask, 0, size);
+	c->buffer_flags = IPT_BUFFER_STREAM;
+	c->nr_regions = regions;
+}
+
+static int release(int fd, uint32_t trace, uint64_t pos)
+{
+	struct ipt_stream_release r = {
+		.size = sizeof(r), .trace = trace, .released = pos,
+	};
+
+	return ipt_ioctl(fd, IPT_IOC_STREAM_RELEASE, &r);
+}
+
+static int get_gaps(int fd, uint32_t trace, uint64_t first,
+		    struct ipt_gap *e, uint32_t n, struct ipt_gaps *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->size = sizeof(*g);
+	g->trace = trace;
+	g->entry_size = sizeof(*e);
+	g->first = first;
+	g->nr_entries = n;
+	g->entries_ptr = (uintptr_t)e;
+	return ipt_ioctl(fd, IPT_IOC_GET_GAPS, g);
+}
+
+static int sim_cpu_write(int cpu, const char *file, uint64_t v)
+{
+	char path[128], val[32];
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/%s", cpu, file);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+	return ipt_write_file(path, val);
+}
+
+/* The unit's counters a test compares before and after. */
+struct sim_counts {
+	uint64_t bytes, stopped, csum;
+};
+
+static void sim_counts(struct sim_counts *c)
+{
+	c->bytes = ipt_sim_stat(0, "bytes");
+	c->stopped = ipt_sim_stat(0, "stopped");
+	c->csum = ipt_sim_stat(0, "csum");
+}
+
+/* A consumer: the mapped buffer and what it has read so far. */
+struct consumer {
+	const uint8_t *map;
+	uint64_t size;
+	uint64_t read;		/* stream position read up to */
+	uint64_t csum;		/* as the unit's, from index @base on */
+	uint64_t base;		/* the unit's byte count at configure */
+};
+
+/* Read [c->read, upto) out of the map, into the checksum. */
+static void consume(struct consumer *c, uint64_t upto)
+{
+	for (; c->read < upto; c->read++)
+		c->csum += c->map[c->read % c->size] *
+			   CSUM_WEIGHT(c->base + c->read);
+}
+
+/* Wait until the trace's state has one of @status bits; 0 on timeout. */
+static int wait_status(int fd, uint64_t status, struct ipt_trace_state *ts)
+{
+	int i;
+
+	for (i = 0; i < POLLS; i++) {
+		if (!ipt_state(fd, 0, ts) && (ts->status & status))
+			return 1;
+		msleep(10);
+	}
+	return 0;
+}
+
+static int wait_stat_above(const char *key, uint64_t value)
+{
+	int i;
+
+	for (i = 0; i < POLLS; i++) {
+		if (ipt_sim_stat(0, key) > value)
+			return 1;
+		msleep(10);
+	}
+	return 0;
+}
+
+static int poll_in(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+FIXTURE(stream) {
+	int fd;
+	struct ipt_caps caps;
+	int sim;
+};
+
+FIXTURE_SETUP(stream)
+{
+	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->caps.size = sizeof(self->caps);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &self->caps));
+	if (self->caps.unavailable != IPT_UNAVAIL_NONE)
+		SKIP(return, "no PT unit");
+	self->sim = ipt_sim_loaded() &&
+		    !access(IPT_SIM_DEBUGFS "/cpu0/rate", W_OK);
+	if (self->sim) {
+		ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
+		ASSERT_EQ(0, sim_cpu_write(0, "rate", 0));
+	}
+}
+
+FIXTURE_TEARDOWN(stream)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->sim) {
+		sim_cpu_write(0, "rate", 0);
+		ipt_sim_set_rate(1 * MIB);
+	}
+}
+
+/* Caps offer streaming exactly where ToPA has several entries. */
+TEST_F(stream, caps_feature)
+{
+	EXPECT_EQ(!!(self->caps.features & IPT_FEAT_TOPA_MULTI),
+		  !!(self->caps.features & IPT_FEAT_STREAM));
+}
+
+/* Every bad streaming configuration is refused, the session left IDLE. */
+TEST_F(stream, configure_errors)
+{
+	uint64_t mask[1] = { 0 };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+
+	if (!(self->caps.features & IPT_FEAT_STREAM)) {
+		cfg_stream(&c, mask, 64 * KIB, 0);
+		EXPECT_EQ(-EOPNOTSUPP, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+		SKIP(return, "no IPT_FEAT_STREAM");
+	}
+	/* nr_regions without IPT_BUFFER_STREAM */
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	c.nr_regions = 8;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	/* with stop-on-full */
+	cfg_stream(&c, mask, 64 * KIB, 8);
+	c.buffer_flags |= IPT_BUFFER_STOP_ON_FULL;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	/* region counts: not a power of two, below 2, above 64 */
+	cfg_stream(&c, mask, 192 * KIB, 3);
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	cfg_stream(&c, mask, 64 * KIB, 1);
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	cfg_stream(&c, mask, 512 * KIB, 128);
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	/* regions not of whole pages */
+	cfg_stream(&c, mask, 64 * KIB, 32);
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	cfg_stream(&c, mask, 36 * KIB, 8);
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	/* exact chunks larger than a region: no ToPA entry at its end */
+	cfg_stream(&c, mask, 64 * KIB, 8);
+	c.buffer_flags |= IPT_BUFFER_EXACT_CHUNKS;
+	c.chunk_order = 14;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	/* per-thread streaming is not offered yet */
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.mode = IPT_MODE_THREAD;
+	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH;
+	c.buffer_size = 64 * KIB;
+	c.max_threads = 1;
+	c.buffer_flags = IPT_BUFFER_STREAM;
+	EXPECT_EQ(-EOPNOTSUPP, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	/* nothing was configured */
+	EXPECT_EQ(-EINVAL, ipt_state(self->fd, 0, &ts));
+
+	/* 0 regions: the default; exact chunks of a region are fine */
+	cfg_stream(&c, mask, 64 * KIB, 0);
+	c.buffer_flags |= IPT_BUFFER_EXACT_CHUNKS;
+	c.chunk_order = 13;
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_TS_STREAM, ts.status);
+	EXPECT_EQ(64 * KIB / IPT_STREAM_DEF_REGIONS, ts.region_size);
+	EXPECT_EQ(0, ts.bytes_captured);
+	EXPECT_EQ(0, ts.released);
+	EXPECT_EQ(0, ts.nr_gaps);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	/* a 1 MiB buffer in 64 regions: 4 MiB chunks would not do */
+	cfg_stream(&c, mask, 1 * MIB, 64);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(16 * KIB, ts.region_size);
+	EXPECT_LE(64, ts.nr_chunks);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/* STREAM_RELEASE and GET_GAPS: each malformed call, its errno, no change. */
+TEST_F(stream, release_and_gaps_errors)
+{
+	struct ipt_stream_release r = { .size = sizeof(r) };
+	uint64_t mask[1] = { 0 };
+	struct ipt_trace_state ts;
+	struct ipt_gap e[2];
+	struct ipt_gaps g;
+	struct ipt_config c;
+
+	if (!(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "no IPT_FEAT_STREAM");
+	/* IDLE */
+	EXPECT_EQ(-EINVAL, release(self->fd, 0, 0));
+	EXPECT_EQ(-EINVAL, get_gaps(self->fd, 0, 0, e, 2, &g));
+	/* a session that does not stream */
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	EXPECT_EQ(-EINVAL, release(self->fd, 0, 0));
+	EXPECT_EQ(-EINVAL, get_gaps(self->fd, 0, 0, e, 2, &g));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+
+	cfg_stream(&c, mask, 64 * KIB, 8);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	/* nothing captured yet: 0 is the only position */
+	EXPECT_EQ(0, release(self->fd, 0, 0));
+	EXPECT_EQ(-EINVAL, release(self->fd, 0, 1));
+	EXPECT_EQ(-ENOENT, release(self->fd, 1024, 0));
+	r.flags = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_STREAM_RELEASE, &r));
+	r.flags = 0;
+	r.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_STREAM_RELEASE, &r));
+	r.reserved0 = 0;
+	r.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_STREAM_RELEASE, &r));
+	r.reserved[1] = 0;
+	r.size = 8;
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_STREAM_RELEASE, &r));
+
+	EXPECT_EQ(0, get_gaps(self->fd, 0, 0, e, 2, &g));
+	EXPECT_EQ(0, g.total);
+	EXPECT_EQ(0, g.oldest);
+	EXPECT_EQ(0, g.nr_entries);
+	EXPECT_EQ(-ENOENT, get_gaps(self->fd, 1024, 0, e, 2, &g));
+	/* count only: no pointer, no room */
+	EXPECT_EQ(0, get_gaps(self->fd, 0, 0, NULL, 0, &g));
+	EXPECT_EQ(-EINVAL, get_gaps(self->fd, 0, 0, NULL, 1, &g));
+#define GAPS_EINVAL(field, val) do {					\
+		memset(&g, 0, sizeof(g));					\
+		g.size = sizeof(g);						\
+		g.entry_size = sizeof(e[0]);					\
+		g.field = val;							\
+		EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_GET_GAPS, &g))	\
+			TH_LOG("%s = %llu", #field, (unsigned long long)(val)); \
+	} while (0)
+	GAPS_EINVAL(flags, 1);
+	GAPS_EINVAL(reserved0, 1);
+	GAPS_EINVAL(total, 1);
+	GAPS_EINVAL(oldest, 1);
+	GAPS_EINVAL(reserved[0], 1);
+	GAPS_EINVAL(entry_size, IPT_GAP_SIZE_VER0 - 1);
+	memset(&g, 0, sizeof(g));
+	g.size = sizeof(g);
+	g.entry_size = 4097;
+	EXPECT_EQ(-E2BIG, ipt_ioctl(self->fd, IPT_IOC_GET_GAPS, &g));
+	/* the failed calls changed nothing */
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_TS_STREAM, ts.status);
+	EXPECT_EQ(0, ts.released);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * Configure a stream of @size in @regions on CPU 0, map it and start it;
+ * the consumer's checksum starts at the unit's byte count now.
+ */
+static void stream_start(struct __test_metadata *_metadata, int fd,
+			 uint64_t size, uint32_t regions, struct consumer *cons,
+			 struct sim_counts *before)
+{
+	uint64_t mask[1] = { 0 };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	void *map;
+
+	cfg_stream(&c, mask, size, regions);
+	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_EQ(0, ipt_state(fd, 0, &ts));
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, ts.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map);
+	memset(cons, 0, sizeof(*cons));
+	cons->map = map;
+	cons->size = size;
+	sim_counts(before);
+	cons->base = before->bytes;
+	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_START));
+}
+
+/* Stop, read and release what is left; unmap. */
+static void stream_finish(struct __test_metadata *_metadata, int fd,
+			  struct consumer *cons, struct ipt_trace_state *ts)
+{
+	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(fd, 0, ts));
+	EXPECT_FALSE(ts->status & IPT_TS_RUNNING);
+	consume(cons, ts->bytes_captured);
+	ASSERT_EQ(0, release(fd, 0, ts->bytes_captured));
+	ASSERT_EQ(0, ipt_state(fd, 0, ts));
+	EXPECT_EQ(ts->bytes_captured, ts->released);
+	EXPECT_EQ(0, ts->bytes_valid);
+	munmap((void *)cons->map, cons->size);
+}
+
+/*
+ * Lossless: 256 KiB in 8 regions at 256 KiB/s, a consumer that releases
+ * each region as it is announced; ten buffers and more go through.
+ */
+TEST_F_TIMEOUT(stream, lossless, 180)
+{
+	struct sim_counts b, a;
+	struct ipt_trace_state ts;
+	struct consumer cons;
+	const uint64_t size = 256 * KIB;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	ASSERT_EQ(0, sim_cpu_write(0, "rate", 256 * KIB));
+	stream_start(_metadata, self->fd, size, 8, &cons, &b);
+	while (cons.read < 10 * size + size / 2) {
+		ASSERT_TRUE(poll_in(self->fd, POLL_MS))
+			TH_LOG("no data after %llu bytes",
+			       (unsigned long long)cons.read);
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+		ASSERT_FALSE(ts.status & IPT_TS_PAUSED)
+			TH_LOG("the consumer fell behind at %llu",
+			       (unsigned long long)cons.read);
+		ASSERT_EQ(cons.read, ts.released);
+		ASSERT_LE(ts.bytes_captured - ts.released, size);
+		consume(&cons, ts.bytes_captured);
+		ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+	}
+	stream_finish(_metadata, self->fd, &cons, &ts);
+	sim_counts(&a);
+	EXPECT_EQ(a.bytes - b.bytes, cons.read);
+	EXPECT_EQ(a.csum - b.csum, cons.csum)
+		TH_LOG("the bytes read are not the bytes the unit wrote");
+	EXPECT_EQ(0, a.stopped - b.stopped);
+	EXPECT_EQ(0, ts.nr_gaps);
+	EXPECT_EQ(0, ts.gap_bytes);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * Overload: 64 KiB in 8 regions at 1 MiB/s, a consumer that reads and
+ * releases only after the unit paused and lost bytes, three times over.
+ */
+TEST_F_TIMEOUT(stream, overload_gaps_add_up, 180)
+{
+	struct ipt_gap e[IPT_STREAM_MAX_REGIONS];
+	struct sim_counts b, a;
+	struct ipt_trace_state ts;
+	struct consumer cons;
+	struct ipt_gaps g;
+	uint64_t lost = 0, prev_end = 0;
+	unsigned int round, i;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	stream_start(_metadata, self->fd, 64 * KIB, 8, &cons, &b);
+	for (round = 0; round < 3; round++) {
+		uint64_t stopped;
+
+		ASSERT_TRUE(wait_status(self->fd, IPT_TS_PAUSED, &ts))
+			TH_LOG("round %u: the unit never paused", round);
+		/* Paused at STOP: the whole buffer is unreleased data. */
+		EXPECT_EQ(ts.released + 64 * KIB, ts.bytes_captured);
+		EXPECT_NE(0, ts.paused_tsc);
+		EXPECT_TRUE(poll_in(self->fd, 0));
+		stopped = ipt_sim_stat(0, "stopped");
+		ASSERT_TRUE(wait_stat_above("stopped", stopped))
+			TH_LOG("round %u: the paused unit lost nothing", round);
+		ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 64, &g));
+		ASSERT_EQ(ts.nr_gaps, g.total);
+		/* The open pause is the last gap, not closed yet. */
+		EXPECT_EQ(0, e[g.total - 1].tsc_end);
+		EXPECT_EQ(IPT_GAP_BYTES_UNKNOWN, e[g.total - 1].bytes_lost);
+		EXPECT_EQ(ts.bytes_captured, e[g.total - 1].offset);
+		consume(&cons, ts.bytes_captured);
+		ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+		EXPECT_EQ((uint64_t)round + 1, ts.nr_gaps - !!(ts.status & IPT_TS_PAUSED));
+	}
+	stream_finish(_metadata, self->fd, &cons, &ts);
+	sim_counts(&a);
+	ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 64, &g));
+	EXPECT_EQ(ts.nr_gaps, g.total);
+	EXPECT_EQ(0, g.oldest);
+	EXPECT_LE(3, g.total);
+	ASSERT_EQ(g.total, g.nr_entries);
+	for (i = 0; i < g.nr_entries; i++) {
+		EXPECT_NE(IPT_GAP_BYTES_UNKNOWN, e[i].bytes_lost);
+		EXPECT_LT(0, e[i].bytes_lost);
+		EXPECT_LE(e[i].tsc_start, e[i].tsc_end);
+		EXPECT_LE(prev_end, e[i].tsc_start);
+		EXPECT_EQ(0, e[i].cpu);
+		EXPECT_LE(e[i].offset, cons.read);
+		EXPECT_EQ(0, e[i].offset % (8 * KIB));
+		if (e[i].bytes_lost != IPT_GAP_BYTES_UNKNOWN)
+			lost += e[i].bytes_lost;
+		prev_end = e[i].tsc_end;
+	}
+	/* Produced = written + lost while Stopped; delivered = written. */
+	EXPECT_EQ(a.bytes - b.bytes, cons.read);
+	EXPECT_EQ(a.csum - b.csum, cons.csum);
+	EXPECT_EQ(lost, (a.bytes + a.stopped) - (b.bytes + b.stopped) - cons.read);
+	EXPECT_EQ(lost, ts.gap_bytes);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/* poll(): ready on a region, on a pause, on unreleased data after stop. */
+TEST_F_TIMEOUT(stream, poll_readiness, 120)
+{
+	uint64_t mask[1] = { 0 };
+	struct ipt_trace_state ts;
+	struct sim_counts b;
+	struct consumer cons;
+	struct ipt_config c;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	/* IDLE, and a session that does not stream: never ready */
+	EXPECT_FALSE(poll_in(self->fd, 0));
+	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	EXPECT_FALSE(poll_in(self->fd, 0));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+
+	ASSERT_EQ(0, sim_cpu_write(0, "rate", 64 * KIB));
+	stream_start(_metadata, self->fd, 64 * KIB, 8, &cons, &b);
+	/* woken by the first region's PMI */
+	ASSERT_TRUE(poll_in(self->fd, POLL_MS));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_LE(8 * KIB, ts.bytes_captured - ts.released);
+	EXPECT_EQ(IPT_TS_RUNNING | IPT_TS_STREAM,
+		  ts.status & ~(uint64_t)IPT_TS_PAUSED);
+	/* released up to the last region end: not ready until the next */
+	consume(&cons, ts.bytes_captured);
+	ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+	EXPECT_FALSE(poll_in(self->fd, 0));
+	ASSERT_TRUE(poll_in(self->fd, POLL_MS));
+	/* stopped with data not released: ready until it is */
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	if (ts.bytes_captured > ts.released)
+		EXPECT_TRUE(poll_in(self->fd, 0));
+	consume(&cons, ts.bytes_captured);
+	ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+	EXPECT_FALSE(poll_in(self->fd, 0));
+	munmap((void *)cons.map, cons.size);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A release that makes room resumes a paused unit at once: the pause is a
+ * closed gap, the unit writes again (a PSB+ first), and a partial release
+ * inside a region moves nothing.
+ */
+TEST_F_TIMEOUT(stream, release_while_paused_resumes, 120)
+{
+	struct ipt_trace_state ts, ts2;
+	struct sim_counts b;
+	struct consumer cons;
+	struct ipt_gap e[4];
+	struct ipt_gaps g;
+	uint64_t at;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	stream_start(_metadata, self->fd, 64 * KIB, 8, &cons, &b);
+	ASSERT_TRUE(wait_status(self->fd, IPT_TS_PAUSED, &ts));
+	at = ts.bytes_captured;
+	/* less than a region: STOP stays, the unit stays paused */
+	ASSERT_EQ(0, release(self->fd, 0, ts.released + 4 * KIB));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_TRUE(ts2.status & IPT_TS_PAUSED);
+	EXPECT_EQ(at, ts2.bytes_captured);
+	/* backwards, and beyond what is ready */
+	EXPECT_EQ(-EINVAL, release(self->fd, 0, ts.released));
+	EXPECT_EQ(-EINVAL, release(self->fd, 0, at + 1));
+	/* a region: the unit resumes */
+	ASSERT_EQ(0, release(self->fd, 0, ts.released + 8 * KIB));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_EQ(at, ts2.bytes_captured);
+	EXPECT_EQ(ts.released + 8 * KIB, ts2.released);
+	ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 4, &g));
+	ASSERT_LE(1, g.nr_entries);
+	EXPECT_EQ(at, e[0].offset);
+	EXPECT_NE(0, e[0].tsc_end);
+	EXPECT_LE(e[0].tsc_start, e[0].tsc_end);
+	/* it writes again: the next region end comes */
+	for (int i = 0; i < POLLS; i++) {
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+		if (ts2.bytes_captured > at)
+			break;
+		msleep(10);
+	}
+	EXPECT_LT(at, ts2.bytes_captured);
+	/* the resumed data starts with a PSB */
+	EXPECT_EQ(0x02, cons.map[at % (64 * KIB)]);
+	EXPECT_EQ(0x82, cons.map[at % (64 * KIB) + 1]);
+	stream_finish(_metadata, self->fd, &cons, &ts);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+TEST_HARNESS_MAIN
