@@ -1263,6 +1263,30 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		if (!o.quiet)
 			fprintf(stderr, "ipttool: record: %s\n", c.stream_fallback);
 	}
+	if (o.cfg.stream && !o.cfg.nr_regions) {
+		/*
+		 * Streaming by default: fewer regions for a small buffer (a
+		 * region is two pages or more), none below two regions.
+		 */
+		uint64_t sz = o.cfg.buffer_size ? o.cfg.buffer_size :
+			      IPTCAP_DEFAULT_BUFFER_SIZE < caps.max_trace_size ?
+			      IPTCAP_DEFAULT_BUFFER_SIZE : caps.max_trace_size;
+		unsigned int nr = IPT_STREAM_DEF_REGIONS;
+
+		while (nr > IPT_STREAM_MIN_REGIONS && sz / nr < 2 * 4096)
+			nr /= 2;
+		if (sz / nr < 2 * 4096) {
+			o.cfg.stream = false;
+			snprintf(c.stream_fallback, sizeof(c.stream_fallback),
+				 "a buffer of %" PRIu64 " KiB is too small to stream (%d regions of "
+				 "two pages or more): a ring that keeps the newest %" PRIu64 " KiB",
+				 sz >> 10, IPT_STREAM_MIN_REGIONS, sz >> 10);
+			if (!o.quiet)
+				fprintf(stderr, "ipttool: record: %s\n", c.stream_fallback);
+		} else if (nr != IPT_STREAM_DEF_REGIONS) {
+			o.cfg.nr_regions = nr;
+		}
+	}
 	c.stream = o.cfg.stream;
 	/* Refuse what the unit cannot do before touching the output. */
 	err = check_config(&o.cfg, &caps, &c.config, msg, sizeof(msg));

@@ -166,7 +166,8 @@ static int fake_ioctl(unsigned long req, void *arg)
 			return fail(EINVAL);
 		if ((cfg->buffer_flags & IPT_BUFFER_STREAM) && fk.stream_eopnotsupp)
 			return fail(EOPNOTSUPP);
-		if (cfg->buffer_size != FK_SIZE)
+		/* smaller buffers only where the unit writes nothing (the model is FK_SIZE) */
+		if (cfg->buffer_size > FK_SIZE || (cfg->buffer_size != FK_SIZE && fk.start_bytes))
 			return fail(EINVAL);
 		fk.cfg = *cfg;
 		fk.state = IPT_STATE_CONFIGURED;
@@ -757,8 +758,13 @@ static int run_record(const char *dir, const char *extra)
 	argv[argc++] = "64K";
 	argv[argc++] = "-o";
 	argv[argc++] = (char *)dir;
-	if (extra)
-		argv[argc++] = (char *)extra;
+	static char xbuf[256];
+	char *save = NULL, *w;
+
+	/* @extra: options separated by spaces */
+	snprintf(xbuf, sizeof(xbuf), "%s", extra ? extra : "");
+	for (w = strtok_r(xbuf, " ", &save); w && argc < 12; w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
 	argv[argc++] = "--";
 	argv[argc++] = "true";
 	argv[argc] = NULL;
@@ -880,6 +886,28 @@ static void test_record(void)
 	rc = run_record(dir, "--regions=4");
 	CHECK(rc == 2, "record --regions on a kernel without streaming: a usage error");
 	fk.stream_feature = true;
+
+	/* A small buffer: fewer regions by default; too small: a ring, said once. */
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.start_bytes = 0;
+	rc = run_record(dir, "--size=16K");
+	CHECK(rc == 0 && (fk.cfg.buffer_flags & IPT_BUFFER_STREAM) && fk.cfg.nr_regions == 2 &&
+	      fk.cfg.buffer_size == 16384,
+	      "record --size 16K: streamed in 2 regions of 8K (got %u regions): %s",
+	      fk.cfg.nr_regions, errtext);
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	rc = run_record(dir, "--size=8K");
+	m = read_meta(dir);
+	CHECK(rc == 0 && !(fk.cfg.buffer_flags & IPT_BUFFER_STREAM) &&
+	      strstr(errtext, "too small to stream") && m &&
+	      strstr(jstr(m, "stream.fallback"), "too small to stream"),
+	      "record --size 8K: too small to stream, a ring, said once and in meta.json: %s",
+	      errtext);
+	json_object_put(m);
+	rc = run_record(dir, "--size=8K --regions=2");
+	CHECK(rc == 2, "record --size 8K --regions 2 (asked for): a usage error, no fallback");
 
 	/* A kernel that streams, but refuses this session with EOPNOTSUPP: a ring, said once. */
 	memset(fk.tr, 0, sizeof(fk.tr));
