@@ -1209,7 +1209,7 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	struct progress pr;
 	struct record_stream rs = { 0 };
 	bool show_progress = false, progress_shown = false, exec_failed = false, tty;
-	bool stream_failed = false;
+	bool stream_failed = false, regions_given;
 	uint64_t nr_gaps = 0;
 	size_t nr_slots;
 	unsigned int i;
@@ -1263,6 +1263,7 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		if (!o.quiet)
 			fprintf(stderr, "ipttool: record: %s\n", c.stream_fallback);
 	}
+	regions_given = o.cfg.nr_regions != 0;
 	if (o.cfg.stream && !o.cfg.nr_regions) {
 		/*
 		 * Streaming by default: fewer regions for a small buffer (a
@@ -1297,10 +1298,11 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	}
 	/* Allocate before touching the output: busy or no memory leave no trace. */
 	err = iptcap_configure(ipt, &o.cfg, msg, sizeof(msg));
-	if (err == IPTCAP_ERR_UNSUPPORTED && o.cfg.stream && !o.cfg.nr_regions &&
+	if (err == IPTCAP_ERR_UNSUPPORTED && o.cfg.stream && !regions_given &&
 	    iptcap_last_errno(ipt) == EOPNOTSUPP) {
 		/* A kernel that streams some sessions but not this kind: a ring, said once. */
 		o.cfg.stream = false;
+		o.cfg.nr_regions = 0;
 		c.stream = false;
 		snprintf(c.stream_fallback, sizeof(c.stream_fallback),
 			 "this ipt.ko cannot stream %s traces (EOPNOTSUPP): a ring that keeps the "

@@ -922,6 +922,14 @@ static void test_record(void)
 	      "record where the kernel refuses to stream this session (EOPNOTSUPP): a ring, "
 	      "said once and in meta.json: %s", errtext);
 	json_object_put(m);
+	/* the same with a buffer small enough for fewer regions than the default */
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	rc = run_record(dir, "--size=16K");
+	CHECK(rc == 0 && strstr(errtext, "(EOPNOTSUPP): a ring") &&
+	      !(fk.cfg.buffer_flags & IPT_BUFFER_STREAM) && !fk.cfg.nr_regions,
+	      "record --size 16K where the kernel refuses to stream (EOPNOTSUPP): a ring: %s",
+	      errtext);
 	fk.stream_eopnotsupp = false;
 	fk.record_mode = false;
 	snprintf(dir, sizeof(dir), "%s/cap", tmpdir);
