@@ -17,11 +17,27 @@
 #include "internal.h"
 #include "step.h"
 
+void dec_sgap_text(const struct dec_item *it, char *buf, size_t len)
+{
+	char lost[32], end[24];
+
+	if (it->end_ip == UINT64_MAX)
+		snprintf(lost, sizeof(lost), "unknown bytes");
+	else
+		snprintf(lost, sizeof(lost), "%" PRIu64 " bytes", it->end_ip);
+	if (it->ip)
+		snprintf(end, sizeof(end), "%#" PRIx64, it->ip);
+	else
+		snprintf(end, sizeof(end), "?");
+	snprintf(buf, len, "gap: %s lost, tsc %#" PRIx64 "..%s", lost, it->tsc, end);
+}
+
 const char *dec_gap_name(enum dec_gap g)
 {
 	static const char *const n[GAP_NR] = {
 		[GAP_NONE] = "none", [GAP_OVERFLOW] = "overflow", [GAP_DECODE] = "decode error",
 		[GAP_NOMAP] = "no image", [GAP_PRE_PSB] = "before first PSB",
+		[GAP_STREAM] = "unit paused (stream gap)",
 		[GAP_LOOP] = "endless code",
 	};
 

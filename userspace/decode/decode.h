@@ -56,7 +56,21 @@ struct dec_image {
 };
 
 /* One trace file to decode. */
+/*
+ * A pause of the unit in a streamed capture (meta.json traces[].gaps):
+ * the bytes from @off on were written after it; the unit starts them with
+ * a PSB+.
+ */
+struct dec_sgap {
+	uint64_t off;		/* trace offset of the first byte after it */
+	uint64_t tsc_start;	/* when the unit paused */
+	uint64_t tsc_end;	/* when it resumed (0: unknown) */
+	uint64_t lost;		/* bytes the unit could not write (UINT64_MAX: unknown) */
+};
+
 struct dec_trace {
+	struct dec_sgap *sgaps;	/* streamed: its gaps, by offset, @nr_sgaps of them */
+	size_t nr_sgaps;
 	char *file;
 	int cpu;		/* CPU of a capture's trace; -1 otherwise */
 	const uint8_t *data;	/* if not NULL: the trace in memory (@file names it) */
@@ -170,6 +184,13 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
  */
 int dec_input_add_kcore(struct dec_input *in, const char *kcore, const char *kallsyms,
 			const char *modules, char *msg, size_t len);
+/*
+ * A stream gap item (DI_GAP of GAP_STREAM) as text:
+ * "gap: N bytes lost, tsc A..B" (lost "unknown", B "?" when not known).
+ */
+struct dec_item;
+void dec_sgap_text(const struct dec_item *it, char *buf, size_t len);
+
 /* Parse --cpu F/M[/S]; 0 or -1. */
 int dec_parse_cpu(const char *s, struct pt_cpu *cpu);
 /* This machine's CPU, if an Intel one (--cpu auto); 0 or -1. */
@@ -210,6 +231,7 @@ enum dec_gap {
 	GAP_NOMAP,		/* code at an address in no image */
 	GAP_PRE_PSB,		/* bytes before the first PSB */
 	GAP_LOOP,		/* endless code: no trace read for DEC_MAX_STUCK instructions */
+	GAP_STREAM,		/* streamed: the unit paused (a struct dec_sgap) */
 	GAP_NR,
 };
 
@@ -222,6 +244,12 @@ enum dec_gap {
 #define DEC_MAX_STUCK 1000000	/* the fuzzer builds with less (tools/testing/decode/fuzz) */
 #endif
 
+/*
+ * A DI_GAP of GAP_STREAM (the unit paused): @off is where the data after
+ * it begins, @tsc when it paused, @ip when it resumed (0: unknown),
+ * @end_ip the bytes the unit could not write (UINT64_MAX: unknown),
+ * @skipped 0 (no byte of the file is skipped).
+ */
 struct dec_item {
 	uint64_t ip;
 	uint64_t end_ip;
@@ -250,6 +278,12 @@ struct dec_live;
 
 struct dec_segment {
 	uint64_t begin, end;	/* trace offsets */
+	/*
+	 * Streamed: the trace offset of the next gap (else the trace's
+	 * length): its decoders read no further, no decoder crosses a gap.
+	 */
+	uint64_t piece_end;
+	size_t sgap;		/* the gap it begins after (its first item), or SIZE_MAX */
 	struct dec_item *items;
 	size_t nr, cap;
 	size_t skip;		/* @items[0..@skip) are dropped (another decoder's part) */

@@ -67,8 +67,10 @@ void dec_input_free(struct dec_input *in)
 	for (i = 0; i < in->nr_warnings; i++)
 		free(in->warnings[i]);
 	free(in->warnings);
-	for (i = 0; i < in->nr_traces; i++)
+	for (i = 0; i < in->nr_traces; i++) {
 		free(in->traces[i].file);
+		free(in->traces[i].sgaps);
+	}
 	for (i = 0; i < in->nr_images; i++) {
 		free(in->images[i].file);
 		free(in->images[i].elf);
@@ -118,6 +120,8 @@ int dec_input_add_trace(struct dec_input *in, const char *file, int cpu)
 	in->traces[in->nr_traces].size = 0;
 	in->traces[in->nr_traces].tid = -1;
 	in->traces[in->nr_traces].pid = 0;
+	in->traces[in->nr_traces].sgaps = NULL;
+	in->traces[in->nr_traces].nr_sgaps = 0;
 	in->nr_traces++;
 	return 0;
 }
@@ -971,6 +975,14 @@ static void meta_warnings(struct dec_input *in, struct json_object *o, const cha
 		if (jget_int(t, "stopped_full", 0) || (loss && !strcmp(loss, "truncated")))
 			dec_input_warn(in, "%s: the buffer filled and the unit stopped: what ran "
 				       "after that is not in the trace", file);
+		if (json_object_object_get_ex(t, "gaps", &v) && v &&
+		    json_object_is_type(v, json_type_array) &&
+		    (json_object_array_length(v) || jget_int(t, "gaps_unlisted", 0)))
+			dec_input_warn(in, "%s: %zu stream gap(s)%s: the unit paused while the "
+				       "recording fell behind; what ran then is not in the trace",
+				       file, json_object_array_length(v) +
+				       (size_t)jget_int(t, "gaps_unlisted", 0),
+				       jget_int(t, "gaps_unlisted", 0) ? ", some not itemised" : "");
 		if (jget_int(t, "hw_error", 0) || (loss && !strcmp(loss, "hw_error")))
 			dec_input_warn(in, "%s: the unit reported an operational error", file);
 		if (json_object_object_get_ex(t, "write_error", &e) && e)
@@ -1028,6 +1040,71 @@ static int capture_elf_images(struct dec_input *in, const char *dir, char *msg, 
 	}
 	fclose(f);
 	return ret;
+}
+
+/* An unsigned JSON integer at @k of @o: 0, 1 when null (and @null_ok), -1 if not one. */
+static int jget_u64(struct json_object *o, const char *k, bool null_ok, uint64_t *out)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, k, &v))
+		return -1;
+	if (!v)
+		return null_ok ? 1 : -1;
+	if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+		return -1;
+	*out = json_object_get_uint64(v);
+	return 0;
+}
+
+/*
+ * A streamed capture's traces[@i].gaps (Documentation/capture-format.rst,
+ * "Streamed captures") into @tr, in offset order.  0, or -1 with @msg.
+ */
+static int load_sgaps(struct dec_trace *tr, struct json_object *t, size_t i, const char *path,
+		      char *msg, size_t len)
+{
+	struct json_object *gaps;
+	size_t k, n;
+
+	if (!json_object_object_get_ex(t, "gaps", &gaps) || !gaps)
+		return 0;
+	if (!json_object_is_type(gaps, json_type_array)) {
+		snprintf(msg, len, "%s: \"traces[%zu].gaps\" is not an array", path, i);
+		return -1;
+	}
+	n = json_object_array_length(gaps);
+	tr->sgaps = n ? dec_xrealloc(NULL, n * sizeof(*tr->sgaps)) : NULL;
+	for (k = 0; k < n; k++) {
+		struct json_object *g = json_object_array_get_idx(gaps, k);
+		struct dec_sgap *sg = &tr->sgaps[k];
+		int rc;
+
+		if (!json_object_is_type(g, json_type_object) || jget_u64(g, "offset", false, &sg->off) ||
+		    jget_u64(g, "tsc_start", false, &sg->tsc_start) ||
+		    (rc = jget_u64(g, "tsc_end", true, &sg->tsc_end)) < 0) {
+			snprintf(msg, len, "%s: \"traces[%zu].gaps[%zu]\": want an object with "
+				 "\"offset\", \"tsc_start\" (integers), \"tsc_end\" and "
+				 "\"bytes_lost\" (integers or null)", path, i, k);
+			return -1;
+		}
+		if (rc)
+			sg->tsc_end = 0;
+		rc = jget_u64(g, "bytes_lost", true, &sg->lost);
+		if (rc < 0) {
+			snprintf(msg, len, "%s: \"traces[%zu].gaps[%zu].bytes_lost\": want an integer "
+				 "or null", path, i, k);
+			return -1;
+		}
+		if (rc)
+			sg->lost = UINT64_MAX;
+		if (k && sg->off < tr->sgaps[k - 1].off) {
+			snprintf(msg, len, "%s: \"traces[%zu].gaps\" are not in offset order", path, i);
+			return -1;
+		}
+		tr->nr_sgaps++;
+	}
+	return 0;
 }
 
 static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t len)
@@ -1104,6 +1181,8 @@ static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t
 		snprintf(tp, sizeof(tp), "%s/%s", dir, json_object_get_string(fv));
 		dec_input_add_trace(in, tp, (int)jget_int(t, "cpu", -1));
 		in->traces[in->nr_traces - 1].tid = (long)jget_int(t, "tid", -1);
+		if (load_sgaps(&in->traces[in->nr_traces - 1], t, i, path, msg, len))
+			goto fail;
 	}
 	{
 		struct json_object *mode = NULL, *prog = NULL;

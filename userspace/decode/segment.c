@@ -221,36 +221,52 @@ static void check_cut(struct dec_ctx *c, struct dec_trace_result *r)
 
 /*
  * Cut @r's trace into segments at PSBs: at most 64, each at least 1/64 of
- * it, so that the cut depends on the trace only (never on -J).
+ * it, so that the cut depends on the trace only (never on -J).  A
+ * streamed trace is first cut at its gaps into pieces, each cut so: no
+ * segment spans a gap, and the first one after a gap carries it.
  */
 static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
 {
-	uint64_t *psb;
-	size_t n = dec_find_psbs(r->buf, r->len, &c->cfg, c->opt.no_split ? 1 : 64, &psb,
-				 &r->first_tsc), i;
+	const struct dec_trace *t = r->trace;
+	uint64_t start = 0, *psb;
+	size_t k, i;
 
-	if (!n) {
+	for (k = 0; k <= t->nr_sgaps; k++) {
+		uint64_t end = k < t->nr_sgaps && t->sgaps[k].off < r->len ? t->sgaps[k].off :
+			       r->len;
+		size_t n;
+
+		if (end < start)
+			end = start;
+		n = dec_find_psbs(r->buf + start, end - start, &c->cfg, c->opt.no_split ? 1 : 64,
+				  &psb, k ? NULL : &r->first_tsc);
+		if (!n || psb[0]) {
+			r->gaps[GAP_PRE_PSB] += end > start;
+			r->gap_bytes[GAP_PRE_PSB] += n ? psb[0] : end - start;
+		}
+		/* a gap with no PSB after it before the next: counted, not placed */
+		if (k && !n)
+			r->gaps[GAP_STREAM]++;
+		r->segs = dec_xrealloc(r->segs, (r->nr_segs + n) * sizeof(*r->segs));
+		memset(r->segs + r->nr_segs, 0, n * sizeof(*r->segs));
+		for (i = 0; i < n; i++) {
+			struct dec_segment *s = &r->segs[r->nr_segs + i];
+
+			s->begin = start + psb[i];
+			s->end = i + 1 < n ? start + psb[i + 1] : end;
+			s->piece_end = end;
+			s->sgap = k && !i ? k - 1 : SIZE_MAX;
+		}
+		r->nr_segs += n;
+		free(psb);
+		start = end;
+	}
+	if (!r->nr_segs) {
 		snprintf(r->error, sizeof(r->error),
 			 "%s: no PSB in %zu bytes: not Intel PT, or cut before its first PSB",
 			 r->trace->file, r->len);
-		if (r->len) {
-			r->gaps[GAP_PRE_PSB]++;
-			r->gap_bytes[GAP_PRE_PSB] += r->len;
-		}
 		return;
 	}
-	if (psb[0]) {
-		r->gaps[GAP_PRE_PSB]++;
-		r->gap_bytes[GAP_PRE_PSB] += psb[0];
-	}
-	r->segs = dec_xrealloc(NULL, n * sizeof(*r->segs));
-	memset(r->segs, 0, n * sizeof(*r->segs));
-	for (i = 0; i < n; i++) {
-		r->segs[i].begin = psb[i];
-		r->segs[i].end = i + 1 < n ? psb[i + 1] : r->len;
-	}
-	r->nr_segs = n;
-	free(psb);
 	r->uncached = !c->opt.insn_decoder && dec_mixed_modes(r->buf, r->len, &c->cfg);
 }
 

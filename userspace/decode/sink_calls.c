@@ -46,9 +46,14 @@ static void calls_ret(struct dec_sink *k, struct dec_stream *st, const struct de
 
 static void calls_event(struct dec_sink *k, struct dec_stream *st, const struct dec_item *it)
 {
+	char g[96];
+
 	if (it->kind == DI_GAP)
 		dec_stream_fields(st, k->f, DEC_FIELD_TID | DEC_FIELD_CPU, 0);
-	if (it->kind == DI_GAP)
+	if (it->kind == DI_GAP && it->gap == GAP_STREAM) {
+		dec_sgap_text(it, g, sizeof(g));
+		fprintf(k->f, "%10" PRIu64 " [%s, at offset %#" PRIx64 "]\n", st->idx, g, it->off);
+	} else if (it->kind == DI_GAP)
 		fprintf(k->f, "%10" PRIu64 " [lost trace: %s at offset %#" PRIx64 "]\n", st->idx,
 			dec_gap_name((enum dec_gap)it->gap), it->off);
 }

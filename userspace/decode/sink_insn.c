@@ -134,6 +134,13 @@ static void insn_event(struct dec_sink *k, struct dec_stream *st, const struct d
 		dec_stream_fields(st, f, ~0u, it->tsc ? it->tsc : st->now_tsc);
 	switch (it->kind) {
 	case DI_GAP:
+		if (it->gap == GAP_STREAM) {
+			char g[96];
+
+			dec_sgap_text(it, g, sizeof(g));
+			fprintf(f, "[%s, at offset %#" PRIx64 "]\n", g, it->off);
+			break;
+		}
 		fprintf(f, "[lost trace: %s at offset %#" PRIx64 "%s%s, %" PRIu64
 			" bytes skipped to the next PSB]\n",
 			dec_gap_name((enum dec_gap)it->gap), it->off,

@@ -361,7 +361,7 @@ switched:
 	it->off = ad_offset(&L->d);
 }
 
-struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r,
+struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r, uint64_t end,
 			      struct pt_image_section_cache *isc)
 {
 	struct pt_config cfg = c->cfg;
@@ -375,9 +375,13 @@ struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r,
 	L->r = r;
 	L->isc = isc;
 	L->d.insn = c->opt.insn_decoder;
-	/* the whole trace: errata look-ahead and the end are a serial decoder's */
+	/*
+	 * The whole trace (errata look-ahead and the end are a serial
+	 * decoder's), up to the next gap of a streamed one: past it the
+	 * bytes do not continue these.
+	 */
 	cfg.begin = r->buf;
-	cfg.end = r->buf + r->len;
+	cfg.end = r->buf + (end < r->len ? end : r->len);
 	if (L->d.insn)
 		L->d.ins = pt_insn_alloc_decoder(&cfg);
 	else
@@ -791,11 +795,22 @@ static uint64_t first_tip_end(const struct dec_ctx *c, const struct dec_trace_re
 void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_segment *s,
 		     bool first, struct pt_image_section_cache *isc)
 {
-	struct dec_live *L = dec_live_new(c, r, isc);
+	struct dec_live *L = dec_live_new(c, r, s->piece_end, isc);
 	uint64_t win, last_off = 0;
 	size_t after_tip = 0, tip_moves = 0;
 	int st;
 
+	if (s->sgap != SIZE_MAX) {
+		/* the unit paused before this: the gap, in its place */
+		const struct dec_sgap *g = &r->trace->sgaps[s->sgap];
+		struct dec_item *it = push(s, DI_GAP);
+
+		it->gap = GAP_STREAM;
+		it->off = g->off;
+		it->tsc = g->tsc_start;
+		it->ip = g->tsc_end;
+		it->end_ip = g->lost;
+	}
 	if (c->profile_only)
 		s->prof = dec_prof_new();
 	s->ret_suspect = SIZE_MAX;
@@ -901,8 +916,12 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 	r->live = L;
 	if (!L)
 		return;
-	if (i + 1 >= r->nr_segs) {
-		/* the last segment: the rest of the trace is this decoder's, no hash read */
+	if (i + 1 >= r->nr_segs || r->segs[i + 1].piece_end != s->piece_end) {
+		/*
+		 * The last segment, or the last before a gap: the rest of the
+		 * trace, or of the piece, is this decoder's, no hash read;
+		 * segment @i + 1 keeps its own decoder's output from its start.
+		 */
 		L->ck_bound = UINT64_MAX;
 		while (!L->done)
 			live_step(L, s, false);

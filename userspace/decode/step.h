@@ -37,10 +37,10 @@
 struct dec_live;
 
 /*
- * A decoder for @r's trace (the whole of it), its code from @isc.  NULL
- * if out of memory.
+ * A decoder for @r's trace (the whole of it, up to trace offset @end: a
+ * streamed trace's next gap), its code from @isc.  NULL if out of memory.
  */
-struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r,
+struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r, uint64_t end,
 			      struct pt_image_section_cache *isc);
 void dec_live_free(struct dec_live *L);
 

@@ -11,7 +11,7 @@
 static const char *const gap_key[GAP_NR] = {
 	[GAP_NONE] = "none", [GAP_OVERFLOW] = "overflow", [GAP_DECODE] = "decode_error",
 	[GAP_NOMAP] = "no_image", [GAP_PRE_PSB] = "before_first_psb",
-	[GAP_LOOP] = "endless_code",
+	[GAP_LOOP] = "endless_code", [GAP_STREAM] = "stream_gap",
 };
 
 /* 64-bit addresses and TSC values as "0x..." strings: jq rounds numbers above 2^53. */
@@ -26,7 +26,7 @@ static struct json_object *json_hex(uint64_t v)
 struct json_object *dec_summary_json(const struct dec_ctx *c)
 {
 	struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
-	uint64_t insns = 0, skipped = 0, errors = 0;
+	uint64_t insns = 0, skipped = 0, errors = 0, stream_gaps = 0;
 	size_t i;
 	int g;
 
@@ -71,9 +71,12 @@ struct json_object *dec_summary_json(const struct dec_ctx *c)
 			json_object_object_add(e, "bytes", json_object_new_int64((int64_t)r->gap_bytes[g]));
 			json_object_object_add(sk, gap_key[g], e);
 			ts += r->gap_bytes[g];
-			if (g != GAP_PRE_PSB)
+			if (g != GAP_PRE_PSB && g != GAP_STREAM)
 				errors += r->gaps[g];
 		}
+		json_object_object_add(t, "stream_gaps",
+				       json_object_new_int64((int64_t)r->gaps[GAP_STREAM]));
+		stream_gaps += r->gaps[GAP_STREAM];
 		json_object_object_add(t, "skipped", sk);
 		json_object_object_add(t, "bytes_skipped", json_object_new_int64((int64_t)ts));
 		for (size_t k = 0; k < r->nr_gap_items; k++) {
@@ -92,6 +95,11 @@ struct json_object *dec_summary_json(const struct dec_ctx *c)
 				json_object_object_add(e, "ip", json_hex(it->ip));
 			if (it->tsc)
 				json_object_object_add(e, "tsc", json_hex(it->tsc));
+			if (it->gap == GAP_STREAM) {
+				json_object_object_add(e, "tsc_end", it->ip ? json_hex(it->ip) : NULL);
+				json_object_object_add(e, "bytes_lost", it->end_ip == UINT64_MAX ?
+						       NULL : json_object_new_int64((int64_t)it->end_ip));
+			}
 			json_object_object_add(e, "bytes_skipped",
 					       json_object_new_int64((int64_t)it->skipped));
 			json_object_array_add(errs, e);
@@ -120,6 +128,7 @@ struct json_object *dec_summary_json(const struct dec_ctx *c)
 	}
 	json_object_object_add(o, "instructions", json_object_new_int64((int64_t)insns));
 	json_object_object_add(o, "bytes_skipped", json_object_new_int64((int64_t)skipped));
+	json_object_object_add(o, "stream_gaps", json_object_new_int64((int64_t)stream_gaps));
 	json_object_object_add(o, "errors", json_object_new_int64((int64_t)errors));
 	/* with a slice (--time, --insn-range, ...): what the outputs saw; null: no slice */
 	json_object_object_add(o, "slice_instructions", c->sliced ?
@@ -168,6 +177,13 @@ void dec_summary_text(const struct dec_ctx *c, FILE *f)
 			if (it->gap == GAP_NOMAP && it->ip)
 				fprintf(f, " for code at %#" PRIx64 " (add the binary with --elf/--raw)",
 					it->ip);
+			if (it->gap == GAP_STREAM) {
+				char gt[96];
+
+				dec_sgap_text(it, gt, sizeof(gt));
+				fprintf(f, ": %s; decoding resumed at the PSB after it\n", gt);
+				continue;
+			}
 			fprintf(f, "; %" PRIu64 " bytes skipped to the next PSB\n", it->skipped);
 		}
 		if (shown > 20)
@@ -175,8 +191,11 @@ void dec_summary_text(const struct dec_ctx *c, FILE *f)
 				shown - 20);
 		fprintf(f, "%s: %" PRIu64 " instructions from %zu bytes in %zu segments", r->trace->file,
 			r->insns, r->len, r->nr_segs);
+		if (r->gaps[GAP_STREAM])
+			fprintf(f, "; %" PRIu64 " stream gap%s", r->gaps[GAP_STREAM],
+				r->gaps[GAP_STREAM] == 1 ? "" : "s");
 		for (g = GAP_OVERFLOW; g < GAP_NR; g++)
-			if (r->gaps[g])
+			if (r->gaps[g] && g != GAP_STREAM)
 				fprintf(f, "; %" PRIu64 " bytes skipped (%s, %" PRIu64 "x)", r->gap_bytes[g],
 					dec_gap_name((enum dec_gap)g), r->gaps[g]);
 		fputc('\n', f);

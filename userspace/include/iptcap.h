@@ -104,6 +104,12 @@ const char *iptcap_feature_name(uint64_t bit);
  *        @all_cpus and @cpu_mask are ignored
  * @max_threads: per-thread: traces the session holds (1..IPT_MAX_THREADS;
  *        0: IPTCAP_DEFAULT_MAX_THREADS), all allocated at configure time
+ * @stream: stream the buffer (IPT_BUFFER_STREAM, needs IPT_FEAT_STREAM):
+ *        read it while tracing with iptcap_stream_*(); excludes
+ *        @stop_on_full
+ * @nr_regions: @stream: regions of the buffer, a power of two from
+ *        IPT_STREAM_MIN_REGIONS to IPT_STREAM_MAX_REGIONS of two pages or
+ *        more each; 0: IPT_STREAM_DEF_REGIONS
  *
  * Initialise with iptcap_config_init(); every field has a name, none is a
  * raw register value except the encodings the SDM defines (MTCFreq,
@@ -128,6 +134,8 @@ struct iptcap_config {
 	uint64_t cr3_match;
 	bool per_thread;
 	unsigned int max_threads;
+	bool stream;
+	unsigned int nr_regions;
 };
 
 /* Defaults: per-CPU, all CPUs, user and kernel, ring, default size, no timing. */
@@ -149,6 +157,7 @@ enum iptcap_field {
 	IPTCAP_FIELD_PSB_FREQ,
 	IPTCAP_FIELD_RANGES,		/* @ranges, @nr_ranges */
 	IPTCAP_FIELD_CR3_MATCH,		/* @cr3_filter, @cr3_match */
+	IPTCAP_FIELD_STREAM,		/* @stream, @nr_regions */
 };
 
 /* The field's name as in struct iptcap_config ("mtc_freq", ...). */
@@ -308,6 +317,134 @@ enum iptcap_err iptcap_copy_trace(struct iptcap *ipt, unsigned int cpu,
  */
 enum iptcap_err iptcap_copy_segments(const void *buf, const struct ipt_trace_state *ts,
 				     void *dst, size_t len, size_t *copied);
+
+/* ---- streaming (IPT_BUFFER_STREAM) ------------------------------------- */
+
+/* The device file of @ipt, e.g. for the caller's own poll()/epoll loop. */
+int iptcap_fd(const struct iptcap *ipt);
+/*
+ * Hand the data of a streamed trace back up to stream position @released
+ * (IPT_IOC_STREAM_RELEASE): IPTCAP_ERR_INVALID when it is below the
+ * current release position or beyond bytes_captured.
+ */
+enum iptcap_err iptcap_stream_release(struct iptcap *ipt, unsigned int trace, uint64_t released);
+/*
+ * Read up to @nr gap records of a streamed trace from gap index @first
+ * into @gaps (IPT_IOC_GET_GAPS; @gaps NULL or @nr 0: count only): *@got
+ * entries, *@total gaps so far, *@oldest the oldest the kernel still
+ * itemises (entries start at the larger of @first and *@oldest).
+ */
+enum iptcap_err iptcap_get_gaps(struct iptcap *ipt, unsigned int trace, uint64_t first,
+				struct ipt_gap *gaps, unsigned int nr, unsigned int *got,
+				uint64_t *total, uint64_t *oldest);
+
+/**
+ * struct iptcap_stream_trace - the trace a stream callback is about
+ * @trace: the CPU (per-CPU session) or trace index (per-thread)
+ * @cpu: per-CPU: the CPU; per-thread: IPT_TRACE_NONE (it follows a thread)
+ * @tid: per-thread: the thread; per-CPU: 0
+ */
+struct iptcap_stream_trace {
+	unsigned int trace;
+	uint32_t cpu;
+	uint32_t tid;
+};
+
+/**
+ * struct iptcap_stream_ops - what a stream consumer is handed
+ * @data: @len bytes of the trace at stream position @offset (bytes since
+ *        configure; a sink that writes every byte at file offset @offset
+ *        makes stream and file offsets equal), pointing into the read-only
+ *        mapping: valid during the call only.  Called in stream order per
+ *        trace; a wrapped range comes as two calls.  Return 0, or an errno
+ *        value: the data is then not released and the drain stops.
+ * @gap: a pause of the unit (may be NULL): @gap->offset is the stream
+ *        position of the first byte after it.  0 or an errno, as @data.
+ * @unlisted: @nr gaps the kernel counted but no longer itemises (it keeps
+ *        a bounded number): their place and size are unknown (may be NULL)
+ */
+struct iptcap_stream_ops {
+	int (*data)(const struct iptcap_stream_trace *tr, uint64_t offset, const void *data,
+		    size_t len, void *user);
+	int (*gap)(const struct iptcap_stream_trace *tr, const struct ipt_gap *gap, void *user);
+	int (*unlisted)(const struct iptcap_stream_trace *tr, uint64_t nr, void *user);
+};
+
+/**
+ * struct iptcap_stream_stats - what a stream delivered so far
+ * @bytes: trace bytes handed to @data (and released)
+ * @gaps: gaps handed to @gap
+ * @gaps_unlisted: gaps the kernel no longer itemised
+ * @gaps_unknown: of @gaps, those whose size the unit could not count
+ * @gap_bytes: bytes lost in the gaps of known size (itemised or not:
+ *        the sum of the traces' ipt_trace_state.gap_bytes)
+ * @traces: traces seen
+ * @paused: traces paused at the last drain (the consumer was too slow)
+ */
+struct iptcap_stream_stats {
+	uint64_t bytes;
+	uint64_t gaps;
+	uint64_t gaps_unlisted;
+	uint64_t gaps_unknown;
+	uint64_t gap_bytes;
+	unsigned int traces;
+	unsigned int paused;
+};
+
+struct iptcap_stream;
+
+/*
+ * A consumer of the streamed session configured on @ipt (iptcap_config
+ * .stream): @ops and @user are passed to every callback.  Traces are
+ * found as they appear (per-thread: as threads are attached).
+ */
+enum iptcap_err iptcap_stream_open(struct iptcap *ipt, const struct iptcap_stream_ops *ops,
+				   void *user, struct iptcap_stream **out);
+/*
+ * Wait up to @timeout_ms (-1: no limit) for the device to say that a
+ * trace has a region ready, is paused, or that the session stopped with
+ * data unreleased (poll() on iptcap_fd(), as epoll would): 1 ready, 0
+ * not (timeout or a signal), -1 on error.
+ */
+int iptcap_stream_wait(struct iptcap_stream *s, int timeout_ms);
+/*
+ * One pass over the traces: hand what is ready to @ops->data, release
+ * it, then hand new gaps to @ops->gap (a gap the unit is still in is left
+ * for a later pass).  A callback's errno stops the pass and is returned
+ * as its enum iptcap_err (ENOSPC: IPTCAP_ERR_NO_SPACE), the errno
+ * itself in iptcap_stream_errno(); that data stays unreleased.
+ */
+enum iptcap_err iptcap_stream_drain(struct iptcap_stream *s);
+/*
+ * With the session stopped: drain everything left, gaps still open
+ * included (their tsc_end is 0 when the kernel did not close them).
+ */
+enum iptcap_err iptcap_stream_finish(struct iptcap_stream *s);
+/* The errno a callback returned (0 if none). */
+int iptcap_stream_errno(const struct iptcap_stream *s);
+void iptcap_stream_stats(const struct iptcap_stream *s, struct iptcap_stream_stats *st);
+void iptcap_stream_close(struct iptcap_stream *s);
+
+/*
+ * The default sink: every trace's bytes into a file of @dir at their
+ * stream offsets, "cpuN.pt" per CPU, "thread-TID.pt" per thread
+ * ("thread-TID.TRACE.pt" for a TID's later traces), as ipttool's capture
+ * directory (Documentation/capture-format.rst) names them.  Its @data
+ * callback is iptcap_stream_files_data() with the handle as @user.
+ */
+struct iptcap_stream_files;
+
+enum iptcap_err iptcap_stream_files_open(const char *dir, struct iptcap_stream_files **out);
+int iptcap_stream_files_data(const struct iptcap_stream_trace *tr, uint64_t offset,
+			     const void *data, size_t len, void *user);
+/*
+ * What was written for @trace: its file name (NULL if no byte came yet),
+ * bytes written, and the errno of the first failed write (0: none).
+ */
+const char *iptcap_stream_files_get(const struct iptcap_stream_files *f, unsigned int trace,
+				    uint64_t *written, int *write_errno);
+/* Close the files: 0, or the errno of the first failed write or close. */
+int iptcap_stream_files_close(struct iptcap_stream_files *f);
 
 /* ---- time: TSC <-> perf time ------------------------------------------- */
 

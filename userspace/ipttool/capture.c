@@ -574,6 +574,163 @@ out:
 	return err;
 }
 
+static struct capture_stream_slot *stream_slot(struct capture *c, unsigned int trace)
+{
+	return trace < c->nr_slots ? &c->slots[trace] : NULL;
+}
+
+int capture_stream_gap(const struct iptcap_stream_trace *tr, const struct ipt_gap *gap,
+		       void *user)
+{
+	struct capture_stream_slot *sl = stream_slot(user, tr->trace);
+
+	if (!sl)
+		return EINVAL;
+	if (sl->nr_gaps == sl->cap) {
+		size_t cap = sl->cap ? sl->cap * 2 : 16;
+		struct ipt_gap *g = realloc(sl->gaps, cap * sizeof(*g));
+
+		if (!g)
+			return ENOMEM;
+		sl->gaps = g;
+		sl->cap = cap;
+	}
+	sl->gaps[sl->nr_gaps++] = *gap;
+	return 0;
+}
+
+int capture_stream_unlisted(const struct iptcap_stream_trace *tr, uint64_t nr, void *user)
+{
+	struct capture_stream_slot *sl = stream_slot(user, tr->trace);
+
+	if (!sl)
+		return EINVAL;
+	sl->unlisted += nr;
+	return 0;
+}
+
+uint64_t capture_nr_gaps(const struct capture *c)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < c->nr_traces; i++)
+		n += c->traces[i].nr_gaps + c->traces[i].gaps_unlisted;
+	return n;
+}
+
+int capture_collect_stream(struct iptcap *ipt, struct capture *c,
+			   const struct iptcap_stream_files *files)
+{
+	unsigned int cpu, count = c->per_thread ? c->config.max_threads : c->caps.nr_cpus;
+	enum iptcap_err err;
+	int rc;
+
+	c->nr_traces = 0;
+	memset(c->traces, 0, (count ? count : 1) * sizeof(*c->traces));
+	for (cpu = 0; cpu < count; cpu++) {
+		struct capture_trace *tr = &c->traces[c->nr_traces];
+		const char *name;
+
+		err = iptcap_trace_state(ipt, cpu, &tr->ts);
+		if (err == IPTCAP_ERR_NO_SUCH_CPU)
+			continue;
+		if (err == IPTCAP_ERR_NO_SUCH_TRACE)
+			break;
+		tr->cpu = cpu;
+		c->nr_traces++;
+		if (err) {
+			capture_incomplete(c, "reading the state of %s%u failed: %s",
+					   c->per_thread ? "trace " : "cpu", cpu, iptcap_strerror(err));
+			continue;
+		}
+		if (cpu < c->nr_slots) {
+			tr->gaps = c->slots[cpu].gaps;
+			tr->nr_gaps = c->slots[cpu].nr_gaps;
+			tr->gaps_unlisted = c->slots[cpu].unlisted;
+		}
+		name = iptcap_stream_files_get(files, cpu, &tr->written, &tr->write_errno);
+		if (name) {
+			snprintf(tr->file, sizeof(tr->file), "%s", name);
+		} else {
+			/* No byte came: an empty file, named as the sink would have. */
+			if (c->per_thread)
+				capture_thread_file(c->traces, c->nr_traces - 1);
+			rc = capture_write_trace(c, tr, NULL, NULL, 0);
+			if (rc)
+				ipt_err("writing %s/%s: %s", c->dir, tr->file, strerror(rc));
+		}
+		if (tr->write_errno)
+			capture_incomplete(c, "writing %s failed after %" PRIu64 " bytes: %s",
+					   tr->file, tr->written, strerror(tr->write_errno));
+		else if (tr->written != tr->ts.bytes_captured)
+			capture_incomplete(c, "%s: %" PRIu64 " bytes written of %" PRIu64
+					   " the unit wrote", tr->file, tr->written,
+					   (uint64_t)tr->ts.bytes_captured);
+	}
+	rc = capture_write_meta(c);
+	if (rc) {
+		ipt_err("cannot write %s/%s: %s; the capture stays marked incomplete",
+			c->dir, CAPTURE_META, strerror(rc));
+		capture_incomplete(c, "writing the metadata failed: %s", strerror(rc));
+	}
+	return c->complete ? 0 : 1;
+}
+
+static struct json_object *gaps_json(const struct capture *c, const struct capture_trace *tr)
+{
+	struct json_object *arr = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < tr->nr_gaps; i++) {
+		const struct ipt_gap *g = &tr->gaps[i];
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "offset", u64(g->offset));
+		json_object_object_add(o, "tsc_start", u64(g->tsc_start));
+		json_object_object_add(o, "tsc_end", g->tsc_end ? u64(g->tsc_end) : NULL);
+		json_object_object_add(o, "bytes_lost", g->bytes_lost == IPT_GAP_BYTES_UNKNOWN ?
+				       NULL : u64(g->bytes_lost));
+		json_object_object_add(o, "cpu", u64(g->cpu));
+		if (c->per_thread)
+			json_object_object_add(o, "tid", u64(tr->ts.tid));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static struct json_object *stream_json(const struct capture *c)
+{
+	struct json_object *o = json_object_new_object();
+	uint64_t gaps = 0, unlisted = 0, known = 0, unknown = 0;
+	size_t i, k;
+
+	for (i = 0; i < c->nr_traces; i++) {
+		const struct capture_trace *tr = &c->traces[i];
+
+		gaps += tr->nr_gaps;
+		unlisted += tr->gaps_unlisted;
+		known += tr->ts.gap_bytes;
+		for (k = 0; k < tr->nr_gaps; k++)
+			unknown += tr->gaps[k].bytes_lost == IPT_GAP_BYTES_UNKNOWN;
+	}
+	json_object_object_add(o, "enabled", json_object_new_boolean(c->stream));
+	json_object_object_add(o, "fallback", c->stream_fallback[0] ?
+			       json_object_new_string(c->stream_fallback) : NULL);
+	if (c->stream) {
+		json_object_object_add(o, "regions", c->config.nr_regions ?
+				       u64(c->config.nr_regions) : u64(IPT_STREAM_DEF_REGIONS));
+		json_object_object_add(o, "bytes", u64(c->stream_bytes));
+		json_object_object_add(o, "seconds", json_object_new_double(c->stream_secs));
+		json_object_object_add(o, "gaps", u64(gaps + unlisted));
+		json_object_object_add(o, "gaps_itemised", u64(gaps));
+		json_object_object_add(o, "gaps_unlisted", u64(unlisted));
+		json_object_object_add(o, "gaps_of_unknown_size", u64(unknown));
+		json_object_object_add(o, "gap_bytes", u64(known));
+	}
+	return o;
+}
+
 static const char *loss_name(enum iptcap_err e)
 {
 	switch (e) {
@@ -659,7 +816,8 @@ struct json_object *capture_meta_json(const struct capture *c)
 			       json_object_new_boolean(ic->flags & IPT_CONFIG_ALL_CPUS));
 	json_object_object_add(cfg, "buffer_size", u64(ic->buffer_size));
 	json_object_object_add(cfg, "buffer",
-			       json_object_new_string(ic->buffer_flags & IPT_BUFFER_STOP_ON_FULL ?
+			       json_object_new_string(ic->buffer_flags & IPT_BUFFER_STREAM ? "stream" :
+						      ic->buffer_flags & IPT_BUFFER_STOP_ON_FULL ?
 						      "stop-on-full" : "ring"));
 	json_object_object_add(cfg, "user", json_object_new_boolean(ic->trace_flags & IPT_TRACE_USER));
 	json_object_object_add(cfg, "kernel",
@@ -767,9 +925,15 @@ struct json_object *capture_meta_json(const struct capture *c)
 		json_object_object_add(t, "loss", json_object_new_string(loss_name(iptcap_trace_loss(ts))));
 		json_object_object_add(t, "write_error", tr->write_errno ?
 				       json_object_new_string(strerror(tr->write_errno)) : NULL);
+		if (c->stream) {
+			json_object_object_add(t, "gaps", gaps_json(c, tr));
+			json_object_object_add(t, "gaps_unlisted", u64(tr->gaps_unlisted));
+			json_object_object_add(t, "gap_bytes", u64(ts->gap_bytes));
+		}
 		json_object_array_add(arr, t);
 	}
 	json_object_object_add(o, "traces", arr);
+	json_object_object_add(o, "stream", stream_json(c));
 	json_object_object_add(o, "sideband", sideband_json(c));
 	return o;
 }

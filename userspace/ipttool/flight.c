@@ -232,6 +232,10 @@ int cmd_start(struct ipttool *t, int argc, char **argv)
 		snprintf(msg, sizeof(msg), "start takes no command and no --duration: it traces "
 			 "until 'ipttool stop'");
 		rc = 2;
+	} else if (!rc && o.cfg.nr_regions) {
+		snprintf(msg, sizeof(msg), "--regions: the flight recorder keeps a ring, it does "
+			 "not stream");
+		rc = 2;
 	} else if (!rc && o.cfg.per_thread) {
 		snprintf(msg, sizeof(msg), "the flight recorder traces CPUs: give -a or -C CPUS "
 			 "(threads are recorded with 'ipttool record -p TID')");
@@ -241,6 +245,7 @@ int cmd_start(struct ipttool *t, int argc, char **argv)
 		ipt_err("start: %s", msg);
 		return rc;
 	}
+	o.cfg.stream = false;	/* a flight recorder is a ring (or stop-on-full) */
 	if (o.help) {
 		printf("Usage: ipttool start {-a | -C CPUS} [record's trace options]\n"
 		       "Starts a flight recorder; see ipttool-start(8).\n");

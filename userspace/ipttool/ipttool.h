@@ -98,6 +98,9 @@ void mask_to_list(uint32_t mask, char *buf, size_t len);
  * @size_default: per-thread without --size: @cfg.buffer_size is
  *        RECORD_THREAD_SIZE, which record_fit_size() may lower to what
  *        the caller may lock
+ * @buffer_given: --ring or --stop-on-full was given: no streaming (else
+ *        @cfg.stream is set, and dropped when the kernel cannot stream)
+ * @progress: --progress: the progress line also when stderr is no terminal
  *
  * Per-thread mode (@cfg.per_thread) is a command without -a/-C, or -p.
  */
@@ -119,6 +122,8 @@ struct record_opts {
 	unsigned int nr_tids;
 	bool no_inherit;
 	bool size_default;
+	bool buffer_given;
+	bool progress;
 };
 
 uint64_t record_fit_size(uint64_t budget, unsigned int traces, uint64_t size);
@@ -156,6 +161,9 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
  * @write_errno: 0, or the errno that stopped writing the file
  * @file: the file name in the capture: "cpuN.pt", or per-thread
  *        "thread-TID.pt" ("thread-TID.INDEX.pt" for a TID's later traces)
+ * @gaps: streamed: the pauses of the unit, @nr_gaps of them, in order
+ *        (owned by the capture's struct capture_stream)
+ * @gaps_unlisted: streamed: gaps the kernel counted but no longer itemised
  */
 struct capture_trace {
 	unsigned int cpu;
@@ -163,6 +171,20 @@ struct capture_trace {
 	uint64_t written;
 	int write_errno;
 	char file[48];
+	const struct ipt_gap *gaps;
+	size_t nr_gaps;
+	uint64_t gaps_unlisted;
+};
+
+/**
+ * struct capture_stream_slot - what a streamed trace's consumer collected
+ * @gaps: its gaps, @nr_gaps (@cap allocated)
+ * @unlisted: gaps not itemised
+ */
+struct capture_stream_slot {
+	struct ipt_gap *gaps;
+	size_t nr_gaps, cap;
+	uint64_t unlisted;
 };
 
 /**
@@ -240,6 +262,12 @@ struct capture_sb {
  *        trace order and @inherit says whether new threads were followed
  * @prog: the traced command (per-thread)
  * @tids: the threads of -p, @nr_tids of them (per-thread)
+ * @stream: the traces were streamed (IPT_BUFFER_STREAM) while tracing
+ * @stream_fallback: not streamed although record would have: why (the
+ *        kernel lacks IPT_FEAT_STREAM); empty otherwise
+ * @slots: streamed: per trace slot (CPU or trace index), its gaps
+ * @nr_slots: entries of @slots
+ * @stream_bytes: streamed: bytes written; @stream_secs: seconds it took
  */
 struct capture {
 	const char *dir;
@@ -263,7 +291,30 @@ struct capture {
 	struct capture_prog prog;
 	const uint32_t *tids;
 	unsigned int nr_tids;
+	bool stream;
+	char stream_fallback[200];
+	struct capture_stream_slot *slots;
+	size_t nr_slots;
+	uint64_t stream_bytes;
+	double stream_secs;
 };
+
+/*
+ * Streamed: the gap callback of the consumer (@user is the capture): keep
+ * @gap in the slot of its trace.  0 or ENOMEM.
+ */
+int capture_stream_gap(const struct iptcap_stream_trace *tr, const struct ipt_gap *gap,
+		       void *user);
+int capture_stream_unlisted(const struct iptcap_stream_trace *tr, uint64_t nr, void *user);
+/*
+ * Streamed, the session stopped and drained into @files: the final state
+ * of every trace, its file (an empty one for a trace that got no byte) and
+ * meta.json, as capture_collect().  Returns 0 when complete, else 1.
+ */
+int capture_collect_stream(struct iptcap *ipt, struct capture *c,
+			   const struct iptcap_stream_files *files);
+/* Gaps of every trace, not itemised ones included. */
+uint64_t capture_nr_gaps(const struct capture *c);
 
 /* Mark @c incomplete, keeping the first reason (printf-style). */
 void capture_incomplete(struct capture *c, const char *fmt, ...)

@@ -209,7 +209,7 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 {
 	enum { O_SIZE = 256, O_RING, O_SOF, O_USER, O_KERNEL, O_TSC, O_MTC, O_CYC, O_PSB,
 	       O_NORETC, O_DURATION, O_FILTER, O_STOP_RANGE, O_CR3, O_NO_SB, O_THREADS,
-	       O_NO_INHERIT };
+	       O_NO_INHERIT, O_REGIONS, O_PROGRESS };
 	static const struct option opts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "cpu", required_argument, NULL, 'C' },
@@ -233,6 +233,8 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 		{ "no-sideband", no_argument, NULL, O_NO_SB },
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "no-inherit", no_argument, NULL, O_NO_INHERIT },
+		{ "regions", required_argument, NULL, O_REGIONS },
+		{ "progress", no_argument, NULL, O_PROGRESS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -296,6 +298,18 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 			break;
 		case O_SOF:
 			o->cfg.stop_on_full = true;
+			break;
+		case O_REGIONS:
+			if (parse_uint(optarg, IPT_STREAM_MAX_REGIONS, &v) ||
+			    v < IPT_STREAM_MIN_REGIONS || (v & (v - 1))) {
+				snprintf(msg, len, "--regions '%s': give a power of two from %d to %d",
+					 optarg, IPT_STREAM_MIN_REGIONS, IPT_STREAM_MAX_REGIONS);
+				return 2;
+			}
+			o->cfg.nr_regions = (unsigned int)v;
+			break;
+		case O_PROGRESS:
+			o->progress = true;
 			break;
 		case O_USER:
 			user = true;
@@ -402,6 +416,14 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 		snprintf(msg, len, "--ring and --stop-on-full exclude each other");
 		return 2;
 	}
+	o->buffer_given = ring || o->cfg.stop_on_full;
+	if (o->buffer_given && o->cfg.nr_regions) {
+		snprintf(msg, len, "--regions divides a stream: --ring and --stop-on-full do not "
+			 "stream");
+		return 2;
+	}
+	/* Streaming is the default; cmd_record drops it when the kernel cannot. */
+	o->cfg.stream = !o->buffer_given;
 	if (o->nr_tids && (all || cpus)) {
 		snprintf(msg, len, "-p traces threads, -a and -C trace CPUs: give one of them");
 		return 2;
@@ -468,8 +490,11 @@ static void record_usage(FILE *f)
 		"  --size SZ           buffer per CPU (default 4M) or per thread (default 1M),\n"
 		"                      a multiple of 4K; without CAP_IPC_LOCK the per-thread\n"
 		"                      default is lowered to fit the locked-memory limit\n"
-		"  --ring              overwrite the oldest data when full (default)\n"
-		"  --stop-on-full      stop a CPU's trace when its buffer is full\n"
+		"                      (streamed: the buffer is written out while tracing)\n"
+		"  --ring              no streaming: a ring that keeps the newest data\n"
+		"  --stop-on-full      no streaming: stop a trace when its buffer is full\n"
+		"  --regions N         streaming: interrupts per buffer, a power of two\n"
+		"                      from 2 to 64 (default 8)\n"
 		"  --user, --kernel    trace only user / kernel code (default: both per CPU,\n"
 		"                      user per thread)\n"
 		"  --tsc               TSC packets\n"
@@ -484,6 +509,7 @@ static void record_usage(FILE *f)
 		"  --cr3 VALUE         trace only while CR3 is VALUE (raw, e.g. 0x1a2b3000)\n"
 		"  --no-sideband       no perf sideband (the /proc snapshot is still taken)\n"
 		"  -q, --quiet         no progress line on a terminal\n"
+		"  --progress          the progress line also when stderr is not a terminal\n"
 		"Records until PROG exits, --duration passes, or SIGINT (Ctrl-C); -p also\n"
 		"until every traced thread has exited. Per-thread: one thread-TID.pt per\n"
 		"traced thread. See ipttool-record(8).\n");
@@ -651,6 +677,8 @@ static const char *config_option(const struct iptcap_config *cfg,
 		return cfg->ranges[e->index].kind == IPT_RANGE_STOP ? "--stop-range" : "--filter";
 	case IPTCAP_FIELD_CR3_MATCH:
 		return "--cr3";
+	case IPTCAP_FIELD_STREAM:
+		return "--regions";
 	case IPTCAP_FIELD_NONE:
 		break;
 	}
@@ -1090,6 +1118,80 @@ static void set_prog_status(struct capture *c, int status)
 	}
 }
 
+/* ---- streaming --------------------------------------------------------- */
+
+/**
+ * struct record_stream - the consumer of a streamed recording
+ * @c: the capture (its slots keep the gaps)
+ * @files: the trace files (libiptcap's default sink)
+ * @s: the consumer
+ */
+struct record_stream {
+	struct capture *c;
+	struct iptcap_stream_files *files;
+	struct iptcap_stream *s;
+};
+
+static int rs_data(const struct iptcap_stream_trace *tr, uint64_t off, const void *data,
+		   size_t len, void *user)
+{
+	struct record_stream *rs = user;
+
+	return iptcap_stream_files_data(tr, off, data, len, rs->files);
+}
+
+static int rs_gap(const struct iptcap_stream_trace *tr, const struct ipt_gap *gap, void *user)
+{
+	return capture_stream_gap(tr, gap, ((struct record_stream *)user)->c);
+}
+
+static int rs_unlisted(const struct iptcap_stream_trace *tr, uint64_t nr, void *user)
+{
+	return capture_stream_unlisted(tr, nr, ((struct record_stream *)user)->c);
+}
+
+static const struct iptcap_stream_ops rs_ops = {
+	.data = rs_data,
+	.gap = rs_gap,
+	.unlisted = rs_unlisted,
+};
+
+/* One pass of the consumer; a failure marks @c incomplete.  0 or -1. */
+static int record_drain(struct record_stream *rs, bool final)
+{
+	enum iptcap_err err = final ? iptcap_stream_finish(rs->s) : iptcap_stream_drain(rs->s);
+	int e = iptcap_stream_errno(rs->s);
+
+	if (!err)
+		return 0;
+	if (e) {
+		ipt_err("writing the streamed trace to %s failed: %s", rs->c->dir, strerror(e));
+		capture_incomplete(rs->c, "writing the streamed trace failed: %s", strerror(e));
+	} else {
+		ipt_err("streaming the trace failed: %s", iptcap_strerror(err));
+		capture_incomplete(rs->c, "streaming the trace failed: %s", iptcap_strerror(err));
+	}
+	return -1;
+}
+
+/* Streamed: MB written, MB/s and gaps, rewritten in place. */
+static void progress_show_stream(const struct record_stream *rs, double secs, bool tty)
+{
+	struct iptcap_stream_stats st;
+
+	iptcap_stream_stats(rs->s, &st);
+	fprintf(stderr, "%sipttool: %.1fs  %.1f MB written  %.1f MB/s  %u trace%s  gaps %" PRIu64,
+		tty ? "\r" : "", secs, (double)st.bytes / 1e6,
+		secs > 0 ? (double)st.bytes / 1e6 / secs : 0.0, st.traces,
+		st.traces == 1 ? "" : "s", st.gaps + st.gaps_unlisted);
+	if (st.gap_bytes)
+		fprintf(stderr, " (%.1f MB lost)", (double)st.gap_bytes / 1e6);
+	if (st.paused)
+		fprintf(stderr, ", %u paused", st.paused);
+	fprintf(stderr, tty ? "\033[K" : "\n");
+	fflush(stderr);
+}
+
 int cmd_record(struct ipttool *t, int argc, char **argv)
 {
 	struct record_opts o;
@@ -1103,7 +1205,10 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	int child_status = 0, ret = 1, pipefd[2] = { -1, -1 }, stpipe[2] = { -1, -1 };
 	uint64_t t0, last_progress = 0, last_check = 0;
 	struct progress pr;
-	bool show_progress = false, progress_shown = false, exec_failed = false;
+	struct record_stream rs = { 0 };
+	bool show_progress = false, progress_shown = false, exec_failed = false, tty;
+	bool stream_failed = false, regions_given;
+	uint64_t nr_gaps = 0;
 	size_t nr_slots;
 	unsigned int i;
 	int rc;
@@ -1141,6 +1246,47 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		goto out;
 	}
 	c.caps = caps;
+	if (o.cfg.stream && !(caps.features & IPT_FEAT_STREAM)) {
+		/* An older ipt.ko: record into a ring as before, and say so once. */
+		o.cfg.stream = false;
+		snprintf(c.stream_fallback, sizeof(c.stream_fallback),
+			 "this ipt.ko cannot stream (no IPT_FEAT_STREAM): a ring that keeps the "
+			 "newest %" PRIu64 " KiB per %s", (uint64_t)(o.cfg.buffer_size ? o.cfg.buffer_size :
+			 IPTCAP_DEFAULT_BUFFER_SIZE) >> 10, o.cfg.per_thread ? "thread" : "CPU");
+		if (o.cfg.nr_regions) {
+			ipt_err("record: --regions: %s", c.stream_fallback);
+			ret = 2;
+			goto out;
+		}
+		if (!o.quiet)
+			fprintf(stderr, "ipttool: record: %s\n", c.stream_fallback);
+	}
+	regions_given = o.cfg.nr_regions != 0;
+	if (o.cfg.stream && !o.cfg.nr_regions) {
+		/*
+		 * Streaming by default: fewer regions for a small buffer (a
+		 * region is two pages or more), none below two regions.
+		 */
+		uint64_t sz = o.cfg.buffer_size ? o.cfg.buffer_size :
+			      IPTCAP_DEFAULT_BUFFER_SIZE < caps.max_trace_size ?
+			      IPTCAP_DEFAULT_BUFFER_SIZE : caps.max_trace_size;
+		unsigned int nr = IPT_STREAM_DEF_REGIONS;
+
+		while (nr > IPT_STREAM_MIN_REGIONS && sz / nr < 2 * 4096)
+			nr /= 2;
+		if (sz / nr < 2 * 4096) {
+			o.cfg.stream = false;
+			snprintf(c.stream_fallback, sizeof(c.stream_fallback),
+				 "a buffer of %" PRIu64 " KiB is too small to stream (%d regions of "
+				 "two pages or more): a ring that keeps the newest %" PRIu64 " KiB",
+				 sz >> 10, IPT_STREAM_MIN_REGIONS, sz >> 10);
+			if (!o.quiet)
+				fprintf(stderr, "ipttool: record: %s\n", c.stream_fallback);
+		} else if (nr != IPT_STREAM_DEF_REGIONS) {
+			o.cfg.nr_regions = nr;
+		}
+	}
+	c.stream = o.cfg.stream;
 	/* Refuse what the unit cannot do before touching the output. */
 	err = check_config(&o.cfg, &caps, &c.config, msg, sizeof(msg));
 	if (err) {
@@ -1150,6 +1296,24 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	}
 	/* Allocate before touching the output: busy or no memory leave no trace. */
 	err = iptcap_configure(ipt, &o.cfg, msg, sizeof(msg));
+	if (err == IPTCAP_ERR_UNSUPPORTED && o.cfg.stream && !regions_given &&
+	    iptcap_last_errno(ipt) == EOPNOTSUPP) {
+		/* A kernel that streams some sessions but not this kind: a ring, said once. */
+		o.cfg.stream = false;
+		o.cfg.nr_regions = 0;
+		c.stream = false;
+		snprintf(c.stream_fallback, sizeof(c.stream_fallback),
+			 "this ipt.ko cannot stream %s traces (EOPNOTSUPP): a ring that keeps the "
+			 "newest %" PRIu64 " KiB per %s", o.cfg.per_thread ? "per-thread" : "per-CPU",
+			 (uint64_t)(o.cfg.buffer_size ? o.cfg.buffer_size :
+				    IPTCAP_DEFAULT_BUFFER_SIZE) >> 10,
+			 o.cfg.per_thread ? "thread" : "CPU");
+		if (!o.quiet)
+			fprintf(stderr, "ipttool: record: %s\n", c.stream_fallback);
+		err = check_config(&o.cfg, &caps, &c.config, msg, sizeof(msg));
+		if (!err)
+			err = iptcap_configure(ipt, &o.cfg, msg, sizeof(msg));
+	}
 	if (err) {
 		err_session(t, err, "configuring the session", msg);
 		if (err == IPTCAP_ERR_NO_THREAD_MODE)
@@ -1174,6 +1338,16 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	if (!c.traces) {
 		ipt_err("out of memory");
 		goto out;
+	}
+	if (c.stream) {
+		c.nr_slots = nr_slots;
+		c.slots = calloc(nr_slots ? nr_slots : 1, sizeof(*c.slots));
+		rs.c = &c;
+		if (!c.slots || iptcap_stream_files_open(o.out_dir, &rs.files) ||
+		    iptcap_stream_open(ipt, &rs_ops, &rs, &rs.s)) {
+			ipt_err("cannot set up streaming into %s: %s", o.out_dir, strerror(errno));
+			goto out;
+		}
 	}
 	capture_time_conv(&c);
 	c.meta_reserve = 4096 + 1024 * (c.per_thread ? (nr_slots < 16 ? nr_slots : 16) :
@@ -1267,8 +1441,9 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		goto out_meta;
 	}
 	t0 = now_ns(CLOCK_MONOTONIC);
-	show_progress = isatty(STDERR_FILENO) && !o.quiet;
-	if (show_progress && !c.per_thread)
+	tty = isatty(STDERR_FILENO);
+	show_progress = (tty || o.progress) && !o.quiet;
+	if (show_progress && !c.per_thread && !c.stream)
 		progress_init(&pr, ipt, &c);
 	if (child > 0) {
 		if (write(pipefd[1], "g", 1) != 1)
@@ -1303,11 +1478,35 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 			if (all_threads_gone(ipt))
 				break;
 		}
-		capture_sb_wait(&c, 20);	/* 20 ms, or until a sideband ring fills */
+		if (c.stream) {
+			struct iptcap_stream_stats st0, st1;
+
+			/* Until a region is ready (or 20 ms for the sideband and the child). */
+			iptcap_stream_stats(rs.s, &st0);
+			if (iptcap_stream_wait(rs.s, 20) < 0) {
+				ipt_err("waiting for the trace: %s", strerror(errno));
+				capture_incomplete(&c, "waiting for the trace failed: %s",
+						   strerror(errno));
+				stream_failed = true;
+				break;
+			}
+			if (record_drain(&rs, false)) {
+				stream_failed = true;
+				break;
+			}
+			iptcap_stream_stats(rs.s, &st1);
+			/* Readable but nothing moved (a final trace): do not spin. */
+			if (st1.bytes == st0.bytes && st1.gaps == st0.gaps)
+				capture_sb_wait(&c, 20);
+		} else {
+			capture_sb_wait(&c, 20);	/* 20 ms, or until a sideband ring fills */
+		}
 		capture_sb_drain(&c);
 		if (show_progress && now_ns(CLOCK_MONOTONIC) - last_progress >= 500000000ull) {
 			last_progress = now_ns(CLOCK_MONOTONIC);
-			if (c.per_thread)
+			if (c.stream)
+				progress_show_stream(&rs, (double)(last_progress - t0) / 1e9, tty);
+			else if (c.per_thread)
 				progress_show_threads(ipt, &c, (double)(last_progress - t0) / 1e9);
 			else
 				progress_show(&pr, &c, (double)(last_progress - t0) / 1e9);
@@ -1316,14 +1515,26 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	}
 	err = iptcap_stop(ipt);
 	c.stop_ns = now_ns(CLOCK_REALTIME);
+	if (c.stream && !stream_failed && record_drain(&rs, true))
+		stream_failed = true;
+	if (c.stream) {
+		struct iptcap_stream_stats st;
+
+		iptcap_stream_stats(rs.s, &st);
+		c.stream_bytes = st.bytes;
+		c.stream_secs = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+	}
 	if (progress_shown) {
 		double secs = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
 
-		if (c.per_thread)
+		if (c.stream)
+			progress_show_stream(&rs, secs, tty);
+		else if (c.per_thread)
 			progress_show_threads(ipt, &c, secs);
 		else
 			progress_show(&pr, &c, secs);
-		fputc('\n', stderr);
+		if (tty || !c.stream)
+			fputc('\n', stderr);
 	}
 	capture_sb_end(&c);
 	if (err) {
@@ -1334,10 +1545,19 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		fprintf(stderr, "ipttool: %s: stopping and writing the capture\n",
 			strsignal(stop_signal));
 
-	capture_collect(ipt, &c);
+	if (c.stream) {
+		capture_collect_stream(ipt, &c, rs.files);
+		nr_gaps = capture_nr_gaps(&c);
+	} else {
+		capture_collect(ipt, &c);
+	}
 	iptcap_release(ipt);
 	print_summary(t, &c);
-	ret = c.complete && !exec_failed ? 0 : 1;
+	if (nr_gaps)
+		ipt_err("record: %" PRIu64 " gap%s: the consumer fell behind and the unit paused; "
+			"see \"gaps\" in %s/%s", nr_gaps, nr_gaps == 1 ? "" : "s", c.dir,
+			CAPTURE_META);
+	ret = c.complete && !exec_failed && !nr_gaps && !stream_failed ? 0 : 1;
 	goto out;
 out_meta:
 	/* Failed after the capture was begun: it says why. */
@@ -1358,7 +1578,12 @@ out:
 	}
 	capture_sb_free(&c);
 	progress_free(&pr);
+	iptcap_stream_close(rs.s);
+	iptcap_stream_files_close(rs.files);
 	iptcap_close(ipt);
 	free(c.traces);
+	for (i = 0; c.slots && i < c.nr_slots; i++)
+		free(c.slots[i].gaps);
+	free(c.slots);
 	return ret;
 }

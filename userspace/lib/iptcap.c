@@ -211,6 +211,7 @@ static const struct {
 	{ IPT_FEAT_TRANSPORT, "trace_transport" },
 	{ IPT_FEAT_LIP, "lip" },
 	{ IPT_FEAT_XSAVES_PT, "xsaves_pt" },
+	{ IPT_FEAT_STREAM, "stream" },
 };
 
 const char *iptcap_feature_name(uint64_t bit)
@@ -247,6 +248,7 @@ static const char *const field_names[] = {
 	[IPTCAP_FIELD_PSB_FREQ] = "psb_freq",
 	[IPTCAP_FIELD_RANGES] = "ranges",
 	[IPTCAP_FIELD_CR3_MATCH] = "cr3_match",
+	[IPTCAP_FIELD_STREAM] = "stream",
 };
 
 const char *iptcap_field_name(enum iptcap_field field)
@@ -516,6 +518,28 @@ enum iptcap_err iptcap_config_check(const struct iptcap_config *cfg,
 	out->buffer_size = size;
 	if (cfg->stop_on_full)
 		out->buffer_flags |= IPT_BUFFER_STOP_ON_FULL;
+	if (cfg->stream) {
+		unsigned int n = cfg->nr_regions ? cfg->nr_regions : IPT_STREAM_DEF_REGIONS;
+
+		if (!(caps->features & IPT_FEAT_STREAM))
+			return fail(e, IPTCAP_ERR_CAPABILITY, IPTCAP_FIELD_STREAM, -1,
+				    "this ipt.ko does not offer streaming (IPT_FEAT_STREAM)");
+		if (cfg->stop_on_full)
+			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_STREAM, -1,
+				    "a stream never fills: it excludes stop_on_full");
+		set_value(e, "%u", n);
+		if (n < IPT_STREAM_MIN_REGIONS || n > IPT_STREAM_MAX_REGIONS || (n & (n - 1)))
+			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_STREAM, -1,
+				    "regions must be a power of two from %d to %d",
+				    IPT_STREAM_MIN_REGIONS, IPT_STREAM_MAX_REGIONS);
+		if (size / n < 2 * 4096)
+			return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_STREAM, -1,
+				    "a region needs at least two pages: %llu bytes in %u regions",
+				    (unsigned long long)size, n);
+		e->value[0] = '\0';
+		out->buffer_flags |= IPT_BUFFER_STREAM;
+		out->nr_regions = cfg->nr_regions;
+	}
 
 	if (!cfg->user && !cfg->kernel)
 		return fail(e, IPTCAP_ERR_INVALID, IPTCAP_FIELD_PRIVILEGE, -1,
@@ -936,4 +960,58 @@ enum iptcap_err iptcap_copy_trace(struct iptcap *ipt, unsigned int cpu,
 	if (err)
 		return err;
 	return iptcap_copy_segments(buf, &ts, dst, len, copied);
+}
+
+int iptcap_fd(const struct iptcap *ipt)
+{
+	return ipt->fd;
+}
+
+enum iptcap_err iptcap_stream_release(struct iptcap *ipt, unsigned int trace, uint64_t released)
+{
+	struct ipt_stream_release r;
+
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	r.trace = trace;
+	r.released = released;
+	if (ioctl(ipt->fd, IPT_IOC_STREAM_RELEASE, &r)) {
+		ipt->last_errno = errno;
+		if (errno == ENOENT)
+			return ipt->per_thread ? IPTCAP_ERR_NO_SUCH_TRACE : IPTCAP_ERR_NO_SUCH_CPU;
+		return iptcap_err_from_errno(errno);
+	}
+	ipt->last_errno = 0;
+	return IPTCAP_OK;
+}
+
+enum iptcap_err iptcap_get_gaps(struct iptcap *ipt, unsigned int trace, uint64_t first,
+				struct ipt_gap *gaps, unsigned int nr, unsigned int *got,
+				uint64_t *total, uint64_t *oldest)
+{
+	struct ipt_gaps g;
+
+	*got = 0;
+	memset(&g, 0, sizeof(g));
+	g.size = sizeof(g);
+	g.trace = trace;
+	g.entry_size = sizeof(*gaps);
+	g.nr_entries = gaps ? nr : 0;
+	g.first = first;
+	g.entries_ptr = (uintptr_t)(gaps && nr ? gaps : NULL);
+	if (ioctl(ipt->fd, IPT_IOC_GET_GAPS, &g)) {
+		ipt->last_errno = errno;
+		if (errno == ENOENT)
+			return ipt->per_thread ? IPTCAP_ERR_NO_SUCH_TRACE : IPTCAP_ERR_NO_SUCH_CPU;
+		return iptcap_err_from_errno(errno);
+	}
+	if (g.nr_entries > nr || g.oldest > g.total) {
+		ipt->last_errno = EPROTO;
+		return IPTCAP_ERR_ABI;
+	}
+	*got = g.nr_entries;
+	*total = g.total;
+	*oldest = g.oldest;
+	ipt->last_errno = 0;
+	return IPTCAP_OK;
 }

@@ -2116,6 +2116,124 @@ static void test_inputs(struct run *r)
 	free(trace);
 }
 
+/* ---- a streamed capture with a gap --------------------------------------------------------- */
+
+/*
+ * The ground truth cut at two PSBs into a streamed capture: the bytes
+ * between them lost in a gap that meta.json records at the first cut.
+ * The decode must equal libipt's serial decode (decode-ref) of the piece
+ * before the gap, the gap item, then that of the piece after it, with
+ * the split decode (-J 3) as with -J 1: no segment and no decoder crosses
+ * the gap.  Without the gap record the same file decodes otherwise (the
+ * oracle can fail).
+ */
+static void test_stream_gap(struct run *r)
+{
+	static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
+					 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	char raws[16384], imgs[16384] = "", cap[PATH_MAX + 32], path[PATH_MAX + 64];
+	char pa[PATH_MAX + 64], pb[PATH_MAX + 64], exp[PATH_MAX + 64], line[PATH_MAX + 128];
+	size_t tlen = 0, *offs = NULL, n = 0, p1, p2, at = 0, o;
+	struct json_object *m, *t, *gaps, *g;
+	char *trace, *cut;
+	int st, j;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	trace = slurp(path, &tlen);
+	for (o = 0; trace && o + sizeof(psb) <= tlen; o++)
+		if (!memcmp(trace + o, psb, sizeof(psb))) {
+			offs = realloc(offs, (n + 1) * sizeof(*offs));
+			offs[n++] = o;
+			o += sizeof(psb) - 1;
+		}
+	if (n < 6) {
+		CHECK(0, "%s: stream gap: the trace has %zu PSBs, need 6", r->name, n);
+		free(trace);
+		free(offs);
+		return;
+	}
+	p1 = offs[n / 3];
+	p2 = offs[2 * n / 3];
+	snprintf(pa, sizeof(pa), "%s/%s.piece-a.pt", work, r->name);
+	snprintf(pb, sizeof(pb), "%s/%s.piece-b.pt", work, r->name);
+	spew(pa, trace, p1);
+	spew(pb, trace + p2, tlen - p2);
+	cut = malloc(p1 + tlen - p2);
+	memcpy(cut, trace, p1);
+	memcpy(cut + p1, trace + p2, tlen - p2);
+	snprintf(cap, sizeof(cap), "%s/%s.stream-capture", work, r->name);
+	make_capture(r, cap, cut, p1 + tlen - p2);
+
+	/* the expectation: serial libipt on each piece, the gap between */
+	snprintf(line, sizeof(line), "%s/images.txt", r->dir);
+	f = fopen(line, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b;
+		char name[256];
+
+		if (sscanf(line, "%llx %llx %255s", &a, &b, name) == 3)
+			at += (size_t)snprintf(imgs + at, sizeof(imgs) - at, " %llx:%llx:%s/%s", a, b,
+					       r->dir, name);
+	}
+	if (f)
+		fclose(f);
+	snprintf(exp, sizeof(exp), "%s/%s.stream.expected", work, r->name);
+	st = sh("%s/userspace/decode-ref %s 6/126/5%s | grep -v '^# ' >%s && "
+		"echo '[gap: %zu bytes lost, tsc 0x64..0xc8, at offset %#zx]' >>%s && "
+		"%s/userspace/decode-ref %s 6/126/5%s | grep -v '^# ' >>%s",
+		build, pa, imgs, exp, p2 - p1, p1, exp, build, pb, imgs, exp);
+	CHECK(st == 0, "%s: stream gap: the reference decodes of the two pieces", r->name);
+
+	/* without the gap record first: the oracle must see a difference */
+	raw_args(r, raws, sizeof(raws), -1);
+	st = decode(F(r, "sg0"), F(r, "esg0"), "decode %s%s --insn=%s -J 1", cap, raws,
+		    F(r, "sg0.insn"));
+	CHECK(sh("sed -E 's/^([0-9a-f]{16})  .*/\\1/' %s | cmp -s - %s", F(r, "sg0.insn"), exp) != 0,
+	      "%s: stream gap: without its record in meta.json the decode differs from the "
+	      "expectation", r->name);
+
+	snprintf(path, sizeof(path), "%s/meta.json", cap);
+	m = json_object_from_file(path);
+	json_object_object_get_ex(m, "traces", &t);
+	t = json_object_array_get_idx(t, 0);
+	gaps = json_object_new_array();
+	g = json_object_new_object();
+	json_object_object_add(g, "offset", json_object_new_int64((int64_t)p1));
+	json_object_object_add(g, "tsc_start", json_object_new_int64(100));
+	json_object_object_add(g, "tsc_end", json_object_new_int64(200));
+	json_object_object_add(g, "bytes_lost", json_object_new_int64((int64_t)(p2 - p1)));
+	json_object_object_add(g, "cpu", json_object_new_int64(0));
+	json_object_array_add(gaps, g);
+	json_object_object_add(t, "gaps", gaps);
+	json_object_object_add(t, "gaps_unlisted", json_object_new_int64(0));
+	json_object_to_file(path, m);
+	json_object_put(m);
+
+	for (j = 1; j <= 3; j += 2) {
+		char out[32], err[32], ins[32];
+
+		snprintf(out, sizeof(out), "sg%d", j);
+		snprintf(err, sizeof(err), "esg%d", j);
+		snprintf(ins, sizeof(ins), "sg%d.insn", j);
+		st = decode(F(r, out), F(r, err), "-j decode %s%s --insn=%s -J %d", cap, raws,
+			    F(r, ins), j);
+		CHECK(st == 3 && clean_stderr(F(r, err)) && file_contains(F(r, err), "1 stream gap"),
+		      "%s: stream gap, -J %d: exit 3 (data is missing), says so (%d)", r->name, j, st);
+		CHECK(sh("sed -E 's/^([0-9a-f]{16})  .*/\\1/' %s | cmp -s - %s", F(r, ins), exp) == 0,
+		      "%s: stream gap, -J %d: the decode is libipt's serial decode of each piece, "
+		      "with the gap item at its place", r->name, j);
+		CHECK(json_int(F(r, out), "stream_gaps") == 1 && json_int(F(r, out), "errors") == 0 &&
+		      file_contains(F(r, out), "\"reason\":\"stream_gap\"") &&
+		      file_contains(F(r, out), "\"tsc_end\":\"0xc8\""),
+		      "%s: stream gap, -J %d: the summary counts 1 stream gap, 0 errors, and lists "
+		      "it with its TSCs", r->name, j);
+	}
+	free(trace);
+	free(cut);
+	free(offs);
+}
+
 /* ---- corrupted input, under ASan/UBSan ----------------------------------------------------- */
 
 /*
@@ -3778,6 +3896,8 @@ int main(int argc, char **argv)
 	size_t i, nr = sizeof(runs) / sizeof(runs[0]);
 	pid_t pids[8];
 	int status;
+	/* IPT_DECODE_TEST=stream-gap: only the streamed-capture test, on the first run */
+	const char *only = getenv("IPT_DECODE_TEST");
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!tool_test_setup(argc, argv, "decode-tests", &status))
@@ -3801,6 +3921,8 @@ int main(int argc, char **argv)
 		      "(objects %s, exit %s)", objs ? "missing" : "found",
 		      calls ? "not called" : "called");
 	}
+	if (only && !strcmp(only, "stream-gap"))
+		nr = 1;
 	/* ptgen, two at a time (each tracer/tracee pair keeps a CPU busy) */
 	for (i = 0; i < nr; i++) {
 		char opts[128], prog[PATH_MAX + 64];
@@ -3827,6 +3949,10 @@ int main(int argc, char **argv)
 		      runs[i].n);
 		if (!ok)
 			continue;
+		if (only) {
+			test_stream_gap(&runs[i]);
+			return tap_done();
+		}
 		if (!strcmp(runs[i].name, "calls-timed"))
 			test_timed(&runs[i]);
 		else if (strncmp(runs[i].name, "sw-", 3))
@@ -3877,6 +4003,7 @@ int main(int argc, char **argv)
 		}
 		json_object_put(o);
 		test_inputs(&runs[0]);
+		test_stream_gap(&runs[0]);
 		test_kcore(&runs[0]);
 		test_kcore_modules(&runs[1]);
 		/* --folded-time without TSC packets: says so, counts instructions */
