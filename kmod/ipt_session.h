@@ -69,6 +69,8 @@ struct ipt_thread {
 
 /* Gaps a stream trace itemises; older ones are only counted. */
 #define IPT_STREAM_GAPS		64
+/* struct ipt_stream @announced: no PMI since the unit started. */
+#define IPT_STREAM_NONE		U64_MAX
 
 /**
  * struct ipt_stream - the streaming state of a trace (IPT_BUFFER_STREAM)
@@ -85,12 +87,17 @@ struct ipt_thread {
  * @paused: the unit hit STOP and waits for a release (set by the PMI
  *        handler, or found at a stop; cleared when it resumes)
  * @paused_tsc: TSC when the pause began
+ * @announced: where the PMI handler last saw the unit, rounded down to
+ *        a region boundary: the buffer offset (0 .. size - 1), plus the
+ *        buffer size when the unit was Stopped at STOP; IPT_STREAM_NONE
+ *        when no PMI was handled since the unit last started
  * @work: wakes the session's pollers, queued by the PMI handler
  *
  * Locking: everything under the device lock, the cross-CPU calls of
- * ipt_cpu.c writing while the caller holds it and waits; but @paused and
- * @paused_tsc, which the PMI handler (NMI) also writes with WRITE_ONCE,
- * only when @paused is clear, and which are read with READ_ONCE.
+ * ipt_cpu.c writing while the caller holds it and waits; but @paused,
+ * @paused_tsc and @announced, which the PMI handler (NMI) also writes
+ * with WRITE_ONCE (@paused and @paused_tsc only when @paused is clear),
+ * and which are read with READ_ONCE.
  */
 struct ipt_stream {
 	struct ipt_gap *gaps;
@@ -102,6 +109,7 @@ struct ipt_stream {
 	u64 lost_base;
 	bool paused;
 	u64 paused_tsc;
+	u64 announced;
 	struct irq_work work;
 };
 

@@ -7,7 +7,12 @@
  * Positions are stream positions: bytes since configure.  The consumer's
  * tail is @released; the unit's head is known exactly whenever the unit
  * is off (a stop, a release that moves STOP) and, while it runs, to the
- * last region end its PMI announced.  INT is on the last ToPA entry of
+ * last region end the PMI handler saw it past.  The handler reads where
+ * the unit is rather than counting PMIs: ToPA PMIs are one status bit,
+ * and regions that end before the handler clears it raise one PMI
+ * between them (SDM vol. 3C, 33.2.7.2: the PMI is raised "before or just
+ * after" the region is filled; IA32_PERF_GLOBAL_STATUS bit 55 is a flag,
+ * not a count).  INT is on the last ToPA entry of
  * every region; STOP (with INT) on the last entry of the region before
  * the one holding the oldest unreleased byte, so the unit can fill
  * everything up to the consumer's data and never over it.  Reaching STOP
@@ -23,8 +28,8 @@
  * 1490-1530), but when it has no room it leaves the event stopped until
  * the next sched-in and never says how long: ipt times every pause.
  *
- * NMI rules: the PMI handler only reads MSRs, writes @paused and
- * @paused_tsc with WRITE_ONCE and queues the trace's irq_work, which
+ * NMI rules: the PMI handler only reads MSRs, writes @paused,
+ * @paused_tsc and @announced with WRITE_ONCE and queues the trace's irq_work, which
  * wakes the pollers in hard-interrupt context.  No lock, no sleep there.
  *
  * See Documentation/design.rst ("Streaming") and abi.rst.
@@ -203,28 +208,57 @@ static u64 ipt_stream_tsc(const struct ipt_hw_ops *hw)
 	return hw->tsc ? hw->tsc() : rdtsc_ordered();
 }
 
+/*
+ * Where the unit is: the buffer offset of the last region end it passed
+ * (0 .. size - 1), plus the buffer size when it is Stopped at STOP (its
+ * offset then is STOP's, the floor's); IPT_STREAM_NONE when the output
+ * registers do not point into @t's buffer.  OutputOffset read while
+ * tracing may lag a little behind the unit; it is never ahead of it.
+ * Context: the PMI handler (NMI natively), on @t's CPU: MSR reads only.
+ */
+static u64 ipt_stream_where(const struct ipt_trace *t,
+			    const struct ipt_hw_ops *hw, bool stopped)
+{
+	const struct ipt_buffer *buf = t->buf;
+	u64 base, mask, off;
+
+	if (hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &base) ||
+	    hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &mask) ||
+	    ipt_topa_offset(buf, base, mask, &off))
+		return IPT_STREAM_NONE;
+	off %= buf->size;
+	off -= off % buf->region_size;
+	return stopped ? off + buf->size : off;
+}
+
 /**
  * ipt_stream_pmi() - a PMI of a stream trace: a region ended
  * @t: the trace this CPU counts PMIs for
  * @hw: the backend
  *
- * A unit that reached STOP is Stopped: the trace is paused from now,
- * until a release makes room.  The pollers are woken either way.
+ * Announces where the unit is (@t->stream.announced), one or more
+ * regions on.  A unit that reached STOP is Stopped: the trace is paused
+ * from now, until a release makes room.  The pollers are woken either
+ * way.
  *
  * Context: the PMI handler (NMI natively), on @t's CPU.
  */
 void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw)
 {
+	struct ipt_stream *st = &t->stream;
+	bool stopped = false;
 	u64 status;
 
-	if (!READ_ONCE(t->stream.paused) &&
-	    !hw->read_msr(MSR_IA32_RTIT_STATUS, &status) &&
-	    (status & RTIT_STATUS_STOPPED)) {
-		WRITE_ONCE(t->stream.paused_tsc, ipt_stream_tsc(hw));
-		WRITE_ONCE(t->stream.paused, true);
+	if (!hw->read_msr(MSR_IA32_RTIT_STATUS, &status))
+		stopped = status & RTIT_STATUS_STOPPED;
+	WRITE_ONCE(st->announced, ipt_stream_where(t, hw, stopped));
+	if (stopped && !READ_ONCE(st->paused)) {
+		WRITE_ONCE(st->paused_tsc, ipt_stream_tsc(hw));
+		WRITE_ONCE(st->paused, true);
 	}
-	irq_work_queue(&t->stream.work);
+	irq_work_queue(&st->work);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_pmi);
 
 /**
  * ipt_stream_started_here() - the unit is about to trace into @t
@@ -242,12 +276,15 @@ void ipt_stream_started_here(struct ipt_trace *t)
 	const struct ipt_hw_ops *hw = t->s->hw;
 
 	lockdep_assert_irqs_disabled();
+	/* Announced from here on: never behind @head. */
+	WRITE_ONCE(t->stream.announced, IPT_STREAM_NONE);
 	t->stream.lost_base = hw->lost_bytes ? hw->lost_bytes() : 0;
 	if (t->status & RTIT_STATUS_STOPPED) {
 		WRITE_ONCE(t->stream.paused_tsc, ipt_stream_tsc(hw));
 		WRITE_ONCE(t->stream.paused, true);
 	}
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_started_here);
 
 /* Record the pause that ends now, at stream position @offset. */
 static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
@@ -295,10 +332,13 @@ void ipt_stream_stopped_here(struct ipt_trace *t)
 		off = st->head;	/* not ours: the unit was reset under us */
 	st->head = ipt_stream_position(t->buf->size, t->buf->region_size,
 				       st->released, off, full);
+	/* A PMI announced a position behind @head, or none: forget it. */
+	WRITE_ONCE(st->announced, IPT_STREAM_NONE);
 	if (full)
 		ipt_stream_gap(t, st->head);
 	WRITE_ONCE(st->paused, false);
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_stopped_here);
 
 /**
  * ipt_stream_rearm() - move STOP to where @t->stream.released says
@@ -326,13 +366,20 @@ void ipt_stream_rearm(struct ipt_trace *t)
 		ipt_topa_pos(buf, t->stream.head, &t->base, &t->mask);
 	}
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_rearm);
 
 /**
  * ipt_stream_captured() - the stream position up to which data is ready
  * @t: a stream trace
  *
- * Exact while the unit is off; while it runs, the last region end its PMI
- * announced (never beyond what STOP lets it write).
+ * Exact while the unit is off; while it runs, the last region end the
+ * PMI handler saw it past, or the head the last start began at.  The
+ * handler announces a buffer offset; its stream position is unique: it
+ * is at or after @head and @released (announcements before the unit last
+ * started are forgotten, and a release never passes this position), and
+ * the unit cannot pass STOP, one buffer after the start of the region
+ * holding @released (ipt_stream_position()).  Paused at STOP, that is
+ * exactly where it is.
  *
  * Context: device lock held.
  * Return: the position.
@@ -341,14 +388,17 @@ u64 ipt_stream_captured(const struct ipt_trace *t)
 {
 	const struct ipt_buffer *buf = t->buf;
 	const struct ipt_stream *st = &t->stream;
-	u64 floor = st->released - st->released % buf->region_size;
-	u64 c = atomic64_read(&t->pmis) * buf->region_size;
+	u64 a = READ_ONCE(st->announced);
 
 	lockdep_assert_held(&t->s->idev->lock);
-	if (!t->running)
+	if (!t->running || a == IPT_STREAM_NONE)
 		return st->head;
-	return max(st->head, min(c, floor + buf->size));
+	return max(st->head,
+		   ipt_stream_position(buf->size, buf->region_size,
+				       st->released, a % buf->size,
+				       a >= buf->size));
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_captured);
 
 /* The open pause of a running trace.  Device lock held. */
 static bool ipt_stream_paused(const struct ipt_trace *t)

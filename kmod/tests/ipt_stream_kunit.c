@@ -6,10 +6,14 @@
  * (ipt_topa_build(), ipt_topa_move_stop(), ipt_stream_stop_region()),
  * the output registers of an offset (ipt_topa_pos(), the inverse of
  * ipt_topa_offset()) and the stream position of an output offset
- * (ipt_stream_position()).  Fake buffers: nothing runs them.
+ * (ipt_stream_position()); and the state functions the PMI handler and
+ * the cross-CPU calls run (ipt_stream_pmi(), ipt_stream_started_here(),
+ * ipt_stream_stopped_here(), ipt_stream_captured()) on a fake backend.
+ * Fake buffers: nothing runs them.
  */
 #include <kunit/test.h>
 #include <linux/bitfield.h>
+#include <linux/irq_work.h>
 #include <linux/sizes.h>
 
 #include "../ipt.h"
@@ -189,12 +193,156 @@ static void stream_position(struct kunit *test)
 			5 * rs);
 }
 
+/*
+ * A stream trace on a fake buffer of 8 regions of 4 KiB, and a fake
+ * backend whose output registers and STATUS the case sets: the state
+ * functions of ipt_stream.c driven directly, in the order the cross-CPU
+ * calls and the PMI handler run them.
+ */
+static u64 fake_base, fake_mask, fake_status;
+
+static int fake_rd(u32 msr, u64 *val)
+{
+	switch (msr) {
+	case MSR_IA32_RTIT_OUTPUT_BASE:
+		*val = fake_base;
+		return 0;
+	case MSR_IA32_RTIT_OUTPUT_MASK:
+		*val = fake_mask;
+		return 0;
+	case MSR_IA32_RTIT_STATUS:
+		*val = fake_status;
+		return 0;
+	}
+	return -EIO;
+}
+
+static u64 fake_tsc(void)
+{
+	return 1000;
+}
+
+static const struct ipt_hw_ops fake_ops = {
+	.name = "kunit-stream",
+	.read_msr = fake_rd,
+	.tsc = fake_tsc,
+};
+
+struct fake_stream {
+	struct ipt_device idev;
+	struct ipt_session s;
+	struct ipt_trace t;
+};
+
+static void fake_wake(struct irq_work *w)
+{
+}
+
+static struct fake_stream *fake_stream(struct kunit *test)
+{
+	struct fake_stream *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	f->t.buf = ipt_test_fake_buffer(test, 8, SZ_4K, false);
+	KUNIT_ASSERT_EQ(test, ipt_buffer_set_regions(f->t.buf, 8), 0);
+	mutex_init(&f->idev.lock);
+	f->s.idev = &f->idev;
+	f->s.hw = &fake_ops;
+	f->s.stream = true;
+	f->s.hwcfg.status_keep = IPT_STATUS_KEEP;
+	f->t.s = &f->s;
+	f->t.stream.gaps = kunit_kcalloc(test, IPT_STREAM_GAPS,
+					 sizeof(*f->t.stream.gaps), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, f->t.stream.gaps);
+	init_irq_work(&f->t.stream.work, fake_wake);
+	fake_status = 0;
+	return f;
+}
+
+/* The unit at buffer offset @off (Stopped at STOP: @stopped). */
+static void fake_at(struct fake_stream *f, u64 off, bool stopped)
+{
+	ipt_topa_pos(f->t.buf, off, &fake_base, &fake_mask);
+	fake_status = stopped ? RTIT_STATUS_STOPPED : 0;
+}
+
+/* Start the trace as ipt_trace_start_on_cpu() does, interrupts off. */
+static void fake_start(struct fake_stream *f)
+{
+	local_irq_disable();
+	ipt_stream_started_here(&f->t);
+	local_irq_enable();
+	f->t.running = true;
+}
+
+static u64 fake_captured(struct fake_stream *f)
+{
+	u64 c;
+
+	irq_work_sync(&f->t.stream.work);
+	mutex_lock(&f->idev.lock);
+	c = ipt_stream_captured(&f->t);
+	mutex_unlock(&f->idev.lock);
+	return c;
+}
+
+/*
+ * One PMI for several regions (bit 55 is a flag): the ready position is
+ * where the unit is, rounded down to a region end, never a count; at STOP
+ * exactly a buffer past the floor; announcements before a stop are gone.
+ */
+static void stream_pmi_position(struct kunit *test)
+{
+	struct fake_stream *f = fake_stream(test);
+	const u64 rs = SZ_4K, size = 8 * SZ_4K;
+
+	fake_start(f);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 0);
+	/* four regions and a bit, one PMI */
+	fake_at(f, 4 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 4 * rs);
+	/* released up to 3 regions; the unit at STOP, one PMI for the rest */
+	f->t.stream.released = 3 * rs + 5;
+	fake_at(f, 3 * rs, true);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 3 * rs + size);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	/* a lap on, wrapped: released at 2 regions of lap 1, unit at 1 of 2 */
+	f->t.stream.paused = false;
+	f->t.stream.released = size + 2 * rs;
+	fake_at(f, rs + 7, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 2 * size + rs);
+	/* the output registers not in the buffer: nothing announced */
+	fake_base = 0x1000;
+	ipt_stream_pmi(&f->t, &fake_ops);
+	f->t.stream.head = size + 2 * rs;
+	KUNIT_EXPECT_EQ(test, fake_captured(f), size + 2 * rs);
+	/* a stop settles the head and forgets the announcement */
+	fake_at(f, 4 * rs, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	fake_at(f, 4 * rs + 3, false);
+	f->t.base = fake_base;
+	f->t.mask = fake_mask;
+	f->t.status = 0;
+	local_irq_disable();
+	ipt_stream_stopped_here(&f->t);
+	local_irq_enable();
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, size + 4 * rs + 3);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(f->t.stream.announced), IPT_STREAM_NONE);
+	fake_start(f);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), size + 4 * rs + 3);
+	irq_work_sync(&f->t.stream.work);
+}
+
 static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_check_fields),
 	KUNIT_CASE(stream_regions),
 	KUNIT_CASE(stream_stop_region),
 	KUNIT_CASE(stream_topa_pos),
 	KUNIT_CASE(stream_position),
+	KUNIT_CASE(stream_pmi_position),
 	{}
 };
 

@@ -14,6 +14,8 @@
  *  - overload: a consumer that releases only when the test says so; the
  *    unit pauses at STOP, and the gaps' bytes_lost add up to what the unit
  *    produced minus what was delivered;
+ *  - several regions a tick (one PMI for them): the ready position is
+ *    where the unit is, exact at every pause;
  *  - poll() readiness, on a fed program that writes a known amount, and a
  *    release while paused resumes the unit;
  *  - CPU hotplug: a paused CPU going offline closes its gap, a release
@@ -561,6 +563,53 @@ TEST_F_TIMEOUT(stream, overload_gaps_add_up, 180)
 	EXPECT_EQ(a.csum - b.csum, cons.csum);
 	EXPECT_EQ(lost, (a.bytes + a.stopped) - (b.bytes + b.stopped) - cons.read);
 	EXPECT_EQ(lost, ts.gap_bytes);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * Several regions a tick: 32 KiB in 8 regions of 4 KiB at 16 MiB/s (sim
+ * cpu0/rate), 16 KiB per 1 ms tick of the simulated unit, which raises one
+ * PMI per tick however many regions ended (IA32_PERF_GLOBAL_STATUS bit 55
+ * is a flag, not a count).  The ready position is where the unit is, not
+ * a count of PMIs: paused at STOP it is exactly a buffer past the start
+ * of the region holding the release position, and a consumer that
+ * releases everything ready at each pause sees the unit pause again,
+ * three times, every byte written delivered.
+ */
+TEST_F_TIMEOUT(stream, regions_per_pmi, 180)
+{
+	const uint64_t size = 32 * KIB;
+	struct ipt_trace_state ts;
+	struct sim_counts b, a;
+	struct consumer cons;
+	unsigned int round;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	ASSERT_EQ(0, sim_cpu_write(0, "rate", 16 * MIB));
+	stream_start(_metadata, self->fd, size, 8, &cons, &b);
+	for (round = 0; round < 3; round++) {
+		ASSERT_TRUE(wait_status(self->fd, IPT_TS_PAUSED, &ts))
+			TH_LOG("round %u: the unit never paused", round);
+		ASSERT_EQ(ts.released + size, ts.bytes_captured)
+			TH_LOG("round %u: paused, %llu ready of %llu",
+			       round,
+			       (unsigned long long)ts.bytes_valid,
+			       (unsigned long long)size);
+		ASSERT_EQ(size, ts.bytes_valid);
+		EXPECT_TRUE(poll_in(self->fd, 0));
+		consume(&cons, ts.bytes_captured);
+		ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+		EXPECT_EQ((uint64_t)round + 1,
+			  ts.nr_gaps - !!(ts.status & IPT_TS_PAUSED));
+	}
+	stream_finish(_metadata, self->fd, &cons, &ts);
+	sim_counts(&a);
+	EXPECT_EQ(a.bytes - b.bytes, cons.read);
+	EXPECT_EQ(a.csum - b.csum, cons.csum)
+		TH_LOG("the bytes read are not the bytes the unit wrote");
+	EXPECT_LE(3, ts.nr_gaps);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
