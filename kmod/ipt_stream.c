@@ -262,11 +262,15 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_stream_pmi);
 
 /**
  * ipt_stream_started_here() - the unit is about to trace into @t
- * @t: a stream trace, its registers written but TraceEn
+ * @t: a stream trace, its registers written but TraceEn not yet set
  *
  * Takes the backend's lost-bytes count, from which the next gap's size
  * is counted; a trace still Stopped (it stopped paused, nothing was
- * released since) starts paused.
+ * released since) starts paused, any other starts running.  Paused is
+ * set from the STATUS value just written, either way: between the stop
+ * (ipt_stream_stopped_here() clears it) and that write the unit's
+ * Stopped bit was still set, and a PMI handled then may have marked the
+ * trace paused.
  *
  * Context: cross-CPU call on @t's CPU, interrupts off; the caller holds
  * the device lock and waits.
@@ -274,15 +278,17 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_stream_pmi);
 void ipt_stream_started_here(struct ipt_trace *t)
 {
 	const struct ipt_hw_ops *hw = t->s->hw;
+	/* As ipt_trace_start_on_cpu() wrote it. */
+	bool stopped = t->status & t->s->hwcfg.status_keep &
+		       RTIT_STATUS_STOPPED;
 
 	lockdep_assert_irqs_disabled();
 	/* Announced from here on: never behind @head. */
 	WRITE_ONCE(t->stream.announced, IPT_STREAM_NONE);
 	t->stream.lost_base = hw->lost_bytes ? hw->lost_bytes() : 0;
-	if (t->status & RTIT_STATUS_STOPPED) {
+	if (stopped)
 		WRITE_ONCE(t->stream.paused_tsc, ipt_stream_tsc(hw));
-		WRITE_ONCE(t->stream.paused, true);
-	}
+	WRITE_ONCE(t->stream.paused, stopped);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_stream_started_here);
 

@@ -336,6 +336,51 @@ static void stream_pmi_position(struct kunit *test)
 	irq_work_sync(&f->t.stream.work);
 }
 
+/*
+ * A release that resumes a paused unit: the stop clears paused, but the
+ * unit's Stopped bit stays set until the restart writes STATUS, and a PMI
+ * handled in between marks the trace paused again.  The restart, which
+ * writes STATUS without Stopped, must leave it running, not paused.
+ */
+static void stream_resume_after_late_pmi(struct kunit *test)
+{
+	struct fake_stream *f = fake_stream(test);
+	const u64 rs = SZ_4K, size = 8 * SZ_4K;
+
+	fake_start(f);
+	/* paused at STOP */
+	fake_at(f, 0, true);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, fake_captured(f), size);
+	/* the release's cross-CPU call: stop, settle, rearm ... */
+	f->t.base = fake_base;
+	f->t.mask = fake_mask;
+	f->t.status = RTIT_STATUS_STOPPED;
+	local_irq_disable();
+	ipt_stream_stopped_here(&f->t);
+	local_irq_enable();
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, size);
+	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	f->t.stream.released = rs;
+	ipt_stream_rearm(&f->t);
+	KUNIT_EXPECT_FALSE(test, f->t.status & RTIT_STATUS_STOPPED);
+	/* ... an NMI while the unit's STATUS still says Stopped ... */
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	/* ... and the restart, STATUS written without Stopped */
+	fake_start(f);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	/* a start still Stopped (nothing released) starts paused */
+	f->t.running = false;
+	f->t.status = RTIT_STATUS_STOPPED;
+	fake_start(f);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, READ_ONCE(f->t.stream.paused_tsc), 1000ULL);
+	irq_work_sync(&f->t.stream.work);
+}
+
 static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_check_fields),
 	KUNIT_CASE(stream_regions),
@@ -343,6 +388,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_topa_pos),
 	KUNIT_CASE(stream_position),
 	KUNIT_CASE(stream_pmi_position),
+	KUNIT_CASE(stream_resume_after_late_pmi),
 	{}
 };
 
