@@ -3,8 +3,11 @@
  * ipt: the ToPA PMI protocol - how the wrap count of a trace follows the
  * PMIs its output raises.
  *
- * A ToPA buffer has INT on its last region only, so each PMI is one wrap
- * of a ring or a full stop-on-full buffer.  The protocol, in one place:
+ * A ring or stop-on-full ToPA buffer has INT on its last region only, so
+ * each PMI is one wrap of a ring or a full stop-on-full buffer.  A stream
+ * buffer has INT at the end of every region; its PMIs are not counted
+ * (one PMI may stand for several regions): the handler reads where the
+ * unit is (ipt_stream_pmi()).  The protocol, in one place:
  *
  *  - the handler (ipt_pmi_handler()): installed first in the NMI chain,
  *    ahead of perf's, which acknowledges every GLOBAL_STATUS bit it reads;

@@ -130,9 +130,11 @@ struct ipt_stream {
  *        could not be enabled for it (VMX operation on a part without PT
  *        there): the trace has a gap (IPT_TS_CUT)
  * @err: result of the last cross-CPU call
- * @pmis: ToPA PMIs taken for this buffer (the INT is on the last region
- *        only, so each is one wrap of a ring, or a full stop-on-full
- *        buffer); incremented by the PMI handler in NMI context
+ * @pmis: ToPA PMIs taken for this buffer (a ring's or stop-on-full
+ *        buffer's INT is on its last region only, so each is one wrap of
+ *        a ring, or a full stop-on-full buffer; a stream buffer's count
+ *        means nothing, its position is @stream.announced); incremented by
+ *        the PMI handler in NMI context
  * @sample: single-entry ToPA rings: the buffer offset when the last PMI
  *        was handled (written by the handler, or by a thread's unload)
  * @sample_at_stop: @sample as it was with @pmis_at_stop

@@ -292,7 +292,11 @@ void ipt_stream_started_here(struct ipt_trace *t)
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_stream_started_here);
 
-/* Record the pause that ends now, at stream position @offset. */
+/*
+ * Record the pause that ends now, at stream position @offset.
+ * Context: cross-CPU call on @t's CPU with the unit off, interrupts off
+ * (ipt_stream_stopped_here()); the caller holds the device lock and waits.
+ */
 static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
 {
 	const struct ipt_hw_ops *hw = t->s->hw;
@@ -300,6 +304,7 @@ static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
 	struct ipt_gap *g = &st->gaps[st->nr_gaps % IPT_STREAM_GAPS];
 	u64 now = ipt_stream_tsc(hw);
 
+	lockdep_assert_irqs_disabled();
 	memset(g, 0, sizeof(*g));
 	g->offset = offset;
 	/* A PMI not handled yet: the pause began before now, timed now. */
