@@ -214,21 +214,31 @@ static u64 ipt_stream_tsc(const struct ipt_hw_ops *hw)
  * offset then is STOP's, the floor's); IPT_STREAM_NONE when the output
  * registers do not point into @t's buffer.  OutputOffset read while
  * tracing may lag a little behind the unit; it is never ahead of it.
+ * Stopped is @stopped (STATUS), or the position itself: a unit that
+ * fills a region's last entry moves on to the next entry at offset 0
+ * unless that entry has STOP, where OutputOffset stays at the entry's
+ * size (SDM vol. 3C, 33.2.7.2; ipt_stream_rearm(); Linux 6.1's perf
+ * reads a STOP hit the same way, arch/x86/events/intel/pt.c:915-929) -
+ * so a STATUS read before Stopped became visible still sees the pause.
  * Context: the PMI handler (NMI natively), on @t's CPU: MSR reads only.
  */
 static u64 ipt_stream_where(const struct ipt_trace *t,
-			    const struct ipt_hw_ops *hw, bool stopped)
+			    const struct ipt_hw_ops *hw, bool *stopped)
 {
 	const struct ipt_buffer *buf = t->buf;
+	u64 stop_end = (u64)(READ_ONCE(buf->stop_region) + 1) *
+		       buf->region_size;
 	u64 base, mask, off;
 
 	if (hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &base) ||
 	    hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &mask) ||
 	    ipt_topa_offset(buf, base, mask, &off))
 		return IPT_STREAM_NONE;
+	if ((mask >> 32) && off == stop_end)
+		*stopped = true;
 	off %= buf->size;
 	off -= off % buf->region_size;
-	return stopped ? off + buf->size : off;
+	return *stopped ? off + buf->size : off;
 }
 
 /**
@@ -237,8 +247,9 @@ static u64 ipt_stream_where(const struct ipt_trace *t,
  * @hw: the backend
  *
  * Announces where the unit is (@t->stream.announced), one or more
- * regions on.  A unit that reached STOP is Stopped: the trace is paused
- * from now, until a release makes room.  The pollers are woken either
+ * regions on.  A unit that reached STOP (STATUS.Stopped, or its output
+ * position at STOP's end) is paused from now, until a release makes
+ * room.  The pollers are woken either
  * way.
  *
  * Context: the PMI handler (NMI natively), on @t's CPU.
@@ -251,7 +262,7 @@ void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw)
 
 	if (!hw->read_msr(MSR_IA32_RTIT_STATUS, &status))
 		stopped = status & RTIT_STATUS_STOPPED;
-	WRITE_ONCE(st->announced, ipt_stream_where(t, hw, stopped));
+	WRITE_ONCE(st->announced, ipt_stream_where(t, hw, &stopped));
 	if (stopped && !READ_ONCE(st->paused)) {
 		WRITE_ONCE(st->paused_tsc, ipt_stream_tsc(hw));
 		WRITE_ONCE(st->paused, true);

@@ -381,6 +381,44 @@ static void stream_resume_after_late_pmi(struct kunit *test)
 	irq_work_sync(&f->t.stream.work);
 }
 
+/*
+ * A PMI that read STATUS before Stopped was visible: the position alone,
+ * OutputOffset at the end of the STOP entry, says the unit is at STOP;
+ * the pause is timed from that PMI.
+ */
+static void stream_pause_from_position(struct kunit *test)
+{
+	struct fake_stream *f = fake_stream(test);
+	const u64 size = 8 * SZ_4K;
+
+	fake_start(f);
+	/* at the end of an entry without STOP (region 3): not a pause */
+	fake_base = IPT_TEST_TABLE(0);
+	fake_mask = IPT_RTIT_MASK_LOW | FIELD_PREP(IPT_RTIT_MASK_INDEX, 3) |
+		    (u64)SZ_4K << 32;
+	fake_status = 0;
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 4ULL * SZ_4K);
+	/* 8 regions of one 4 KiB chunk; STOP on the last: index 7, full */
+	fake_base = IPT_TEST_TABLE(0);
+	fake_mask = IPT_RTIT_MASK_LOW | FIELD_PREP(IPT_RTIT_MASK_INDEX, 7) |
+		    (u64)SZ_4K << 32;
+	fake_status = 0;
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, READ_ONCE(f->t.stream.paused_tsc), 1000ULL);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), size);
+	/* the same region end, the unit gone on to the next entry: running */
+	f->t.stream.paused = false;
+	f->t.stream.released = SZ_4K;
+	fake_at(f, 0, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, fake_captured(f), size);
+	irq_work_sync(&f->t.stream.work);
+}
+
 static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_check_fields),
 	KUNIT_CASE(stream_regions),
@@ -389,6 +427,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_position),
 	KUNIT_CASE(stream_pmi_position),
 	KUNIT_CASE(stream_resume_after_late_pmi),
+	KUNIT_CASE(stream_pause_from_position),
 	{}
 };
 
