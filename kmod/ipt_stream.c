@@ -212,8 +212,10 @@ static u64 ipt_stream_tsc(const struct ipt_hw_ops *hw)
  * Where the unit is: the buffer offset of the last region end it passed
  * (0 .. size - 1), plus the buffer size when it is Stopped at STOP (its
  * offset then is STOP's, the floor's); IPT_STREAM_NONE when the output
- * registers do not point into @t's buffer.  OutputOffset read while
- * tracing may lag a little behind the unit; it is never ahead of it.
+ * registers do not point into @t's buffer, or OUTPUT_BASE changed while
+ * they were read (the unit went through a table's END in between: the
+ * pair would point a table back).  OutputOffset read while tracing may
+ * lag a little behind the unit; it is never ahead of it.
  * Stopped is @stopped (STATUS), or the position itself: a unit that
  * fills a region's last entry moves on to the next entry at offset 0
  * unless that entry has STOP, where OutputOffset stays at the entry's
@@ -228,11 +230,12 @@ static u64 ipt_stream_where(const struct ipt_trace *t,
 	const struct ipt_buffer *buf = t->buf;
 	u64 stop_end = (u64)(READ_ONCE(buf->stop_region) + 1) *
 		       buf->region_size;
-	u64 base, mask, off;
+	u64 base, mask, again, off;
 
 	if (hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &base) ||
 	    hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &mask) ||
-	    ipt_topa_offset(buf, base, mask, &off))
+	    hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &again) ||
+	    again != base || ipt_topa_offset(buf, base, mask, &off))
 		return IPT_STREAM_NONE;
 	if ((mask >> 32) && off == stop_end)
 		*stopped = true;
@@ -247,10 +250,12 @@ static u64 ipt_stream_where(const struct ipt_trace *t,
  * @hw: the backend
  *
  * Announces where the unit is (@t->stream.announced), one or more
- * regions on.  A unit that reached STOP (STATUS.Stopped, or its output
- * position at STOP's end) is paused from now, until a release makes
- * room.  The pollers are woken either
- * way.
+ * regions on; a position it cannot read leaves the last announcement
+ * (which is behind the unit, never ahead), so that the ready position
+ * never goes back below what the consumer may have released.  A unit
+ * that reached STOP (STATUS.Stopped, or its output position at STOP's
+ * end) is paused from now, until a release makes room.  The pollers are
+ * woken either way.
  *
  * Context: the PMI handler (NMI natively), on @t's CPU.
  */
@@ -258,11 +263,13 @@ void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw)
 {
 	struct ipt_stream *st = &t->stream;
 	bool stopped = false;
-	u64 status;
+	u64 status, where;
 
 	if (!hw->read_msr(MSR_IA32_RTIT_STATUS, &status))
 		stopped = status & RTIT_STATUS_STOPPED;
-	WRITE_ONCE(st->announced, ipt_stream_where(t, hw, &stopped));
+	where = ipt_stream_where(t, hw, &stopped);
+	if (where != IPT_STREAM_NONE)
+		WRITE_ONCE(st->announced, where);
 	if (stopped && !READ_ONCE(st->paused)) {
 		WRITE_ONCE(st->paused_tsc, ipt_stream_tsc(hw));
 		WRITE_ONCE(st->paused, true);

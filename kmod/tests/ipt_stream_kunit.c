@@ -200,12 +200,16 @@ static void stream_position(struct kunit *test)
  * calls and the PMI handler run them.
  */
 static u64 fake_base, fake_mask, fake_status;
+/* Non-zero: OUTPUT_BASE reads as this from its second read on. */
+static u64 fake_next_base;
+static unsigned int fake_base_reads;
 
 static int fake_rd(u32 msr, u64 *val)
 {
 	switch (msr) {
 	case MSR_IA32_RTIT_OUTPUT_BASE:
-		*val = fake_base;
+		*val = fake_next_base && fake_base_reads++ ? fake_next_base :
+		       fake_base;
 		return 0;
 	case MSR_IA32_RTIT_OUTPUT_MASK:
 		*val = fake_mask;
@@ -256,6 +260,7 @@ static struct fake_stream *fake_stream(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, f->t.stream.gaps);
 	init_irq_work(&f->t.stream.work, fake_wake);
 	fake_status = 0;
+	fake_next_base = 0;
 	return f;
 }
 
@@ -314,11 +319,10 @@ static void stream_pmi_position(struct kunit *test)
 	fake_at(f, rs + 7, false);
 	ipt_stream_pmi(&f->t, &fake_ops);
 	KUNIT_EXPECT_EQ(test, fake_captured(f), 2 * size + rs);
-	/* the output registers not in the buffer: nothing announced */
+	/* the output registers not in the buffer: the last one stands */
 	fake_base = 0x1000;
 	ipt_stream_pmi(&f->t, &fake_ops);
-	f->t.stream.head = size + 2 * rs;
-	KUNIT_EXPECT_EQ(test, fake_captured(f), size + 2 * rs);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 2 * size + rs);
 	/* a stop settles the head and forgets the announcement */
 	fake_at(f, 4 * rs, false);
 	ipt_stream_pmi(&f->t, &fake_ops);
@@ -419,6 +423,45 @@ static void stream_pause_from_position(struct kunit *test)
 	irq_work_sync(&f->t.stream.work);
 }
 
+/*
+ * OUTPUT_BASE and OUTPUT_MASK_PTRS are two reads: the unit may go through
+ * a table's END between them, and the old base with the new index points
+ * a table back.  A PMI that sees the base change announces nothing new.
+ */
+static void stream_pmi_torn_read(struct kunit *test)
+{
+	struct fake_stream *f = fake_stream(test);
+	/* 1200 chunks of 4, 8, 16 KiB over three tables, 8 regions */
+	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 1200, 0, false);
+	u64 rs, pos, base1, mask1;
+
+	KUNIT_ASSERT_EQ(test, ipt_buffer_set_regions(buf, 8), 0);
+	f->t.buf = buf;
+	rs = buf->region_size;
+	fake_start(f);
+	fake_at(f, 3 * rs + 10, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 3 * rs);
+	f->t.stream.released = 3 * rs;
+	/* the unit crosses into the next table between the two reads */
+	pos = buf->chunks[IPT_TOPA_OUTPUTS].offset;
+	ipt_topa_pos(buf, pos - 1, &base1, &mask1);
+	ipt_topa_pos(buf, pos + 10, &fake_base, &fake_mask);
+	fake_next_base = fake_base;
+	fake_base = base1;
+	fake_base_reads = 0;
+	KUNIT_ASSERT_NE(test, fake_next_base, base1);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	/*
+	 * Not the old table at the new index (offset 10, which against the
+	 * release position would read as a whole buffer on): still the
+	 * last good announcement.
+	 */
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 3 * rs);
+	fake_next_base = 0;
+	irq_work_sync(&f->t.stream.work);
+}
+
 static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_check_fields),
 	KUNIT_CASE(stream_regions),
@@ -428,6 +471,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_pmi_position),
 	KUNIT_CASE(stream_resume_after_late_pmi),
 	KUNIT_CASE(stream_pause_from_position),
+	KUNIT_CASE(stream_pmi_torn_read),
 	{}
 };
 
