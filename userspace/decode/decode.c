@@ -107,21 +107,7 @@ bool dec_tsc_ns(const struct dec_ctx *c, uint64_t tsc, uint64_t *ns)
 
 void dec_close(struct dec_ctx *c)
 {
-	size_t i, k;
-
-	for (i = 0; i < c->nr_res; i++) {
-		for (k = 0; k < c->res[i].nr_segs; k++) {
-			free(c->res[i].segs[k].items);
-			free(c->res[i].segs[k].ck);
-			dec_live_free(c->res[i].segs[k].live);
-			dec_prof_free(c->res[i].segs[k].prof);
-		}
-		free(c->res[i].segs);
-		free(c->res[i].buf);
-		free(c->res[i].gap_items);
-		dec_live_free(c->res[i].live);
-	}
-	free(c->res);
+	dec_free_results(c);
 	dec_images_close(c);
 	if (c->syms)
 		dec_syms_free(c->syms);

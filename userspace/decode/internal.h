@@ -17,6 +17,8 @@ char *dec_xstrdup(const char *s);
 /* image.c: @c->in's images into libipt's section cache and mapped.  0, or -1 with @msg. */
 int dec_images_open(struct dec_ctx *c, char *msg, size_t len);
 void dec_images_close(struct dec_ctx *c);
+/* pool.c: free the results of the last dec_run() (dec_close() too). */
+void dec_free_results(struct dec_ctx *c);
 /* A copy of @c's section cache with the same isids, or NULL. */
 struct pt_image_section_cache *dec_iscache_copy(const struct dec_ctx *c);
 /* Whether @jobs workers' own section caches stay under their memory bound. */

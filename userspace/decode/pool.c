@@ -296,7 +296,8 @@ static int run_pass(struct dec_ctx *c, const struct dec_outputs *o, const uint64
 }
 
 /* Free the results of a decode (c->res), leaving the images and symbols. */
-static void free_results(struct dec_ctx *c)
+/* The results of the last dec_run() (segments, buffers, gap items); dec_close() too. */
+void dec_free_results(struct dec_ctx *c)
 {
 	size_t i, k;
 
@@ -347,7 +348,7 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 		totals[2 * i] = c->res[i].insns;
 		totals[2 * i + 1] = c->res[i].branches;
 	}
-	free_results(c);
+	dec_free_results(c);
 	c->timed = false;
 	c->t0 = 0;
 	ret = run_pass(c, o, totals, msg, len);
