@@ -32,9 +32,8 @@
 #include <json-c/json.h>
 #include <Zydis/Zydis.h>
 
-#include "tap.h"
+#include "tool_test.h"
 
-static char build[1024], work[1100], tool[1200];
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -60,24 +59,6 @@ static char *slurp(const char *path, size_t *len)
 		*len = (size_t)n;
 	}
 	return p;
-}
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[16384];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	if (st == -1)
-		return -1;
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return WEXITSTATUS(st);
 }
 
 /* ipttool ARGS, stdout to @out, stderr to @err: the exit status. */
@@ -1059,33 +1040,12 @@ int main(int argc, char **argv)
 	static struct run timed = { .name = "recurse-timed" }, thr = { .name = "threads" },
 			  sig = { .name = "signals" };
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc > 1) {
-		snprintf(build, sizeof(build), "%s", argv[1]);
-	} else {
-		char self[1024];
-		ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int status;
 
-		if (l <= 0)
-			return 2;
-		self[l] = 0;
-		*strrchr(self, '/') = 0;	/* build/userspace */
-		*strrchr(self, '/') = 0;	/* build */
-		snprintf(build, sizeof(build), "%s", self);
-	}
-	snprintf(work, sizeof(work), "%s/slice-tests", build);
-	snprintf(tool, sizeof(tool), "%s/userspace/ipttool-san", build);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!tool_test_setup(argc, argv, "slice-tests", &status))
+		return status;
 	ZydisDecoderInit(&zd, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-	setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=99", 1);
-	setenv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:exitcode=98", 1);
-	setenv("LC_ALL", "C", 1);
-	if (access(tool, X_OK)) {
-		CHECK(0, "%s missing (run make userspace)", tool);
-		return tap_done();
-	}
-	sh("rm -rf %s && mkdir -p %s", work, work);
-	if (sh("cp %s %s/ipttool-san", tool, work) == 0)
-		snprintf(tool, sizeof(tool), "%s/ipttool-san", work);
 	snprintf(timed.dir, sizeof(timed.dir), "%s/%s", work, timed.name);
 	snprintf(thr.dir, sizeof(thr.dir), "%s/%s", work, thr.name);
 	snprintf(sig.dir, sizeof(sig.dir), "%s/%s", work, sig.name);
