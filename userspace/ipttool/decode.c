@@ -544,7 +544,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	unsigned int c15_parts = 0;	/* ptxed-style registers given: bit 0 eax .. 2 ecx */
 	const char *kcore = NULL, *kallsyms = NULL, *modules = NULL;
 	struct decode_progress prog = { .last = -1 };
-	bool quiet = false, force_progress = false;
+	bool quiet = false, force_progress = false, summary = false;
 	char **pts = calloc((size_t)argc + 1, sizeof(char *));
 	char **elfs = calloc((size_t)argc + 1, sizeof(char *));
 	char **raws = calloc((size_t)argc + 1, sizeof(char *));
@@ -562,6 +562,8 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 			t->json = true;
 			ipt_set_json_errors(true);
 		}
+	/* -j: stdout holds one JSON document: errors go into it (out:) */
+	ipt_defer_errors(t->json);
 	opterr = 0;
 	optind = 0;	/* glibc: reinitialise, so options may follow DIR */
 	while ((c = getopt_long(argc, argv, "J:jqhC:F:", all_opts, NULL)) != -1) {
@@ -683,7 +685,11 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		case O_KCORE: kcore = optarg ? optarg : "/proc/kcore"; break;
 		case O_KALLSYMS: kallsyms = optarg; break;
 		case O_MODULES: modules = optarg; break;
-		case 'j': t->json = true; ipt_set_json_errors(true); break;
+		case 'j':
+			t->json = true;
+			ipt_set_json_errors(true);
+			ipt_defer_errors(true);
+			break;
 		case 'q': quiet = true; break;
 		case O_PROGRESS: force_progress = true; break;
 		case O_DEBUGINFO: in.debuginfo_path = optarg; break;
@@ -909,15 +915,32 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 			ret = 3;
 		json_object_object_add(j, "complete", json_object_new_boolean(!in.nr_warnings));
 		json_object_object_add(j, "warnings", w);
-		if (t->json)
+		if (t->json) {
+			/* what went wrong while decoding, in the one document */
+			char *e = ipt_take_errors();
+
+			if (e)
+				json_object_object_add(j, "error", json_object_new_string(e));
+			free(e);
 			ipt_print_json(t, j);
-		else
+			summary = true;
+		} else {
 			json_object_put(j);
+		}
 	}
 	if (!t->json)
 		dec_summary_text(&ctx, stderr);
 	dec_close(&ctx);
 out:
+	ipt_defer_errors(false);
+	if (t->json && !summary) {
+		/* stopped before the summary: the error is the document */
+		char *e = ipt_take_errors();
+
+		if (e)
+			ipt_err("%s", e);
+		free(e);
+	}
 	for (i = 0; i < OUT_NR; i++)
 		if (outs.f[i] && outs.f[i] != stdout)
 			fclose(outs.f[i]);

@@ -45,6 +45,13 @@ int cmd_selftest(struct ipttool *t, int argc, char **argv);
 void ipt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ipt_set_json_errors(bool on);
 /*
+ * With -j: keep the messages of ipt_err() instead of printing them, for the
+ * one JSON document the command ends with (ipt_take_errors(): the messages
+ * joined by "; ", malloc'd, or NULL when none).
+ */
+void ipt_defer_errors(bool on);
+char *ipt_take_errors(void);
+/*
  * Finish writing the output @f: check every earlier fprintf/fwrite
  * (ferror()), fflush() and, unless stdout or stderr, fclose().  0, or 1
  * after a one-line error: @name ("decode: --insn=FILE") and the errno

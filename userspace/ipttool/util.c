@@ -19,6 +19,42 @@ void ipt_set_json_errors(bool on)
 	json_errors = on;
 }
 
+/*
+ * ipt_defer_errors(): with -j, a command that ends with one JSON document
+ * (decode's summary) keeps its errors here, joined by "; ", for that
+ * document, so that stdout holds one document only.
+ */
+static bool defer_errors;
+static char *deferred;
+
+void ipt_defer_errors(bool on)
+{
+	defer_errors = on;
+}
+
+char *ipt_take_errors(void)
+{
+	char *e = deferred;
+
+	deferred = NULL;
+	return e;
+}
+
+/* Keep @msg for ipt_take_errors(); false when out of memory. */
+static bool defer_msg(const char *msg)
+{
+	size_t old = deferred ? strlen(deferred) : 0;
+	char *p = realloc(deferred, old + (old ? 2 : 0) + strlen(msg) + 1);
+
+	if (!p)
+		return false;
+	if (old)
+		memcpy(p + old, "; ", 2);
+	strcpy(p + old + (old ? 2 : 0), msg);
+	deferred = p;
+	return true;
+}
+
 void ipt_err(const char *fmt, ...)
 {
 	va_list ap;
@@ -30,6 +66,10 @@ void ipt_err(const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
+		if (defer_errors && defer_msg(msg)) {
+			json_object_put(o);
+			return;
+		}
 		if (o) {
 			json_object_object_add(o, "error", json_object_new_string(msg));
 			puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));

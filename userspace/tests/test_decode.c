@@ -3621,6 +3621,41 @@ static bool json_error(const char *path, const char *needle)
 	return ok;
 }
 
+/*
+ * @path holds exactly one JSON document, an object (bpftool's -j rule):
+ * it (a new reference), or NULL for none, two, or anything after it.
+ */
+static struct json_object *one_json(const char *path)
+{
+	size_t len = 0;
+	char *s = slurp(path, &len);
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *o = s && tok ? json_tokener_parse_ex(tok, s, (int)len) : NULL;
+	size_t end = tok ? json_tokener_get_parse_end(tok) : 0;
+
+	while (o && end < len && (s[end] == '\n' || s[end] == ' '))
+		end++;
+	if (o && (end != len || !json_object_is_type(o, json_type_object))) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	free(s);
+	return o;
+}
+
+/* One JSON document on stdout (@out) that is the summary, its "error" holding @needle. */
+static bool summary_with_error(const char *out, const char *needle)
+{
+	struct json_object *o = one_json(out), *e, *t;
+	bool ok = o && json_object_object_get_ex(o, "error", &e) &&
+		  json_object_is_type(e, json_type_string) && strstr(json_object_get_string(e), needle) &&
+		  json_object_object_get_ex(o, "traces", &t);
+
+	json_object_put(o);
+	return ok;
+}
+
 static void test_exit(struct run *r)
 {
 	static const char *const outs[] = { "--insn", "--calls", "--profile", "--folded",
@@ -3809,6 +3844,28 @@ static void test_exit(struct run *r)
 	st = tool_run(out, err, args);
 	CHECK(st == 2 && json_error(out, "No such file or directory"),
 	      "decode -j: a missing directory is {\"error\": ...} on stdout (exit %d)", st);
+	/* -j: exactly one JSON document on stdout, the error in the summary, exit as without */
+	snprintf(args, sizeof(args), "-j decode %s --insn=/dev/full", r->dir);
+	st = tool_run(out, err, args);
+	CHECK(st == 1 && summary_with_error(out, "--insn=/dev/full: No space left on device"),
+	      "%s: -j --insn=/dev/full: one JSON document on stdout, the summary with the error in "
+	      "it, exit 1 (%d)", r->name, st);
+	sh("rm -f %s && touch %s", F(r, "empty.pt"), F(r, "empty.pt"));
+	snprintf(args, sizeof(args), "-j decode --pt %s", F(r, "empty.pt"));
+	st = tool_run(out, err, args);
+	CHECK(st == 1 && summary_with_error(out, "empty (no trace was recorded)"),
+	      "%s: -j of traces that cannot be decoded: one JSON document, the summary with the "
+	      "error, exit 1 (%d)", r->name, st);
+	snprintf(args, sizeof(args), "-j decode %s", r->dir);
+	st = tool_run(out, err, args);
+	{
+		struct json_object *o = one_json(out), *e = NULL;
+
+		CHECK(st == 0 && o && json_object_object_get_ex(o, "instructions", &e) &&
+		      !json_object_object_get_ex(o, "error", NULL),
+		      "%s: -j without an error: one JSON document, no \"error\" key (%d)", r->name, st);
+		json_object_put(o);
+	}
 	snprintf(args, sizeof(args), "-j decode --pt %s", trace);
 	st = tool_run(out, err, args);
 	{
