@@ -563,6 +563,7 @@ struct dec_outputs {
 	bool folded_time;	/* --folded counts time (ns, else TSC ticks), not instructions */
 	const struct dec_slice *slice;	/* NULL: everything */
 	unsigned int fields;	/* --fields: DEC_FIELD_* columns before --insn and --calls lines */
+	bool json;		/* --jsonl: --insn and --calls as JSON Lines (decode.rst) */
 };
 
 #define DEC_FIELD_TID	0x1	/* the trace's thread (per-CPU: the process) */

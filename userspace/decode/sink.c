@@ -98,6 +98,13 @@ const char *dec_disabled_str(const struct dec_stream *st, const struct dec_item 
 	return buf;
 }
 
+long dec_stream_tid(const struct dec_stream *st)
+{
+	const struct dec_trace *t = st->res->trace;
+
+	return t->tid > 0 ? t->tid : st->pid;
+}
+
 void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which, uint64_t tsc)
 {
 	const struct dec_trace *t = st->res->trace;
@@ -105,7 +112,7 @@ void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which,
 	char tb[32];
 
 	if (w & DEC_FIELD_TID) {
-		long id = t->tid > 0 ? t->tid : st->pid;
+		long id = dec_stream_tid(st);
 
 		if (id > 0)
 			fprintf(f, "%7ld ", id);
@@ -185,7 +192,13 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	r->merge = !c->opt.insn_decoder;
 	for (i = 0; i < OUT_NR; i++)
 		if (o->f[i]) {
-			r->sinks[r->nr] = make[i](&r->st, o->f[i]);
+			/* --jsonl: --insn and --calls as JSON Lines (sink_json.c) */
+			if (o->json && i == OUT_INSN)
+				r->sinks[r->nr] = dec_sink_insn_json(&r->st, o->f[i]);
+			else if (o->json && i == OUT_CALLS)
+				r->sinks[r->nr] = dec_sink_calls_json(&r->st, o->f[i]);
+			else
+				r->sinks[r->nr] = make[i](&r->st, o->f[i]);
 			r->needs |= r->sinks[r->nr]->ops->needs;
 			r->nr++;
 		}

@@ -76,6 +76,8 @@ const char *dec_stream_fmt(const struct dec_stream *st, uint64_t ip, char *buf, 
 const char *dec_stream_line(const struct dec_stream *st, uint64_t ip, char *buf, size_t len);
 /* The --calls time column of @tsc (decode.rst). */
 const char *dec_stream_time(const struct dec_stream *st, uint64_t tsc, char *buf, size_t len);
+/* The thread of @st's line (--fields tid): the trace's, else the process's; 0: unknown. */
+long dec_stream_tid(const struct dec_stream *st);
 /* --fields' columns (tid, cpu, time at @tsc) of a line of @st to @f, if any. */
 void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which, uint64_t tsc);
 /* @s as a JSON string to @f. */
@@ -134,6 +136,9 @@ struct dec_sink *dec_sink_profile(struct dec_stream *st, FILE *f);
 struct dec_sink *dec_sink_folded(struct dec_stream *st, FILE *f);
 struct dec_sink *dec_sink_blocks(struct dec_stream *st, FILE *f);
 struct dec_sink *dec_sink_drcov(struct dec_stream *st, FILE *f);
+/* --jsonl: --insn and --calls as JSON Lines (sink_json.c) */
+struct dec_sink *dec_sink_insn_json(struct dec_stream *st, FILE *f);
+struct dec_sink *dec_sink_calls_json(struct dec_stream *st, FILE *f);
 
 /*
  * Coverage blocks for --blocks and --drcov (sink_blocks.c): libipt's

@@ -42,6 +42,7 @@ static void decode_usage(FILE *f)
 		"  --disasm                  add Zydis disassembly to --insn\n"
 		"  --lines                   add file:line (DWARF) to --insn\n"
 		"  --calls[=FILE]            call/return trace with indentation\n"
+		"  --jsonl                   --insn and --calls as JSON Lines (one object a line)\n"
 		"  --profile[=FILE]          flat per-function and per-DSO instruction counts\n"
 		"  --folded[=FILE]           folded stacks (instructions) for flame graphs\n"
 		"  --folded-time             count --folded in time (ns) instead of instructions\n"
@@ -73,7 +74,7 @@ enum {
 	O_PT = 256, O_ELF, O_RAW, O_CPU, O_MTC, O_NOM, O_C15, O_INSN, O_DISASM, O_CALLS,
 	O_PROFILE, O_FOLDED, O_BLOCKS, O_PACKETS, O_PERFETTO, O_DRCOV, O_INSNDEC, O_NOSPLIT,
 	O_PID, O_LINES, O_KCORE, O_KALLSYMS, O_MODULES, O_FOLDTIME, O_PROGRESS,
-	O_DEBUGINFO,
+	O_DEBUGINFO, O_JSONL,
 	/* ptxed's spellings (ptgen's ptxed-args) */
 	O_C15A, O_C15B, O_C15C, O_BLOCKDEC,
 };
@@ -498,6 +499,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		{ "insn", optional_argument, NULL, O_INSN },
 		{ "disasm", no_argument, NULL, O_DISASM },
 		{ "lines", no_argument, NULL, O_LINES },
+		{ "jsonl", no_argument, NULL, O_JSONL },
 		{ "calls", optional_argument, NULL, O_CALLS },
 		{ "profile", optional_argument, NULL, O_PROFILE },
 		{ "folded", optional_argument, NULL, O_FOLDED },
@@ -544,7 +546,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	unsigned int c15_parts = 0;	/* ptxed-style registers given: bit 0 eax .. 2 ecx */
 	const char *kcore = NULL, *kallsyms = NULL, *modules = NULL;
 	struct decode_progress prog = { .last = -1 };
-	bool quiet = false, force_progress = false, summary = false;
+	bool quiet = false, force_progress = false, summary = false, jsonl = false;
 	char **pts = calloc((size_t)argc + 1, sizeof(char *));
 	char **elfs = calloc((size_t)argc + 1, sizeof(char *));
 	char **raws = calloc((size_t)argc + 1, sizeof(char *));
@@ -646,6 +648,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 		}
 		case O_INSN: spec[OUT_INSN] = (struct outspec){ true, optarg }; break;
 		case O_DISASM: outs.disasm = true; if (!spec[OUT_INSN].on) spec[OUT_INSN].on = true; break;
+		case O_JSONL: jsonl = true; break;
 		case O_LINES: outs.lines = true; if (!spec[OUT_INSN].on) spec[OUT_INSN].on = true; break;
 		case O_CALLS: spec[OUT_CALLS] = (struct outspec){ true, optarg }; break;
 		case O_PROFILE: spec[OUT_PROFILE] = (struct outspec){ true, optarg }; break;
@@ -833,6 +836,7 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 	if (dec_slice_on(&slice.sl))
 		outs.slice = &slice.sl;
 	outs.fields = slice.fields;
+	outs.json = jsonl;
 	if (packets.on) {
 		FILE *pf = open_out(packets.file, "decode: --packets");
 

@@ -868,6 +868,163 @@ static void test_tid(struct run *r)
 	      "%s: --tid of no thread: says the slice leaves nothing, exit 1 (%d)", r->name, st);
 }
 
+/* "0x..." of JSON object @o's @key as a number; false if not such a string. */
+static bool jhex(struct json_object *o, const char *key, uint64_t *v)
+{
+	struct json_object *x;
+	const char *s;
+	char *end;
+
+	if (!json_object_object_get_ex(o, key, &x) || !json_object_is_type(x, json_type_string))
+		return false;
+	s = json_object_get_string(x);
+	if (strncmp(s, "0x", 2))
+		return false;
+	*v = strtoull(s + 2, &end, 16);
+	return end != s + 2 && !*end;
+}
+
+/* @o's @key as text ("" if absent; "null" if null). */
+static const char *jtext(struct json_object *o, const char *key, char *buf, size_t len)
+{
+	struct json_object *x;
+
+	buf[0] = 0;
+	if (json_object_object_get_ex(o, key, &x))
+		snprintf(buf, len, "%s", x ? json_object_get_string(x) : "null");
+	return buf;
+}
+
+/* --insn's "sym+0xOFF" text of a JSON line (as dec_sym_fmt_at() writes it). */
+static void where_text(struct json_object *o, const char *ipkey, char *buf, size_t len)
+{
+	char sym[256], dso[256];
+	uint64_t off, ip = 0;
+
+	jtext(o, "sym", sym, sizeof(sym));
+	jtext(o, "dso", dso, sizeof(dso));
+	jhex(o, ipkey, &ip);
+	if (!jhex(o, "off", &off))
+		snprintf(buf, len, "%#" PRIx64, ip);
+	else if (off)
+		snprintf(buf, len, "%s+%#" PRIx64, strcmp(sym, "null") ? sym : dso, off);
+	else
+		snprintf(buf, len, "%s+0", strcmp(sym, "null") ? sym : dso);
+}
+
+/* The -F time column of a line's "time_ns" ("-" when null). */
+static void time_text(struct json_object *o, char *buf, size_t len)
+{
+	struct json_object *x;
+
+	if (!json_object_object_get_ex(o, "time_ns", &x) || !x) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	snprintf(buf, len, "%" PRId64 ".%09" PRId64, json_object_get_int64(x) / 1000000000,
+		 json_object_get_int64(x) % 1000000000);
+}
+
+/*
+ * --jsonl: --insn and --calls as JSON Lines, each line one object that
+ * says what the text line with the same -F fields says: every line of the
+ * text form is made again from its JSON line, byte for byte (an
+ * instruction's address, symbol+offset, tid, cpu and time; a call's or
+ * return's instruction number, time, depth, target); addresses are hex
+ * strings; the instructions are the ground truth's; -J 2 writes the same.
+ */
+static void test_jsonl(struct run *r)
+{
+	const char *fl = "-F tid,cpu,time";
+	size_t lt, lj, nins = 0, bad = 0, lines = 0, i;
+	char *txt, *js, *tp, *jp, *ts = NULL, *jsv = NULL;
+	int st, st2, st3;
+
+	st = decode(F(r, "jl"), F(r, "err"), "-j decode %s %s --jsonl --insn=%s --calls=%s", r->dir,
+		    fl, F(r, "jl.insn"), F(r, "jl.calls"));
+	st2 = decode(F(r, "jl2"), F(r, "err"), "-j decode %s %s --jsonl -J 2 --insn=%s "
+		     "--calls=%s", r->dir, fl, F(r, "jl2.insn"), F(r, "jl2.calls"));
+	st3 = decode(F(r, "tl"), F(r, "err"), "-j decode %s %s --insn=%s --calls=%s", r->dir, fl,
+		     F(r, "tl.insn"), F(r, "tl.calls"));
+	CHECK(!st && !st2 && !st3 && same_files(F(r, "jl.insn"), F(r, "jl2.insn")) &&
+	      same_files(F(r, "jl.calls"), F(r, "jl2.calls")),
+	      "%s: --jsonl --insn and --calls: exit 0, the same with -J 1 and -J 2", r->name);
+	for (i = 0; i < 2; i++) {
+		const char *kind = i ? "calls" : "insn";
+		char tf[64], jf[64];
+
+		snprintf(tf, sizeof(tf), "tl.%s", kind);
+		snprintf(jf, sizeof(jf), "jl.%s", kind);
+		txt = slurp(F(r, tf), &lt);
+		js = slurp(F(r, jf), &lj);
+		bad = lines = 0;
+		for (tp = txt ? strtok_r(txt, "\n", &ts) : NULL,
+		     jp = js ? strtok_r(js, "\n", &jsv) : NULL; tp || jp;
+		     tp = strtok_r(NULL, "\n", &ts), jp = strtok_r(NULL, "\n", &jsv)) {
+			struct json_object *o = jp ? json_tokener_parse(jp) : NULL, *x;
+			char type[16], tid[32], tm[40], where[600], want[1200];
+			uint64_t ip = 0;
+			int64_t tidv;
+
+			lines++;
+			if (!tp || !o || !json_object_is_type(o, json_type_object)) {
+				bad++;
+				json_object_put(o);
+				break;
+			}
+			jtext(o, "type", type, sizeof(type));
+			tidv = json_object_object_get_ex(o, "tid", &x) ? json_object_get_int64(x) : -1;
+			snprintf(tid, sizeof(tid), "%7" PRId64 " [ - ] ", tidv);
+			time_text(o, tm, sizeof(tm));
+			if (!strcmp(type, "insn")) {
+				where_text(o, "ip", where, sizeof(where));
+				jhex(o, "ip", &ip);
+				snprintf(want, sizeof(want), "%s%14s %016" PRIx64 "  %-40s", tid, tm, ip,
+					 where);
+				if (nins < r->n && ip != r->ips[nins])
+					bad++;
+				nins++;
+			} else if (!strcmp(type, "call") || !strcmp(type, "return")) {
+				char n[32], d[16];
+
+				where_text(o, "target", where, sizeof(where));
+				jhex(o, "target", &ip);
+				jtext(o, "insn_nr", n, sizeof(n));
+				jtext(o, "depth", d, sizeof(d));
+				snprintf(want, sizeof(want), "%s%10s %14s %*s%c %s %#" PRIx64, tid, n, tm,
+					 2 * atoi(d), "", type[0] == 'c' ? '>' : '<', where, ip);
+			} else if (!strcmp(type, "disabled") || !strcmp(type, "enabled")) {
+				char text[200];
+
+				if (type[0] == 'e') {
+					jhex(o, "ip", &ip);
+					snprintf(text, sizeof(text), "enabled at %#" PRIx64, ip);
+				} else {
+					jtext(o, "text", text, sizeof(text));
+				}
+				snprintf(want, sizeof(want), "%s%14s [%s]", tid, tm, text);
+			} else {
+				snprintf(want, sizeof(want), "%s", tp);	/* not compared */
+			}
+			if (strcmp(want, tp)) {
+				if (bad < 3)
+					printf("# %s: text  '%s'\n#   from JSON '%s'\n", kind, tp, want);
+				bad++;
+			}
+			json_object_put(o);
+		}
+		free(txt);
+		free(js);
+		CHECK(lines > 10 && !bad && (i || nins == r->n),
+		      "%s: --jsonl --%s: each of %zu lines one JSON object that gives its text "
+		      "line again (%zu differ)%s", r->name, kind, lines, bad,
+		      i ? "" : ", the ground truth's instructions");
+	}
+	st = decode(F(r, "jlo"), F(r, "err"), "-j decode %s --jsonl --insn", r->dir);
+	CHECK(st == 2 && file_contains(F(r, "jlo"), "\"error\""),
+	      "%s: -j --jsonl --insn on stdout beside the summary: refused, exit 2 (%d)", r->name, st);
+}
+
 /* --cpus: a capture of two CPUs (the same trace twice, cpu0.pt and cpu2.pt). */
 static void test_cpus(struct run *r)
 {
@@ -1058,6 +1215,7 @@ int main(int argc, char **argv)
 	if (timed.n && timed.tm && timed.hz_den) {
 		test_insn_range(&timed);
 		test_time(&timed);
+		test_jsonl(&timed);
 		test_symbol(&timed, "fib");
 		test_symbol(&timed, "main");
 		test_last(&timed);
