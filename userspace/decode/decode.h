@@ -86,7 +86,7 @@ struct dec_comm {
 };
 
 /*
- * Which process runs on one CPU from when (a per-CPU capture's "switch"
+ * Which thread runs on one CPU from when (a per-CPU capture's "switch"
  * records): switch-ins in time order.
  */
 struct dec_sched {
@@ -94,6 +94,7 @@ struct dec_sched {
 	size_t n;
 	uint64_t *time;		/* perf time (ns) */
 	long *pid;		/* from then on (0: idle or unknown) */
+	long *tid;		/* its thread (0: idle or unknown) */
 };
 
 /**
@@ -213,7 +214,8 @@ enum dec_item_kind {
 	DI_DISABLED,	/* tracing stops: @code DEC_DIS_* says how, @ip (0: unknown) */
 	DI_GAP,		/* trace lost: @code says why; decoding resumed at next PSB */
 	DI_ASYNC,	/* asynchronous branch from @ip (interrupt, signal) */
-	DI_PROCESS,	/* from here on the code is process @code's (0: unknown) */
+	DI_PROCESS,	/* from here on the code is process @code's (0: unknown), run by
+			 * thread @end_ip (a per-CPU capture's switch records; 0: unknown) */
 	DI_EOS,		/* the trace ends while tracing is on (ptxed: [end of trace]) */
 };
 

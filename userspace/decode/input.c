@@ -83,6 +83,7 @@ void dec_input_free(struct dec_input *in)
 	for (i = 0; i < in->nr_sched; i++) {
 		free(in->sched[i].time);
 		free(in->sched[i].pid);
+		free(in->sched[i].tid);
 	}
 	free(in->sched);
 	free(in->comms);

@@ -244,8 +244,8 @@ static int file_build_id(const char *path, char *buf, size_t len)
 	return ret;
 }
 
-/* Add "from @time on, @pid runs on @cpu" to @in's timelines (records in time order). */
-static void sched_add(struct dec_input *in, int cpu, uint64_t time, long pid)
+/* Add "from @time on, thread @tid of @pid runs on @cpu" to @in's timelines (in time order). */
+static void sched_add(struct dec_input *in, int cpu, uint64_t time, long pid, long tid)
 {
 	struct dec_sched *sc = NULL;
 	size_t i;
@@ -266,10 +266,12 @@ static void sched_add(struct dec_input *in, int cpu, uint64_t time, long pid)
 
 		sc->time = realloc(sc->time, cap * sizeof(*sc->time));
 		sc->pid = realloc(sc->pid, cap * sizeof(*sc->pid));
-		if (!sc->time || !sc->pid)
+		sc->tid = realloc(sc->tid, cap * sizeof(*sc->tid));
+		if (!sc->time || !sc->pid || !sc->tid)
 			dec_nomem();
 	}
 	sc->time[sc->n] = time;
+	sc->tid[sc->n] = tid;
 	sc->pid[sc->n++] = pid;
 }
 
@@ -366,11 +368,14 @@ int dec_input_sideband(struct dec_input *in, const char *dir, long pid, char *ms
 	for (i = 0; i < nrec; i++) {
 		const char *type = jstr(recs[i].o, "type");
 
-		/* who enters the CPU: pid of an "in" record, next_prev_pid of an "out" one */
-		if (pid == -2 && type && !strcmp(type, "switch") && recs[i].time)
+		/* who enters the CPU: pid/tid of an "in" record, next_prev_* of an "out" one */
+		if (pid == -2 && type && !strcmp(type, "switch") && recs[i].time) {
+			bool out = jbool(recs[i].o, "out");
+
 			sched_add(in, (int)jint(recs[i].o, "cpu", -1), recs[i].time - 1,
-				  jbool(recs[i].o, "out") ? (long)jint(recs[i].o, "next_prev_pid", 0) :
-				  (long)jint(recs[i].o, "pid", 0));
+				  (long)jint(recs[i].o, out ? "next_prev_pid" : "pid", 0),
+				  (long)jint(recs[i].o, out ? "next_prev_tid" : "tid", 0));
+		}
 		apply(&st, recs[i].o, recs[i].time ? recs[i].time - 1 : 0);
 		/* thread names: a comm record names its thread; a forked one keeps its parent's */
 		if (type && !strcmp(type, "comm"))

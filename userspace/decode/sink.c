@@ -102,7 +102,7 @@ long dec_stream_tid(const struct dec_stream *st)
 {
 	const struct dec_trace *t = st->res->trace;
 
-	return t->tid > 0 ? t->tid : st->pid;
+	return t->tid > 0 ? t->tid : st->thread > 0 ? st->thread : st->pid;
 }
 
 void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which, uint64_t tsc)
@@ -220,6 +220,7 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->st.tid = res->trace->tid > 0 ? (unsigned int)res->trace->tid :
 		    res->trace->cpu >= 0 ? (unsigned int)res->trace->cpu : (unsigned int)i;
 	r->st.pid = res->trace->pid;
+	r->st.thread = 0;
 	r->st.time = 0;
 	dec_symc_reset(&r->st.sc);	/* another process: forget the symbol cache */
 	r->st.idx = 0;
@@ -544,6 +545,7 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 			uint64_t ns = 0;
 
 			r->st.pid = it->code;
+			r->st.thread = (long)it->end_ip;
 			/* modules mapped then (mappings in time order) */
 			if (!r->st.c->in->timed_maps || !it->tsc || !dec_tsc_ns(r->st.c, it->tsc, &ns))
 				ns = 0;

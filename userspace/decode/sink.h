@@ -35,6 +35,7 @@ struct dec_stream {
 	long pid;
 	uint64_t time;
 	long shown_pid;			/* the last DI_PROCESS (-1: none) */
+	long thread;			/* per CPU: the thread running, per the last DI_PROCESS (0: unknown) */
 	const struct dec_trace_result *res;
 	size_t nr_res;
 	struct dec_symc sc;		/* the last instruction's function */
@@ -76,7 +77,10 @@ const char *dec_stream_fmt(const struct dec_stream *st, uint64_t ip, char *buf, 
 const char *dec_stream_line(const struct dec_stream *st, uint64_t ip, char *buf, size_t len);
 /* The --calls time column of @tsc (decode.rst). */
 const char *dec_stream_time(const struct dec_stream *st, uint64_t tsc, char *buf, size_t len);
-/* The thread of @st's line (--fields tid): the trace's, else the process's; 0: unknown. */
+/*
+ * The thread of @st's line (--fields tid, --tid): the trace's; per CPU,
+ * the one the switch records say runs; else the process (0: unknown).
+ */
 long dec_stream_tid(const struct dec_stream *st);
 /* --fields' columns (tid, cpu, time at @tsc) of a line of @st to @f, if any. */
 void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which, uint64_t tsc);

@@ -29,6 +29,8 @@ struct dec_slicer {
 	uint64_t last_tsc;		/* the newest time seen in this trace (0: none) */
 	uint64_t from_branch;		/* --last-branches: from the block of this branch on */
 	uint64_t nbr;			/* taken branches so far */
+	/* --tid of a per-CPU trace with switch records: by the thread running (st->thread) */
+	bool by_thread;
 };
 
 bool dec_slice_on(const struct dec_slice *s)
@@ -81,7 +83,14 @@ bool dec_slicer_trace(struct dec_slicer *s, const struct dec_stream *st,
 	/* the last N taken branches: numbers total - N + 1 .. total */
 	s->from_branch = s->sl.last_branches && res->total_branches >= s->sl.last_branches ?
 			 res->total_branches - s->sl.last_branches + 1 : 0;
-	if (s->sl.nr_tids) {
+	s->by_thread = false;
+	if (s->sl.nr_tids && res->trace->tid <= 0 && res->trace->cpu >= 0) {
+		/* per CPU: the parts its switch records give to these threads */
+		for (i = 0; i < s->c->in->nr_sched; i++)
+			if (s->c->in->sched[i].cpu == res->trace->cpu && s->c->in->have_time_conv)
+				s->by_thread = true;
+		in = in && s->by_thread;
+	} else if (s->sl.nr_tids) {
 		for (i = 0; i < s->sl.nr_tids && s->sl.tids[i] != res->trace->tid; i++)
 			;
 		in = in && res->trace->tid > 0 && i < s->sl.nr_tids;
@@ -115,6 +124,19 @@ static bool time_in(const struct dec_slicer *s, const struct dec_stream *st, uin
 	return !s->sl.have_time_to || t <= s->sl.time_to;
 }
 
+/* --tid of a per-CPU trace: is the thread running now one of them? */
+static bool thread_in(const struct dec_slicer *s, const struct dec_stream *st)
+{
+	size_t i;
+
+	if (!s->by_thread)
+		return true;
+	for (i = 0; i < s->sl.nr_tids; i++)
+		if (st->thread > 0 && s->sl.tids[i] == st->thread)
+			return true;
+	return false;
+}
+
 /* Is block @b's first instruction in function --symbol? */
 static bool in_symbol(struct dec_stream *st, const char *name, uint64_t ip)
 {
@@ -143,7 +165,7 @@ void dec_slicer_block(struct dec_slicer *s, struct dec_stream *st, const struct 
 					 pending == 2 && st->depth ? st->depth - 1 : st->depth;
 		}
 	}
-	if ((s->sl.symbol && !s->inside) || !timely || nbr < s->from_branch)
+	if ((s->sl.symbol && !s->inside) || !timely || nbr < s->from_branch || !thread_in(s, st))
 		hi = lo;
 	if (s->have_from && s->from > lo)
 		lo = s->from;
@@ -162,7 +184,7 @@ bool dec_slicer_event(struct dec_slicer *s, const struct dec_stream *st, const s
 {
 	if (it->tsc)
 		s->last_tsc = it->tsc;
-	if ((s->sl.symbol && !s->inside) || s->nbr < s->from_branch)
+	if ((s->sl.symbol && !s->inside) || s->nbr < s->from_branch || !thread_in(s, st))
 		return false;
 	if (!time_in(s, st, s->last_tsc))
 		return false;

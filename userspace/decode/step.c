@@ -156,6 +156,7 @@ struct dec_live {
 	const struct dec_sched *sch;
 	long pid;
 	long cur_pid;		/* whose image the decoder has (-1: none yet) */
+	long cur_tid;		/* and the thread running it, per the switch records (0: unknown) */
 	uint64_t cur_key;
 	uint64_t cur_time;	/* perf time its mappings are of (0: the end) */
 	struct {
@@ -270,8 +271,8 @@ static struct dec_item *gap(struct dec_live *L, struct dec_segment *s, enum dec_
 	return it;
 }
 
-/* The process that runs on @sc's CPU at perf time @ns (0: none known). */
-static long sched_pid(const struct dec_sched *sc, uint64_t ns)
+/* The process that runs on @sc's CPU at perf time @ns, and *@tid its thread (0: none known). */
+static long sched_pid(const struct dec_sched *sc, uint64_t ns, long *tid)
 {
 	size_t lo = 0, hi = sc->n;
 
@@ -283,6 +284,7 @@ static long sched_pid(const struct dec_sched *sc, uint64_t ns)
 		else
 			hi = mid;
 	}
+	*tid = lo ? sc->tid[lo - 1] : 0;
 	return lo ? sc->pid[lo - 1] : 0;
 }
 
@@ -299,7 +301,8 @@ static bool image_in(const struct dec_ctx *c, size_t m, long pid, uint64_t ns)
 /*
  * Per-CPU switching and mappings in time order: give the decoder the image
  * of the process that runs at @tsc as it was mapped then, made on first
- * use by this decoder.  A change of process is a DI_PROCESS item.
+ * use by this decoder.  A change of process, or of the thread that runs
+ * (per CPU: the switch records'), is a DI_PROCESS item.
  */
 static void switch_process(struct dec_live *L, struct dec_segment *s, uint64_t tsc)
 {
@@ -307,7 +310,7 @@ static void switch_process(struct dec_live *L, struct dec_segment *s, uint64_t t
 	struct pt_image *img = NULL;
 	uint64_t ns = 0, key;
 	struct dec_item *it;
-	long pid = L->pid;
+	long pid = L->pid, tid = 0;
 	size_t i, m;
 
 	if (!L->switching)
@@ -315,13 +318,16 @@ static void switch_process(struct dec_live *L, struct dec_segment *s, uint64_t t
 	if (!tsc || !dec_tsc_ns(c, tsc, &ns))
 		ns = 0;
 	if (L->sch)
-		pid = ns ? sched_pid(L->sch, ns) : 0;
+		pid = ns ? sched_pid(L->sch, ns, &tid) : 0;
 	key = H0 ^ (uint64_t)pid;
 	for (m = 0; m < c->in->nr_images; m++)
 		if (image_in(c, m, pid, c->in->timed_maps ? ns : 0))
 			key = (key ^ m) * 1099511628211ULL;
-	if (L->cur_pid >= 0 && key == L->cur_key)
-		return;
+	if (L->cur_pid >= 0 && key == L->cur_key) {
+		if (tid == L->cur_tid)
+			return;
+		goto thread;	/* another thread of the same code: no new image */
+	}
 	if (L->r->uncached) {
 		L->nact = 0;
 		for (m = 0; m < c->in->nr_images; m++)
@@ -355,8 +361,11 @@ switched:
 	L->cur_key = key;
 	L->cur_pid = pid;
 	L->cur_time = c->in->timed_maps ? ns : 0;
+thread:
+	L->cur_tid = tid;
 	it = push(s, DI_PROCESS);
 	it->code = (int32_t)pid;
+	it->end_ip = (uint64_t)tid;
 	it->tsc = tsc;
 	it->off = ad_offset(&L->d);
 }
@@ -455,6 +464,7 @@ static void end_step(struct dec_live *L, const struct dec_segment *s, uint64_t o
 	h = mix(h, L->exec_mode);
 	h = mix(h, L->mins);
 	h = mix(h, L->cur_key);
+	h = mix(h, (uint64_t)L->cur_tid);	/* two threads of one process: one image, not one state */
 	h = mix(h, ad_time(&L->d));
 	L->hash = h;
 }

@@ -3542,6 +3542,84 @@ static void test_switching(struct run *a, struct run *b)
 		      " instructions (%zu), sw-b-200 %" PRIu64 " (%zu), %" PRIu64 " elsewhere", in_a,
 		      a->n, in_b, b->n, other);
 	}
+	/*
+	 * --tid and -F tid on a per-CPU capture: the thread the switch
+	 * records say runs. Thread 101 of process 100 runs @a's trace, then
+	 * from time @mid on thread 103 of the same process (same code, so no
+	 * new image), then thread 202 of process 200 runs @b's. Each
+	 * thread's slice is a piece of the ground truth, in order, and the
+	 * three pieces are all of it: 101's a prefix of @a's instructions,
+	 * 103's the rest of them, 202's exactly @b's.
+	 */
+	snprintf(cap, sizeof(cap), "%s/switch-threads.capture", work);
+	tb = two_program_capture(a, b, cap);
+	snprintf(path, sizeof(path), "%s/sideband.jsonl", cap);
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "{\"type\":\"header\",\"format\":\"ipt-sideband\",\"version\":1}\n");
+		sb_mmap(f, a, 100, 0);
+		sb_mmap(f, b, 200, 0);
+		fprintf(f, "{\"type\":\"switch\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
+			"\"tid\":101,\"out\":false,\"preempt\":false,\"next_prev_pid\":0,"
+			"\"next_prev_tid\":0}\n", ta - 1000);
+		fprintf(f, "{\"type\":\"switch\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
+			"\"tid\":101,\"out\":true,\"preempt\":true,\"next_prev_pid\":100,"
+			"\"next_prev_tid\":103}\n", ta + 2);
+		fprintf(f, "{\"type\":\"switch\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
+			"\"tid\":103,\"out\":true,\"preempt\":true,\"next_prev_pid\":200,"
+			"\"next_prev_tid\":202}\n", tb - 1000);
+		fclose(f);
+	}
+	timed_meta(cap, 0);
+	{
+		static const long tids[] = { 101, 103, 202 };
+		size_t cnt[3] = { 0 }, k, nf = 0, bad = 0, lines = 0, len;
+		bool exact[3] = { false, false, false };
+		int sts[3];
+		char *txt, *ln, *save = NULL;
+
+		st = decode(F(&both, "ft"), F(&both, "eft"), "-j decode %s -J 2 -F tid --insn=%s", cap,
+			    F(&both, "ftid"));
+		txt = slurp(F(&both, "ftid"), &len);
+		/* the tid column of each instruction line: 101s, then 103s, then 202s */
+		for (ln = txt ? strtok_r(txt, "\n", &save) : NULL; ln; ln = strtok_r(NULL, "\n", &save)) {
+			long t = strtol(ln, NULL, 10);
+			const char *rest = ln + 8;
+
+			if (strlen(ln) < 9 || *rest == '[')
+				continue;
+			lines++;
+			for (k = 0; k < 3 && tids[k] != t; k++)
+				;
+			if (k == 3 || k < nf)
+				bad++;
+			else
+				nf = k, cnt[k]++;
+		}
+		free(txt);
+		CHECK(st == 0 && lines == both.n && !bad && cnt[0] && cnt[1] && cnt[2] == b->n,
+		      "per-CPU capture, -F tid: each instruction line starts with the thread the switch "
+		      "records say runs, 101 then 103 (same process) then 202: %zu, %zu, %zu of %zu "
+		      "lines (%zu out of order); %zu of them %s's", cnt[0], cnt[1], cnt[2], lines, bad,
+		      b->n, b->name);
+		for (k = 0; k < 3; k++) {
+			struct run piece = { .n = k < 2 ? cnt[k] : b->n };
+			char tag[16];
+
+			piece.ips = k == 0 ? a->ips : k == 1 ? a->ips + cnt[0] : b->ips;
+			snprintf(tag, sizeof(tag), "tid%zu", k);
+			sts[k] = decode(F(&both, tag), F(&both, "etid"), "-j decode %s -J 2 --tid %ld "
+					"--insn=%s.insn", cap, tids[k], F(&both, tag));
+			snprintf(path, sizeof(path), "%s.insn", F(&both, tag));
+			exact[k] = sts[k] == 0 && insn_equal(&piece, path, &n, &first) &&
+				   json_int(F(&both, tag), "slice_instructions") == (int64_t)piece.n;
+		}
+		CHECK(cnt[0] + cnt[1] == a->n && exact[0] && exact[1] && exact[2],
+		      "per-CPU capture, --tid 101 / 103 / 202: %s's first %zu instructions, the other "
+		      "%zu, and %s's %zu, exactly (exit %d %d %d)", a->name, cnt[0], cnt[1], b->name,
+		      b->n, sts[0], sts[1], sts[2]);
+	}
+
 	st = decode(F(&both, "o1"), F(&both, "e1"), "-j decode %s --pid 100 --insn=%s", cap,
 		    F(&both, "insn1"));
 	CHECK(!insn_equal(&both, F(&both, "insn1"), &n, &first),
