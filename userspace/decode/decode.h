@@ -371,6 +371,8 @@ struct dec_trace_result {
 	uint64_t total_insns;
 	/* taken branches: counted by a slice's stream; from the counting pass (--last-branches) */
 	uint64_t branches, total_branches;
+	/* with a slice: the newest time the stream saw in this trace (0: none) */
+	uint64_t last_tsc;
 };
 
 struct dec_ctx {
@@ -524,6 +526,22 @@ enum dec_out_kind {
 	OUT_BLOCKS, OUT_NR
 };
 
+/*
+ * One --time range: time since the decode's first TSC in ns (or TSC ticks:
+ * dec_slice.time_tsc), both ends inclusive, either open; or, with @pct,
+ * perf script's percentages of the decode's time span (from the first TSC
+ * to the newest time of the decode, found by a pass before): @from and
+ * @to in millionths of a percent (100% is 100000000), resolved by
+ * dec_run() as perf does (time-utils.c, set_percent_time: each end
+ * rounded, the end one less unless it is the span's end).
+ */
+struct dec_time_range {
+	bool have_from, have_to;
+	uint64_t from, to;
+	bool pct;
+};
+#define DEC_PCT_100	100000000ULL
+
 /**
  * struct dec_slice - what part of the decode the outputs see (slice.c,
  * Documentation/decode.rst "Slicing"): every condition given must hold.
@@ -531,9 +549,9 @@ enum dec_out_kind {
  * time stay those of the whole trace); only the sinks are told less.
  */
 struct dec_slice {
-	/* --time: time since the decode's first TSC, in ns (@time_tsc: TSC ticks) */
-	bool have_time_from, have_time_to;
-	uint64_t time_from, time_to;	/* inclusive */
+	/* --time: @nr_times ranges, any of which holds (@time_tsc: in TSC ticks, else ns) */
+	const struct dec_time_range *times;
+	size_t nr_times;
 	bool time_tsc;
 	/* --insn-range: instruction numbers of each trace, inclusive */
 	bool have_insn_from, have_insn_to;
@@ -557,6 +575,11 @@ struct dec_slice {
 
 /* Is any condition given? */
 bool dec_slice_on(const struct dec_slice *s);
+/*
+ * TSC @tsc as --time compares it: TSC ticks (@tsc_ticks) or ns since the
+ * decode's first TSC; 0 when unknown or before it.
+ */
+uint64_t dec_slice_time(const struct dec_ctx *c, bool tsc_ticks, uint64_t tsc);
 
 struct dec_outputs {
 	FILE *f[OUT_NR];	/* NULL: not wanted */

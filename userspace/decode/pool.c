@@ -224,10 +224,11 @@ static int run_pass(struct dec_ctx *c, const struct dec_outputs *o, const uint64
 	if (jobs > w.total)
 		jobs = w.total ? (unsigned int)w.total : 1;
 	w.window = 4 * (size_t)jobs;
-	if (o && o->slice && (o->slice->have_time_from || o->slice->have_time_to)) {
+	if (o && o->slice && o->slice->nr_times) {
 		uint64_t ns;
 
-		if (!c->timed || (!o->slice->time_tsc && !dec_tsc_ns(c, c->t0, &ns))) {
+		if (!c->timed || (!o->slice->time_tsc && !o->slice->times[0].pct &&
+				  !dec_tsc_ns(c, c->t0, &ns))) {
 			snprintf(msg, len, "--time: %s", !c->timed ?
 				 "the trace has no TSC packets (record with --tsc)" :
 				 "the TSC's frequency is unknown (give --cpuid-0x15 EAX/EBX/ECX): "
@@ -318,18 +319,49 @@ void dec_free_results(struct dec_ctx *c)
 	c->nr_res = 0;
 }
 
+/*
+ * --time percentages: @sl's ranges resolved against the decode's time
+ * span, [0, @span] in @sl->time_tsc's unit, as perf's set_percent_time()
+ * does (tools/perf/util/time-utils.c): each end rounded to the nearest
+ * unit, the end one less when above the start and not the span's end
+ * (so that a%/1 and a%/2 do not share a point).  Into @out.
+ */
+static void resolve_pct(const struct dec_slice *sl, uint64_t span, struct dec_time_range *out)
+{
+	for (size_t i = 0; i < sl->nr_times; i++) {
+		const struct dec_time_range *r = &sl->times[i];
+		unsigned __int128 a = (unsigned __int128)span * r->from + DEC_PCT_100 / 2,
+				  b = (unsigned __int128)span * r->to + DEC_PCT_100 / 2;
+
+		out[i] = *r;
+		if (!r->pct)
+			continue;
+		out[i].pct = false;
+		out[i].have_from = out[i].have_to = true;
+		out[i].from = (uint64_t)(a / DEC_PCT_100);
+		out[i].to = (uint64_t)(b / DEC_PCT_100);
+		if (out[i].to > out[i].from && out[i].to != span)
+			out[i].to--;
+	}
+}
+
 int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t len)
 {
-	uint64_t *totals;
+	uint64_t *totals, span = 0;
+	bool pct = o && o->slice && o->slice->nr_times && o->slice->times[0].pct;
+	struct dec_time_range *times = NULL;
+	struct dec_outputs o2;
+	struct dec_slice sl2;
 	size_t i;
 	int ret;
 
-	if (!o || !o->slice || (!o->slice->last && !o->slice->last_branches))
+	if (!o || !o->slice || (!o->slice->last && !o->slice->last_branches && !pct))
 		return run_pass(c, o, NULL, msg, len);
 	/*
 	 * --last N: count each trace's instructions first (the summary's
 	 * decode, no outputs); --last-branches N: its taken branches too
-	 * (a slice of everything, so that the stream walks the blocks).
+	 * (a slice of everything, so that the stream walks the blocks);
+	 * --time percentages: the newest time of each trace (the same).
 	 */
 	{
 		void (*progress)(void *, size_t, size_t, uint64_t) = c->opt.progress;
@@ -338,11 +370,28 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 		struct dec_outputs count = { .slice = &all };
 
 		c->opt.progress = NULL;
-		ret = run_pass(c, o->slice->last_branches ? &count : NULL, NULL, msg, len);
+		ret = run_pass(c, o->slice->last_branches || pct ? &count : NULL, NULL, msg, len);
 		c->opt.progress = progress;
 	}
 	if (ret)
 		return ret;
+	if (pct) {
+		uint64_t ns, last = 0;
+
+		/* in ns where the TSC converts, else in TSC ticks */
+		sl2 = *o->slice;
+		sl2.time_tsc = !dec_tsc_ns(c, c->t0, &ns);
+		for (i = 0; i < c->nr_res; i++)
+			if (c->res[i].last_tsc > last)
+				last = c->res[i].last_tsc;
+		span = dec_slice_time(c, sl2.time_tsc, last);
+		times = dec_xcalloc(sl2.nr_times, sizeof(*times));
+		resolve_pct(o->slice, span, times);
+		sl2.times = times;
+		o2 = *o;
+		o2.slice = &sl2;
+		o = &o2;
+	}
 	totals = dec_xcalloc(2 * c->nr_res + 1, sizeof(*totals));
 	for (i = 0; i < c->nr_res; i++) {
 		totals[2 * i] = c->res[i].insns;
@@ -353,5 +402,6 @@ int dec_run(struct dec_ctx *c, const struct dec_outputs *o, char *msg, size_t le
 	c->t0 = 0;
 	ret = run_pass(c, o, totals, msg, len);
 	free(totals);
+	free(times);
 	return ret;
 }

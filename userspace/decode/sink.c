@@ -573,6 +573,7 @@ void dec_render_trace_end(struct dec_render *r)
 			k->ops->trace_end(k, &r->st);
 	r->st.c->res[r->ti].slice_insns = r->trace_in ? r->slice_insns : 0;
 	r->st.c->res[r->ti].branches = r->branches;
+	r->st.c->res[r->ti].last_tsc = r->st.now_tsc;
 }
 
 void dec_render_end(struct dec_render *r)

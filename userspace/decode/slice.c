@@ -35,7 +35,7 @@ struct dec_slicer {
 
 bool dec_slice_on(const struct dec_slice *s)
 {
-	return s && (s->have_time_from || s->have_time_to || s->have_insn_from ||
+	return s && (s->nr_times || s->have_insn_from ||
 		     s->have_insn_to || s->nr_tids || s->nr_cpus || s->symbol || s->last ||
 		     s->last_branches);
 }
@@ -103,25 +103,38 @@ bool dec_slicer_trace(struct dec_slicer *s, const struct dec_stream *st,
 	return in;
 }
 
-/* Is TSC @tsc (0: unknown, before everything) in the --time window? */
+uint64_t dec_slice_time(const struct dec_ctx *c, bool tsc_ticks, uint64_t tsc)
+{
+	uint64_t t = 0, ns0;
+
+	if (tsc && tsc >= c->t0) {
+		if (tsc_ticks)
+			t = tsc - c->t0;
+		else if (dec_tsc_ns(c, tsc, &t) && dec_tsc_ns(c, c->t0, &ns0) && t >= ns0)
+			t -= ns0;
+		else
+			t = 0;
+	}
+	return t;
+}
+
+/* Is TSC @tsc (0: unknown, before everything) in one of the --time ranges? */
 static bool time_in(const struct dec_slicer *s, const struct dec_stream *st, uint64_t tsc)
 {
-	uint64_t t = 0;
+	uint64_t t;
+	size_t i;
 
-	if (!s->sl.have_time_from && !s->sl.have_time_to)
+	(void)st;
+	if (!s->sl.nr_times)
 		return true;
-	if (tsc && tsc >= s->c->t0) {
-		if (s->sl.time_tsc) {
-			t = tsc - s->c->t0;
-		} else if (dec_tsc_ns(s->c, tsc, &t) && t >= st->ns0) {
-			t -= st->ns0;
-		} else {
-			t = 0;
-		}
+	t = dec_slice_time(s->c, s->sl.time_tsc, tsc);
+	for (i = 0; i < s->sl.nr_times; i++) {
+		const struct dec_time_range *r = &s->sl.times[i];
+
+		if ((!r->have_from || (tsc && t >= r->from)) && (!r->have_to || t <= r->to))
+			return true;
 	}
-	if (s->sl.have_time_from && (!tsc || t < s->sl.time_from))
-		return false;
-	return !s->sl.have_time_to || t <= s->sl.time_to;
+	return false;
 }
 
 /* --tid of a per-CPU trace: is the thread running now one of them? */

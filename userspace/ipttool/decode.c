@@ -59,7 +59,8 @@ static void decode_usage(FILE *f)
 		"  --progress                the progress line also when stderr is not a terminal\n"
 		"Slicing (every output, the summary too, sees only this part):\n"
 		"  --time START-END          time since the first TSC: 1.5 (s), 200ms, 30us, 40ns,\n"
-		"                            or TSC ticks: 5000tsc; either end may be left out\n"
+		"                            or TSC ticks: 5000tsc; either end may be left out;\n"
+		"                            several: 'A-B C-D'; perf's 10%%-20%%,30%%-40%%, 10%%/2, 25%%\n"
 		"  --insn-range A-B          instruction numbers of each trace (as --calls shows)\n"
 		"  --tid T[,T..]             the traces of these threads\n"
 		"  -C, --cpus N[,N..]        the traces of these CPUs\n"
@@ -98,6 +99,7 @@ static const struct option slice_opts[] = {
 
 struct slice_args {
 	struct dec_slice sl;
+	struct dec_time_range times[64];
 	long tids[64];
 	int cpus[64];
 	unsigned int fields;	/* --fields: DEC_FIELD_* */
@@ -180,6 +182,131 @@ static bool split_range(const char *s, const char **b, size_t *alen)
 	return true;
 }
 
+/*
+ * A percentage "A%" (A decimal, at most 6 decimals) in millionths of a
+ * percent, 0..100%.
+ */
+static bool parse_pct(const char *s, size_t len, uint64_t *v)
+{
+	uint64_t whole = 0, f = 0, mul = 100000;
+	size_t i = 0;
+
+	if (len < 2 || s[len - 1] != '%')
+		return false;
+	len--;
+	for (; i < len && s[i] >= '0' && s[i] <= '9' && whole <= 100; i++)
+		whole = whole * 10 + (uint64_t)(s[i] - '0');
+	if (!i || (i < len && s[i] != '.'))
+		return false;
+	if (i < len) {
+		size_t k = ++i;
+
+		for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+			if (!mul)
+				return false;	/* finer than a millionth of a percent */
+			f += (uint64_t)(s[i] - '0') * mul;
+			mul /= 10;
+		}
+		if (i == k || i < len)
+			return false;
+	}
+	*v = whole * 1000000 + f;
+	return *v <= DEC_PCT_100;
+}
+
+/*
+ * --time's argument, as perf script takes it (tools/perf/Documentation/
+ * perf-script.txt, --time): ranges START-END (or START,END) separated by
+ * spaces, in order and not overlapping; or percentages of the decode's
+ * time, comma-separated, all of one form: A%-B% (from A% to B%), A%/N
+ * (the N-th slice of A%: from (N-1)A% to NA%), or one A% (A%/1).  Into
+ * @a->times.  0, or -1.
+ */
+static int parse_times(const char *arg, struct slice_args *a)
+{
+	struct dec_slice *sl = &a->sl;
+	const char *p = arg, *b;
+	size_t n = 0, alen;
+	int tsc = -1;
+
+	if (strchr(arg, '%')) {
+		bool slash = strchr(arg, '/') != NULL, dash = strchr(arg, '-') != NULL;
+
+		for (; *p; n++) {
+			const char *e = strchr(p, ','), *m;
+			size_t len = e ? (size_t)(e - p) : strlen(p);
+			struct dec_time_range *r = &a->times[n];
+			uint64_t x, y;
+			char num[24], *end;
+
+			if (n == sizeof(a->times) / sizeof(a->times[0]) || !len)
+				return -1;
+			r->pct = r->have_from = r->have_to = true;
+			if (slash) {
+				m = memchr(p, '/', len);
+				if (!m || !parse_pct(p, (size_t)(m - p), &x) || !x ||
+				    len - (size_t)(m - p) - 1 >= sizeof(num))
+					return -1;
+				snprintf(num, sizeof(num), "%.*s", (int)(len - (size_t)(m - p) - 1), m + 1);
+				errno = 0;
+				y = strtoull(num, &end, 10);
+				if (errno || *end || !num[0] || num[0] == '-' || !y || y > DEC_PCT_100 ||
+				    x * y > DEC_PCT_100)
+					return -1;
+				r->from = x * (y - 1);
+				r->to = x * y;
+			} else if (dash) {
+				m = memchr(p, '-', len);
+				if (!m || !parse_pct(p, (size_t)(m - p), &r->from) ||
+				    !parse_pct(m + 1, len - (size_t)(m - p) - 1, &r->to) ||
+				    r->to < r->from)
+					return -1;
+			} else {
+				if (e || !parse_pct(p, len, &r->to))
+					return -1;	/* one A% only */
+				r->from = 0;
+			}
+			p += len + (e ? 1 : 0);
+			if (e && !*p)
+				return -1;
+		}
+		sl->times = a->times;
+		sl->nr_times = n;
+		sl->time_tsc = false;
+		return 0;
+	}
+	while (*p) {
+		char one[128];
+		size_t len = strcspn(p, " ");
+		struct dec_time_range *r = &a->times[n];
+
+		if (!len) {
+			p++;
+			continue;
+		}
+		if (n == sizeof(a->times) / sizeof(a->times[0]) || len >= sizeof(one))
+			return -1;
+		snprintf(one, sizeof(one), "%.*s", (int)len, p);
+		if (!split_range(one, &b, &alen) ||
+		    !parse_time_end(one, alen, &r->have_from, &r->from, &tsc) ||
+		    !parse_time_end(b, strlen(b), &r->have_to, &r->to, &tsc) ||
+		    (r->have_from && r->have_to && r->to < r->from))
+			return -1;
+		/* in order, not overlapping: only the first may start open, the last end open */
+		if (n && (!r->have_from || !a->times[n - 1].have_to ||
+			  a->times[n - 1].to >= r->from))
+			return -1;
+		n++;
+		p += len;
+	}
+	if (!n)
+		return -1;
+	sl->times = a->times;
+	sl->nr_times = n;
+	sl->time_tsc = tsc == 1;
+	return 0;
+}
+
 /* A slicing option: 1 taken, 0 not one, -1 wrong (after the message). */
 static int slice_opt(int c, const char *arg, struct slice_args *a)
 {
@@ -188,21 +315,16 @@ static int slice_opt(int c, const char *arg, struct slice_args *a)
 	size_t alen;
 
 	switch (c) {
-	case O_SL_TIME: {
-		int tsc = -1;
-
-		if (!split_range(arg, &b, &alen) ||
-		    !parse_time_end(arg, alen, &sl->have_time_from, &sl->time_from, &tsc) ||
-		    !parse_time_end(b, strlen(b), &sl->have_time_to, &sl->time_to, &tsc) ||
-		    (sl->have_time_from && sl->have_time_to && sl->time_to < sl->time_from)) {
+	case O_SL_TIME:
+		if (parse_times(arg, a)) {
 			ipt_err("--time %s: want START-END, each end a time since the first TSC "
 				"(1.5, 200ms, 30us, 40ns) or TSC ticks (5000tsc), or left out "
-				"(START- or -END), END not before START", arg);
+				"(START- or -END), END not before START (several: separated by "
+				"spaces, in order), or perf's percentages: A%%-B%%[,C%%-D%%..], "
+				"A%%/N[,B%%/M..] or A%%", arg);
 			return -1;
 		}
-		sl->time_tsc = tsc == 1;
 		return 1;
-	}
 	case O_SL_RANGE: {
 		char x[32];
 

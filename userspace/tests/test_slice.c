@@ -639,6 +639,166 @@ out:
 	free(cuts);
 }
 
+/* The decode's --insn file @path: the newest time its -F time column shows, in ns. */
+static uint64_t newest_ns(const char *path)
+{
+	size_t len;
+	char *txt = slurp(path, &len), *p, *save = NULL;
+	uint64_t best = 0;
+
+	for (p = txt ? strtok_r(txt, "\n", &save) : NULL; p; p = strtok_r(NULL, "\n", &save)) {
+		unsigned long long s, ns;
+
+		if (sscanf(p, " %llu.%9llu", &s, &ns) == 2 && s * 1000000000ull + ns > best)
+			best = s * 1000000000ull + ns;
+	}
+	free(txt);
+	return best;
+}
+
+/* "P%" of @t ns in a span of @span ns, in perf's form with 6 decimals. */
+static void pct_of(uint64_t t, uint64_t span, char *buf, size_t len)
+{
+	uint64_t m = (uint64_t)((unsigned __int128)t * 100000000u / span);	/* 1e-6 % */
+
+	snprintf(buf, len, "%" PRIu64 ".%06" PRIu64 "%%", m / 1000000, m % 1000000);
+}
+
+/*
+ * --time's perf forms: several ranges (absolute ones separated by spaces,
+ * percentages by commas) and percentages of the decode's time span (from
+ * the first TSC to the newest time of the decode, the last -F time):
+ * A%-B%, A%/N (the N-th slice of A%), A%.  Against the ground truth, as
+ * test_time(): a time inside a clean cut after a system call separates
+ * the instructions before it from those after, so percentages that land
+ * in two cuts select exactly the instructions between them, two such
+ * pairs exactly both runs.  perf's arithmetic (set_percent_time(): ends
+ * rounded, an end one less unless the span's end) is checked by
+ * equivalences: 10%/2 is 10%-20%, 10%/1,10%/2 is 0%-20% (adjacent slices
+ * share no point), 25% is 25%/1, and 10%-20% is the ns range perf's
+ * formula gives.
+ */
+static void test_time_forms(struct run *r)
+{
+	uint64_t *premax = calloc(r->n + 1, 8), *sufmin = calloc(r->n + 1, 8), ns0, span, lo[4],
+		 hi[4], *want = calloc(r->n + 1, 8);
+	size_t *cuts = calloc(r->n + 1, sizeof(size_t)), ncut = 0, k, c[4], got, first, nw = 0;
+	char slice[256], p[4][40];
+	bool wide = true;
+	int st, i;
+
+	premax[0] = 0;
+	for (k = 0; k < r->n; k++)
+		premax[k + 1] = premax[k] > r->tm[3 * k + 2] ? premax[k] : r->tm[3 * k + 2];
+	sufmin[r->n] = UINT64_MAX;
+	for (k = r->n; k-- > 0;)
+		sufmin[k] = sufmin[k + 1] < r->tm[3 * k + 1] ? sufmin[k + 1] : r->tm[3 * k + 1];
+	for (k = 1; k < r->n; k++)
+		if (r->kind[k - 1] == 3 && premax[k - 1] + 2 < sufmin[k])
+			cuts[ncut++] = k;
+	st = decode(F(r, "tf"), F(r, "err"), "-j decode %s -F time --insn=%s", r->dir,
+		    F(r, "tf.insn"));
+	span = newest_ns(F(r, "tf.insn"));
+	CHECK(st == 0 && ncut >= 5 && span, "%s: %zu clean cuts after system calls (want 5), "
+	      "the decode's time span %" PRIu64 " ns", r->name, ncut, span);
+	if (st || ncut < 5 || !span)
+		goto out;
+	ns0 = to_ns(r, timing_val(r, "tsc_start"));
+	/* four cuts, each a window [lo, hi] of times (ns) that separates */
+	for (i = 0; i < 4; i++) {
+		c[i] = cuts[1 + i * (ncut - 2) / 3];
+		lo[i] = to_ns(r, premax[c[i] - 1]) - ns0 + 1;
+		hi[i] = to_ns(r, sufmin[c[i]]) - ns0 - 1;
+		wide = wide && hi[i] >= lo[i] + 2 && c[i] > (i ? c[i - 1] : 0);
+		/* an end is one less than the rounded percentage: aim one above the middle */
+		pct_of((lo[i] + hi[i]) / 2 + (i & 1), span, p[i], sizeof(p[i]));
+	}
+	CHECK(wide, "%s: four distinct cuts, each wider than 2 ns", r->name);
+	for (k = c[0]; k < c[1]; k++)
+		want[nw++] = r->ips[k];
+	snprintf(slice, sizeof(slice), "--time %s-%s", p[0], p[1]);
+	three_ways(r, "tp1", r->dir, slice, 0);
+	CHECK(insn_list(F(r, "tp1.j1.insn"), want, nw, &got, &first),
+	      "%s: %s: --insn lists ground-truth instructions %zu..%zu (%zu, first difference %zd)",
+	      r->name, slice, c[0], c[1] - 1, got, first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first);
+	outputs_agree(r, "tp1", c[1] - c[0], NULL);
+	for (k = c[2]; k < c[3]; k++)
+		want[nw++] = r->ips[k];
+	snprintf(slice, sizeof(slice), "--time %s-%s,%s-%s", p[0], p[1], p[2], p[3]);
+	three_ways(r, "tp2", r->dir, slice, 0);
+	CHECK(insn_list(F(r, "tp2.j1.insn"), want, nw, &got, &first),
+	      "%s: %s (two ranges): --insn lists ground-truth instructions %zu..%zu and %zu..%zu "
+	      "(%zu, first difference %zd)", r->name, slice, c[0], c[1] - 1, c[2], c[3] - 1, got,
+	      first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first);
+	outputs_agree(r, "tp2", nw, NULL);
+	snprintf(slice, sizeof(slice), "--time '%" PRIu64 "ns-%" PRIu64 "ns %" PRIu64 "ns-%" PRIu64
+		 "ns'", lo[0], hi[1], lo[2], hi[3]);
+	st = decode(F(r, "ta2"), F(r, "err"), "-j decode %s %s --insn=%s", r->dir, slice,
+		    F(r, "ta2.insn"));
+	CHECK(st == 0 && insn_list(F(r, "ta2.insn"), want, nw, &got, &first),
+	      "%s: %s (two absolute ranges): --insn lists the same ground-truth instructions (%zu)",
+	      r->name, slice, got);
+	{
+		static const char *const same[][2] = {
+			{ "10%/2", "10%-20%" }, { "10%/1,10%/2", "0%-20%" }, { "25%", "25%/1" },
+			{ "25%", "0%-25%" },
+		};
+		char a[64], b[64], perf[96];
+		uint64_t s0 = (span * 10 + 50) / 100, s1 = (span * 20 + 50) / 100 - 1;
+
+		for (k = 0; k < sizeof(same) / sizeof(same[0]); k++) {
+			st = decode(F(r, "ea"), F(r, "err"), "-j decode %s --time %s --insn=%s", r->dir,
+				    same[k][0], F(r, "ea.insn"));
+			st |= decode(F(r, "eb"), F(r, "err"), "-j decode %s --time %s --insn=%s", r->dir,
+				     same[k][1], F(r, "eb.insn"));
+			snprintf(a, sizeof(a), "%s", F(r, "ea.insn"));
+			snprintf(b, sizeof(b), "%s", F(r, "eb.insn"));
+			CHECK(st == 0 && same_files(a, b) && json_int(F(r, "ea"), "slice_instructions") > 0,
+			      "%s: --time %s lists what --time %s does (%" PRId64 " instructions)",
+			      r->name, same[k][0], same[k][1], json_int(F(r, "ea"), "slice_instructions"));
+		}
+		snprintf(perf, sizeof(perf), "%" PRIu64 "ns-%" PRIu64 "ns", s0, s1);
+		st = decode(F(r, "ea"), F(r, "err"), "-j decode %s --time 10%%-20%% --insn=%s",
+			    r->dir, F(r, "ea.insn"));
+		st |= decode(F(r, "eb"), F(r, "err"), "-j decode %s --time %s --insn=%s", r->dir, perf,
+			     F(r, "eb.insn"));
+		CHECK(st == 0 && same_files(F(r, "ea.insn"), F(r, "eb.insn")),
+		      "%s: --time 10%%-20%% of a %" PRIu64 " ns span is --time %s (perf's rounding)",
+		      r->name, span, perf);
+		/*
+		 * An end exactly at an instruction's time: the instruction
+		 * after cut 0 is at its TIP.PGE's time T (test_time()); the
+		 * percentage P that rounds to T ends 0%-P% one before T (perf's
+		 * end), so without it, and starts P%-100% with it.
+		 */
+		{
+			uint64_t t = to_ns(r, sufmin[c[0]]) - ns0;
+			char pt[40];
+			size_t g2 = 0, f2 = 0;
+
+			pct_of(t, span, pt, sizeof(pt));
+			st = decode(F(r, "ea"), F(r, "err"), "-j decode %s --time 0%%-%s --insn=%s",
+				    r->dir, pt, F(r, "ea.insn"));
+			st |= decode(F(r, "eb"), F(r, "err"), "-j decode %s --time %s-100%% --insn=%s",
+				     r->dir, pt, F(r, "eb.insn"));
+			CHECK(st == 0 && to_ns(r, premax[c[0] - 1]) - ns0 < t - 1 &&
+			      insn_list(F(r, "ea.insn"), r->ips, c[0], &got, &first) &&
+			      insn_list(F(r, "eb.insn"), r->ips + c[0], r->n - c[0], &g2, &f2),
+			      "%s: --time 0%%-%s ends just before instruction %zu at %" PRIu64 " ns, "
+			      "--time %s-100%% starts with it (%zu and %zu instructions)", r->name, pt,
+			      c[0], t, pt, got, g2);
+		}
+		st = decode(F(r, "ea"), F(r, "err"), "-j decode %s --time 0%%-100%%", r->dir);
+		CHECK(st == 0 && json_int(F(r, "ea"), "slice_instructions") == (int64_t)r->n,
+		      "%s: --time 0%%-100%% is the whole trace (%zu instructions)", r->name, r->n);
+	}
+out:
+	free(premax);
+	free(sufmin);
+	free(cuts);
+	free(want);
+}
+
 /*
  * --symbol: from the ground truth, by call depth: inside from the first
  * instruction of a block in the function (entered by a call, or where the
@@ -1160,6 +1320,8 @@ static void test_errors(struct run *r, struct run *untimed)
 {
 	static const char *const bad[] = {
 		"--time 5", "--time 2-1", "--time 5tsc-1us", "--time abc-", "--insn-range 9-3",
+		"--time 10%/11", "--time 10%,20%", "--time 20%-10%", "--time 101%", "--time 10%/0",
+		"--time '2us-3us 1us-4us'", "--time 10%-",
 		"--insn-range x", "--tid 0", "--cpus -1", "--last 0", "--last-branches x",
 		"--fields tid,comm", "--symbol no_such_function_x",
 	};
@@ -1215,6 +1377,7 @@ int main(int argc, char **argv)
 	if (timed.n && timed.tm && timed.hz_den) {
 		test_insn_range(&timed);
 		test_time(&timed);
+		test_time_forms(&timed);
 		test_jsonl(&timed);
 		test_symbol(&timed, "fib");
 		test_symbol(&timed, "main");
