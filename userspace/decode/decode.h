@@ -433,21 +433,24 @@ void dec_close(struct dec_ctx *c);
 const char *dec_gap_name(enum dec_gap g);
 
 /*
+ * Whether @buf[0..@len) holds MODE.EXEC packets of more than one exec mode
+ * (a byte search, confirmed with libipt's packet decoder when it finds
+ * two), or a PSB+ without a MODE.EXEC (a decoder synced there has no mode,
+ * so only libipt's block cache, filled by another decoder, decodes the code
+ * after it).  The packet walk is the serial one (the reference's), made
+ * in pieces from the PSBs at @cuts[0..@nr_cuts) (ascending offsets; the
+ * segments' starts) on @threads threads and joined exactly (segment.c).
+ */
+bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl,
+		     const uint64_t *cuts, size_t nr_cuts, unsigned int threads);
+
+/*
  * Offsets of PSBs in @buf[0..@len), ascending, into *@offs (malloc'd);
  * returns the count: the first PSB, then each time the first PSB at least
  * (@len - first) / @parts bytes (@parts >= 1) after the one before (found
  * by a byte search: the PSBs in between are not looked at).  *@first_tsc
  * (if not NULL): the TSC of the first of those PSB+s that has one, or 0.
  */
-/*
- * Whether @buf[0..@len) holds MODE.EXEC packets of more than one exec mode
- * (a byte search, confirmed with libipt's packet decoder when it finds
- * two), or a PSB+ without a MODE.EXEC (a decoder synced there has no mode,
- * so only libipt's block cache, filled by another decoder, decodes the code
- * after it).
- */
-bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl);
-
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
 		     uint64_t **offs, uint64_t *first_tsc);
 

@@ -7,19 +7,23 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "decode.h"
 #include "internal.h"
 
+/* A PSB packet: what a byte search for PSBs looks for. */
+static const uint8_t psb_bytes[16] = {
+	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+};
+
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
 		     uint64_t **offs, uint64_t *first_tsc)
 {
-	static const uint8_t psb_bytes[16] = {
-		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-	};
 	struct pt_packet_decoder *pd;
 	struct pt_config cfg = *tmpl;
 	size_t n = 0, cap = 0;
@@ -119,15 +123,177 @@ static bool psb_without_mode(struct pt_packet_decoder *pd, uint64_t off)
 	return false;
 }
 
-bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl)
+/*
+ * The serial packet walk, the reference's (tools/testing/decode/ref.c):
+ * libipt's packet decoder synced forward from the trace's start, each
+ * packet read in turn, synced forward again after an error, until no PSB
+ * is left.  Its cost is one pt_pkt_next() per packet of the whole trace
+ * (about 185 instructions each), so it is made in pieces, one from each
+ * cut (a segment's PSB) to the next, on several threads, and joined:
+ *
+ *  - the walk of the piece from cut k starts as a serial walk that has
+ *    reached cut k does: its next packet starts there (pt_pkt_sync_set();
+ *    the decoder's sync offset, which the serial one may have elsewhere,
+ *    matters to pt_pkt_sync_forward() only when the packet read at the
+ *    sync fails, and a packet read at a whole PSB never does);
+ *  - a piece's walk goes on until its next packet starts at or past the
+ *    next cut, or it ends;
+ *  - joined in trace order: when the serial walk (piece 0's, then each
+ *    joined one's) stops exactly at the next cut, the next piece's walk is
+ *    the serial walk from there; when it stops past it (a packet over the
+ *    cut, or a sync that jumped it) or ended, the next piece's walk is not
+ *    used and the serial walk itself goes on through that piece.
+ *
+ * So the packets read, and the modes found, are the serial walk's on any
+ * input; the threads change only who reads them.
+ */
+struct walk {
+	struct pt_packet_decoder *pd;
+	uint64_t from, to;	/* the piece: from a cut (0: the start) to the next */
+	uint64_t pos;		/* where the walk's next packet starts */
+	bool ended;		/* no PSB left (or no decoder): the walk is over */
+	int modes;		/* 1 << the exec mode of each MODE.EXEC read */
+};
+
+/*
+ * Walk on until the next packet starts at or past @to, or the walk ends.
+ * The walk's state is in locals while it runs: two threads walk
+ * neighbouring pieces, whose struct walk may share a cache line.
+ */
+static void walk_to(struct walk *w, uint64_t to)
 {
-	static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
-					 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	uint64_t pos = w->pos;
+	int modes = w->modes, size;
+	bool ended = w->ended;
+	struct pt_packet pkt;
+
+	while (!ended && pos < to) {
+		size = pt_pkt_next(w->pd, &pkt, sizeof(pkt));
+		if (size > 0) {
+			pos += (uint64_t)size;
+			if (pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec)
+				modes |= 1 << pt_get_exec_mode(&pkt.payload.mode.bits.exec);
+			continue;
+		}
+		if (pt_pkt_sync_forward(w->pd) < 0 || pt_pkt_get_offset(w->pd, &pos) < 0)
+			ended = true;
+	}
+	w->pos = pos;
+	w->modes = modes;
+	w->ended = ended;
+}
+
+/* Walk a piece: from the trace's start as the serial walk starts, or from its cut. */
+static void walk_piece(struct walk *w, const struct pt_config *cfg)
+{
+	w->pd = pt_pkt_alloc_decoder(cfg);
+	w->ended = !w->pd;
+	if (w->ended)
+		return;
+	if (!w->from) {
+		if (pt_pkt_sync_forward(w->pd) < 0 || pt_pkt_get_offset(w->pd, &w->pos) < 0)
+			w->ended = true;
+	} else {
+		if (pt_pkt_sync_set(w->pd, w->from) < 0)
+			w->ended = true;
+		w->pos = w->from;
+	}
+	walk_to(w, w->to);
+}
+
+struct walks {
+	struct walk *w;
+	size_t n;
+	const struct pt_config *cfg;
+	pthread_mutex_t lock;
+	size_t next;		/* the next piece to walk */
+};
+
+static void *walker(void *arg)
+{
+	struct walks *ws = arg;
+	size_t k;
+
+	for (;;) {
+		pthread_mutex_lock(&ws->lock);
+		k = ws->next < ws->n ? ws->next++ : SIZE_MAX;
+		pthread_mutex_unlock(&ws->lock);
+		if (k == SIZE_MAX)
+			return NULL;
+		walk_piece(&ws->w[k], ws->cfg);
+	}
+}
+
+/*
+ * The exec modes of the MODE.EXEC packets the serial walk of @cfg's trace
+ * reads (1 << mode each), walked in pieces from @cuts (ascending; those
+ * that are not a whole PSB are not used) on @threads threads.  -1 if out
+ * of memory.
+ */
+static int walk_modes(const uint8_t *buf, size_t len, const struct pt_config *cfg,
+		      const uint64_t *cuts, size_t nr_cuts, unsigned int threads)
+{
+	struct walks ws = { .cfg = cfg };
+	struct walk *serial;
+	pthread_t *th;
+	unsigned int t, nth = 0;
+	bool nomem = false;
+	size_t i, k;
+	int modes = 0;
+
+	ws.w = calloc(nr_cuts + 1, sizeof(*ws.w));
+	if (!ws.w)
+		return -1;
+	for (i = 0; i < nr_cuts; i++) {
+		uint64_t at = cuts[i];
+
+		if (at <= ws.w[ws.n].from || at > len || len - at < sizeof(psb_bytes) ||
+		    memcmp(buf + at, psb_bytes, sizeof(psb_bytes)))
+			continue;
+		ws.w[ws.n++].to = at;
+		ws.w[ws.n].from = at;
+	}
+	ws.w[ws.n++].to = UINT64_MAX;
+	if (threads > ws.n)
+		threads = (unsigned int)ws.n;
+	pthread_mutex_init(&ws.lock, NULL);
+	th = threads > 1 ? calloc(threads - 1, sizeof(*th)) : NULL;
+	for (t = 0; th && t + 1 < threads; t++, nth++)
+		if (pthread_create(&th[t], NULL, walker, &ws))
+			break;
+	walker(&ws);
+	for (t = 0; t < nth; t++)
+		pthread_join(th[t], NULL);
+	free(th);
+	pthread_mutex_destroy(&ws.lock);
+	/* joined in trace order: which piece's walk is the serial one's */
+	serial = &ws.w[0];
+	for (k = 1; k < ws.n; k++) {
+		if (!serial->ended && serial->pos == ws.w[k].from) {
+			modes |= serial->modes;
+			serial = &ws.w[k];
+		} else {
+			walk_to(serial, ws.w[k].to);
+		}
+	}
+	modes |= serial->modes;
+	for (k = 0; k < ws.n; k++) {
+		if (!ws.w[k].pd)
+			nomem = true;
+		pt_pkt_free_decoder(ws.w[k].pd);
+	}
+	free(ws.w);
+	return nomem ? -1 : modes;
+}
+
+bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmpl,
+		     const uint64_t *cuts, size_t nr_cuts, unsigned int threads)
+{
 	struct pt_config cfg = *tmpl;
 	struct pt_packet_decoder *pd;
 	const uint8_t *p = buf, *end = buf + len;
 	bool mixed = false;
-	int seen = -1, modes = 0;
+	int seen = -1, modes;
 
 	cfg.begin = (uint8_t *)buf;
 	cfg.end = (uint8_t *)buf + len;
@@ -135,10 +301,12 @@ bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmp
 	if (!pd)
 		return true;
 	/* a PSB+ without MODE.EXEC: decoders synced there have no mode until one */
-	while (!mixed && p < end && (p = memmem(p, (size_t)(end - p), psb, sizeof(psb)))) {
+	while (!mixed && p < end &&
+	       (p = memmem(p, (size_t)(end - p), psb_bytes, sizeof(psb_bytes)))) {
 		mixed = psb_without_mode(pd, (uint64_t)(p - buf));
-		p += sizeof(psb);
+		p += sizeof(psb_bytes);
 	}
+	pt_pkt_free_decoder(pd);
 	/* MODE.EXEC: 0x99, then a byte with bits 7:5 clear; CS.D and CS.L in bits 1:0 */
 	for (p = buf; !mixed && p + 1 < end && (p = memchr(p, 0x99, (size_t)(end - p - 1))); p++) {
 		if (p[1] & 0xe0)
@@ -146,22 +314,12 @@ bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmp
 		if (seen < 0) {
 			seen = p[1] & 3;
 		} else if (seen != (p[1] & 3)) {
-			/* two values: maybe only payload bytes; ask libipt (a new decoder, from the start) */
-			struct pt_packet_decoder *all = pt_pkt_alloc_decoder(&cfg);
-
-			while (all && pt_pkt_sync_forward(all) >= 0) {
-				struct pt_packet pkt;
-
-				while (pt_pkt_next(all, &pkt, sizeof(pkt)) >= 0)
-					if (pkt.type == ppt_mode && pkt.payload.mode.leaf == pt_mol_exec)
-						modes |= 1 << pt_get_exec_mode(&pkt.payload.mode.bits.exec);
-			}
-			pt_pkt_free_decoder(all);
-			mixed = !all || (modes & (modes - 1));
+			/* two values: maybe only payload bytes; ask libipt (the serial walk) */
+			modes = walk_modes(buf, len, &cfg, cuts, nr_cuts, threads);
+			mixed = modes < 0 || (modes & (modes - 1));
 			break;
 		}
 	}
-	pt_pkt_free_decoder(pd);
 	return mixed;
 }
 
@@ -267,7 +425,20 @@ static void make_segments(struct dec_ctx *c, struct dec_trace_result *r)
 			 r->trace->file, r->len);
 		return;
 	}
-	r->uncached = !c->opt.insn_decoder && dec_mixed_modes(r->buf, r->len, &c->cfg);
+	if (!c->opt.insn_decoder) {
+		uint64_t *cuts = dec_xcalloc(r->nr_segs + 1, sizeof(*cuts));
+		unsigned int threads = c->opt.jobs;
+
+		if (!threads) {
+			long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+			threads = n > 0 ? (unsigned int)n : 1;
+		}
+		for (i = 0; i < r->nr_segs; i++)
+			cuts[i] = r->segs[i].begin;
+		r->uncached = dec_mixed_modes(r->buf, r->len, &c->cfg, cuts, r->nr_segs, threads);
+		free(cuts);
+	}
 }
 
 void dec_trace_load(struct dec_ctx *c, struct dec_trace_result *r)

@@ -673,27 +673,53 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 		 * count and last block, never compared with a checkpoint.
 		 */
 		struct pt_block *b = &L->blk;
-		uint32_t n = 0;
+		uint64_t moff = L->moff, mins = L->mins;
+		uint32_t n = 0, k;
+		uint8_t mode = L->mode;
+		bool loop = false;
 
+		/*
+		 * stuck() by hand, with the counts in registers: this loop
+		 * runs once per block of the trace, and every instruction of
+		 * it shows in the decode's time.
+		 */
 		for (;;) {
 			st = pt_blk_next(d->blk, b, sizeof(*b));
-			off = UINT64_MAX;
-			err_ip = b->ninsn ? b->end_ip : b->ip;
-			if (!b->ninsn)
+			k = b->ninsn;
+			if (!k) {
+				off = UINT64_MAX;
+				err_ip = b->ip;
 				break;
-			n += b->ninsn;
-			s->insns += b->ninsn;
-			L->mode = (uint8_t)b->mode;
-			if (st >= 0 && stuck(L, b->ninsn, &off)) {
-				step_mix(L, s, n);
-				step_mix(L, s, b->end_ip);
-				goto loop;
+			}
+			n += k;
+			err_ip = b->end_ip;
+			mode = (uint8_t)b->mode;
+			if (st >= 0) {
+				off = 0;	/* as ad_offset() */
+				pt_blk_get_offset(d->blk, &off);
+				if (off != moff) {
+					moff = off;
+					mins = 0;
+				}
+				mins += k;
+				if (mins > DEC_MAX_STUCK) {
+					loop = true;
+					break;
+				}
+			} else {
+				off = UINT64_MAX;
 			}
 			if (st < 0 || (st & (pts_event_pending | pts_eos)) || n >= 4096)
 				break;
 		}
+		s->insns += n;
+		L->mode = mode;
+		L->moff = moff;
+		L->mins = mins;
 		step_mix(L, s, n);
 		step_mix(L, s, err_ip);
+		if (loop)
+			goto loop;
 	} else {
 		uint32_t n = 0;
 

@@ -6,7 +6,9 @@
  * the decoder library split and unsplit, with -J 1 and -J 2, printing
  * --insn, and counting only (the summary's path); any difference in the
  * printed items, gaps, offsets or counts aborts (a libFuzzer crash, input
- * saved).  Built and run by tools/testing/decode/fuzz.
+ * saved).  Also: the packet walk that decides uncached decoding, made
+ * in pieces on threads, against one serial walk.  Built and run by
+ * tools/testing/decode/fuzz.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -152,6 +154,41 @@ static void differ(const uint8_t *data, size_t size, const char *what, const cha
 	abort();
 }
 
+/*
+ * The packet walk that decides whether code is read uncached
+ * (dec_mixed_modes()) is made in pieces from PSBs, on threads, and
+ * joined: it must find what one serial walk finds.  Cut at every PSB the
+ * input holds (overlapping ones too), on 2 threads, against no cut.
+ */
+static void check_mode_walk(const uint8_t *data, size_t size)
+{
+	static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
+					 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	uint64_t *cuts = calloc(size + 1, sizeof(*cuts));
+	const uint8_t *p = data, *end = data + size;
+	struct pt_config cfg;
+	size_t n = 0;
+	bool pieces, serial;
+
+	if (!cuts)
+		abort();
+	pt_config_init(&cfg);
+	cfg.cpu = cpu;
+	pt_cpu_errata(&cfg.errata, &cfg.cpu);
+	while (p < end && (p = memmem(p, (size_t)(end - p), psb, sizeof(psb))))
+		cuts[n++] = (uint64_t)(p++ - data);
+	pieces = dec_mixed_modes(data, size, &cfg, cuts, n, 2);
+	serial = dec_mixed_modes(data, size, &cfg, NULL, 0, 1);
+	free(cuts);
+	if (pieces != serial) {
+		char what[128];
+
+		snprintf(what, sizeof(what), "uncached: %d from the packet walk in pieces, %d from "
+			 "the serial walk", pieces, serial);
+		differ(data, size, what, "", "");
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct { bool no_split; unsigned int jobs; } cfgs[] = {
@@ -161,6 +198,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!inited)
 		init();
+	check_mode_walk(data, size);
 	for (flavour = 0; flavour < 2; flavour++) {
 		char *refout = NULL, *ref;
 		size_t rlen = 0;
