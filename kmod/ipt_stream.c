@@ -320,7 +320,7 @@ static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
 	const struct ipt_hw_ops *hw = t->s->hw;
 	struct ipt_stream *st = &t->stream;
 	struct ipt_gap *g = &st->gaps[st->nr_gaps % IPT_STREAM_GAPS];
-	u64 now = ipt_stream_tsc(hw);
+	u64 now = ipt_stream_tsc(hw), lost;
 
 	lockdep_assert_irqs_disabled();
 	memset(g, 0, sizeof(*g));
@@ -329,11 +329,12 @@ static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
 	g->tsc_start = READ_ONCE(st->paused) ? READ_ONCE(st->paused_tsc) : now;
 	g->tsc_end = now;
 	g->cpu = t->cpu;
-	if (hw->lost_bytes) {
-		g->bytes_lost = hw->lost_bytes() - st->lost_base;
+	g->bytes_lost = IPT_GAP_BYTES_UNKNOWN;
+	lost = hw->lost_bytes ? hw->lost_bytes() : 0;
+	/* A count that went back (the backend was reset) says nothing. */
+	if (hw->lost_bytes && lost >= st->lost_base) {
+		g->bytes_lost = lost - st->lost_base;
 		st->gap_bytes += g->bytes_lost;
-	} else {
-		g->bytes_lost = IPT_GAP_BYTES_UNKNOWN;
 	}
 	st->nr_gaps++;
 }
