@@ -39,7 +39,6 @@
 #include <linux/irq_work.h>
 #include <linux/log2.h>
 #include <linux/minmax.h>
-#include <linux/poll.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -509,13 +508,14 @@ static struct ipt_trace *ipt_stream_trace(struct ipt_session *s, u32 idx)
  * The release position moves forward, up to the ready position.  When
  * it crosses a region boundary, STOP moves: on the trace's CPU with the
  * unit off while it traces (ipt_cpu_stream_move()), else in place; a
- * paused unit resumes and its gap is recorded.
+ * paused unit resumes and its gap is recorded.  A unit that cannot be
+ * restarted leaves the trace cut (IPT_TS_CUT), not an error: the release
+ * holds.  The session's pollers are woken.
  *
  * Context: process context; cpus read lock and device lock held.
  * Return: 0; -EINVAL (IDLE, not a stream session, the position behind
- * the current one or beyond the ready one), -ENOENT (no such trace),
- * with nothing changed; or the error of the unit's restart (-EBUSY,
- * -EIO, -EOPNOTSUPP: the release holds, the trace is cut).
+ * the current one or beyond the ready one), -ENOENT (no such trace), or
+ * -EIO (the unit could not be stopped), with nothing changed.
  */
 long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 {
@@ -523,6 +523,7 @@ long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 	struct ipt_session *s = c->s;
 	struct ipt_trace *t;
 	u64 rsize, old;
+	int ret = 0;
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
@@ -533,11 +534,14 @@ long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 	if (r->released < old || r->released > ipt_stream_captured(t))
 		return -EINVAL;
 	rsize = t->buf->region_size;
-	if (r->released / rsize == old / rsize) {
+	if (r->released / rsize == old / rsize)
 		t->stream.released = r->released;
-		return 0;
-	}
-	return ipt_cpu_stream_move(t, r->released);
+	else
+		ret = ipt_cpu_stream_move(t, r->released);
+	/* Other pollers of the session see the new state (a cut trace). */
+	if (!ret)
+		wake_up_all(&s->wq);
+	return ret;
 }
 
 /* ---- IPT_IOC_GET_GAPS ------------------------------------------------- */
@@ -653,44 +657,22 @@ long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret)
 
 /* ---- poll ------------------------------------------------------------- */
 
-/* Whether @t has something for its consumer.  Device lock held. */
-static bool ipt_stream_ready(const struct ipt_trace *t)
+/**
+ * ipt_stream_ready() - whether a stream trace has something for its consumer
+ * @t: a trace of a stream session that is not IDLE
+ *
+ * A region ready, a pause, or data not released that no region end will
+ * follow: the session stopped, or the trace itself did (a restart that
+ * failed: cut).
+ *
+ * Context: device lock held.
+ * Return: true when it is ready.
+ */
+bool ipt_stream_ready(const struct ipt_trace *t)
 {
 	u64 ready = ipt_stream_captured(t) - t->stream.released;
 
+	lockdep_assert_held(&t->s->idev->lock);
 	return ready >= t->buf->region_size || ipt_stream_paused(t) ||
-	       (t->s->state != IPT_STATE_TRACING && ready);
-}
-
-/**
- * ipt_session_poll() - poll()/epoll on a /dev/ipt file
- * @s: its session
- * @file: the file
- * @wait: the poll table
- *
- * EPOLLIN when a trace of a stream session has a region ready, is
- * paused, or the session stopped with data not released.  Other
- * sessions never poll ready.
- *
- * Context: process context; takes the device lock.
- * Return: the event mask.
- */
-__poll_t ipt_session_poll(struct ipt_session *s, struct file *file,
-			  poll_table *wait)
-{
-	__poll_t mask = 0;
-	unsigned int i;
-
-	poll_wait(file, &s->wq, wait);
-	mutex_lock(&s->idev->lock);
-	if (s->stream && s->state != IPT_STATE_IDLE) {
-		for (i = 0; i < s->nr_traces; i++) {
-			if (ipt_stream_ready(&s->traces[i])) {
-				mask = EPOLLIN | EPOLLRDNORM;
-				break;
-			}
-		}
-	}
-	mutex_unlock(&s->idev->lock);
-	return mask;
+	       (ready && (t->s->state != IPT_STATE_TRACING || !t->running));
 }
