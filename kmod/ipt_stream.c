@@ -28,7 +28,8 @@
  * 1490-1530), but when it has no room it leaves the event stopped until
  * the next sched-in and never says how long: ipt times every pause.
  *
- * NMI rules: the PMI handler only reads MSRs, writes @paused,
+ * NMI rules: the PMI handler only accesses MSRs (it stops the unit to
+ * read where it is and re-enables it, ipt_stream_pmi()), writes @paused,
  * @paused_tsc and @announced with WRITE_ONCE and queues the trace's irq_work, which
  * wakes the pollers in hard-interrupt context.  No lock, no sleep there.
  *
@@ -213,8 +214,8 @@ static u64 ipt_stream_tsc(const struct ipt_hw_ops *hw)
  * offset then is STOP's, the floor's); IPT_STREAM_NONE when the output
  * registers do not point into @t's buffer, or OUTPUT_BASE changed while
  * they were read (the unit went through a table's END in between: the
- * pair would point a table back).  OutputOffset read while tracing may
- * lag a little behind the unit; it is never ahead of it.
+ * pair would point a table back).  ipt_stream_pmi() reads it with the
+ * unit stopped, when every byte before it is in memory.
  * Stopped is @stopped (STATUS), or the position itself: a unit that
  * fills a region's last entry moves on to the next entry at offset 0
  * unless that entry has STOP, where OutputOffset stays at the entry's
@@ -256,18 +257,43 @@ static u64 ipt_stream_where(const struct ipt_trace *t,
  * end) is paused from now, until a release makes room.  The pollers are
  * woken either way.
  *
+ * The unit is stopped around the read, as Linux 6.1's perf does in its
+ * PMI (intel_pt_interrupt() calls pt_config_stop() before
+ * pt_read_offset(), arch/x86/events/intel/pt.c:1495-1501): "packets are
+ * first buffered internally and then written out asynchronously", and
+ * only clearing TraceEn flushes them to memory (SDM vol. 3C, 33.3.3
+ * "Flushing Trace Output"; TraceEn in the IA32_RTIT_CTL table of
+ * 33.2.8.2: "when this bit transitions from 1 to 0, all buffered packets
+ * are flushed out of internal buffers").  OutputOffset read while the
+ * unit runs may count bytes that are not in memory yet; after the stop
+ * every byte up to it is.  The unit is re-enabled at once with the same
+ * CTL (PacketByteCnt is kept, so no PSB+, only timing packets: SDM table
+ * "packet generation on TraceEn transitions"); a Stopped unit stays
+ * Stopped.  A unit found off (a cross-CPU call stopped it, this NMI
+ * interrupting it; VMXON cleared it) is left off: its position is final.
+ * A stop that faults announces nothing new.  A restart that faults
+ * leaves the unit off: the next stop finds TraceEn clear and cuts the
+ * trace (ipt_trace_stop_on_cpu()).  Cost: one RDMSR and two WRMSRs of
+ * IA32_RTIT_CTL per PMI, one PMI per region at most.
+ *
  * Context: the PMI handler (NMI natively), on @t's CPU.
  */
 void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw)
 {
 	struct ipt_stream *st = &t->stream;
-	bool stopped = false;
-	u64 status, where;
+	bool stopped = false, on, flushed;
+	u64 ctl, status, where;
 
+	on = !hw->read_msr(MSR_IA32_RTIT_CTL, &ctl) &&
+	     (ctl & RTIT_CTL_TRACEEN);
+	flushed = !on || !hw->write_msr(MSR_IA32_RTIT_CTL,
+					 ctl & ~RTIT_CTL_TRACEEN);
 	if (!hw->read_msr(MSR_IA32_RTIT_STATUS, &status))
 		stopped = status & RTIT_STATUS_STOPPED;
 	where = ipt_stream_where(t, hw, &stopped);
-	if (where != IPT_STREAM_NONE)
+	if (on && flushed)
+		hw->write_msr(MSR_IA32_RTIT_CTL, ctl);
+	if (where != IPT_STREAM_NONE && flushed)
 		WRITE_ONCE(st->announced, where);
 	if (stopped && !READ_ONCE(st->paused)) {
 		WRITE_ONCE(st->paused_tsc, ipt_stream_tsc(hw));

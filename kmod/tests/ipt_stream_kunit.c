@@ -510,6 +510,46 @@ static void stream_pmi_torn_read(struct kunit *test)
 }
 
 /*
+ * The PMI reads the output position with the unit stopped: bytes the unit
+ * buffers internally reach memory only when TraceEn is cleared (SDM vol.
+ * 3C, 33.3.3), so a position read while it runs may announce bytes that
+ * are not there yet.  The unit runs again afterwards, with the same CTL.
+ * A unit found off is left off; a stop that faults announces nothing.
+ */
+static void stream_pmi_flushes(struct kunit *test)
+{
+	struct fake_stream *f = fake_stream(test);
+	const u64 rs = SZ_4K, ctl = RTIT_CTL_TRACEEN | RTIT_CTL_TOPA |
+		       RTIT_CTL_BRANCH_EN;
+
+	fake_start(f);
+	fake_ctl = ctl;
+	fake_at(f, 2 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_EQ(test, fake_unflushed_reads, 0u);
+	KUNIT_EXPECT_EQ(test, fake_ctl_writes, 2u);
+	KUNIT_EXPECT_EQ(test, fake_ctl, ctl);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 2 * rs);
+	/* found off: read as it is, nothing written */
+	fake_ctl = ctl & ~RTIT_CTL_TRACEEN;
+	fake_ctl_writes = 0;
+	fake_at(f, 3 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_EQ(test, fake_ctl_writes, 0u);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 3 * rs);
+	/* the stop faults: the unit runs on, nothing new announced */
+	fake_ctl = ctl;
+	fake_ctl_writes = 0;
+	fake_ctl_fault = 1;
+	fake_at(f, 5 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_EQ(test, fake_ctl_writes, 1u);
+	KUNIT_EXPECT_EQ(test, fake_ctl, ctl);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 3 * rs);
+	irq_work_sync(&f->t.stream.work);
+}
+
+/*
  * A gap's size is the backend's lost-bytes count since the start; a
  * count that went back (a simulated unit reset meanwhile) is no size:
  * IPT_GAP_BYTES_UNKNOWN, not a wrapped difference, and the trace's
@@ -564,6 +604,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_resume_after_late_pmi),
 	KUNIT_CASE(stream_pause_from_position),
 	KUNIT_CASE(stream_pmi_torn_read),
+	KUNIT_CASE(stream_pmi_flushes),
 	KUNIT_CASE(stream_gap_lost_went_back),
 	{}
 };

@@ -22,6 +22,8 @@
  *    while it is offline rearms it, and it resumes when it comes back;
  *  - faults (sim cpuN/gp_ctl): a stop that faults changes nothing, a
  *    restart that faults leaves the release done and the trace cut;
+ *  - the unit's internal buffer (sim cpuN/hold): what is announced is in
+ *    memory;
  *  - a poller blocked in another thread wakes on a release that changes
  *    what is ready, and sees EPOLLHUP when the session stops or ends.
  * Every wait is on an event (poll(), a state, a counter), bounded at 30 s.
@@ -1062,6 +1064,39 @@ TEST_F_TIMEOUT(stream, poll_hup_on_stop_and_teardown, 120)
 	poller_join(&p);
 	EXPECT_EQ(1, p.ret);
 	EXPECT_EQ(POLLHUP, p.revents);
+}
+
+/*
+ * The unit buffers packets internally and writes them out later; only
+ * clearing TraceEn flushes them (SDM vol. 3C, 33.3.3).  With the
+ * simulated unit holding its newest 4 KiB back (sim cpu0/hold), fed 10
+ * KiB: the first region's 8 KiB are announced while the last of them are
+ * still in the unit unless the PMI stopped it to read the position.  The
+ * consumer reads them at once; the bytes read must be the bytes written.
+ */
+TEST_F_TIMEOUT(stream, announced_bytes_in_memory, 120)
+{
+	struct ipt_trace_state ts;
+	struct sim_counts b, a;
+	struct consumer cons;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	ASSERT_EQ(0, sim_cpu_write(0, "hold", 4096));
+	ASSERT_EQ(0, feed_tnt(0, 10 * KIB, 1));
+	stream_start(_metadata, self->fd, 64 * KIB, 8, &cons, &b);
+	ASSERT_TRUE(poll_in(self->fd, POLL_MS));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	ASSERT_EQ(8 * KIB, ts.bytes_captured);
+	consume(&cons, ts.bytes_captured);
+	ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+	ASSERT_TRUE(wait_feed_done(0));
+	stream_finish(_metadata, self->fd, &cons, &ts);
+	sim_counts(&a);
+	EXPECT_EQ(a.bytes - b.bytes, cons.read);
+	EXPECT_EQ(a.csum - b.csum, cons.csum)
+		TH_LOG("bytes announced were read before they were in memory");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
 TEST_HARNESS_MAIN
