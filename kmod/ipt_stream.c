@@ -273,8 +273,12 @@ static u64 ipt_stream_where(const struct ipt_trace *t,
  * interrupting it; VMXON cleared it) is left off: its position is final.
  * A stop that faults announces nothing new.  A restart that faults
  * leaves the unit off: the next stop finds TraceEn clear and cuts the
- * trace (ipt_trace_stop_on_cpu()).  Cost: one RDMSR and two WRMSRs of
- * IA32_RTIT_CTL per PMI, one PMI per region at most.
+ * trace (ipt_trace_stop_on_cpu()).  A barrier orders the flushed bytes
+ * before the announcement, as pt_config_stop() does (pt.c:555-563).  A
+ * trace not running here is left alone: the handler already returned
+ * for a unit that is not ipt's (ipt_own_here()), and a trace ipt is not
+ * tracing into now has its position settled by its stop.  Cost: one RDMSR
+ * and two WRMSRs of IA32_RTIT_CTL per PMI, one PMI per region at most.
  *
  * Context: the PMI handler (NMI natively), on @t's CPU.
  */
@@ -283,11 +287,22 @@ void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw)
 	struct ipt_stream *st = &t->stream;
 	bool stopped = false, on, flushed;
 	u64 ctl, status, where;
+	int ret;
 
-	on = !hw->read_msr(MSR_IA32_RTIT_CTL, &ctl) &&
-	     (ctl & RTIT_CTL_TRACEEN);
-	flushed = !on || !hw->write_msr(MSR_IA32_RTIT_CTL,
-					 ctl & ~RTIT_CTL_TRACEEN);
+	/*
+	 * Not tracing into @t here (not started yet, stopped, or the unit
+	 * another owner's): nothing of @t's to announce, and the unit's
+	 * registers are not @t's to touch.  Its stop settles its position.
+	 */
+	if (!READ_ONCE(t->running))
+		return;
+	ret = hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
+	on = !ret && (ctl & RTIT_CTL_TRACEEN);
+	/* A CTL that cannot be read says nothing of a flush. */
+	flushed = !ret && (!on || !hw->write_msr(MSR_IA32_RTIT_CTL,
+						  ctl & ~RTIT_CTL_TRACEEN));
+	if (flushed)
+		wmb();	/* flushed bytes before @announced, as pt.c:555-563 */
 	if (!hw->read_msr(MSR_IA32_RTIT_STATUS, &status))
 		stopped = status & RTIT_STATUS_STOPPED;
 	where = ipt_stream_where(t, hw, &stopped);
