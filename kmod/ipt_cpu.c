@@ -13,6 +13,7 @@
 #include <linux/cpumask.h>
 #include <linux/lockdep.h>
 #include <linux/smp.h>
+#include <linux/wait.h>
 
 #include "ipt_session.h"
 
@@ -168,7 +169,11 @@ static int ipt_trace_start(struct ipt_trace *t)
 /*
  * Stop tracing on the trace's CPU and settle its state: stops the unit,
  * reads its position, then drains the PMI (ipt_pmi_drain()) so that the
- * wrap count matches the position.
+ * wrap count matches the position.  A stop that faults cannot be retried
+ * here (the session stops, the CPU goes offline): the trace is taken as
+ * stopped and cut, where its unit was (a CTL write faults on silicon only
+ * where TraceEn is already clear, VMXON; a panic clears it otherwise).
+ * The session's pollers are woken: what the trace holds is final.
  *
  * Context: process context, may sleep; device lock held; CPU hotplug
  * excluded.
@@ -180,7 +185,15 @@ static void ipt_trace_stop(struct ipt_trace *t)
 	if (!t->running)
 		return;
 	smp_call_function_single(t->cpu, ipt_trace_stop_on_cpu, t, 1);
+	if (t->err && t->running) {
+		pr_warn_ratelimited("CPU %u: the unit did not stop (%d); the trace is cut\n",
+				    t->cpu, t->err);
+		t->running = false;
+		t->cut = true;
+	}
 	ipt_pmi_drain(t);
+	if (t->s->stream)
+		wake_up_all(&t->s->wq);
 }
 
 /**
@@ -200,11 +213,13 @@ static void ipt_trace_stop(struct ipt_trace *t)
  * an error of the release.
  *
  * Context: process context; device lock held; CPU hotplug excluded.
- * Return: 0, or the error of the stop (-EIO), with nothing changed.
+ * Return: 0, or the error of the stop (-EIO) or of the cross-CPU call,
+ * with nothing changed.
  */
 int ipt_cpu_stream_move(struct ipt_trace *t, u64 released)
 {
 	struct ipt_stream_move m = { .t = t, .released = released };
+	int ret;
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&t->s->idev->lock);
@@ -216,7 +231,9 @@ int ipt_cpu_stream_move(struct ipt_trace *t, u64 released)
 		ipt_stream_rearm(t);
 		return 0;
 	}
-	smp_call_function_single(t->cpu, ipt_stream_move_on_cpu, &m, 1);
+	ret = smp_call_function_single(t->cpu, ipt_stream_move_on_cpu, &m, 1);
+	if (ret)
+		return ret;	/* not run: nothing changed */
 	if (t->err && t->running)
 		return t->err;	/* the stop faulted: nothing changed */
 	if (t->err) {

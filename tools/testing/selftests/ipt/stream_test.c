@@ -536,7 +536,7 @@ static void stream_finish(struct __test_metadata *_metadata, int fd,
  * bytes the unit wrote.  Exact whatever the scheduling: the consumer's
  * speed decides only how often the program blocks.
  */
-TEST_F_TIMEOUT(stream, lossless, 180)
+TEST_F_TIMEOUT(stream, lossless, 600)
 {
 	struct sim_counts b, a;
 	struct ipt_trace_state ts;
