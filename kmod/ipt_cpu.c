@@ -13,6 +13,7 @@
 #include <linux/cpumask.h>
 #include <linux/lockdep.h>
 #include <linux/smp.h>
+#include <linux/wait.h>
 
 #include "ipt_session.h"
 
@@ -87,7 +88,9 @@ static void ipt_trace_start_on_cpu(void *arg)
  * TraceEn found clear was cleared by someone else: VMXON on a part without
  * PT in VMX operation (where a write of CTL would then #GP), or a power
  * loss.  Nothing is left to stop; the trace is marked cut (a gap, not a
- * failure) and its position read as for any stop.
+ * failure) and its position read as for any stop.  A stop that faulted
+ * (the CTL read or write) changed nothing: the unit still traces, @running
+ * stays set, and @err says why.
  */
 static void ipt_trace_stop_on_cpu(void *arg)
 {
@@ -102,10 +105,12 @@ static void ipt_trace_stop_on_cpu(void *arg)
 	else if (!ret)
 		ret = hw->write_msr(MSR_IA32_RTIT_CTL, t->s->hwcfg.ctl);
 	/* A faulted stop leaves the unit ipt's: panic would still clear it. */
-	if (!ret) {
-		ipt_life_mark_off();
-		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &t->base);
-	}
+	t->err = ret;
+	if (ret)
+		return;
+	ipt_life_mark_off();
+	t->running = false;
+	ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_BASE, &t->base);
 	if (!ret)
 		ret = hw->read_msr(MSR_IA32_RTIT_OUTPUT_MASK, &t->mask);
 	if (!ret)
@@ -113,8 +118,13 @@ static void ipt_trace_stop_on_cpu(void *arg)
 	if (!ret && t->s->stream)
 		ipt_stream_stopped_here(t);
 	t->err = ret;
-	t->running = false;
 }
+
+/* The argument of ipt_stream_move_on_cpu(). */
+struct ipt_stream_move {
+	struct ipt_trace *t;
+	u64 released;
+};
 
 /*
  * Stream: move STOP with the unit off, as the SDM wants the ToPA of an
@@ -125,13 +135,15 @@ static void ipt_trace_stop_on_cpu(void *arg)
  */
 static void ipt_stream_move_on_cpu(void *arg)
 {
-	struct ipt_trace *t = arg;
+	struct ipt_stream_move *m = arg;
+	struct ipt_trace *t = m->t;
 
 	ipt_trace_stop_on_cpu(t);
+	/* Not stopped (nothing changed), or off where it stopped unknown. */
 	if (t->err)
 		return;
 	/* The head was placed against the old release position. */
-	t->stream.released = t->stream.release_to;
+	t->stream.released = m->released;
 	ipt_stream_rearm(t);
 	ipt_trace_start_on_cpu(t);
 }
@@ -157,7 +169,11 @@ static int ipt_trace_start(struct ipt_trace *t)
 /*
  * Stop tracing on the trace's CPU and settle its state: stops the unit,
  * reads its position, then drains the PMI (ipt_pmi_drain()) so that the
- * wrap count matches the position.
+ * wrap count matches the position.  A stop that faults cannot be retried
+ * here (the session stops, the CPU goes offline): the trace is taken as
+ * stopped and cut, where its unit was (a CTL write faults on silicon only
+ * where TraceEn is already clear, VMXON; a panic clears it otherwise).
+ * The session's pollers are woken: what the trace holds is final.
  *
  * Context: process context, may sleep; device lock held; CPU hotplug
  * excluded.
@@ -169,7 +185,15 @@ static void ipt_trace_stop(struct ipt_trace *t)
 	if (!t->running)
 		return;
 	smp_call_function_single(t->cpu, ipt_trace_stop_on_cpu, t, 1);
+	if (t->err && t->running) {
+		pr_warn_ratelimited("CPU %u: the unit did not stop (%d); the trace is cut\n",
+				    t->cpu, t->err);
+		t->running = false;
+		t->cut = true;
+	}
 	ipt_pmi_drain(t);
+	if (t->s->stream)
+		wake_up_all(&t->s->wq);
 }
 
 /**
@@ -182,29 +206,44 @@ static void ipt_trace_stop(struct ipt_trace *t)
  * cross-CPU call; one that does not (the session stopped, the CPU
  * offline) is rearmed in place and starts from there.
  *
+ * A stop that faults changes nothing: its error is returned, the unit
+ * traces on.  Once the unit is off the release holds: a restart that
+ * fails (or a position that cannot be read) leaves the trace stopped and
+ * cut (IPT_TS_CUT), its pause, if it was paused, a closed gap, and is not
+ * an error of the release.
+ *
  * Context: process context; device lock held; CPU hotplug excluded.
- * Return: 0, or the error of the stop or restart (the trace is then cut:
- * IPT_TS_CUT; the release holds).
+ * Return: 0, or the error of the stop (-EIO) or of the cross-CPU call,
+ * with nothing changed.
  */
 int ipt_cpu_stream_move(struct ipt_trace *t, u64 released)
 {
+	struct ipt_stream_move m = { .t = t, .released = released };
+	int ret;
+
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&t->s->idev->lock);
+	/* Per-thread traces move STOP at their own switch-in. */
+	if (WARN_ON_ONCE(t->s->mode != IPT_MODE_CPU))
+		return -EOPNOTSUPP;
 	if (!t->running) {
 		t->stream.released = released;
 		ipt_stream_rearm(t);
 		return 0;
 	}
-	t->stream.release_to = released;
-	smp_call_function_single(t->cpu, ipt_stream_move_on_cpu, t, 1);
-	t->stream.released = released;
+	ret = smp_call_function_single(t->cpu, ipt_stream_move_on_cpu, &m, 1);
+	if (ret)
+		return ret;	/* not run: nothing changed */
+	if (t->err && t->running)
+		return t->err;	/* the stop faulted: nothing changed */
 	if (t->err) {
+		t->stream.released = released;
 		t->cut = true;
-		if (!t->running)
-			pr_warn_ratelimited("CPU %u: the stream could not be restarted (%d)\n",
-					    t->cpu, t->err);
+		pr_warn_ratelimited("CPU %u: the stream could not be restarted (%d)\n",
+				    t->cpu, t->err);
+		t->err = 0;
 	}
-	return t->err;
+	return 0;
 }
 
 /* ---- the mode operations ---------------------------------------------- */

@@ -119,7 +119,9 @@ typedef bool (*ipt_pmi_fn)(void);
  *         NMI included.  NULL: gaps are timed with the CPU's RDTSC.
  * @lost_bytes: optional; trace bytes the current CPU's unit could not
  *         write so far because output was Stopped (IA32_RTIT_STATUS.Stopped
- *         with TraceEn = 1): a running count, only ever growing.  Silicon
+ *         with TraceEn = 1): a running count, only ever growing, a reset
+ *         of the unit included (one found lower than at the trace's start
+ *         makes the gap's size IPT_GAP_BYTES_UNKNOWN).  Silicon
  *         counts nothing of the kind (NULL natively: a gap's size is then
  *         IPT_GAP_BYTES_UNKNOWN); the simulator counts exactly.  Any
  *         context, NMI included; the caller keeps preemption disabled.

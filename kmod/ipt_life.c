@@ -35,6 +35,7 @@
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/suspend.h>
+#include <linux/wait.h>
 
 #include "ipt_session.h"
 
@@ -358,6 +359,8 @@ static void ipt_life_sleep(bool enter)
 				pr_warn("cannot restart tracing after resume: %d\n",
 					ret);
 				s->state = IPT_STATE_STOPPED;
+				/* Pollers see the end: EPOLLHUP. */
+				wake_up_all(&s->wq);
 			}
 		}
 	}

@@ -99,8 +99,12 @@ static bool ipt_pmi_handler(void)
 	unsigned int loops = 0;
 	u64 gs, mask;
 
-	/* Not counting for a trace here: not ipt's, leave every MSR alone. */
-	if (!count || !hw)
+	/*
+	 * Not counting for a trace here, or the unit is not ipt's now (perf
+	 * holds this CPU): not ipt's PMI, leave every MSR alone, as Linux's
+	 * handler acts only for the event it has (pt.c:1485-1493).
+	 */
+	if (!count || !hw || !ipt_own_here())
 		return false;
 	if (hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &gs) ||
 	    !(gs & GLOBAL_STATUS_TRACE_TOPAPMI))
@@ -118,14 +122,22 @@ static bool ipt_pmi_handler(void)
 		atomic64_inc(count);
 		/* Write-1-to-clear: bit 55 alone, perf's bits stay. */
 		if (hw->write_msr(MSR_CORE_PERF_GLOBAL_OVF_CTRL,
-				  GLOBAL_STATUS_TRACE_TOPAPMI) ||
-		    hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &gs))
+				  GLOBAL_STATUS_TRACE_TOPAPMI))
+			return true;	/* cannot happen where probed */
+		/*
+		 * A stream's region ended: note where, and a pause.  Its
+		 * stop and restart write packets, which may end the next
+		 * region while the LVT is masked: the status is read after
+		 * it, so that such a PMI is taken here, as Linux reads the
+		 * status again after intel_pt_interrupt()
+		 * (arch/x86/events/intel/core.c:3100-3107).
+		 */
+		if (stream)
+			ipt_stream_pmi(stream, hw);
+		if (hw->read_msr(MSR_CORE_PERF_GLOBAL_STATUS, &gs))
 			return true;	/* cannot happen where probed */
 		/* Raised again since (SDM: "before or just after"): another. */
 	} while ((gs & GLOBAL_STATUS_TRACE_TOPAPMI) && ++loops < IPT_PMI_LOOPS);
-	/* A stream's region ended: wake its consumer, note a pause. */
-	if (stream)
-		ipt_stream_pmi(stream, hw);
 	ipt_pmi_rearm(hw, gs);
 	return true;
 }

@@ -19,10 +19,12 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/topology.h>
 #include <linux/uaccess.h>
+#include <linux/wait.h>
 #include <kunit/visibility.h>
 
 #include "ipt_session.h"
@@ -170,6 +172,8 @@ static void ipt_session_teardown_locked(struct ipt_session *s)
 	s->mops = NULL;
 	s->stream = false;
 	s->state = IPT_STATE_IDLE;
+	/* Pollers see the end of the session: EPOLLHUP. */
+	wake_up_all(&s->wq);
 }
 
 /**
@@ -186,6 +190,44 @@ void ipt_session_stop_locked(struct ipt_session *s)
 	s->state = IPT_STATE_STOPPED;
 	/* Pollers see the data left unreleased (the lock orders this). */
 	wake_up_all(&s->wq);
+}
+
+/**
+ * ipt_session_poll() - poll()/epoll on a /dev/ipt file
+ * @s: its session
+ * @file: the file
+ * @wait: the poll table
+ *
+ * EPOLLIN when a trace of a stream session has something for its
+ * consumer (ipt_stream_ready()); EPOLLHUP when no trace is being written
+ * any more, the session STOPPED or IDLE (never configured, or torn
+ * down: IPT_IOC_RELEASE).  Sessions that do not stream never poll
+ * EPOLLIN.  Woken by the traces' PMIs (irq_work), a release, a stop and
+ * the teardown.
+ *
+ * Context: process context; takes the device lock.
+ * Return: the event mask.
+ */
+__poll_t ipt_session_poll(struct ipt_session *s, struct file *file,
+			  poll_table *wait)
+{
+	__poll_t mask = 0;
+	unsigned int i;
+
+	poll_wait(file, &s->wq, wait);
+	mutex_lock(&s->idev->lock);
+	if (s->state == IPT_STATE_IDLE || s->state == IPT_STATE_STOPPED)
+		mask |= EPOLLHUP;
+	if (s->stream && s->state != IPT_STATE_IDLE) {
+		for (i = 0; i < s->nr_traces; i++) {
+			if (ipt_stream_ready(&s->traces[i])) {
+				mask |= EPOLLIN | EPOLLRDNORM;
+				break;
+			}
+		}
+	}
+	mutex_unlock(&s->idev->lock);
+	return mask;
 }
 
 /**

@@ -78,8 +78,6 @@ struct ipt_thread {
  * @nr_gaps: closed gaps so far
  * @gap_bytes: bytes the unit is known to have lost in them
  * @released: stream position the consumer released up to
- * @release_to: the release position a cross-CPU move installs once the
- *        head is settled against @released
  * @head: stream position of the next byte, as of the last time the unit
  *        was off (a stop, a release that moved STOP)
  * @lost_base: the backend's lost-bytes count when the unit last started
@@ -104,7 +102,6 @@ struct ipt_stream {
 	u64 nr_gaps;
 	u64 gap_bytes;
 	u64 released;
-	u64 release_to;
 	u64 head;
 	u64 lost_base;
 	bool paused;
@@ -361,14 +358,15 @@ long ipt_ioctl_stream_release(struct ipt_ioctl_call *c);
 int ipt_ioctl_get_gaps_pre(struct ipt_ioctl_call *c);
 long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c);
 long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret);
-__poll_t ipt_session_poll(struct ipt_session *s, struct file *file,
-			  poll_table *wait);
+bool ipt_stream_ready(const struct ipt_trace *t);
 
 /* ipt_cpu.c: streaming moves */
 int ipt_cpu_stream_move(struct ipt_trace *t, u64 released);
 
 /* ipt_session.c: what the modes share */
 void ipt_session_stop_locked(struct ipt_session *s);
+__poll_t ipt_session_poll(struct ipt_session *s, struct file *file,
+			  poll_table *wait);
 
 #if IS_ENABLED(CONFIG_KUNIT)
 bool ipt_session_excluded(struct ipt_device *idev, enum ipt_mode mode);

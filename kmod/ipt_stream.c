@@ -28,7 +28,8 @@
  * 1490-1530), but when it has no room it leaves the event stopped until
  * the next sched-in and never says how long: ipt times every pause.
  *
- * NMI rules: the PMI handler only reads MSRs, writes @paused,
+ * NMI rules: the PMI handler only accesses MSRs (it stops the unit to
+ * read where it is and re-enables it, ipt_stream_pmi()), writes @paused,
  * @paused_tsc and @announced with WRITE_ONCE and queues the trace's irq_work, which
  * wakes the pollers in hard-interrupt context.  No lock, no sleep there.
  *
@@ -39,7 +40,6 @@
 #include <linux/irq_work.h>
 #include <linux/log2.h>
 #include <linux/minmax.h>
-#include <linux/poll.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -214,8 +214,8 @@ static u64 ipt_stream_tsc(const struct ipt_hw_ops *hw)
  * offset then is STOP's, the floor's); IPT_STREAM_NONE when the output
  * registers do not point into @t's buffer, or OUTPUT_BASE changed while
  * they were read (the unit went through a table's END in between: the
- * pair would point a table back).  OutputOffset read while tracing may
- * lag a little behind the unit; it is never ahead of it.
+ * pair would point a table back).  ipt_stream_pmi() reads it with the
+ * unit stopped, when every byte before it is in memory.
  * Stopped is @stopped (STATUS), or the position itself: a unit that
  * fills a region's last entry moves on to the next entry at offset 0
  * unless that entry has STOP, where OutputOffset stays at the entry's
@@ -257,18 +257,58 @@ static u64 ipt_stream_where(const struct ipt_trace *t,
  * end) is paused from now, until a release makes room.  The pollers are
  * woken either way.
  *
+ * The unit is stopped around the read, as Linux 6.1's perf does in its
+ * PMI (intel_pt_interrupt() calls pt_config_stop() before
+ * pt_read_offset(), arch/x86/events/intel/pt.c:1495-1501): "packets are
+ * first buffered internally and then written out asynchronously", and
+ * only clearing TraceEn flushes them to memory (SDM vol. 3C, 33.3.3
+ * "Flushing Trace Output"; TraceEn in the IA32_RTIT_CTL table of
+ * 33.2.8.2: "when this bit transitions from 1 to 0, all buffered packets
+ * are flushed out of internal buffers").  OutputOffset read while the
+ * unit runs may count bytes that are not in memory yet; after the stop
+ * every byte up to it is.  The unit is re-enabled at once with the same
+ * CTL (PacketByteCnt is kept, so no PSB+, only timing packets: SDM table
+ * "packet generation on TraceEn transitions"); a Stopped unit stays
+ * Stopped.  A unit found off (a cross-CPU call stopped it, this NMI
+ * interrupting it; VMXON cleared it) is left off: its position is final.
+ * A stop that faults announces nothing new.  A restart that faults
+ * leaves the unit off: the next stop finds TraceEn clear and cuts the
+ * trace (ipt_trace_stop_on_cpu()).  A barrier orders the flushed bytes
+ * before the announcement, as pt_config_stop() does (pt.c:555-563).  A
+ * trace not running here is left alone: the handler already returned
+ * for a unit that is not ipt's (ipt_own_here()), and a trace ipt is not
+ * tracing into now has its position settled by its stop.  Cost: one RDMSR
+ * and two WRMSRs of IA32_RTIT_CTL per PMI, one PMI per region at most.
+ *
  * Context: the PMI handler (NMI natively), on @t's CPU.
  */
 void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw)
 {
 	struct ipt_stream *st = &t->stream;
-	bool stopped = false;
-	u64 status, where;
+	bool stopped = false, on, flushed;
+	u64 ctl, status, where;
+	int ret;
 
+	/*
+	 * Not tracing into @t here (not started yet, stopped, or the unit
+	 * another owner's): nothing of @t's to announce, and the unit's
+	 * registers are not @t's to touch.  Its stop settles its position.
+	 */
+	if (!READ_ONCE(t->running))
+		return;
+	ret = hw->read_msr(MSR_IA32_RTIT_CTL, &ctl);
+	on = !ret && (ctl & RTIT_CTL_TRACEEN);
+	/* A CTL that cannot be read says nothing of a flush. */
+	flushed = !ret && (!on || !hw->write_msr(MSR_IA32_RTIT_CTL,
+						  ctl & ~RTIT_CTL_TRACEEN));
+	if (flushed)
+		wmb();	/* flushed bytes before @announced, as pt.c:555-563 */
 	if (!hw->read_msr(MSR_IA32_RTIT_STATUS, &status))
 		stopped = status & RTIT_STATUS_STOPPED;
 	where = ipt_stream_where(t, hw, &stopped);
-	if (where != IPT_STREAM_NONE)
+	if (on && flushed)
+		hw->write_msr(MSR_IA32_RTIT_CTL, ctl);
+	if (where != IPT_STREAM_NONE && flushed)
 		WRITE_ONCE(st->announced, where);
 	if (stopped && !READ_ONCE(st->paused)) {
 		WRITE_ONCE(st->paused_tsc, ipt_stream_tsc(hw));
@@ -320,7 +360,7 @@ static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
 	const struct ipt_hw_ops *hw = t->s->hw;
 	struct ipt_stream *st = &t->stream;
 	struct ipt_gap *g = &st->gaps[st->nr_gaps % IPT_STREAM_GAPS];
-	u64 now = ipt_stream_tsc(hw);
+	u64 now = ipt_stream_tsc(hw), lost;
 
 	lockdep_assert_irqs_disabled();
 	memset(g, 0, sizeof(*g));
@@ -329,11 +369,12 @@ static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
 	g->tsc_start = READ_ONCE(st->paused) ? READ_ONCE(st->paused_tsc) : now;
 	g->tsc_end = now;
 	g->cpu = t->cpu;
-	if (hw->lost_bytes) {
-		g->bytes_lost = hw->lost_bytes() - st->lost_base;
+	g->bytes_lost = IPT_GAP_BYTES_UNKNOWN;
+	lost = hw->lost_bytes ? hw->lost_bytes() : 0;
+	/* A count that went back (the backend was reset) says nothing. */
+	if (hw->lost_bytes && lost >= st->lost_base) {
+		g->bytes_lost = lost - st->lost_base;
 		st->gap_bytes += g->bytes_lost;
-	} else {
-		g->bytes_lost = IPT_GAP_BYTES_UNKNOWN;
 	}
 	st->nr_gaps++;
 }
@@ -508,13 +549,14 @@ static struct ipt_trace *ipt_stream_trace(struct ipt_session *s, u32 idx)
  * The release position moves forward, up to the ready position.  When
  * it crosses a region boundary, STOP moves: on the trace's CPU with the
  * unit off while it traces (ipt_cpu_stream_move()), else in place; a
- * paused unit resumes and its gap is recorded.
+ * paused unit resumes and its gap is recorded.  A unit that cannot be
+ * restarted leaves the trace cut (IPT_TS_CUT), not an error: the release
+ * holds.  The session's pollers are woken.
  *
  * Context: process context; cpus read lock and device lock held.
  * Return: 0; -EINVAL (IDLE, not a stream session, the position behind
- * the current one or beyond the ready one), -ENOENT (no such trace),
- * with nothing changed; or the error of the unit's restart (-EBUSY,
- * -EIO, -EOPNOTSUPP: the release holds, the trace is cut).
+ * the current one or beyond the ready one), -ENOENT (no such trace), or
+ * -EIO (the unit could not be stopped), with nothing changed.
  */
 long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 {
@@ -522,6 +564,7 @@ long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 	struct ipt_session *s = c->s;
 	struct ipt_trace *t;
 	u64 rsize, old;
+	int ret = 0;
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&s->idev->lock);
@@ -532,11 +575,14 @@ long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 	if (r->released < old || r->released > ipt_stream_captured(t))
 		return -EINVAL;
 	rsize = t->buf->region_size;
-	if (r->released / rsize == old / rsize) {
+	if (r->released / rsize == old / rsize)
 		t->stream.released = r->released;
-		return 0;
-	}
-	return ipt_cpu_stream_move(t, r->released);
+	else
+		ret = ipt_cpu_stream_move(t, r->released);
+	/* Other pollers of the session see the new state (a cut trace). */
+	if (!ret)
+		wake_up_all(&s->wq);
+	return ret;
 }
 
 /* ---- IPT_IOC_GET_GAPS ------------------------------------------------- */
@@ -652,44 +698,22 @@ long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret)
 
 /* ---- poll ------------------------------------------------------------- */
 
-/* Whether @t has something for its consumer.  Device lock held. */
-static bool ipt_stream_ready(const struct ipt_trace *t)
+/**
+ * ipt_stream_ready() - whether a stream trace has something for its consumer
+ * @t: a trace of a stream session that is not IDLE
+ *
+ * A region ready, a pause, or data not released that no region end will
+ * follow: the session stopped, or the trace itself did (a restart that
+ * failed: cut).
+ *
+ * Context: device lock held.
+ * Return: true when it is ready.
+ */
+bool ipt_stream_ready(const struct ipt_trace *t)
 {
 	u64 ready = ipt_stream_captured(t) - t->stream.released;
 
+	lockdep_assert_held(&t->s->idev->lock);
 	return ready >= t->buf->region_size || ipt_stream_paused(t) ||
-	       (t->s->state != IPT_STATE_TRACING && ready);
-}
-
-/**
- * ipt_session_poll() - poll()/epoll on a /dev/ipt file
- * @s: its session
- * @file: the file
- * @wait: the poll table
- *
- * EPOLLIN when a trace of a stream session has a region ready, is
- * paused, or the session stopped with data not released.  Other
- * sessions never poll ready.
- *
- * Context: process context; takes the device lock.
- * Return: the event mask.
- */
-__poll_t ipt_session_poll(struct ipt_session *s, struct file *file,
-			  poll_table *wait)
-{
-	__poll_t mask = 0;
-	unsigned int i;
-
-	poll_wait(file, &s->wq, wait);
-	mutex_lock(&s->idev->lock);
-	if (s->stream && s->state != IPT_STATE_IDLE) {
-		for (i = 0; i < s->nr_traces; i++) {
-			if (ipt_stream_ready(&s->traces[i])) {
-				mask = EPOLLIN | EPOLLRDNORM;
-				break;
-			}
-		}
-	}
-	mutex_unlock(&s->idev->lock);
-	return mask;
+	       (ready && (t->s->state != IPT_STATE_TRACING || !t->running));
 }

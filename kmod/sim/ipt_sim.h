@@ -185,6 +185,39 @@ struct ipt_sim_feed {
 	size_t cap;
 };
 
+/* Bytes and separate stretches the unit's internal buffer holds at most. */
+#define IPT_SIM_HOLD_MAX	4096
+#define IPT_SIM_HOLD_SEGS	32
+
+/**
+ * struct ipt_sim_hold - packet bytes buffered inside the unit
+ * @limit: the bytes it holds back (debugfs "hold"; 0: every byte goes to
+ *        memory as it is written), at most IPT_SIM_HOLD_MAX
+ * @len: bytes held now, oldest first in @data
+ * @nr_segs: entries of @seg
+ * @seg: where the held bytes go: @seg[i].len bytes of @data at @seg[i].pa
+ * @data: the held bytes
+ *
+ * The SDM (vol. 3C, 33.3.3 "Flushing Trace Output"; and TraceEn in the
+ * IA32_RTIT_CTL table of 33.2.8.2): "Packets are first
+ * buffered internally and then written out asynchronously"; clearing
+ * TraceEn flushes them, after which the output MSRs say where the trace
+ * ended.  While TraceEn is set, OutputOffset may already count bytes that
+ * are not in memory yet: the model counts them at once and writes the
+ * newest @limit of them only when TraceEn goes to 0
+ * (ipt_sim_hold_flush()).
+ */
+struct ipt_sim_hold {
+	u32 limit;
+	u32 len;
+	u32 nr_segs;
+	struct {
+		u64 pa;
+		u32 len;
+	} seg[IPT_SIM_HOLD_SEGS];
+	u8 data[IPT_SIM_HOLD_MAX];
+};
+
 /**
  * struct ipt_sim_cpu - the PT unit of one simulated CPU
  * @model: the CPU model; fixed for the life of the state
@@ -228,6 +261,14 @@ struct ipt_sim_feed {
  *        it blocks, rather than run, whenever its next packets could fill
  *        the region of a ToPA STOP entry (ipt_sim_run()); like @feed, a
  *        property of the program, so a reset keeps it
+ * @gp_ctl: fault injection (debugfs "gp_ctl"): the next write of
+ *        IA32_RTIT_CTL that clears TraceEn (bit 0) or sets it (bit 1) is
+ *        #GP, once
+ * @hold: the unit's internal buffer (struct ipt_sim_hold), or NULL: no
+ *        buffering; like @feed, kept by a reset
+ * @lost_before: @stats.stopped summed over earlier resets, so that the
+ *        backend's lost-bytes count (struct ipt_hw_ops.lost_bytes) never
+ *        goes back
  * @stats: counters
  *
  * Locking: none inside; the owner serialises every call on one state.
@@ -260,8 +301,15 @@ struct ipt_sim_cpu {
 	u64 drop;
 	struct ipt_sim_feed feed;
 	bool pace;
+	u8 gp_ctl;
+	struct ipt_sim_hold *hold;
+	u64 lost_before;
 	struct ipt_sim_stats stats;
 };
+
+/* struct ipt_sim_cpu.gp_ctl bits */
+#define IPT_SIM_GP_CTL_CLEAR	BIT(0)
+#define IPT_SIM_GP_CTL_SET	BIT(1)
 
 extern const struct ipt_sim_model ipt_sim_models[];
 extern const unsigned int ipt_sim_nr_models;
@@ -301,6 +349,8 @@ bool ipt_sim_output_stopped(const struct ipt_sim_cpu *c);
 void ipt_sim_put(struct ipt_sim_cpu *c, const u8 *p, size_t n);
 u64 ipt_sim_room_before_stop(const struct ipt_sim_cpu *c, u64 limit);
 void ipt_sim_force_error(struct ipt_sim_cpu *c);
+void ipt_sim_hold_flush(struct ipt_sim_cpu *c);
+void ipt_sim_hold_drop(struct ipt_sim_cpu *c);
 
 /* ipt_sim_packets.c: packet encoders */
 size_t ipt_sim_pkt_psb(u8 *p);

@@ -54,6 +54,8 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 		   st.stats.vmxon_cleared);
 	seq_printf(m, "stopped %llu\ncsum %llu\npace %u\npaced %llu\n",
 		   st.stats.stopped, st.stats.csum, st.pace, st.stats.paced);
+	seq_printf(m, "lost_before %llu\ngp_ctl %u\n", st.lost_before,
+		   st.gp_ctl);
 	seq_printf(m, "ctl %#llx\nstatus %#llx\noutput_base %#llx\noutput_mask %#llx\n",
 		   st.ctl, st.status, st.output_base, st.output_mask | 0x7f);
 	seq_printf(m, "cr3_match %#llx\nglobal_status %#llx\nxss %#llx\n",
@@ -233,6 +235,45 @@ static int ipt_sim_reset_rule(struct ipt_sim_pcpu *pc, u64 val)
 }
 DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_reset_fops, NULL, ipt_sim_reset_rule);
 
+/*
+ * Fault injection: the next write of IA32_RTIT_CTL that clears TraceEn
+ * (bit 0) or sets it (bit 1) is #GP, once each.
+ */
+static int ipt_sim_gp_ctl_rule(struct ipt_sim_pcpu *pc, u64 val)
+{
+	if (val & ~(u64)(IPT_SIM_GP_CTL_CLEAR | IPT_SIM_GP_CTL_SET))
+		return -EINVAL;
+	pc->st.gp_ctl = val;
+	return 0;
+}
+
+static u64 ipt_sim_gp_ctl_read(const struct ipt_sim_pcpu *pc)
+{
+	return pc->st.gp_ctl;
+}
+DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_gp_ctl_fops, ipt_sim_gp_ctl_read,
+			      ipt_sim_gp_ctl_rule);
+
+/*
+ * The bytes the unit's internal buffer holds back from memory while
+ * TraceEn = 1 (struct ipt_sim_hold); what it held goes to memory first.
+ */
+static int ipt_sim_hold_rule(struct ipt_sim_pcpu *pc, u64 val)
+{
+	if (val > IPT_SIM_HOLD_MAX)
+		return -EINVAL;
+	ipt_sim_hold_flush(&pc->st);
+	pc->st.hold->limit = val;
+	return 0;
+}
+
+static u64 ipt_sim_hold_read(const struct ipt_sim_pcpu *pc)
+{
+	return pc->st.hold->limit;
+}
+DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_hold_fops, ipt_sim_hold_read,
+			      ipt_sim_hold_rule);
+
 static int ipt_sim_rate_get(void *data, u64 *val)
 {
 	*val = READ_ONCE(ipt_sim_rate);
@@ -371,6 +412,10 @@ void ipt_sim_debugfs_init(void)
 					   &ipt_sim_cpu_rate_fops);
 		debugfs_create_file_unsafe("pace", 0644, d, pc,
 					   &ipt_sim_pace_fops);
+		debugfs_create_file_unsafe("gp_ctl", 0600, d, pc,
+					   &ipt_sim_gp_ctl_fops);
+		debugfs_create_file_unsafe("hold", 0600, d, pc,
+					   &ipt_sim_hold_fops);
 		ipt_sim_life_debugfs(d, pc);
 		ipt_sim_perf_debugfs(d, pc);
 	}

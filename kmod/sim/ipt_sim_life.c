@@ -73,6 +73,8 @@ bool ipt_sim_power_loss(struct ipt_sim_cpu *c)
 	c->foreign = false;
 	c->stuck = false;
 	c->stuck_pending = false;
+	/* What the unit still held never reached memory. */
+	ipt_sim_hold_drop(c);
 	return live;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_power_loss);

@@ -21,7 +21,9 @@
  * @m: the model it presents
  *
  * Every MSR is 0 (OUTPUT_MASK_PTRS reads 0x7f), the workload is at its
- * first instruction; the program's @c->feed and @c->pace are left alone.
+ * first instruction; the program's @c->feed and @c->pace, the internal
+ * buffer @c->hold (emptied: a reset needs TraceEn = 0, which flushed it)
+ * and the lost-bytes count (@c->lost_before) are kept.
  *
  * Context: the owner of @c serialises every call on it (struct
  * ipt_sim_cpu); no lock of its own.
@@ -29,11 +31,16 @@
 void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m)
 {
 	struct ipt_sim_feed feed = c->feed;
+	struct ipt_sim_hold *hold = c->hold;
+	u64 lost = c->lost_before + c->stats.stopped;
 	bool pace = c->pace;
 
+	ipt_sim_hold_drop(c);
 	memset(c, 0, sizeof(*c));
 	c->feed = feed;
 	c->pace = pace;
+	c->hold = hold;
+	c->lost_before = lost;
 	c->model = m;
 	c->output_mask = 0x7f;
 	c->ip = IPT_SIM_CODE_BASE;
@@ -280,8 +287,13 @@ void ipt_sim_global_ack(struct ipt_sim_cpu *c, u64 val)
  */
 int ipt_sim_wrmsr(struct ipt_sim_cpu *c, u32 msr, u64 val)
 {
+	u8 gp = msr != MSR_IA32_RTIT_CTL ? 0 :
+		(val & RTIT_CTL_TRACEEN) ? IPT_SIM_GP_CTL_SET :
+		IPT_SIM_GP_CTL_CLEAR;
+
 	c->stats.wrmsr++;
-	if (ipt_sim_wrmsr_check(c, msr, val)) {
+	if ((c->gp_ctl & gp) || ipt_sim_wrmsr_check(c, msr, val)) {
+		c->gp_ctl &= ~gp;
 		c->stats.gp++;
 		return -EIO;
 	}

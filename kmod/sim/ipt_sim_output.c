@@ -53,6 +53,109 @@ static int ipt_sim_pa_copy(u64 pa, void *buf, size_t len, bool write)
 	return 0;
 }
 
+/* Whether every page of [@pa, @pa + @len) is RAM: ipt_sim_pa_copy() works. */
+static bool ipt_sim_pa_ram(u64 pa, u64 len)
+{
+	u64 pfn;
+
+	for (pfn = PHYS_PFN(pa); len && pfn <= PHYS_PFN(pa + len - 1); pfn++)
+		if (!pfn_valid(pfn))
+			return false;
+	return true;
+}
+
+/* ---- the unit's internal buffer (struct ipt_sim_hold) ----------------- */
+
+/* Write the oldest @n held bytes to memory. */
+static void ipt_sim_hold_out(struct ipt_sim_hold *h, u32 n)
+{
+	u32 done = 0, i = 0, w;
+
+	while (done < n && i < h->nr_segs) {
+		w = min(n - done, h->seg[i].len);
+		/* Checked when held: RAM, so this cannot fail. */
+		ipt_sim_pa_copy(h->seg[i].pa, h->data + done, w, true);
+		done += w;
+		h->seg[i].pa += w;
+		h->seg[i].len -= w;
+		if (!h->seg[i].len)
+			i++;
+	}
+	h->nr_segs -= i;
+	memmove(h->seg, h->seg + i, h->nr_segs * sizeof(h->seg[0]));
+	h->len -= done;
+	memmove(h->data, h->data + done, h->len);
+}
+
+/**
+ * ipt_sim_hold_flush() - write every held byte to memory (TraceEn 1 to 0)
+ * @c: the state
+ *
+ * Context: the owner of @c serialises every call on it.
+ */
+void ipt_sim_hold_flush(struct ipt_sim_cpu *c)
+{
+	if (c->hold)
+		ipt_sim_hold_out(c->hold, c->hold->len);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_hold_flush);
+
+/**
+ * ipt_sim_hold_drop() - forget the held bytes (the unit lost power)
+ * @c: the state
+ *
+ * Context: the owner of @c serialises every call on it.
+ */
+void ipt_sim_hold_drop(struct ipt_sim_cpu *c)
+{
+	if (c->hold) {
+		c->hold->len = 0;
+		c->hold->nr_segs = 0;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_hold_drop);
+
+/*
+ * Write @w bytes of output at @pa, through the internal buffer: the
+ * newest hold->limit bytes stay in the unit.  -EFAULT for memory that is
+ * not RAM (nothing written then).
+ */
+static int ipt_sim_mem_write(struct ipt_sim_cpu *c, u64 pa, const u8 *p,
+			     u64 w)
+{
+	struct ipt_sim_hold *h = c->hold;
+	u32 keep, i;
+
+	if (!h || !h->limit)
+		return ipt_sim_pa_copy(pa, (void *)p, w, true);
+	if (!ipt_sim_pa_ram(pa, w))
+		return -EFAULT;
+	keep = min_t(u64, w, h->limit);
+	if (w > keep) {
+		ipt_sim_hold_out(h, h->len);
+		ipt_sim_pa_copy(pa, (void *)p, w - keep, true);
+		pa += w - keep;
+		p += w - keep;
+	}
+	if (h->len + keep > h->limit)
+		ipt_sim_hold_out(h, h->len + keep - h->limit);
+	i = h->nr_segs;
+	if (i && h->seg[i - 1].pa + h->seg[i - 1].len == pa) {
+		h->seg[i - 1].len += keep;
+	} else {
+		if (i == IPT_SIM_HOLD_SEGS) {
+			ipt_sim_hold_out(h, h->seg[0].len);
+			i = h->nr_segs;
+		}
+		h->seg[i].pa = pa;
+		h->seg[i].len = keep;
+		h->nr_segs = i + 1;
+	}
+	memcpy(h->data + h->len, p, keep);
+	h->len += keep;
+	return 0;
+}
+
 /* ---- the output engine ------------------------------------------------ */
 
 /**
@@ -351,7 +454,7 @@ static void ipt_sim_out(struct ipt_sim_cpu *c, const u8 *p, size_t n)
 		if (ipt_sim_locate(c, &r))
 			return;
 		w = min_t(u64, n, r.room);
-		if (ipt_sim_pa_copy(r.pa, (void *)p, w, true)) {
+		if (ipt_sim_mem_write(c, r.pa, p, w)) {
 			ipt_sim_op_error(c);
 			return;
 		}

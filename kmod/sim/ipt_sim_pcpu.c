@@ -19,6 +19,7 @@
 #include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
+#include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <kunit/visibility.h>
 
@@ -178,7 +179,10 @@ static u64 ipt_sim_op_tsc(void)
 	return tsc;
 }
 
-/* Bytes not written while Stopped at STOP: the unit counts them exactly. */
+/*
+ * Bytes not written while Stopped at STOP: the unit counts them exactly,
+ * and a reset (debugfs "reset") does not take the count back.
+ */
 static u64 ipt_sim_op_lost_bytes(void)
 {
 	struct ipt_sim_pcpu *pc = ipt_sim_this_cpu();
@@ -186,7 +190,7 @@ static u64 ipt_sim_op_lost_bytes(void)
 	u64 n;
 
 	raw_spin_lock_irqsave(&pc->lock, flags);
-	n = pc->st.stats.stopped;
+	n = pc->st.lost_before + pc->st.stats.stopped;
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
 	return n;
 }
@@ -291,6 +295,13 @@ int ipt_sim_pcpu_init(void)
 	for_each_possible_cpu(cpu) {
 		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
 
+		pc->st.hold = kzalloc(sizeof(*pc->st.hold), GFP_KERNEL);
+		if (!pc->st.hold)
+			goto nomem;
+	}
+	for_each_possible_cpu(cpu) {
+		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
+
 		raw_spin_lock_init(&pc->lock);
 		ipt_sim_cpu_init(&pc->st, ipt_sim_model_of(cpu));
 		hrtimer_init(&pc->timer, CLOCK_MONOTONIC,
@@ -299,6 +310,12 @@ int ipt_sim_pcpu_init(void)
 		pc->cpu = cpu;
 	}
 	return 0;
+nomem:
+	for_each_possible_cpu(cpu)
+		kfree(per_cpu_ptr(ipt_sim_pcpu, cpu)->st.hold);
+	free_percpu(ipt_sim_pcpu);
+	ipt_sim_pcpu = NULL;
+	return -ENOMEM;
 }
 
 /**
@@ -316,6 +333,7 @@ void ipt_sim_pcpu_free(void)
 
 		hrtimer_cancel(&pc->timer);
 		ipt_sim_prog_cpu_free(pc);
+		kfree(pc->st.hold);
 	}
 	free_percpu(ipt_sim_pcpu);
 }

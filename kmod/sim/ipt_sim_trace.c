@@ -159,7 +159,8 @@ static void ipt_sim_update_en(struct ipt_sim_cpu *c)
  * ipt_sim_trace_enable() - TraceEn went from 0 to 1
  * @c: the state, with @c->ctl already holding the new value
  *
- * Sets TriggerEn (unless Error or Stopped is set), ContextEn (the workload
+ * Sets TriggerEn (unless Error or Stopped is set; Stopped: what the
+ * program would trace counts as lost, nothing is written), ContextEn (the workload
  * runs at CPL 3 with CR3 ipt_sim_user_cr3()), FilterEn and PacketEn, and
  * writes the enable packets: a full PSB+ when PacketByteCnt is 0 or the
  * model has no configurable PSB, else TSC, TMA, CBR and MODE.Exec as
@@ -182,8 +183,20 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 	c->packet_en = false;
 	c->last_mtc_ctc = ipt_sim_ctc(c);
 	c->last_cyc_tsc = c->tsc;
-	if (c->status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED))
+	if (c->status & RTIT_STATUS_ERROR)
 		return;
+	/*
+	 * Still Stopped at STOP (enabled again without clearing it, as a
+	 * driver that stops the unit to read its position does): TriggerEn
+	 * stays 0 and nothing is written, but what the program would trace
+	 * is lost as before the disable, and counted (ipt_sim_put()).
+	 */
+	if (c->status & RTIT_STATUS_STOPPED) {
+		ipt_sim_update_en(c);
+		if (c->pge_pending)
+			c->packet_en = false;
+		return;
+	}
 	c->status |= RTIT_STATUS_TRIGGEREN;
 	ipt_sim_update_en(c);
 	/* Enabled in the kernel on the way to a new program: no PGE yet. */
@@ -214,7 +227,8 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
  * @c: the state, @c->ctl still holding the old value
  *
  * Writes FUP (current IP) and TIP.PGD when PacketEn, then clears
- * TriggerEn, ContextEn and FilterEn.
+ * TriggerEn, ContextEn and FilterEn, and flushes the internal buffer
+ * (struct ipt_sim_hold).
  *
  * Context: the owner of @c serialises every call on it (struct
  * ipt_sim_cpu); no lock of its own.
@@ -232,6 +246,8 @@ void ipt_sim_trace_disable(struct ipt_sim_cpu *c)
 	c->status &= ~(RTIT_STATUS_FILTEREN | RTIT_STATUS_CONTEXTEN |
 		       RTIT_STATUS_TRIGGEREN);
 	c->packet_en = false;
+	/* "all buffered packets are flushed out of internal buffers" */
+	ipt_sim_hold_flush(c);
 }
 
 /*

@@ -9,6 +9,7 @@
  * every acknowledgment and every LVT re-arm.
  */
 #include <kunit/test.h>
+#include <linux/irq_work.h>
 #include <linux/irqflags.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -25,6 +26,8 @@ static u64 fake_gs;		/* IA32_PERF_GLOBAL_STATUS */
 static u64 fake_mask;		/* IA32_RTIT_OUTPUT_MASK_PTRS */
 static bool pmi_on_gs_read;	/* a PMI arrives as GLOBAL_STATUS is read */
 static bool reraise_on_ack;	/* bit 55 is raised again right after an ack */
+static bool raise_on_ctl_read;	/* bit 55 is raised as IA32_RTIT_CTL is read */
+static unsigned int ctl_reads;
 static unsigned int ovf_acks;
 static u64 ovf_last;		/* the last value written to OVF_CTRL */
 static unsigned int gs_reads;
@@ -45,6 +48,14 @@ static int fake_rd(u32 msr, u64 *val)
 	case MSR_IA32_RTIT_OUTPUT_MASK:
 		*val = fake_mask;
 		return 0;
+	case MSR_IA32_RTIT_CTL:
+		/* A stream's PMI: its stop and restart end another region. */
+		ctl_reads++;
+		if (raise_on_ctl_read) {
+			raise_on_ctl_read = false;
+			fake_gs |= GLOBAL_STATUS_TRACE_TOPAPMI;
+		}
+		return -EIO;
 	}
 	return -EIO;
 }
@@ -119,6 +130,8 @@ static int pmi_test_init(struct kunit *test)
 	fake_mask = 0;
 	pmi_on_gs_read = false;
 	reraise_on_ack = false;
+	raise_on_ctl_read = false;
+	ctl_reads = 0;
 	ovf_acks = 0;
 	ovf_last = 0;
 	gs_reads = 0;
@@ -430,6 +443,46 @@ static void pmi_raised_again(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, unmasks, 1u);
 }
 
+static void pmi_stream_work(struct irq_work *work)
+{
+}
+
+/*
+ * A stream trace's PMI writes packets (its stop and restart), which may
+ * end the next region while the LVT is still masked: the handler reads
+ * the status after the stream's handling, takes that PMI too, and leaves
+ * bit 55 clear (Linux reads the status again after intel_pt_interrupt(),
+ * arch/x86/events/intel/core.c:3100-3107).  A trace that is not running
+ * on this CPU has no register read for it.
+ */
+static void pmi_stream_raised_while_handled(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	f->s.stream = true;
+	init_irq_work(&f->t.stream.work, pmi_stream_work);
+	KUNIT_ASSERT_EQ(test, request(f), 0);
+	migrate_disable();
+	f->t.cpu = smp_processor_id();
+	arm(f, f->t.cpu);
+	/* Not running here: counted, acked, the unit's registers untouched. */
+	pmi();
+	KUNIT_EXPECT_EQ(test, ctl_reads, 0u);
+	KUNIT_EXPECT_EQ(test, fake_gs, 0ULL);
+	/* Running: the PMI raised during its handling is taken as well. */
+	WRITE_ONCE(f->t.running, true);
+	raise_on_ctl_read = true;
+	pmi();
+	KUNIT_EXPECT_EQ(test, ctl_reads, 2u);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 3LL);
+	KUNIT_EXPECT_EQ(test, ovf_acks, 3u);
+	KUNIT_EXPECT_EQ(test, fake_gs, 0ULL);
+	KUNIT_EXPECT_EQ(test, unmasks, 2u);
+	release(f);
+	migrate_enable();
+	irq_work_sync(&f->t.stream.work);
+}
+
 /*
  * One handler serves every session: the first request installs it, the
  * last release removes it; in between it counts for a thread of the
@@ -468,6 +521,7 @@ static struct kunit_case pmi_cases[] = {
 	KUNIT_CASE(pmi_settle_none),
 	KUNIT_CASE(pmi_settle_pending),
 	KUNIT_CASE(pmi_settle_arriving),
+	KUNIT_CASE(pmi_stream_raised_while_handled),
 	KUNIT_CASE(pmi_shared_with_perf),
 	KUNIT_CASE(pmi_unarmed_touches_nothing),
 	KUNIT_CASE(pmi_raised_again),

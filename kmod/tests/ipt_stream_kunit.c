@@ -203,10 +203,42 @@ static u64 fake_base, fake_mask, fake_status;
 /* Non-zero: OUTPUT_BASE reads as this from its second read on. */
 static u64 fake_next_base;
 static unsigned int fake_base_reads;
+/*
+ * IA32_RTIT_CTL; the writes of it (fake_ctl_writes), the output position
+ * reads made while TraceEn was set (fake_unflushed_reads: bytes before
+ * the position may not be in memory yet, SDM vol. 3C, 33.3.3), and the
+ * next write of it that faults (fake_ctl_fault, a count down, 0: none).
+ */
+static u64 fake_ctl;
+static unsigned int fake_ctl_writes, fake_unflushed_reads, fake_ctl_fault;
+/* The backend's lost-bytes count. */
+static u64 fake_lost;
+
+static int fake_wr(u32 msr, u64 val)
+{
+	if (msr != MSR_IA32_RTIT_CTL)
+		return -EIO;
+	fake_ctl_writes++;
+	if (fake_ctl_fault && !--fake_ctl_fault)
+		return -EIO;
+	fake_ctl = val;
+	return 0;
+}
+
+static u64 fake_lost_bytes(void)
+{
+	return fake_lost;
+}
 
 static int fake_rd(u32 msr, u64 *val)
 {
+	if ((msr == MSR_IA32_RTIT_OUTPUT_BASE ||
+	     msr == MSR_IA32_RTIT_OUTPUT_MASK) && (fake_ctl & RTIT_CTL_TRACEEN))
+		fake_unflushed_reads++;
 	switch (msr) {
+	case MSR_IA32_RTIT_CTL:
+		*val = fake_ctl;
+		return 0;
 	case MSR_IA32_RTIT_OUTPUT_BASE:
 		*val = fake_next_base && fake_base_reads++ ? fake_next_base :
 		       fake_base;
@@ -229,7 +261,17 @@ static u64 fake_tsc(void)
 static const struct ipt_hw_ops fake_ops = {
 	.name = "kunit-stream",
 	.read_msr = fake_rd,
+	.write_msr = fake_wr,
 	.tsc = fake_tsc,
+};
+
+/* The same, with a lost-bytes count (the simulator's). */
+static const struct ipt_hw_ops fake_lost_ops = {
+	.name = "kunit-stream-lost",
+	.read_msr = fake_rd,
+	.write_msr = fake_wr,
+	.tsc = fake_tsc,
+	.lost_bytes = fake_lost_bytes,
 };
 
 struct fake_stream {
@@ -261,6 +303,11 @@ static struct fake_stream *fake_stream(struct kunit *test)
 	init_irq_work(&f->t.stream.work, fake_wake);
 	fake_status = 0;
 	fake_next_base = 0;
+	fake_ctl = 0;
+	fake_ctl_writes = 0;
+	fake_unflushed_reads = 0;
+	fake_ctl_fault = 0;
+	fake_lost = 0;
 	return f;
 }
 
@@ -462,6 +509,91 @@ static void stream_pmi_torn_read(struct kunit *test)
 	irq_work_sync(&f->t.stream.work);
 }
 
+/*
+ * The PMI reads the output position with the unit stopped: bytes the unit
+ * buffers internally reach memory only when TraceEn is cleared (SDM vol.
+ * 3C, 33.3.3), so a position read while it runs may announce bytes that
+ * are not there yet.  The unit runs again afterwards, with the same CTL.
+ * A unit found off is left off; a stop that faults announces nothing.
+ */
+static void stream_pmi_flushes(struct kunit *test)
+{
+	struct fake_stream *f = fake_stream(test);
+	const u64 rs = SZ_4K, ctl = RTIT_CTL_TRACEEN | RTIT_CTL_TOPA |
+		       RTIT_CTL_BRANCH_EN;
+
+	fake_start(f);
+	fake_ctl = ctl;
+	fake_at(f, 2 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_EQ(test, fake_unflushed_reads, 0u);
+	KUNIT_EXPECT_EQ(test, fake_ctl_writes, 2u);
+	KUNIT_EXPECT_EQ(test, fake_ctl, ctl);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 2 * rs);
+	/* found off: read as it is, nothing written */
+	fake_ctl = ctl & ~RTIT_CTL_TRACEEN;
+	fake_ctl_writes = 0;
+	fake_at(f, 3 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_EQ(test, fake_ctl_writes, 0u);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 3 * rs);
+	/* the stop faults: the unit runs on, nothing new announced */
+	fake_ctl = ctl;
+	fake_ctl_writes = 0;
+	fake_ctl_fault = 1;
+	fake_at(f, 5 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_EQ(test, fake_ctl_writes, 1u);
+	KUNIT_EXPECT_EQ(test, fake_ctl, ctl);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 3 * rs);
+	irq_work_sync(&f->t.stream.work);
+}
+
+/*
+ * A gap's size is the backend's lost-bytes count since the start; a
+ * count that went back (a simulated unit reset meanwhile) is no size:
+ * IPT_GAP_BYTES_UNKNOWN, not a wrapped difference, and the trace's
+ * gap_bytes stays exact.
+ */
+static void stream_gap_lost_went_back(struct kunit *test)
+{
+	struct fake_stream *f = fake_stream(test);
+
+	f->s.hw = &fake_lost_ops;
+	fake_lost = 1000;
+	fake_start(f);
+	KUNIT_EXPECT_EQ(test, f->t.stream.lost_base, 1000ULL);
+	/* Stopped at STOP, 300 bytes lost: a gap of 300 */
+	fake_lost = 1300;
+	fake_at(f, 0, true);
+	f->t.base = fake_base;
+	f->t.mask = fake_mask;
+	f->t.status = RTIT_STATUS_STOPPED;
+	local_irq_disable();
+	ipt_stream_stopped_here(&f->t);
+	local_irq_enable();
+	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].bytes_lost, 300ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gap_bytes, 300ULL);
+	/* restarted at 1300; the count reset to 0 and 20 lost since */
+	f->t.stream.released = SZ_4K;
+	ipt_stream_rearm(&f->t);
+	f->t.running = false;
+	fake_start(f);
+	fake_lost = 20;
+	fake_at(f, SZ_4K, true);
+	f->t.base = fake_base;
+	f->t.mask = fake_mask;
+	f->t.status = RTIT_STATUS_STOPPED;
+	local_irq_disable();
+	ipt_stream_stopped_here(&f->t);
+	local_irq_enable();
+	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 2ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[1].bytes_lost,
+			IPT_GAP_BYTES_UNKNOWN);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gap_bytes, 300ULL);
+}
+
 static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_check_fields),
 	KUNIT_CASE(stream_regions),
@@ -472,6 +604,8 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_resume_after_late_pmi),
 	KUNIT_CASE(stream_pause_from_position),
 	KUNIT_CASE(stream_pmi_torn_read),
+	KUNIT_CASE(stream_pmi_flushes),
+	KUNIT_CASE(stream_gap_lost_went_back),
 	{}
 };
 

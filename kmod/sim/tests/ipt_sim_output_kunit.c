@@ -412,7 +412,101 @@ static void op_err_forced(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, c->status & RTIT_STATUS_ERROR);
 }
 
+/* ---- the internal buffer, fault injection, reset ---------------------- */
+
+/*
+ * Held bytes (struct ipt_sim_hold): OutputOffset counts them at once,
+ * memory gets them only when TraceEn goes to 0 (SDM vol. 3C, 33.3.3
+ * "Flushing Trace Output"); then every byte is where the reference says.
+ */
+static void hold_until_traceen_clear(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u64 tpa, pa0, pa1, len, in1;
+	u8 *ref, *r0, *r1;
+	u64 *table;
+
+	c->hold = kunit_kzalloc(test, sizeof(*c->hold), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, c->hold);
+	c->hold->limit = 3000;
+	len = sim_reference(test, "icl", CTL_TOPA, 6000, &ref);
+	table = (u64 *)sim_mem(test, 0, &tpa);
+	r0 = sim_mem(test, 0, &pa0);
+	r1 = sim_mem(test, 0, &pa1);
+	table[0] = topa_entry(pa0, 0, 0);
+	table[1] = topa_entry(pa1, 0, 0);
+	table[2] = topa_entry(tpa, 0, IPT_TOPA_END);
+	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
+	sim_produce(c, 6000);
+	KUNIT_ASSERT_EQ(test, c->stats.bytes, len);
+	in1 = len - SZ_4K;
+	KUNIT_ASSERT_LT(test, in1, 3000ULL);
+	/* the position is past them; the last 3000 bytes are not in memory */
+	KUNIT_EXPECT_EQ(test, out_index(c), 1ULL);
+	KUNIT_EXPECT_EQ(test, out_offset(c), in1);
+	KUNIT_EXPECT_EQ(test, c->hold->len, 3000u);
+	KUNIT_EXPECT_EQ(test, memcmp(r0, ref, SZ_4K - (3000 - in1)), 0);
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(r0 + SZ_4K - (3000 - in1), 0,
+					    3000 - in1));
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(r1, 0, in1));
+	/* clearing TraceEn flushes them */
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_TOPA & ~RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->hold->len, 0u);
+	KUNIT_EXPECT_EQ(test, memcmp(r0, ref, SZ_4K), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(r1, ref + SZ_4K, in1), 0);
+}
+
+/* debugfs "gp_ctl": the next clear, or set, of TraceEn is #GP, once. */
+static void gp_ctl_once(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u64 pa;
+
+	sim_mem(test, 0, &pa);
+	sim_start(test, c, pa, SZ_4K - 1, CTL_RANGE);
+	c->gp_ctl = IPT_SIM_GP_CTL_CLEAR | IPT_SIM_GP_CTL_SET;
+	/* (sim_expect_gp() wants no change at all: the fault is used up) */
+	KUNIT_EXPECT_EQ(test, ipt_sim_wrmsr(c, MSR_IA32_RTIT_CTL,
+					    CTL_RANGE & ~RTIT_CTL_TRACEEN), -EIO);
+	KUNIT_EXPECT_TRUE(test, c->ctl & RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->gp_ctl, IPT_SIM_GP_CTL_SET);
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, ipt_sim_wrmsr(c, MSR_IA32_RTIT_CTL, CTL_RANGE),
+			-EIO);
+	KUNIT_EXPECT_FALSE(test, c->ctl & RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->gp_ctl, 0);
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE);
+}
+
+/*
+ * A reset (debugfs "reset") keeps the lost-bytes count that
+ * struct ipt_hw_ops.lost_bytes reports: it only ever grows.
+ */
+static void reset_keeps_lost(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u64 tpa, pa0, lost;
+	u64 *table;
+
+	table = (u64 *)sim_mem(test, 0, &tpa);
+	sim_mem(test, 0, &pa0);
+	table[0] = topa_entry(pa0, 0, IPT_TOPA_STOP);
+	table[1] = topa_entry(tpa, 0, IPT_TOPA_END);
+	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
+	sim_produce(c, SZ_4K);
+	ipt_sim_run(c, 2000);
+	KUNIT_ASSERT_LT(test, 0ULL, c->stats.stopped);
+	/* (the disable's FUP and TIP.PGD are lost too) */
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_TOPA & ~RTIT_CTL_TRACEEN);
+	lost = c->stats.stopped;
+	ipt_sim_cpu_init(c, c->model);
+	KUNIT_EXPECT_EQ(test, c->lost_before + c->stats.stopped, lost);
+}
+
 static struct kunit_case sim_output_cases[] = {
+	KUNIT_CASE(hold_until_traceen_clear),
+	KUNIT_CASE(gp_ctl_once),
+	KUNIT_CASE(reset_keeps_lost),
 	KUNIT_CASE(topa_region_to_region),
 	KUNIT_CASE(topa_end_next_table),
 	KUNIT_CASE(topa_ring_wrap),

@@ -19,12 +19,20 @@
  *  - poll() readiness, on a fed program that writes a known amount, and a
  *    release while paused resumes the unit;
  *  - CPU hotplug: a paused CPU going offline closes its gap, a release
- *    while it is offline rearms it, and it resumes when it comes back.
+ *    while it is offline rearms it, and it resumes when it comes back;
+ *  - faults (sim cpuN/gp_ctl): a stop that faults changes nothing, a
+ *    restart that faults leaves the release done and the trace cut;
+ *  - the unit's internal buffer (sim cpuN/hold): what is announced is in
+ *    memory;
+ *  - a poller blocked in another thread wakes on a release that changes
+ *    what is ready, and sees EPOLLHUP when the session stops or ends.
  * Every wait is on an event (poll(), a state, a counter), bounded at 30 s.
  */
 #define _GNU_SOURCE
 #include <poll.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "ipt_lib.h"
@@ -212,6 +220,79 @@ static int poll_in(int fd, int ms)
 	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
 }
 
+/*
+ * A thread blocked in poll() on @fd, for up to POLL_MS; @blocked is set
+ * once its tid is known, and the test waits until the thread is inside
+ * the poll system call (/proc/self/task/TID/syscall) before acting.
+ */
+struct poller {
+	pthread_t th;
+	int fd;
+	int tid;
+	int ret;
+	short revents;
+};
+
+static void *poller_run(void *arg)
+{
+	struct poller *p = arg;
+	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+
+	__atomic_store_n(&p->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	p->ret = poll(&pfd, 1, POLL_MS);
+	p->revents = pfd.revents;
+	return NULL;
+}
+
+/* Start a poller and wait until it sleeps in poll(); 0 on timeout. */
+static int poller_start(struct poller *p, int fd)
+{
+	char path[64], line[64];
+	int i, tid = 0, in = 0;
+	FILE *f;
+
+	memset(p, 0, sizeof(*p));
+	p->fd = fd;
+	if (pthread_create(&p->th, NULL, poller_run, p))
+		return 0;
+	for (i = 0; i < POLLS && !in; i++) {
+		tid = __atomic_load_n(&p->tid, __ATOMIC_ACQUIRE);
+		if (tid) {
+			snprintf(path, sizeof(path), "/proc/self/task/%d/syscall",
+				 tid);
+			f = fopen(path, "r");
+			/* "7 ..." (poll) while it sleeps in it */
+			if (f && fgets(line, sizeof(line), f))
+				in = !strncmp(line, "7 ", 2);
+			if (f)
+				fclose(f);
+		}
+		if (!in)
+			msleep(10);
+	}
+	return in;
+}
+
+static void poller_join(struct poller *p)
+{
+	pthread_join(p->th, NULL);
+}
+
+static uint64_t sim_cpu_read(int cpu, const char *file)
+{
+	char path[128], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/%s", cpu, file);
+	f = fopen(path, "r");
+	if (!f)
+		return ~0ULL;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strtoull(buf, NULL, 0);
+}
+
 FIXTURE(stream) {
 	int fd;
 	struct ipt_caps caps;
@@ -233,6 +314,8 @@ FIXTURE_SETUP(stream)
 		ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
 		ASSERT_EQ(0, sim_cpu_write(0, "rate", 0));
 		ASSERT_EQ(0, sim_cpu_write(0, "pace", 0));
+		ASSERT_EQ(0, sim_cpu_write(0, "gp_ctl", 0));
+		ASSERT_EQ(0, sim_cpu_write(0, "hold", 0));
 		feed_off(0);
 	}
 }
@@ -244,6 +327,8 @@ FIXTURE_TEARDOWN(stream)
 	if (self->sim) {
 		sim_cpu_write(0, "rate", 0);
 		sim_cpu_write(0, "pace", 0);
+		sim_cpu_write(0, "gp_ctl", 0);
+		sim_cpu_write(0, "hold", 0);
 		feed_off(0);
 		ipt_sim_set_rate(1 * MIB);
 	}
@@ -451,7 +536,7 @@ static void stream_finish(struct __test_metadata *_metadata, int fd,
  * bytes the unit wrote.  Exact whatever the scheduling: the consumer's
  * speed decides only how often the program blocks.
  */
-TEST_F_TIMEOUT(stream, lossless, 180)
+TEST_F_TIMEOUT(stream, lossless, 600)
 {
 	struct sim_counts b, a;
 	struct ipt_trace_state ts;
@@ -835,6 +920,182 @@ TEST_F_TIMEOUT(stream, hotplug_offline_release_online, 180)
 	EXPECT_EQ(ipt_sim_stat(1, "csum") - b_csum, cons.csum);
 	EXPECT_EQ(ipt_sim_stat(1, "stopped") - b_stopped, lost);
 	munmap(map, 64 * KIB);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * Fed 10 KiB (one region of 8 KiB ends, the second does not), the first
+ * region announced and half released: nothing ready, the program done.
+ */
+static void fed_half_released(struct __test_metadata *_metadata, int fd,
+			      struct consumer *cons, struct sim_counts *b)
+{
+	struct ipt_trace_state ts;
+
+	ASSERT_EQ(0, feed_tnt(0, 10 * KIB, 1));
+	stream_start(_metadata, fd, 64 * KIB, 8, cons, b);
+	ASSERT_TRUE(poll_in(fd, POLL_MS));
+	ASSERT_EQ(0, ipt_state(fd, 0, &ts));
+	ASSERT_EQ(8 * KIB, ts.bytes_captured);
+	ASSERT_TRUE(wait_feed_done(0))
+		TH_LOG("the program did not run to its feed's end");
+	consume(cons, 4 * KIB);
+	ASSERT_EQ(0, release(fd, 0, 4 * KIB));
+	ASSERT_FALSE(poll_in(fd, 0));
+}
+
+/*
+ * A release whose stop faults (sim cpu0/gp_ctl bit 0: the next clear of
+ * TraceEn is #GP) fails with EIO and changes nothing: the same release
+ * position, the unit still running, not cut.  Retried, it works.
+ */
+TEST_F_TIMEOUT(stream, release_stop_fault_changes_nothing, 120)
+{
+	struct ipt_trace_state ts, ts2;
+	struct sim_counts b, a;
+	struct consumer cons;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	fed_half_released(_metadata, self->fd, &cons, &b);
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	ASSERT_EQ(0, sim_cpu_write(0, "gp_ctl", 1));
+	EXPECT_EQ(-EIO, release(self->fd, 0, 8 * KIB));
+	EXPECT_EQ(0, sim_cpu_read(0, "gp_ctl"));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_EQ(IPT_TS_RUNNING | IPT_TS_STREAM, ts2.status);
+	EXPECT_EQ(4 * KIB, ts2.released);
+	EXPECT_EQ(ts.bytes_captured, ts2.bytes_captured);
+	EXPECT_EQ(0, ts2.nr_gaps);
+	/* retried: STOP moves, the unit runs on */
+	consume(&cons, 8 * KIB);
+	ASSERT_EQ(0, release(self->fd, 0, 8 * KIB));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_EQ(IPT_TS_RUNNING | IPT_TS_STREAM, ts2.status);
+	EXPECT_EQ(8 * KIB, ts2.released);
+	stream_finish(_metadata, self->fd, &cons, &ts);
+	sim_counts(&a);
+	EXPECT_EQ(a.bytes - b.bytes, cons.read);
+	EXPECT_EQ(a.csum - b.csum, cons.csum);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A release whose restart faults (sim cpu0/gp_ctl bit 1: the next set of
+ * TraceEn is #GP) holds: it returns 0, the trace is stopped and cut
+ * (IPT_TS_CUT) with its head settled, and a poller blocked in another
+ * thread wakes with EPOLLIN: what is left will never fill a region.  The
+ * bytes read are still the bytes the unit wrote; stopped, the session
+ * polls EPOLLHUP.
+ */
+TEST_F_TIMEOUT(stream, release_restart_fault_cuts_and_wakes, 120)
+{
+	struct ipt_trace_state ts;
+	struct sim_counts b, a;
+	struct consumer cons;
+	struct pollfd pfd;
+	struct poller p;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	fed_half_released(_metadata, self->fd, &cons, &b);
+	ASSERT_EQ(0, sim_cpu_write(0, "gp_ctl", 2));
+	ASSERT_TRUE(poller_start(&p, self->fd))
+		TH_LOG("the poller never slept in poll()");
+	consume(&cons, 8 * KIB);
+	EXPECT_EQ(0, release(self->fd, 0, 8 * KIB));
+	poller_join(&p);
+	EXPECT_EQ(1, p.ret);
+	EXPECT_TRUE(p.revents & POLLIN);
+	EXPECT_FALSE(p.revents & POLLHUP);
+	EXPECT_EQ(0, sim_cpu_read(0, "gp_ctl"));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_TS_CUT | IPT_TS_STREAM, ts.status);
+	EXPECT_EQ(8 * KIB, ts.released);
+	EXPECT_LT(10 * KIB, ts.bytes_captured);
+	EXPECT_GT(16 * KIB, ts.bytes_captured);
+	stream_finish(_metadata, self->fd, &cons, &ts);
+	EXPECT_TRUE(ts.status & IPT_TS_CUT);
+	sim_counts(&a);
+	EXPECT_EQ(a.bytes - b.bytes, cons.read);
+	EXPECT_EQ(a.csum - b.csum, cons.csum);
+	pfd.fd = self->fd;
+	pfd.events = POLLIN;
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLHUP, pfd.revents);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A poller blocked in another thread wakes with EPOLLHUP when the
+ * session ends under it: stopped while it traces (with EPOLLIN: data
+ * not released), and released (torn down) while configured.
+ */
+TEST_F_TIMEOUT(stream, poll_hup_on_stop_and_teardown, 120)
+{
+	uint64_t mask[1] = { 0 };
+	struct ipt_trace_state ts;
+	struct sim_counts b;
+	struct consumer cons;
+	struct ipt_config c;
+	struct poller p;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	fed_half_released(_metadata, self->fd, &cons, &b);
+	ASSERT_TRUE(poller_start(&p, self->fd))
+		TH_LOG("the poller never slept in poll()");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	poller_join(&p);
+	EXPECT_EQ(1, p.ret);
+	EXPECT_EQ(POLLIN | POLLHUP, p.revents);
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+	munmap((void *)cons.map, cons.size);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+
+	/* configured, nothing ready: the poller sleeps until the release */
+	cfg_stream(&c, mask, 64 * KIB, 8);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	ASSERT_FALSE(poll_in(self->fd, 0));
+	ASSERT_TRUE(poller_start(&p, self->fd))
+		TH_LOG("the poller never slept in poll()");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+	poller_join(&p);
+	EXPECT_EQ(1, p.ret);
+	EXPECT_EQ(POLLHUP, p.revents);
+}
+
+/*
+ * The unit buffers packets internally and writes them out later; only
+ * clearing TraceEn flushes them (SDM vol. 3C, 33.3.3).  With the
+ * simulated unit holding its newest 4 KiB back (sim cpu0/hold), fed 10
+ * KiB: the first region's 8 KiB are announced while the last of them are
+ * still in the unit unless the PMI stopped it to read the position.  The
+ * consumer reads them at once; the bytes read must be the bytes written.
+ */
+TEST_F_TIMEOUT(stream, announced_bytes_in_memory, 120)
+{
+	struct ipt_trace_state ts;
+	struct sim_counts b, a;
+	struct consumer cons;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	ASSERT_EQ(0, sim_cpu_write(0, "hold", 4096));
+	ASSERT_EQ(0, feed_tnt(0, 10 * KIB, 1));
+	stream_start(_metadata, self->fd, 64 * KIB, 8, &cons, &b);
+	ASSERT_TRUE(poll_in(self->fd, POLL_MS));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	ASSERT_EQ(8 * KIB, ts.bytes_captured);
+	consume(&cons, ts.bytes_captured);
+	ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+	ASSERT_TRUE(wait_feed_done(0));
+	stream_finish(_metadata, self->fd, &cons, &ts);
+	sim_counts(&a);
+	EXPECT_EQ(a.bytes - b.bytes, cons.read);
+	EXPECT_EQ(a.csum - b.csum, cons.csum)
+		TH_LOG("bytes announced were read before they were in memory");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
