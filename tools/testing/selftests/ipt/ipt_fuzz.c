@@ -1693,11 +1693,6 @@ static long file_number(const char *path, const char *key)
 	return v;
 }
 
-static long vm_pin_kb(void)
-{
-	return file_number("/proc/self/status", "VmPin:");
-}
-
 /* The unit takes a per-CPU session on every CPU and a per-thread one. */
 static int unit_free(char *why, size_t len)
 {
@@ -1920,7 +1915,7 @@ int main(int argc, char **argv)
 		if (!cpu_online(cpu))
 			ipt_cpu_online_set(cpu, 1);
 	ref0 = module_refcnt();
-	pin0 = vm_pin_kb();
+	pin0 = ipt_vm_pin_kb(0);
 	room0 = charge_room(0, why, sizeof(why));
 	if (room0 < 0)
 		printf("# uid 0's room before the run: %s\n", why);
@@ -2000,7 +1995,7 @@ int main(int argc, char **argv)
 	tap(!ret, "the unit is free afterwards%s%s", ret ? ": " : "", ret ? why : "");
 	tap(module_refcnt() == ref0, "ipt's reference count is back to %ld (now %ld)",
 	    ref0, module_refcnt());
-	tap(vm_pin_kb() == pin0, "VmPin is back to %ld kB (now %ld)", pin0, vm_pin_kb());
+	tap(ipt_vm_pin_kb(0) == pin0, "VmPin is back to %ld kB (now %ld)", pin0, ipt_vm_pin_kb(0));
 	room = charge_room(0, why, sizeof(why));
 	tap(room0 >= 0 && room == room0,
 	    "uid 0's locked-memory charge is at rest: room %ld pages, before %ld%s%s",

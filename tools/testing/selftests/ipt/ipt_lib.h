@@ -108,6 +108,27 @@ static inline char *ipt_cpuinfo(const char *key, char *buf, size_t len)
 	return ret;
 }
 
+/* VmPin of process @pid (0: this one), in KiB; -1 if not found. */
+static inline long ipt_vm_pin_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
 /* ---- sessions ---------------------------------------------------------- */
 
 #include <stdint.h>

@@ -165,27 +165,6 @@ static int do_get_caps(void *arg)
 
 #define MLOCK_KB_PARAM	"/sys/module/ipt/parameters/mlock_kb"
 
-/* VmPin of process @pid (0: this one), in KiB; -1 if not found. */
-static long vm_pin_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/status");
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /*
  * A per-CPU configure of CPU 0 that must lose the race: 0 when it fails
  * with EBUSY and this process has nothing pinned afterwards; else the
@@ -204,7 +183,7 @@ static int do_configure_lose(void *arg)
 	r = ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg);
 	if (r != -EBUSY)
 		return r ?: 1;
-	pin = vm_pin_kb(0);
+	pin = ipt_vm_pin_kb(0);
 	return pin ? 1000 + pin : 0;
 }
 
@@ -445,7 +424,7 @@ TEST_F_TIMEOUT(multi, lost_race_uncharged, 120)
 	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
 	lose = call_start(do_configure_lose, NULL);
 	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
-	pin_parked = vm_pin_kb(lose.pid);
+	pin_parked = ipt_vm_pin_kb(lose.pid);
 	cfg_thread(&cfg, 16 * 1024, 2);
 	r_thread = ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg);
 	ipt_write_file(GATE, "open");

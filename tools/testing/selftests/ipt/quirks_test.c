@@ -867,24 +867,6 @@ static int gate_wait(const char *want)
 	return -1;
 }
 
-/* VmPin of process @pid, in KiB; -1 if not found. */
-static long vm_pin_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /*
  * Configured while only P cores (many-entry ToPA) are online, parked in
  * its allocation; an E core (one entry) comes online meanwhile: EAGAIN,
@@ -939,13 +921,13 @@ TEST_F_TIMEOUT(topa_change, configure_eagain_when_layout_changes, 120)
 		int fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 
 		res[0] = fd < 0 ? -errno : ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c);
-		res[1] = vm_pin_kb(getpid());
+		res[1] = ipt_vm_pin_kb(getpid());
 		_exit(write(p[1], res, sizeof(res)) == sizeof(res) ? 0 : 1);
 	}
 	close(p[1]);
 	pfd.fd = p[0];
 	EXPECT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
-	pin_parked = vm_pin_kb(pid);
+	pin_parked = ipt_vm_pin_kb(pid);
 	EXPECT_EQ(0, ipt_cpu_online_set(1, 1));
 	self->offlined[1] = false;
 	EXPECT_EQ(0, get_caps(self->fd, &caps));
