@@ -105,12 +105,7 @@ static int configure_thr(int fd, uint64_t size, unsigned int traces, unsigned in
 {
 	struct ipt_config cfg;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.size = sizeof(cfg);
-	cfg.mode = IPT_MODE_THREAD;
-	cfg.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	cfg.buffer_size = size;
-	cfg.max_threads = traces;
+	ipt_cfg_thread(&cfg, size, traces);
 	cfg.chunk_order = chunk_order;
 	cfg.buffer_flags = flags;
 	return ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg);

@@ -147,6 +147,17 @@ static inline void ipt_cfg_cpu(struct ipt_config *cfg, uint64_t *mask, int cpu,
 	cfg->buffer_size = size;
 }
 
+/* A user-only branch trace of up to @max threads, each into @size bytes (a ring). */
+static inline void ipt_cfg_thread(struct ipt_config *cfg, uint64_t size, uint32_t max)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
+	cfg->mode = IPT_MODE_THREAD;
+	cfg->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+	cfg->buffer_size = size;
+	cfg->max_threads = max;
+}
+
 static inline int ipt_cmd(int fd, unsigned long cmd)
 {
 	struct ipt_cmd c = { .size = sizeof(c) };

@@ -43,16 +43,6 @@
 /* Bound of every wait for an event: generous, never reached when all is well. */
 #define WAIT_MS		20000
 
-static void cfg_thread(struct ipt_config *cfg, uint64_t size, uint32_t max)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->size = sizeof(*cfg);
-	cfg->mode = IPT_MODE_THREAD;
-	cfg->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	cfg->buffer_size = size;
-	cfg->max_threads = max;
-}
-
 /* The gate's state, "idle", "armed" or "parked"; "" if unreadable. */
 static const char *gate_state(char *buf, size_t len)
 {
@@ -246,7 +236,7 @@ TEST_F_TIMEOUT(multi, alloc_holds_no_lock, 150)
 	if (access(GATE, W_OK))
 		SKIP(return, "no %s", GATE);
 
-	cfg_thread(&cfg, 64 * 1024, 8);
+	ipt_cfg_thread(&cfg, 64 * 1024, 8);
 	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
 	big = call_start(do_configure, &cfg);
 	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
@@ -296,7 +286,7 @@ TEST_F_TIMEOUT(multi, parked_configure_pins_backend, 120)
 	if (access(GATE, W_OK))
 		SKIP(return, "no %s", GATE);
 
-	cfg_thread(&cfg, 64 * 1024, 2);
+	ipt_cfg_thread(&cfg, 64 * 1024, 2);
 	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
 	conf = call_start(do_configure, &cfg);
 	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
@@ -341,7 +331,7 @@ TEST_F_TIMEOUT(multi, xsave_areas_outside_the_locks, 120)
 	base = ipt_file_stat(SWITCH_STATS, "xsave_areas");
 	ASSERT_NE(~0ULL, base);
 
-	cfg_thread(&cfg, 16 * 1024, 8);
+	ipt_cfg_thread(&cfg, 16 * 1024, 8);
 	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
 	conf = call_start(do_configure, &cfg);
 	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
@@ -425,7 +415,7 @@ TEST_F_TIMEOUT(multi, lost_race_uncharged, 120)
 	lose = call_start(do_configure_lose, NULL);
 	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
 	pin_parked = ipt_vm_pin_kb(lose.pid);
-	cfg_thread(&cfg, 16 * 1024, 2);
+	ipt_cfg_thread(&cfg, 16 * 1024, 2);
 	r_thread = ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg);
 	ipt_write_file(GATE, "open");
 	r_lose = call_result(&lose);
@@ -548,7 +538,7 @@ static void user_run(int i, int ready, int go)
 	CHECK(fd >= 0 && tf >= 0, "open: %s", strerror(errno));
 	CHECK(setgroups(0, NULL) == 0 && setresgid(UID(i), UID(i), UID(i)) == 0 &&
 	      setresuid(UID(i), UID(i), UID(i)) == 0, "setresuid: %s", strerror(errno));
-	cfg_thread(&cfg, 256 * KIB, 1);
+	ipt_cfg_thread(&cfg, 256 * KIB, 1);
 	cfg.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
 	CHECK(ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg) == 0, "user %d: configure", i);
 	CHECK(ipt_ioctl(fd, IPT_IOC_ATTACH, &a) == 0 && a.trace == 0, "attach");
@@ -666,7 +656,7 @@ TEST_F(multi, sessions_share_and_exclude)
 		ASSERT_LE(0, fd[i]);
 	}
 	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
-	cfg_thread(&t, 64 * KIB, 2);
+	ipt_cfg_thread(&t, 64 * KIB, 2);
 	ASSERT_EQ(0, ipt_ioctl(fd[0], IPT_IOC_CONFIGURE, &t));
 	ASSERT_EQ(0, ipt_ioctl(fd[1], IPT_IOC_CONFIGURE, &t));
 	EXPECT_EQ(-EBUSY, ipt_ioctl(fd[2], IPT_IOC_CONFIGURE, &c));
@@ -731,7 +721,7 @@ static void list_user(int ready, int done)
 
 	CHECK(fd >= 0, "open");
 	CHECK(ipt_become_user() == 0, "setresuid");
-	cfg_thread(&cfg, 16 * KIB, 3);
+	ipt_cfg_thread(&cfg, 16 * KIB, 3);
 	CHECK(ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg) == 0, "configure");
 	CHECK(ipt_ioctl(fd, IPT_IOC_ATTACH, &a) == 0, "attach");
 	memset(e, 0xff, sizeof(e));
@@ -761,7 +751,7 @@ TEST_F_TIMEOUT(multi, list_sessions, 60)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, list(fd, NULL, 0, &total));
 	EXPECT_EQ(0, total);
-	cfg_thread(&cfg, 16 * KIB, 2);
+	ipt_cfg_thread(&cfg, 16 * KIB, 2);
 	cfg.trace_flags |= IPT_TRACE_KERNEL;
 	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg));
 	ASSERT_EQ(0, pipe(ready));
@@ -826,7 +816,7 @@ TEST_F(multi, list_sessions_abi)
 
 	fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	cfg_thread(&cfg, 16 * KIB, 1);
+	ipt_cfg_thread(&cfg, 16 * KIB, 1);
 	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg));
 #define L0 (struct ipt_sessions){ .size = sizeof(l), .entry_size = 48 }
 	l = L0; l.flags = 1;

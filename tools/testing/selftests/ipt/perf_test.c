@@ -70,16 +70,6 @@ static int cpu_hotpluggable(int cpu)
 	return access(path, W_OK) == 0;
 }
 
-static void cfg_thread(struct ipt_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->size = sizeof(*cfg);
-	cfg->mode = IPT_MODE_THREAD;
-	cfg->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	cfg->buffer_size = 64 * KIB;
-	cfg->max_threads = 1;
-}
-
 /* A child pinned to @cpu that runs once per byte written to @kick. */
 struct child {
 	pid_t pid;
@@ -227,7 +217,7 @@ TEST_F(pf, cpu_wide_perf_refuses_ipt)
 		ipt_cmd(self->fd, IPT_IOC_STOP);
 		ipt_cmd(self->fd, IPT_IOC_RELEASE);
 	}
-	cfg_thread(&tc);
+	ipt_cfg_thread(&tc, 64 * KIB, 1);
 	ret = configure(self->fd, &tc);
 	EXPECT_EQ(-EBUSY, ret);
 	if (!ret)
@@ -278,7 +268,7 @@ TEST_F(pf, per_task_perf_refuses_ipt)
 		ipt_cmd(self->fd, IPT_IOC_STOP);
 		ipt_cmd(self->fd, IPT_IOC_RELEASE);
 	}
-	cfg_thread(&tc);
+	ipt_cfg_thread(&tc, 64 * KIB, 1);
 	ret = configure(self->fd, &tc);
 	EXPECT_EQ(-EBUSY, ret);
 	if (!ret)
@@ -338,7 +328,7 @@ TEST_F(pf, thread_session_refuses_perf)
 	struct ipt_config tc;
 	int pfd;
 
-	cfg_thread(&tc);
+	ipt_cfg_thread(&tc, 64 * KIB, 1);
 	ASSERT_EQ(0, configure(self->fd, &tc));
 	for (cpu = 0; cpu < n; cpu++)
 		EXPECT_EQ(-EBUSY, pt_open(self->type, -1, cpu));
