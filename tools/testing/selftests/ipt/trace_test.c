@@ -32,29 +32,14 @@ static int nr_cpus(void)
 	return sysconf(_SC_NPROCESSORS_CONF);
 }
 
-static int cpu_online_set(int cpu, int on)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-	return ipt_write_file(path, on ? "1" : "0");
-}
-
 /*
  * Wait until the unit of @cpu wrote @want bytes since @before (the sim is
- * much slower on a debug kernel under TCG than its nominal rate); at most
- * 30 s.  Returns whether it got there.
+ * much slower on a debug kernel under TCG than its nominal rate): the
+ * counter wait of ipt_lib.h, at most 30 s.  Returns whether it got there.
  */
 static int wait_bytes(int cpu, uint64_t before, uint64_t want)
 {
-	int i;
-
-	for (i = 0; i < 3000; i++) {
-		if (ipt_sim_stat(cpu, "bytes") - before >= want)
-			return 1;
-		msleep(10);
-	}
-	return 0;
+	return !ipt_sim_wait_stat(cpu, "bytes", before + want);
 }
 
 /*
@@ -483,7 +468,7 @@ TEST_F(sim, hotplug_off_and_on)
 	before = ipt_sim_stat(cpu, "bytes");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	EXPECT_TRUE(wait_bytes(cpu, before, 4 * KIB));
-	ASSERT_EQ(0, cpu_online_set(cpu, 0));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
 	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
 	EXPECT_EQ(IPT_STATE_TRACING, ts.state);
 	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
@@ -492,7 +477,7 @@ TEST_F(sim, hotplug_off_and_on)
 	EXPECT_LT(0, at_off);
 	msleep(50);
 	EXPECT_EQ(at_off, ipt_sim_stat(cpu, "bytes") - before);
-	ASSERT_EQ(0, cpu_online_set(cpu, 1));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
 	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
 	EXPECT_EQ(IPT_TS_RUNNING, ts.status & IPT_TS_RUNNING);
 	EXPECT_TRUE(wait_bytes(cpu, before, at_off + 2 * 8 * KIB + 1000));
@@ -502,11 +487,11 @@ TEST_F(sim, hotplug_off_and_on)
 	EXPECT_LT(at_off, ts.bytes_captured);
 
 	/* Offline while stopped, then a new start skips it until online. */
-	ASSERT_EQ(0, cpu_online_set(cpu, 0));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
 	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
-	ASSERT_EQ(0, cpu_online_set(cpu, 1));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
 	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
 	EXPECT_EQ(IPT_TS_RUNNING, ts.status & IPT_TS_RUNNING);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
