@@ -1599,6 +1599,28 @@ static void raw_args(struct run *r, char *buf, size_t len, int skip)
 		fclose(f);
 }
 
+/* @r's code images as decode-ref takes them: " START:END:FILE" each, into @buf. */
+static void ref_images(struct run *r, char *buf, size_t len)
+{
+	char line[PATH_MAX + 128];
+	size_t at = 0;
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(line, sizeof(line), "%s/images.txt", r->dir);
+	f = fopen(line, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b;
+		char name[256];
+
+		if (sscanf(line, "%llx %llx %255s", &a, &b, name) == 3)
+			at += (size_t)snprintf(buf + at, len - at, " %llx:%llx:%s/%s", a, b,
+					       r->dir, name);
+	}
+	if (f)
+		fclose(f);
+}
+
 static void make_capture(struct run *r, const char *dir, const void *trace, size_t tlen)
 {
 	struct json_object *o = json_object_new_object(), *cpu = json_object_new_object();
@@ -2131,13 +2153,12 @@ static void test_stream_gap(struct run *r)
 {
 	static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
 					 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
-	char raws[16384], imgs[16384] = "", cap[PATH_MAX + 32], path[PATH_MAX + 64];
-	char pa[PATH_MAX + 64], pb[PATH_MAX + 64], exp[PATH_MAX + 64], line[PATH_MAX + 128];
-	size_t tlen = 0, *offs = NULL, n = 0, p1, p2, at = 0, o;
+	char raws[16384], imgs[16384], cap[PATH_MAX + 32], path[PATH_MAX + 64];
+	char pa[PATH_MAX + 64], pb[PATH_MAX + 64], exp[PATH_MAX + 64];
+	size_t tlen = 0, *offs = NULL, n = 0, p1, p2, o;
 	struct json_object *m, *t, *gaps, *g;
 	char *trace, *cut;
 	int st, j;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
 	trace = slurp(path, &tlen);
@@ -2166,18 +2187,7 @@ static void test_stream_gap(struct run *r)
 	make_capture(r, cap, cut, p1 + tlen - p2);
 
 	/* the expectation: serial libipt on each piece, the gap between */
-	snprintf(line, sizeof(line), "%s/images.txt", r->dir);
-	f = fopen(line, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long a, b;
-		char name[256];
-
-		if (sscanf(line, "%llx %llx %255s", &a, &b, name) == 3)
-			at += (size_t)snprintf(imgs + at, sizeof(imgs) - at, " %llx:%llx:%s/%s", a, b,
-					       r->dir, name);
-	}
-	if (f)
-		fclose(f);
+	ref_images(r, imgs, sizeof(imgs));
 	snprintf(exp, sizeof(exp), "%s/%s.stream.expected", work, r->name);
 	st = sh("%s/userspace/decode-ref %s 6/126/5%s | grep -v '^# ' >%s && "
 		"echo '[gap: %zu bytes lost, tsc 0x64..0xc8, at offset %#zx]' >>%s && "
@@ -2251,22 +2261,9 @@ static bool ref_equal_imgs(const char *imgs, const char *trace, const char *insn
 
 static bool ref_equal(struct run *r, const char *trace, const char *insn, const char *flavour)
 {
-	char imgs[16384] = "", line[PATH_MAX + 128];
-	size_t at = 0;
-	FILE *f;
+	char imgs[16384];
 
-	snprintf(line, sizeof(line), "%s/images.txt", r->dir);
-	f = fopen(line, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long a, b;
-		char name[256];
-
-		if (sscanf(line, "%llx %llx %255s", &a, &b, name) == 3)
-			at += (size_t)snprintf(imgs + at, sizeof(imgs) - at, " %llx:%llx:%s/%s", a, b,
-					       r->dir, name);
-	}
-	if (f)
-		fclose(f);
+	ref_images(r, imgs, sizeof(imgs));
 	return ref_equal_imgs(imgs, trace, insn, flavour);
 }
 
