@@ -1717,12 +1717,8 @@ static int unit_free(char *why, size_t len)
 		close(fd);
 		return -1;
 	}
-	memset(&c, 0, sizeof(c));
-	c.size = sizeof(c);
-	c.mode = IPT_MODE_THREAD;
+	ipt_cfg_thread(&c, 8192, 2);
 	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH;
-	c.buffer_size = 8192;
-	c.max_threads = 2;
 	ret = ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c);
 	ret = ret ?: ipt_ioctl(fd, IPT_IOC_ATTACH, &a);
 	ret = ret ?: ipt_cmd(fd, IPT_IOC_START);
@@ -1774,12 +1770,8 @@ static long charge_room(uid_t uid, char *why, size_t len)
 			_exit(10);
 		if (setrlimit(RLIMIT_MEMLOCK, &rl))
 			_exit(11);
-		memset(&c, 0, sizeof(c));
-		c.size = sizeof(c);
-		c.mode = IPT_MODE_THREAD;
+		ipt_cfg_thread(&c, hi * PAGE, 1);
 		c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH;
-		c.max_threads = 1;
-		c.buffer_size = hi * PAGE;
 		r = ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c);
 		if (r != -EPERM) {
 			atomic_store(&sh->rest_err, r ? r : 1);
