@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../ipttool/ipttool.h"
+#include "json_path.h"
 #include "tap.h"
 
 static struct ipt_caps sample_caps(void)
@@ -541,17 +542,6 @@ static void test_segments(void)
 			;
 		CHECK(done == 16 && i == 16, "unrolled bytes are in order");
 	}
-}
-
-static struct json_object *jget(struct json_object *o, const char *path)
-{
-	char buf[128], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
-		if (!json_object_object_get_ex(o, k, &o))
-			return NULL;
-	return o;
 }
 
 static void test_meta(const char *dir)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../ipttool/ipttool.h"
+#include "json_path.h"
 #include "tap.h"
 
 #define FAKE_PATH "/dev/ipt-test"
@@ -142,17 +143,6 @@ static int fake_map(size_t len, off_t *off)
 	cpu = (size_t)*off / fake_size;
 	*off = 0;
 	return fake_mem[cpu];
-}
-
-static struct json_object *jget(struct json_object *o, const char *path)
-{
-	char buf[128], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
-		if (!json_object_object_get_ex(o, k, &o))
-			return NULL;
-	return o;
 }
 
 static int run(struct ipttool *t, char **argv)

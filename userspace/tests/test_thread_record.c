@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "../ipttool/ipttool.h"
+#include "json_path.h"
 #include "tap.h"
 
 /* CHECK evaluates its condition twice: this one once (conditions here call the library). */
@@ -241,23 +242,6 @@ static int fake_map(size_t len, off_t *off)
 }
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static struct json_object *jget(struct json_object *o, const char *path)
-{
-	char buf[128], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save)) {
-		if (*k >= '0' && *k <= '9') {
-			if (!json_object_is_type(o, json_type_array))
-				return NULL;
-			o = json_object_array_get_idx(o, (size_t)atoi(k));
-		} else if (!json_object_object_get_ex(o, k, &o)) {
-			return NULL;
-		}
-	}
-	return o;
-}
 
 static void slurp(const char *path, char *buf, size_t len)
 {
