@@ -276,6 +276,65 @@ static inline int ipt_sim_set_rate(uint64_t rate)
 	return ipt_write_file(IPT_SIM_DEBUGFS "/rate", v);
 }
 
+/* ---- the simulated program's feed (ipt_sim cpuN/feed) ------------------ */
+
+/* Where the built-in loop (debugfs "code", at 0x401000) ends. */
+#define IPT_SIM_LOOP_END	0x401009ULL
+
+/*
+ * A feed record (kmod/sim/ipt_sim_feed.h) in @rec, 16 + @n bytes: @n
+ * bytes (at most 65535) of the built-in loop's branch content, TNT-8
+ * bytes, after which execution is at the loop's end.  With @n 0, a
+ * record that only sets the IP.
+ */
+static inline void ipt_sim_feed_tnt_rec(uint8_t *rec, unsigned int n)
+{
+	uint64_t ip = IPT_SIM_LOOP_END;
+	int i;
+
+	memset(rec, 0, 16);
+	rec[0] = n & 0xff;
+	rec[1] = n >> 8;
+	for (i = 0; i < 8; i++)
+		rec[8 + i] = ip >> (8 * i);
+	memset(rec + 16, 0xec, n);
+}
+
+/*
+ * Open CPU @cpu's feed to append records to; @reset starts a new feed,
+ * at the loop's end.  The descriptor, or -errno (-EIO when the first
+ * record could not be written).
+ */
+static inline int ipt_sim_feed_open(int cpu, int reset)
+{
+	uint8_t rec[16];
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
+	fd = open(path, O_WRONLY | (reset ? O_TRUNC : 0));
+	if (fd < 0)
+		return -errno;
+	ipt_sim_feed_tnt_rec(rec, 0);
+	if (reset && write(fd, rec, sizeof(rec)) != sizeof(rec)) {
+		close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
+/* CPU @cpu's program back to the built-in loop: an empty feed. */
+static inline void ipt_sim_feed_off(int cpu)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* ---- PT packets ---------------------------------------------------------- */
 
 /*

@@ -53,37 +53,14 @@ static int wait_bytes(int cpu, uint64_t before, uint64_t want)
 static void feed_top_up(int cpu, int reset)
 {
 	static uint8_t rec[16 + FEED_REC];
-	char path[64];
-	int fd;
+	int fd = ipt_sim_feed_open(cpu, reset);
 
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
-	fd = open(path, O_WRONLY | (reset ? O_TRUNC : 0));
 	if (fd < 0)
 		return;
-	memset(rec, 0, 16);
-	rec[8] = 0x09;	/* ip = 0x401009, the loop's end */
-	rec[9] = 0x10;
-	rec[10] = 0x40;
-	if (reset && write(fd, rec, 16) != 16)
-		goto out;
-	rec[0] = FEED_REC & 0xff;
-	rec[1] = FEED_REC >> 8;
-	memset(rec + 16, 0xec, FEED_REC);
+	ipt_sim_feed_tnt_rec(rec, FEED_REC);
 	while (write(fd, rec, sizeof(rec)) == sizeof(rec))
 		;
-out:
 	close(fd);
-}
-
-static void feed_off(int cpu)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
-	fd = open(path, O_WRONLY | O_TRUNC);
-	if (fd >= 0)
-		close(fd);
 }
 
 /* wait_bytes() for a fed CPU: keeps the feed topped up. */
@@ -112,7 +89,7 @@ FIXTURE_SETUP(sim)
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
 	/* A test killed by the harness leaves its teardown undone. */
-	feed_off(0);
+	ipt_sim_feed_off(0);
 }
 
 FIXTURE_TEARDOWN(sim)
@@ -120,7 +97,7 @@ FIXTURE_TEARDOWN(sim)
 	if (self->fd >= 0)
 		close(self->fd);
 	ipt_sim_set_rate(1 * MIB);
-	feed_off(0);
+	ipt_sim_feed_off(0);
 }
 
 /* Map one trace's buffer. */
@@ -582,7 +559,7 @@ TEST_F_TIMEOUT(sim, dropped_bytes_become_an_ovf_libipt_decodes, 180)
 	 * lands mid-buffer.
 	 */
 	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
-	feed_off(0);
+	ipt_sim_feed_off(0);
 	before = ipt_sim_stat(0, "bytes");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	EXPECT_TRUE(wait_bytes(0, before, 8 * KIB));
@@ -659,7 +636,7 @@ TEST_F_TIMEOUT(sim, groundtruth_feed_through_the_driver, 300)
 		ASSERT_LT(0, n);
 		ASSERT_GT((ssize_t)sizeof(feed), n) TH_LOG("%s: feed too big for one write", dir);
 
-		feed_off(0);
+		ipt_sim_feed_off(0);
 		snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu0/feed");
 		out = open(path, O_WRONLY);
 		ASSERT_LE(0, out);
@@ -685,7 +662,7 @@ TEST_F_TIMEOUT(sim, groundtruth_feed_through_the_driver, 300)
 		close(out);
 		munmap(p, ts.buffer_size);
 		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
-		feed_off(0);
+		ipt_sim_feed_off(0);
 
 		snprintf(cmd, sizeof(cmd), "%s --trace /tmp/ipt-gt.pt %s >/tmp/ipt-gt.out 2>&1",
 			 ptverify, dir);
