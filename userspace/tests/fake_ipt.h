@@ -6,6 +6,9 @@
  * which send the calls on the model's device to the test's model and
  * every other call to the C library.
  *
+ * fake_caps() fills in what every model's IPT_IOC_GET_CAPS answer starts
+ * from.
+ *
  * The test defines FAKE_PATH, the path of the model's device, includes
  * this header and defines:
  *   fake_open()   open FAKE_PATH: set fake_fd and return it, or -1;
@@ -26,12 +29,28 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/types.h>
+#include <linux/ipt.h>
 
 /* The model's device file while it is open, else -1. */
 static int fake_fd = -1;
 
 static int fake_open(void);
 static int fake_ioctl(unsigned long req, void *arg);
+
+/*
+ * Capabilities of a simulated unit on an Intel family 6 CPU of @model,
+ * of this ABI, nothing else set: the model's GET_CAPS sets the rest.
+ */
+static inline void fake_caps(struct ipt_caps *c, uint32_t model)
+{
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	c->abi_version = IPT_ABI_VERSION;
+	c->backend = IPT_BACKEND_SIM;
+	strcpy(c->vendor, "GenuineIntel");
+	c->family = 6;
+	c->model = model;
+}
 
 int open(const char *path, int flags, ...);
 int open(const char *path, int flags, ...)

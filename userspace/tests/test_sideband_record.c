@@ -49,13 +49,7 @@ static int fake_ioctl(unsigned long req, void *arg)
 	if (req == IPT_IOC_GET_CAPS) {
 		struct ipt_caps *c = arg;
 
-		memset(c, 0, sizeof(*c));
-		c->size = sizeof(*c);
-		c->abi_version = IPT_ABI_VERSION;
-		c->backend = IPT_BACKEND_SIM;
-		strcpy(c->vendor, "GenuineIntel");
-		c->family = 6;
-		c->model = 0x7e;
+		fake_caps(c, 0x7e);
 		c->stepping = 5;
 		c->features = IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_IP_FILTER |
 			      IPT_FEAT_CR3_FILTER | IPT_FEAT_MTC | IPT_FEAT_PSB_CYC;

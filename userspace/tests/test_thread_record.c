@@ -99,13 +99,7 @@ static int fake_ioctl(unsigned long req, void *arg)
 	if (req == IPT_IOC_GET_CAPS) {
 		struct ipt_caps *c = arg;
 
-		memset(c, 0, sizeof(*c));
-		c->size = sizeof(*c);
-		c->abi_version = IPT_ABI_VERSION;
-		c->backend = IPT_BACKEND_SIM;
-		strcpy(c->vendor, "GenuineIntel");
-		c->family = 6;
-		c->model = 0x8c;
+		fake_caps(c, 0x8c);
 		c->stepping = 1;
 		c->features = IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_MTC | IPT_FEAT_PSB_CYC;
 		c->mtc_freq_mask = 0x249;
