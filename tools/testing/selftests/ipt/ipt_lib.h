@@ -173,6 +173,37 @@ static inline int ipt_state(int fd, int cpu, struct ipt_trace_state *ts)
 	return ipt_ioctl(fd, IPT_IOC_GET_TRACE, ts);
 }
 
+/* ---- perf's intel_pt PMU ------------------------------------------------ */
+
+#include <linux/perf_event.h>
+
+/* perf's type number of the intel_pt PMU, or -errno (-ENOENT: no such PMU). */
+static inline int ipt_perf_pt_type(void)
+{
+	char buf[32] = "";
+	int fd = open("/sys/bus/event_source/devices/intel_pt/type", O_RDONLY), n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? atoi(buf) : -EIO;
+}
+
+/* perf_event_open(2) of a user-only intel_pt event: the fd, or -errno. */
+static inline int ipt_perf_pt_open(int type, pid_t pid, int cpu)
+{
+	struct perf_event_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = type;
+	a.exclude_kernel = 1;
+	fd = syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 /* ---- the simulated unit's debugfs -------------------------------------- */
 
 #define IPT_SIM_DEBUGFS "/sys/kernel/debug/ipt_sim"

@@ -614,31 +614,6 @@ TEST_F_TIMEOUT(multi, two_users_trace_apart, 120)
 	EXPECT_EQ(2, ok) TH_LOG("both sessions were not configured at once");
 }
 
-static int pt_open_task(int type)
-{
-	struct perf_event_attr a;
-	int fd;
-
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = type;
-	a.exclude_kernel = 1;
-	fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-static int pt_type(void)
-{
-	char buf[32] = "";
-	int fd = open("/sys/bus/event_source/devices/intel_pt/type", O_RDONLY), n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	return n > 0 ? atoi(buf) : -EIO;
-}
-
 /*
  * Per-thread sessions share the unit, a per-CPU session excludes them and
  * they it; a thread is in one session at most; perf's intel_pt stays
@@ -649,7 +624,7 @@ TEST_F(multi, sessions_share_and_exclude)
 	uint64_t mask[1] = { 0 };
 	struct ipt_config c, t;
 	struct ipt_attach a = { .size = sizeof(a) };
-	int fd[3], i, type = pt_type(), pfd;
+	int fd[3], i, type = ipt_perf_pt_type(), pfd;
 
 	for (i = 0; i < 3; i++) {
 		fd[i] = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
@@ -673,12 +648,12 @@ TEST_F(multi, sessions_share_and_exclude)
 	/* One session left: still exclusive against per-CPU, and perf. */
 	EXPECT_EQ(-EBUSY, ipt_ioctl(fd[2], IPT_IOC_CONFIGURE, &c));
 	if (type >= 0)
-		EXPECT_EQ(-EBUSY, pt_open_task(type));
+		EXPECT_EQ(-EBUSY, ipt_perf_pt_open(type, 0, -1));
 	/* The thread is free again: the second session takes it. */
 	EXPECT_EQ(0, ipt_ioctl(fd[1], IPT_IOC_ATTACH, &a));
 	ASSERT_EQ(0, ipt_cmd(fd[1], IPT_IOC_RELEASE));
 	if (type >= 0) {
-		pfd = pt_open_task(type);
+		pfd = ipt_perf_pt_open(type, 0, -1);
 		EXPECT_LE(0, pfd) TH_LOG("perf's intel_pt after the last release: %d", pfd);
 		if (pfd >= 0)
 			close(pfd);
