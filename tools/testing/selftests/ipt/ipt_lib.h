@@ -354,6 +354,29 @@ static inline int ipt_sim_feed_open(int cpu, int reset)
 	return fd;
 }
 
+/*
+ * Whether CPU @cpu's program has run its whole feed ("feed on POS/LEN" in
+ * cpuN/stats with POS == LEN): 1 or 0, or -errno when the stats cannot
+ * be read.
+ */
+static inline int ipt_sim_feed_consumed(int cpu)
+{
+	unsigned long long pos, len;
+	char path[64], line[256];
+	int done = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "feed on %llu/%llu", &pos, &len) == 2)
+			done = pos == len;
+	fclose(f);
+	return done;
+}
+
 /* CPU @cpu's program back to the built-in loop: an empty feed. */
 static inline void ipt_sim_feed_off(int cpu)
 {

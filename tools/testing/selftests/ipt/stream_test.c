@@ -108,24 +108,15 @@ static int feed_tnt(int cpu, uint64_t n, int reset)
 /* Wait until CPU @cpu's program has run its whole feed; 0 on timeout. */
 static int wait_feed_done(int cpu)
 {
-	unsigned long long pos, len;
-	char path[128], line[256];
-	int i, done = 0;
-	FILE *f;
+	int i, done;
 
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
-	for (i = 0; i < POLLS && !done; i++) {
-		f = fopen(path, "r");
-		if (!f)
-			return 0;
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "feed on %llu/%llu", &pos, &len) == 2)
-				done = pos == len;
-		fclose(f);
-		if (!done)
-			msleep(10);
+	for (i = 0; i < POLLS; i++) {
+		done = ipt_sim_feed_consumed(cpu);
+		if (done)
+			return done > 0;
+		msleep(10);
 	}
-	return done;
+	return 0;
 }
 
 /* The unit's counters a test compares before and after. */

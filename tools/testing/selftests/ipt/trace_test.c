@@ -578,25 +578,6 @@ TEST_F_TIMEOUT(sim, dropped_bytes_become_an_ovf_libipt_decodes, 180)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
-/* Parse "feed on POS/LEN" from the unit's stats: whether it is all used. */
-static int feed_consumed(int cpu)
-{
-	char path[64], line[128];
-	size_t pos, len;
-	int done = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "feed on %zu/%zu", &pos, &len) == 2)
-			done = pos == len;
-	fclose(f);
-	return done;
-}
-
 /*
  * The end-to-end oracle: a real program's execution, recorded by ptgen
  * (tools/testing/groundtruth) as a feed, replayed by the simulated unit
@@ -648,9 +629,10 @@ TEST_F_TIMEOUT(sim, groundtruth_feed_through_the_driver, 300)
 		ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
 		ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
 		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-		for (i = 0; i < 3000 && !feed_consumed(0); i++)
+		for (i = 0; i < 3000 && !ipt_sim_feed_consumed(0); i++)
 			msleep(10);
-		EXPECT_TRUE(feed_consumed(0)) TH_LOG("%s: the unit did not use the whole feed", dir);
+		EXPECT_EQ(1, ipt_sim_feed_consumed(0))
+			TH_LOG("%s: the unit did not use the whole feed", dir);
 		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 		EXPECT_EQ(0, ts.status & (IPT_TS_FULL | IPT_TS_ERROR | IPT_TS_WRAPPED));
