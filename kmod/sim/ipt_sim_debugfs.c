@@ -358,6 +358,30 @@ DEFINE_SHOW_ATTRIBUTE(ipt_sim_model);
 
 static struct debugfs_blob_wrapper ipt_sim_code_blob;
 
+/*
+ * The knobs of each cpuN directory: DEFINE_DEBUGFS_ATTRIBUTE files, so
+ * made with debugfs_create_file_unsafe() (their handlers take
+ * debugfs_file_get() themselves); the data of each is the CPU's
+ * struct ipt_sim_pcpu.
+ */
+static const struct {
+	const char *name;
+	umode_t mode;
+	const struct file_operations *fops;
+} ipt_sim_cpu_knobs[] = {
+	{ "force_error",	0200, &ipt_sim_force_error_fops },
+	{ "drop",		0200, &ipt_sim_drop_fops },
+	{ "reset",		0200, &ipt_sim_reset_fops },
+	{ "foreign",		0600, &ipt_sim_foreign_fops },
+	{ "clear_xss",		0200, &ipt_sim_clear_xss_fops },
+	{ "pmc0_ovf",		0200, &ipt_sim_pmc_overflow_fops },
+	{ "lvt_mask",		0200, &ipt_sim_lvt_mask_fops },
+	{ "rate",		0644, &ipt_sim_cpu_rate_fops },
+	{ "pace",		0644, &ipt_sim_pace_fops },
+	{ "gp_ctl",		0600, &ipt_sim_gp_ctl_fops },
+	{ "hold",		0600, &ipt_sim_hold_fops },
+};
+
 /**
  * ipt_sim_debugfs_init() - create /sys/kernel/debug/ipt_sim
  *
@@ -368,8 +392,8 @@ static struct debugfs_blob_wrapper ipt_sim_code_blob;
  */
 void ipt_sim_debugfs_init(void)
 {
+	unsigned int cpu, i;
 	char name[16];
-	unsigned int cpu;
 
 	ipt_sim_dir = debugfs_create_dir("ipt_sim", NULL);
 	debugfs_create_file("model", 0444, ipt_sim_dir, NULL,
@@ -393,29 +417,11 @@ void ipt_sim_debugfs_init(void)
 		snprintf(name, sizeof(name), "cpu%u", cpu);
 		d = debugfs_create_dir(name, ipt_sim_dir);
 		debugfs_create_file("stats", 0444, d, pc, &ipt_sim_stats_fops);
-		debugfs_create_file_unsafe("force_error", 0200, d, pc,
-					   &ipt_sim_force_error_fops);
-		debugfs_create_file_unsafe("drop", 0200, d, pc,
-					   &ipt_sim_drop_fops);
-		debugfs_create_file_unsafe("reset", 0200, d, pc,
-					   &ipt_sim_reset_fops);
 		debugfs_create_file("feed", 0200, d, pc, &ipt_sim_feed_fops);
-		debugfs_create_file_unsafe("foreign", 0600, d, pc,
-					   &ipt_sim_foreign_fops);
-		debugfs_create_file_unsafe("clear_xss", 0200, d, pc,
-					   &ipt_sim_clear_xss_fops);
-		debugfs_create_file_unsafe("pmc0_ovf", 0200, d, pc,
-					   &ipt_sim_pmc_overflow_fops);
-		debugfs_create_file_unsafe("lvt_mask", 0200, d, pc,
-					   &ipt_sim_lvt_mask_fops);
-		debugfs_create_file_unsafe("rate", 0644, d, pc,
-					   &ipt_sim_cpu_rate_fops);
-		debugfs_create_file_unsafe("pace", 0644, d, pc,
-					   &ipt_sim_pace_fops);
-		debugfs_create_file_unsafe("gp_ctl", 0600, d, pc,
-					   &ipt_sim_gp_ctl_fops);
-		debugfs_create_file_unsafe("hold", 0600, d, pc,
-					   &ipt_sim_hold_fops);
+		for (i = 0; i < ARRAY_SIZE(ipt_sim_cpu_knobs); i++)
+			debugfs_create_file_unsafe(ipt_sim_cpu_knobs[i].name,
+						   ipt_sim_cpu_knobs[i].mode, d,
+						   pc, ipt_sim_cpu_knobs[i].fops);
 		ipt_sim_life_debugfs(d, pc);
 		ipt_sim_perf_debugfs(d, pc);
 	}

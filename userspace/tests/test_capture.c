@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../ipttool/ipttool.h"
+#include "json_path.h"
 #include "tap.h"
 
 static struct ipt_caps sample_caps(void)
@@ -543,17 +544,6 @@ static void test_segments(void)
 	}
 }
 
-static struct json_object *jget(struct json_object *o, const char *path)
-{
-	char buf[128], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
-		if (!json_object_object_get_ex(o, k, &o))
-			return NULL;
-	return o;
-}
-
 static void test_meta(const char *dir)
 {
 	struct capture c;
@@ -899,6 +889,23 @@ static void test_progress_copy(void)
 	      "iptcap_copy_segments: an inconsistent state is refused");
 }
 
+/* 'ipttool info' (@t's options) with its stdout into the file @path: its exit status. */
+static int info_to(struct ipttool *t, char **argv, const char *path)
+{
+	int fd, saved, rc;
+
+	fflush(stdout);
+	saved = dup(1);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	dup2(fd, 1);
+	rc = cmd_info(t, 2, argv);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	close(fd);
+	return rc;
+}
+
 /* A capture with ranges, CR3 and a snapshot-only sideband, read by 'info'. */
 static void test_info_sideband(const char *dir)
 {
@@ -907,7 +914,7 @@ static void test_info_sideband(const char *dir)
 	struct ipttool t = { 0 };
 	struct json_object *o, *v;
 	char msg[512], path[512], out[8192], *argv[] = { "info", (char *)dir, NULL };
-	int fd, saved, rc;
+	int fd, rc;
 	ssize_t n;
 
 	memset(&c, 0, sizeof(c));
@@ -950,15 +957,7 @@ static void test_info_sideband(const char *dir)
 	json_object_put(o);
 
 	snprintf(path, sizeof(path), "%s/info.out", dir);
-	fflush(stdout);
-	saved = dup(1);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	dup2(fd, 1);
-	rc = cmd_info(&t, 2, argv);
-	fflush(stdout);
-	dup2(saved, 1);
-	close(saved);
-	close(fd);
+	rc = info_to(&t, argv, path);
 	fd = open(path, O_RDONLY);
 	n = fd >= 0 ? read(fd, out, sizeof(out) - 1) : -1;
 	out[n > 0 ? n : 0] = '\0';
@@ -975,28 +974,12 @@ static void test_info_sideband(const char *dir)
 	CHECK(!strstr(out, "MISSING") && !strstr(out, "MISMATCH"), "info: files match");
 	snprintf(path, sizeof(path), "%s/vdso0.so", dir);
 	unlink(path);
-	fflush(stdout);
-	saved = dup(1);
-	fd = open("/dev/null", O_WRONLY);
-	dup2(fd, 1);
 	t.json = true;
-	rc = cmd_info(&t, 2, argv);
-	fflush(stdout);
-	dup2(saved, 1);
-	close(saved);
-	close(fd);
+	rc = info_to(&t, argv, "/dev/null");
 	CHECK(rc == 0, "info -j still reads a capture with a missing vDSO file");
 	/* -j: 64-bit addresses as hex strings (jq rounds numbers above 2^53) */
 	snprintf(path, sizeof(path), "%s/info.json", dir);
-	fflush(stdout);
-	saved = dup(1);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	dup2(fd, 1);
-	rc = cmd_info(&t, 2, argv);
-	fflush(stdout);
-	dup2(saved, 1);
-	close(saved);
-	close(fd);
+	rc = info_to(&t, argv, path);
 	o = json_object_from_file(path);
 	unlink(path);
 	v = o ? jget(o, "config.ranges") : NULL;

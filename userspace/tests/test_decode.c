@@ -37,32 +37,6 @@
 
 /* ---- small helpers ------------------------------------------------------------ */
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *p;
-	long n;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		return NULL;
-	}
-	p = malloc((size_t)n + 1);
-	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	if (p) {
-		p[n] = 0;
-		*len = (size_t)n;
-	}
-	return p;
-}
-
 static int spew(const char *path, const void *buf, size_t len)
 {
 	FILE *f = fopen(path, "wb");
@@ -72,42 +46,6 @@ static int spew(const char *path, const void *buf, size_t len)
 		return -1;
 	ok = fwrite(buf, 1, len, f) == len;
 	return fclose(f) || !ok ? -1 : 0;
-}
-
-/* Run the decoder: stdout to OUT, stderr to ERR.  Exit status. */
-static int decode(const char *out, const char *err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int decode(const char *out, const char *err, const char *fmt, ...)
-{
-	char args[12288];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	return sh("%s %s >%s 2>%s", tool, args, out, err);
-}
-
-/* The sanitizers said nothing. */
-static bool clean_stderr(const char *err)
-{
-	size_t n;
-	char *s = slurp(err, &n);
-	bool ok = s && !strstr(s, "AddressSanitizer") && !strstr(s, "runtime error") &&
-		  !strstr(s, "LeakSanitizer");
-
-	free(s);
-	return ok;
-}
-
-static bool file_contains(const char *path, const char *needle)
-{
-	size_t n;
-	char *s = slurp(path, &n);
-	bool ok = s && strstr(s, needle);
-
-	free(s);
-	return ok;
 }
 
 /* ---- a ground-truth run ---------------------------------------------------- */
@@ -1599,6 +1537,28 @@ static void raw_args(struct run *r, char *buf, size_t len, int skip)
 		fclose(f);
 }
 
+/* @r's code images as decode-ref takes them: " START:END:FILE" each, into @buf. */
+static void ref_images(struct run *r, char *buf, size_t len)
+{
+	char line[PATH_MAX + 128];
+	size_t at = 0;
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(line, sizeof(line), "%s/images.txt", r->dir);
+	f = fopen(line, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b;
+		char name[256];
+
+		if (sscanf(line, "%llx %llx %255s", &a, &b, name) == 3)
+			at += (size_t)snprintf(buf + at, len - at, " %llx:%llx:%s/%s", a, b,
+					       r->dir, name);
+	}
+	if (f)
+		fclose(f);
+}
+
 static void make_capture(struct run *r, const char *dir, const void *trace, size_t tlen)
 {
 	struct json_object *o = json_object_new_object(), *cpu = json_object_new_object();
@@ -2131,13 +2091,12 @@ static void test_stream_gap(struct run *r)
 {
 	static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
 					 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
-	char raws[16384], imgs[16384] = "", cap[PATH_MAX + 32], path[PATH_MAX + 64];
-	char pa[PATH_MAX + 64], pb[PATH_MAX + 64], exp[PATH_MAX + 64], line[PATH_MAX + 128];
-	size_t tlen = 0, *offs = NULL, n = 0, p1, p2, at = 0, o;
+	char raws[16384], imgs[16384], cap[PATH_MAX + 32], path[PATH_MAX + 64];
+	char pa[PATH_MAX + 64], pb[PATH_MAX + 64], exp[PATH_MAX + 64];
+	size_t tlen = 0, *offs = NULL, n = 0, p1, p2, o;
 	struct json_object *m, *t, *gaps, *g;
 	char *trace, *cut;
 	int st, j;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
 	trace = slurp(path, &tlen);
@@ -2166,18 +2125,7 @@ static void test_stream_gap(struct run *r)
 	make_capture(r, cap, cut, p1 + tlen - p2);
 
 	/* the expectation: serial libipt on each piece, the gap between */
-	snprintf(line, sizeof(line), "%s/images.txt", r->dir);
-	f = fopen(line, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long a, b;
-		char name[256];
-
-		if (sscanf(line, "%llx %llx %255s", &a, &b, name) == 3)
-			at += (size_t)snprintf(imgs + at, sizeof(imgs) - at, " %llx:%llx:%s/%s", a, b,
-					       r->dir, name);
-	}
-	if (f)
-		fclose(f);
+	ref_images(r, imgs, sizeof(imgs));
 	snprintf(exp, sizeof(exp), "%s/%s.stream.expected", work, r->name);
 	st = sh("%s/userspace/decode-ref %s 6/126/5%s | grep -v '^# ' >%s && "
 		"echo '[gap: %zu bytes lost, tsc 0x64..0xc8, at offset %#zx]' >>%s && "
@@ -2251,22 +2199,9 @@ static bool ref_equal_imgs(const char *imgs, const char *trace, const char *insn
 
 static bool ref_equal(struct run *r, const char *trace, const char *insn, const char *flavour)
 {
-	char imgs[16384] = "", line[PATH_MAX + 128];
-	size_t at = 0;
-	FILE *f;
+	char imgs[16384];
 
-	snprintf(line, sizeof(line), "%s/images.txt", r->dir);
-	f = fopen(line, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long a, b;
-		char name[256];
-
-		if (sscanf(line, "%llx %llx %255s", &a, &b, name) == 3)
-			at += (size_t)snprintf(imgs + at, sizeof(imgs) - at, " %llx:%llx:%s/%s", a, b,
-					       r->dir, name);
-	}
-	if (f)
-		fclose(f);
+	ref_images(r, imgs, sizeof(imgs));
 	return ref_equal_imgs(imgs, trace, insn, flavour);
 }
 

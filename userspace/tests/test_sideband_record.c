@@ -10,10 +10,8 @@
  * need CPU-wide perf events (root); without them they check that the
  * capture says why.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -23,38 +21,25 @@
 #include <unistd.h>
 
 #include "../ipttool/ipttool.h"
+#include "json_path.h"
 #include "tap.h"
 
 #define FAKE_PATH "/dev/ipt-test"
+#define FAKE_MMAP
+#include "fake_ipt.h"
+
 #define FAKE_CPUS 2
 
-static int fake_fd = -1;
 static int fake_state;	/* enum ipt_state */
 static unsigned char *fake_buf[FAKE_CPUS];
 static int fake_mem[FAKE_CPUS];	/* memfds holding the buffers */
 static size_t fake_size;
 static struct ipt_config fake_cfg;
 
-static int fake_open(const char *path)
+static int fake_open(void)
 {
 	fake_fd = memfd_create("ipt-test", MFD_CLOEXEC);
-	(void)path;
 	return fake_fd;
-}
-
-int open(const char *path, int flags, ...);
-int open(const char *path, int flags, ...)
-{
-	int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
-	va_list ap;
-	int mode;
-
-	va_start(ap, flags);
-	mode = va_arg(ap, int);
-	va_end(ap);
-	if (!strcmp(path, FAKE_PATH))
-		return fake_open(path);
-	return real(path, flags, mode);
 }
 
 static int fake_ioctl(unsigned long req, void *arg)
@@ -64,13 +49,7 @@ static int fake_ioctl(unsigned long req, void *arg)
 	if (req == IPT_IOC_GET_CAPS) {
 		struct ipt_caps *c = arg;
 
-		memset(c, 0, sizeof(*c));
-		c->size = sizeof(*c);
-		c->abi_version = IPT_ABI_VERSION;
-		c->backend = IPT_BACKEND_SIM;
-		strcpy(c->vendor, "GenuineIntel");
-		c->family = 6;
-		c->model = 0x7e;
+		fake_caps(c, 0x7e);
 		c->stepping = 5;
 		c->features = IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_IP_FILTER |
 			      IPT_FEAT_CR3_FILTER | IPT_FEAT_MTC | IPT_FEAT_PSB_CYC;
@@ -147,46 +126,17 @@ static int fake_ioctl(unsigned long req, void *arg)
 	return -1;
 }
 
-int ioctl(int fd, unsigned long req, ...)
+/* CPU i's buffer, at i * fake_size of the device, is all of fake_mem[i]. */
+static int fake_map(size_t len, off_t *off)
 {
-	int (*real)(int, unsigned long, ...) = (int (*)(int, unsigned long, ...))dlsym(RTLD_NEXT, "ioctl");
-	va_list ap;
-	void *arg;
+	size_t cpu;
 
-	va_start(ap, req);
-	arg = va_arg(ap, void *);
-	va_end(ap);
-	if (fd >= 0 && fd == fake_fd)
-		return fake_ioctl(req, arg);
-	return real(fd, req, arg);
-}
-
-void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-	void *(*real)(void *, size_t, int, int, int, off_t) =
-		(void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
-
-	if (fd >= 0 && fd == fake_fd) {
-		if (prot & PROT_WRITE || !fake_size || off % fake_size ||
-		    (size_t)off / fake_size >= FAKE_CPUS || len != fake_size) {
-			errno = EINVAL;
-			return MAP_FAILED;
-		}
-		/* A read-only mapping of the same pages, as the driver gives. */
-		return real(addr, len, PROT_READ, MAP_SHARED, fake_mem[off / fake_size], 0);
-	}
-	return real(addr, len, prot, flags, fd, off);
-}
-
-static struct json_object *jget(struct json_object *o, const char *path)
-{
-	char buf[128], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
-		if (!json_object_object_get_ex(o, k, &o))
-			return NULL;
-	return o;
+	if (!fake_size || *off % fake_size || (size_t)*off / fake_size >= FAKE_CPUS ||
+	    len != fake_size)
+		return -1;
+	cpu = (size_t)*off / fake_size;
+	*off = 0;
+	return fake_mem[cpu];
 }
 
 static int run(struct ipttool *t, char **argv)

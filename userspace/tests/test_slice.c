@@ -34,68 +34,6 @@
 
 #include "tool_test.h"
 
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *p;
-	long n;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		fclose(f);
-		return NULL;
-	}
-	p = malloc((size_t)n + 1);
-	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	if (p) {
-		p[n] = 0;
-		*len = (size_t)n;
-	}
-	return p;
-}
-
-/* ipttool ARGS, stdout to @out, stderr to @err: the exit status. */
-static int decode(const char *out, const char *err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int decode(const char *out, const char *err, const char *fmt, ...)
-{
-	char args[12288];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	return sh("%s %s >%s 2>%s", tool, args, out, err);
-}
-
-static bool clean_stderr(const char *err)
-{
-	size_t n;
-	char *s = slurp(err, &n);
-	bool ok = s && !strstr(s, "AddressSanitizer") && !strstr(s, "runtime error") &&
-		  !strstr(s, "LeakSanitizer");
-
-	free(s);
-	return ok;
-}
-
-static bool file_contains(const char *path, const char *needle)
-{
-	size_t n;
-	char *s = slurp(path, &n);
-	bool ok = s && strstr(s, needle);
-
-	free(s);
-	return ok;
-}
-
 static bool same_files(const char *a, const char *b)
 {
 	size_t la, lb;

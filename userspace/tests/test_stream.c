@@ -15,10 +15,8 @@
  * files hold exactly the bytes produced minus those in the gaps, and that
  * the gaps are where and as large as the model made them.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -27,9 +25,12 @@
 #include <unistd.h>
 
 #include "../ipttool/ipttool.h"
+#include "json_path.h"
 #include "tap.h"
 
 #define FAKE_PATH "/dev/ipt-stream-test"
+#include "fake_ipt.h"
+
 #define FK_SIZE (64 * 1024)	/* buffer per trace */
 #define FK_TRACES 4
 #define FK_GAP_KEEP 3		/* gap records the "kernel" itemises */
@@ -46,7 +47,6 @@ struct fk_trace {
 };
 
 static struct {
-	int fd;
 	unsigned char *mem;
 	bool stream_feature;
 	bool thread_mode;
@@ -59,32 +59,21 @@ static struct {
 	uint64_t start_bytes;	/* the unit writes this much into traces 0 and 1 at start */
 	bool record_mode;	/* configure creates traces 0 and 1 (per-CPU ipttool record) */
 	bool stream_eopnotsupp;	/* streams, but not this session (per-thread on stream-k) */
-} fk = { .fd = -1 };
+} fk;
 
 static unsigned char gen(unsigned int t, uint64_t k)
 {
 	return (unsigned char)((k * 131 + (k >> 8) * 7 + t * 29) & 0xff);
 }
 
-int open(const char *path, int flags, ...);
-int open(const char *path, int flags, ...)
+static int fake_open(void)
 {
-	int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
-	va_list ap;
-	int mode;
-
-	va_start(ap, flags);
-	mode = va_arg(ap, int);
-	va_end(ap);
-	if (!strcmp(path, FAKE_PATH)) {
-		fk.fd = memfd_create("ipt-stream-test", MFD_CLOEXEC);
-		if (fk.fd < 0 || ftruncate(fk.fd, (off_t)FK_SIZE * FK_TRACES))
-			return -1;
-		fk.mem = mmap(NULL, (size_t)FK_SIZE * FK_TRACES, PROT_READ | PROT_WRITE, MAP_SHARED,
-			      fk.fd, 0);
-		return fk.mem == MAP_FAILED ? -1 : fk.fd;
-	}
-	return real(path, flags, mode);
+	fake_fd = memfd_create("ipt-stream-test", MFD_CLOEXEC);
+	if (fake_fd < 0 || ftruncate(fake_fd, (off_t)FK_SIZE * FK_TRACES))
+		return -1;
+	fk.mem = mmap(NULL, (size_t)FK_SIZE * FK_TRACES, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      fake_fd, 0);
+	return fk.mem == MAP_FAILED ? -1 : fake_fd;
 }
 
 /* The unit writes @n more bytes into trace @t, pausing where it must. */
@@ -143,13 +132,7 @@ static int fake_ioctl(unsigned long req, void *arg)
 	if (req == IPT_IOC_GET_CAPS) {
 		struct ipt_caps *c = arg;
 
-		memset(c, 0, sizeof(*c));
-		c->size = sizeof(*c);
-		c->abi_version = IPT_ABI_VERSION;
-		c->backend = IPT_BACKEND_SIM;
-		strcpy(c->vendor, "GenuineIntel");
-		c->family = 6;
-		c->model = 0x8c;
+		fake_caps(c, 0x8c);
 		c->features = IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI |
 			      (fk.stream_feature ? IPT_FEAT_STREAM : 0);
 		c->nr_cpus = FK_TRACES;
@@ -256,20 +239,6 @@ static int fake_ioctl(unsigned long req, void *arg)
 		return 0;
 	}
 	return fail(ENOTTY);
-}
-
-int ioctl(int fd, unsigned long req, ...)
-{
-	int (*real)(int, unsigned long, ...) = (int (*)(int, unsigned long, ...))dlsym(RTLD_NEXT, "ioctl");
-	va_list ap;
-	void *arg;
-
-	va_start(ap, req);
-	arg = va_arg(ap, void *);
-	va_end(ap);
-	if (fd >= 0 && fd == fk.fd)
-		return fake_ioctl(req, arg);
-	return real(fd, req, arg);
 }
 
 /* ---- a recording consumer ------------------------------------------------ */
@@ -709,23 +678,6 @@ static void test_calls(void)
 }
 
 /* ---- ipttool record on the model ---------------------------------------- */
-
-static struct json_object *jget(struct json_object *o, const char *path)
-{
-	char buf[128], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save)) {
-		if (*k >= '0' && *k <= '9') {
-			if (!json_object_is_type(o, json_type_array))
-				return NULL;
-			o = json_object_array_get_idx(o, (size_t)atoi(k));
-		} else if (!json_object_object_get_ex(o, k, &o)) {
-			return NULL;
-		}
-	}
-	return o;
-}
 
 static int64_t jint(struct json_object *o, const char *path)
 {

@@ -27,48 +27,10 @@
 #include "tap.h"
 #include "tool_test.h"
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			char *nb;
-
-			cap = cap ? cap * 2 : 65536;
-			nb = realloc(buf, cap);
-			if (!nb)
-				break;
-			buf = nb;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		if (!n)
-			break;
-		len += n;
-	}
-	fclose(f);
-	if (buf)
-		buf[len] = 0;
-	return buf;
-}
-
-static bool contains(const char *path, const char *needle)
-{
-	char *s = slurp(path);
-	bool ok = s && strstr(s, needle);
-
-	free(s);
-	return ok;
-}
-
 /* Lines of @path that contain @needle. */
 static int count_lines(const char *path, const char *needle)
 {
-	char *s = slurp(path), *p, *nl;
+	char *s = slurp(path, NULL), *p, *nl;
 	int n = 0;
 
 	for (p = s; p && *p; p = nl + 1) {
@@ -89,20 +51,9 @@ static bool same_files(const char *a, const char *b)
 	return sh("cmp -s %s %s", a, b) == 0;
 }
 
-/* The sanitizers said nothing. */
-static bool clean(const char *err)
-{
-	char *s = slurp(err);
-	bool ok = s && !strstr(s, "AddressSanitizer") && !strstr(s, "runtime error") &&
-		  !strstr(s, "LeakSanitizer");
-
-	free(s);
-	return ok;
-}
-
 /* ipttool decode ARGS > W/OUT 2> W/OUT.err; its exit status. */
-static int decode(const char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int decode(const char *out, const char *fmt, ...)
+static int decode_work(const char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int decode_work(const char *out, const char *fmt, ...)
 {
 	char args[4096];
 	va_list ap;
@@ -259,29 +210,32 @@ static void test_plt(void)
 			continue;
 		}
 		snprintf(out, sizeof(out), "%s.calls", dir);
-		st = decode(out, "%s --calls", W(dir));
+		st = decode_work(out, "%s --calls", W(dir));
 		CHECK(st == 0 && count_lines(W(out), "> foo@plt+0 ") == 3 &&
 		      count_lines(W(out), "> bar@plt+0 ") == 3,
 		      "plt -z %s: --calls shows the 3 calls each to foo@plt and bar@plt", binds[i]);
 		snprintf(out, sizeof(out), "%s.insn", dir);
-		st = decode(out, "%s --insn", W(dir));
-		CHECK(st == 0 && contains(W(out), " foo@plt+0 ") && contains(W(out), " bar@plt+0 ") &&
-		      (i != 1 || (contains(W(out), " foo@plt+0x6 ") && contains(W(out), " bar@plt+0xb "))),
+		st = decode_work(out, "%s --insn", W(dir));
+		CHECK(st == 0 && file_contains(W(out), " foo@plt+0 ") &&
+		      file_contains(W(out), " bar@plt+0 ") &&
+		      (i != 1 || (file_contains(W(out), " foo@plt+0x6 ") &&
+				  file_contains(W(out), " bar@plt+0xb "))),
 		      "plt -z %s: --insn names the stubs' instructions NAME@plt+0xOFF%s", binds[i],
 		      i == 1 ? " (lazy: the push and jmp to the resolver after the first call too)" : "");
 		if (i == 2)
 			CHECK(sh("readelf -SW %s | grep -q ' .plt.sec '", W(prog)) == 0,
 			      "plt ibt: the program has a .plt.sec (the names above came from it)");
 		snprintf(out, sizeof(out), "%s.folded", dir);
-		st = decode(out, "%s --folded", W(dir));
-		CHECK(st == 0 && contains(W(out), ";work;foo@plt ") && contains(W(out), ";work;bar@plt "),
+		st = decode_work(out, "%s --folded", W(dir));
+		CHECK(st == 0 && file_contains(W(out), ";work;foo@plt ") &&
+		      file_contains(W(out), ";work;bar@plt "),
 		      "plt -z %s: --folded has work;foo@plt and work;bar@plt frames", binds[i]);
 		snprintf(out, sizeof(out), "%s.json", dir);
-		st = decode(out, "%s --perfetto=%s", W(dir), W(out));
-		CHECK(st == 0 && contains(W(out), "\"name\":\"foo@plt\""),
+		st = decode_work(out, "%s --perfetto=%s", W(dir), W(out));
+		CHECK(st == 0 && file_contains(W(out), "\"name\":\"foo@plt\""),
 		      "plt -z %s: --perfetto names a span foo@plt", binds[i]);
 		snprintf(out, sizeof(out), "%s.calls.err", dir);
-		CHECK(clean(W(out)), "plt -z %s: the sanitizers said nothing", binds[i]);
+		CHECK(clean_stderr(W(out)), "plt -z %s: the sanitizers said nothing", binds[i]);
 	}
 }
 
@@ -317,32 +271,33 @@ static void test_debug_files(void)
 		CHECK(0, "debug files: ptgen traces both programs");
 		return;
 	}
-	st = decode("dl0.profile", "%s --profile", W("g-dl"));
-	CHECK(st == 0 && !contains(W("dl0.profile"), "secret_loop"),
+	st = decode_work("dl0.profile", "%s --profile", W("g-dl"));
+	CHECK(st == 0 && !file_contains(W("dl0.profile"), "secret_loop"),
 	      "debuglink: without --debuginfo-path the debug file is not found (no secret_loop)");
-	st = decode("dl.profile", "%s --profile --debuginfo-path %s", W("g-dl"), W("dl-tree"));
-	CHECK(st == 0 && contains(W("dl.profile"), " secret_loop ") &&
-	      contains(W("dl.profile"), " main "),
+	st = decode_work("dl.profile", "%s --profile --debuginfo-path %s", W("g-dl"), W("dl-tree"));
+	CHECK(st == 0 && file_contains(W("dl.profile"), " secret_loop ") &&
+	      file_contains(W("dl.profile"), " main "),
 	      "debuglink: --debuginfo-path DIR finds DIR/<dir>/prog.debug: secret_loop and main");
-	st = decode("dl.lines", "%s --insn --lines --debuginfo-path %s", W("g-dl"), W("dl-tree"));
-	CHECK(st == 0 && contains(W("dl.lines"), "dbg.c:6"),
+	st = decode_work("dl.lines", "%s --insn --lines --debuginfo-path %s", W("g-dl"), W("dl-tree"));
+	CHECK(st == 0 && file_contains(W("dl.lines"), "dbg.c:6"),
 	      "debuglink: --lines reads the debug file's DWARF (dbg.c:6, secret_loop's loop)");
-	st = decode("dl.drcov.out", "%s --drcov=%s --debuginfo-path %s", W("g-dl"), W("dl.drcov"),
+	st = decode_work("dl.drcov.out", "%s --drcov=%s --debuginfo-path %s", W("g-dl"), W("dl.drcov"),
 		    W("dl-tree"));
-	CHECK(st == 0 && contains(W("dl.drcov"), "/dl/prog\n") && !contains(W("dl.drcov"), ".debug"),
+	CHECK(st == 0 && file_contains(W("dl.drcov"), "/dl/prog\n") &&
+	      !file_contains(W("dl.drcov"), ".debug"),
 	      "debuglink: --drcov's module is the program, not its debug file");
-	st = decode("bid0.profile", "%s --profile", W("g-bid"));
-	CHECK(st == 0 && !contains(W("bid0.profile"), "secret_loop"),
+	st = decode_work("bid0.profile", "%s --profile", W("g-bid"));
+	CHECK(st == 0 && !file_contains(W("bid0.profile"), "secret_loop"),
 	      "build-id: without --debuginfo-path no secret_loop");
-	st = decode("bid.profile", "%s --profile --debuginfo-path %s", W("g-bid"), W("bid-tree"));
-	CHECK(st == 0 && contains(W("bid.profile"), " secret_loop ") &&
-	      contains(W("bid.profile"), " main "),
+	st = decode_work("bid.profile", "%s --profile --debuginfo-path %s", W("g-bid"), W("bid-tree"));
+	CHECK(st == 0 && file_contains(W("bid.profile"), " secret_loop ") &&
+	      file_contains(W("bid.profile"), " main "),
 	      "build-id: --debuginfo-path DIR finds DIR/.build-id/%.2s/%s.debug", id, id + 2);
-	st = decode("bid.calls", "%s --calls --debuginfo-path /nonexistent:%s", W("g-bid"),
+	st = decode_work("bid.calls", "%s --calls --debuginfo-path /nonexistent:%s", W("g-bid"),
 		    W("bid-tree"));
-	CHECK(st == 0 && contains(W("bid.calls"), "> secret_loop+0 "),
+	CHECK(st == 0 && file_contains(W("bid.calls"), "> secret_loop+0 "),
 	      "build-id: the second directory of a path list is searched too (--calls)");
-	CHECK(clean(W("bid.profile.err")) && clean(W("dl.lines.err")),
+	CHECK(clean_stderr(W("bid.profile.err")) && clean_stderr(W("dl.lines.err")),
 	      "debug files: the sanitizers said nothing");
 }
 
@@ -354,7 +309,7 @@ static bool rows_match_insn(const char *prof, const char *insn)
 {
 	struct { unsigned long long a, n; } t[256];
 	size_t nt = 0, i, rows = 0;
-	char *s = slurp(insn), *p, *save = NULL;
+	char *s = slurp(insn, NULL), *p, *save = NULL;
 	bool ok = s != NULL;
 
 	for (p = s ? strtok_r(s, "\n", &save) : NULL; ok && p; p = strtok_r(NULL, "\n", &save)) {
@@ -375,7 +330,7 @@ static bool rows_match_insn(const char *prof, const char *insn)
 		t[i].n++;
 	}
 	free(s);
-	s = slurp(prof);
+	s = slurp(prof, NULL);
 	save = NULL;
 	for (p = s ? strtok_r(s, "\n", &save) : NULL; ok && p; p = strtok_r(NULL, "\n", &save)) {
 		unsigned long long c, a;
@@ -419,32 +374,34 @@ static void test_labels(void)
 		CHECK(0, "labels: ptgen traces the program");
 		return;
 	}
-	st = decode("asm.profile", "%s --profile", W("g-asm"));
-	CHECK(st == 0 && contains(W("asm.profile"), " _start ") &&
-	      contains(W("asm.profile"), " work ") && contains(W("asm.profile"), " tail_label ") &&
-	      !contains(W("asm.profile"), "[no symbol]"),
+	st = decode_work("asm.profile", "%s --profile", W("g-asm"));
+	CHECK(st == 0 && file_contains(W("asm.profile"), " _start ") &&
+	      file_contains(W("asm.profile"), " work ") &&
+	      file_contains(W("asm.profile"), " tail_label ") &&
+	      !file_contains(W("asm.profile"), "[no symbol]"),
 	      "labels: --profile rows _start, work, tail_label; no [no symbol]");
-	st = decode("asm.calls", "%s --calls", W("g-asm"));
-	CHECK(!contains(W("asm.profile"), " lbl ") && !contains(W("asm.calls"), "> lbl+") &&
-	      !contains(W("asm.profile"), "inner_label") &&
-	      !contains(W("asm.profile"), ".Lloop"),
+	st = decode_work("asm.calls", "%s --calls", W("g-asm"));
+	CHECK(!file_contains(W("asm.profile"), " lbl ") && !file_contains(W("asm.calls"), "> lbl+") &&
+	      !file_contains(W("asm.profile"), "inner_label") &&
+	      !file_contains(W("asm.profile"), ".Lloop"),
 	      "labels: a function beats a label at its address; no label inside a function; "
 	      "no .L label");
-	CHECK(st == 0 && contains(W("asm.calls"), "> work+0 ") &&
-	      contains(W("asm.calls"), "> tail_label+0 ") && contains(W("asm.calls"), "< _start+0x"),
+	CHECK(st == 0 && file_contains(W("asm.calls"), "> work+0 ") &&
+	      file_contains(W("asm.calls"), "> tail_label+0 ") &&
+	      file_contains(W("asm.calls"), "< _start+0x"),
 	      "labels: --calls: _start calls work and tail_label, which return into _start");
 
 	/* 2 + 50 * 2 + 1 in work, 1 + 40 * 2 + 1 in tail_label, 2 + 3 in _start */
-	st = decode("asms.profile", "%s --profile", W("g-asms"));
-	CHECK(st == 0 && !contains(W("asms.profile"), "[no symbol]") &&
+	st = decode_work("asms.profile", "%s --profile", W("g-asms"));
+	CHECK(st == 0 && !file_contains(W("asms.profile"), "[no symbol]") &&
 	      count_lines(W("asms.profile"), " asm-stripped ") >= 13 &&
-	      contains(W("asms.profile"), " 0x401000 "),
+	      file_contains(W("asms.profile"), " 0x401000 "),
 	      "no symbols: --profile has a row per instruction address (asm-stripped 0x401000 "
 	      "...), not one [no symbol] row");
-	st = decode("asms.insn", "%s --insn", W("g-asms"));
+	st = decode_work("asms.insn", "%s --insn", W("g-asms"));
 	CHECK(st == 0 && rows_match_insn(W("asms.profile"), W("asms.insn")),
 	      "no symbols: each per-address row counts what --insn shows at that address");
-	st = decode("asms.profile2", "%s --profile -J 2", W("g-asms"));
+	st = decode_work("asms.profile2", "%s --profile -J 2", W("g-asms"));
 	CHECK(st == 0 && same_files(W("asms.profile"), W("asms.profile2")),
 	      "no symbols: -J 2 gives -J 1's per-address rows");
 }
@@ -470,9 +427,9 @@ static void test_parallel(void)
 
 		snprintf(a, sizeof(a), "par1.%s", outs[i]);
 		snprintf(b, sizeof(b), "par2.%s", outs[i]);
-		s1 = decode(a, "%s --%s -J 1", W("g-par"), outs[i]);
-		s2 = decode(b, "%s --%s -J 2", W("g-par"), outs[i]);
-		CHECK(s1 == 0 && s2 == 0 && same_files(W(a), W(b)) && contains(W(a), "foo@plt"),
+		s1 = decode_work(a, "%s --%s -J 1", W("g-par"), outs[i]);
+		s2 = decode_work(b, "%s --%s -J 2", W("g-par"), outs[i]);
+		CHECK(s1 == 0 && s2 == 0 && same_files(W(a), W(b)) && file_contains(W(a), "foo@plt"),
 		      "parallel: --%s with -J 2 equals -J 1 (and names foo@plt)", outs[i]);
 	}
 }

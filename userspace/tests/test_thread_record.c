@@ -18,11 +18,9 @@
  * in the VM) the example also runs on the real /dev/ipt and leaves the
  * thread's PT bytes in FILE.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -34,6 +32,7 @@
 #include <unistd.h>
 
 #include "../ipttool/ipttool.h"
+#include "json_path.h"
 #include "tap.h"
 
 /* CHECK evaluates its condition twice: this one once (conditions here call the library). */
@@ -45,6 +44,9 @@
 } while (0)
 
 #define FAKE_PATH "/dev/ipt-test"
+#define FAKE_MMAP
+#include "fake_ipt.h"
+
 #define FAKE_MAX 64
 
 /* The model, in memory shared with forked children. */
@@ -64,28 +66,13 @@ struct fake {
 };
 
 static struct fake *fk;
-static int fake_fd = -1, fake_mem = -1;
+static int fake_mem = -1;
 static unsigned char *fake_buf;
 
 static int fake_open(void)
 {
 	fake_fd = memfd_create("ipt-test", MFD_CLOEXEC);
 	return fake_fd;
-}
-
-int open(const char *path, int flags, ...);
-int open(const char *path, int flags, ...)
-{
-	int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
-	va_list ap;
-	int mode;
-
-	va_start(ap, flags);
-	mode = va_arg(ap, int);
-	va_end(ap);
-	if (!strcmp(path, FAKE_PATH))
-		return fake_open();
-	return real(path, flags, mode);
 }
 
 /* The unit writes trace @i: (i + 2) pages of the byte 0x50 + i. */
@@ -112,13 +99,7 @@ static int fake_ioctl(unsigned long req, void *arg)
 	if (req == IPT_IOC_GET_CAPS) {
 		struct ipt_caps *c = arg;
 
-		memset(c, 0, sizeof(*c));
-		c->size = sizeof(*c);
-		c->abi_version = IPT_ABI_VERSION;
-		c->backend = IPT_BACKEND_SIM;
-		strcpy(c->vendor, "GenuineIntel");
-		c->family = 6;
-		c->model = 0x8c;
+		fake_caps(c, 0x8c);
 		c->stepping = 1;
 		c->features = IPT_FEAT_TOPA | IPT_FEAT_TOPA_MULTI | IPT_FEAT_MTC | IPT_FEAT_PSB_CYC;
 		c->mtc_freq_mask = 0x249;
@@ -245,54 +226,16 @@ static int fake_ioctl(unsigned long req, void *arg)
 	return fail(ENOTTY);
 }
 
-int ioctl(int fd, unsigned long req, ...)
+/* Trace i's buffer, at i * size of the device, is at the same offset of fake_mem. */
+static int fake_map(size_t len, off_t *off)
 {
-	int (*real)(int, unsigned long, ...) = (int (*)(int, unsigned long, ...))dlsym(RTLD_NEXT, "ioctl");
-	va_list ap;
-	void *arg;
-
-	va_start(ap, req);
-	arg = va_arg(ap, void *);
-	va_end(ap);
-	if (fd >= 0 && fd == fake_fd)
-		return fake_ioctl(req, arg);
-	return real(fd, req, arg);
-}
-
-void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-	void *(*real)(void *, size_t, int, int, int, off_t) =
-		(void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
-
-	if (fd >= 0 && fd == fake_fd) {
-		if (prot & PROT_WRITE || !fk->size || off % fk->size ||
-		    (uint64_t)off / fk->size >= fk->max || len != fk->size) {
-			errno = EINVAL;
-			return MAP_FAILED;
-		}
-		return real(addr, len, PROT_READ, MAP_SHARED, fake_mem, off);
-	}
-	return real(addr, len, prot, flags, fd, off);
+	if (!fk->size || *off % fk->size || (uint64_t)*off / fk->size >= fk->max ||
+	    len != fk->size)
+		return -1;
+	return fake_mem;
 }
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static struct json_object *jget(struct json_object *o, const char *path)
-{
-	char buf[128], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save)) {
-		if (*k >= '0' && *k <= '9') {
-			if (!json_object_is_type(o, json_type_array))
-				return NULL;
-			o = json_object_array_get_idx(o, (size_t)atoi(k));
-		} else if (!json_object_object_get_ex(o, k, &o)) {
-			return NULL;
-		}
-	}
-	return o;
-}
 
 static void slurp(const char *path, char *buf, size_t len)
 {

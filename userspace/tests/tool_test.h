@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the tests that run ipttool-san on ptgen traces (test_decode,
- * test_syms) share: sh() and the set-up that finds the build tree, the
- * tools and a fresh work directory.
+ * test_syms, test_slice) share: sh(), the set-up that finds the build
+ * tree, the tools and a fresh work directory, and the helpers that run
+ * the decoder and read what it wrote.
  */
 #ifndef IPT_TOOL_TEST_H
 #define IPT_TOOL_TEST_H
@@ -39,6 +40,73 @@ static inline int sh(const char *fmt, ...)
 	if (WIFSIGNALED(st))
 		return 128 + WTERMSIG(st);
 	return WEXITSTATUS(st);
+}
+
+/*
+ * The file at @path, NUL-terminated, in memory the caller frees; its
+ * length in *@len (0 on failure) unless @len is NULL.  NULL if it cannot
+ * be read.
+ */
+static inline char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *p;
+	long n;
+
+	if (len)
+		*len = 0;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		return NULL;
+	}
+	p = malloc((size_t)n + 1);
+	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	if (p) {
+		p[n] = 0;
+		if (len)
+			*len = (size_t)n;
+	}
+	return p;
+}
+
+/* Run the decoder (ipttool-san ARGS): stdout to @out, stderr to @err.  Exit status. */
+static inline int decode(const char *out, const char *err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static inline int decode(const char *out, const char *err, const char *fmt, ...)
+{
+	char args[12288];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	return sh("%s %s >%s 2>%s", tool, args, out, err);
+}
+
+/* The sanitizers said nothing in the stderr file @err. */
+static inline bool clean_stderr(const char *err)
+{
+	char *s = slurp(err, NULL);
+	bool ok = s && !strstr(s, "AddressSanitizer") && !strstr(s, "runtime error") &&
+		  !strstr(s, "LeakSanitizer");
+
+	free(s);
+	return ok;
+}
+
+static inline bool file_contains(const char *path, const char *needle)
+{
+	char *s = slurp(path, NULL);
+	bool ok = s && strstr(s, needle);
+
+	free(s);
+	return ok;
 }
 
 /*

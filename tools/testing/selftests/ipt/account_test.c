@@ -89,22 +89,6 @@ static void set_mlock_kb(unsigned int kb)
 	ipt_write_file(MLOCK_KB_PARAM, v);
 }
 
-/* VmPin of this process, in KiB; -1 if not found. */
-static long vm_pin_kb(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long kb = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 static int set_memlock(rlim_t bytes)
 {
 	struct rlimit r = { bytes, bytes };
@@ -121,12 +105,7 @@ static int configure_thr(int fd, uint64_t size, unsigned int traces, unsigned in
 {
 	struct ipt_config cfg;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.size = sizeof(cfg);
-	cfg.mode = IPT_MODE_THREAD;
-	cfg.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	cfg.buffer_size = size;
-	cfg.max_threads = traces;
+	ipt_cfg_thread(&cfg, size, traces);
 	cfg.chunk_order = chunk_order;
 	cfg.buffer_flags = flags;
 	return ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg);
@@ -172,19 +151,19 @@ static int rlimit_child(FIXTURE_DATA(acct) *self, long arg)
 	ret = configure_thr(fd, 68 * KIB, 1, 0, 0);
 	CHECK(ret == -EPERM, "68 KiB over a 64 KiB RLIMIT_MEMLOCK: got %d", ret);
 	CHECK(is_idle(fd), "a refused configure changed the state");
-	CHECK(vm_pin_kb() == 0, "VmPin %ld kB after a refused configure", vm_pin_kb());
+	CHECK(ipt_vm_pin_kb(0) == 0, "VmPin %ld kB after a refused configure", ipt_vm_pin_kb(0));
 	ret = configure_thr(fd, 64 * KIB, 1, 0, 0);
 	CHECK(!ret, "64 KiB within a 64 KiB RLIMIT_MEMLOCK: got %d", ret);
-	CHECK(vm_pin_kb() == 64, "VmPin %ld kB, want 64", vm_pin_kb());
+	CHECK(ipt_vm_pin_kb(0) == 64, "VmPin %ld kB, want 64", ipt_vm_pin_kb(0));
 	CHECK(!ipt_cmd(fd, IPT_IOC_RELEASE), "release");
-	CHECK(vm_pin_kb() == 0, "VmPin %ld kB after release, want 0", vm_pin_kb());
+	CHECK(ipt_vm_pin_kb(0) == 0, "VmPin %ld kB after release, want 0", ipt_vm_pin_kb(0));
 	/* Every buffer of the session counts. */
 	ret = configure_thr(fd, 36 * KIB, 2, 0, 0);
 	CHECK(ret == -EPERM, "2 x 36 KiB over a 64 KiB RLIMIT_MEMLOCK: got %d", ret);
 	CHECK(is_idle(fd), "a refused configure changed the state");
 	ret = configure_thr(fd, 32 * KIB, 2, 0, 0);
 	CHECK(!ret, "2 x 32 KiB within a 64 KiB RLIMIT_MEMLOCK: got %d", ret);
-	CHECK(vm_pin_kb() == 64, "VmPin %ld kB, want 64", vm_pin_kb());
+	CHECK(ipt_vm_pin_kb(0) == 64, "VmPin %ld kB, want 64", ipt_vm_pin_kb(0));
 	CHECK(!ipt_cmd(fd, IPT_IOC_RELEASE), "release");
 	return 0;
 }
@@ -212,9 +191,9 @@ static int allowance_child(FIXTURE_DATA(acct) *self, long allow_kb)
 	CHECK(is_idle(fd), "a refused configure changed the state");
 	ret = configure_thr(fd, (allow_kb + 64) * KIB, 1, 0, 0);
 	CHECK(!ret, "%ld + 64 KiB: got %d", allow_kb, ret);
-	CHECK(vm_pin_kb() == 64, "VmPin %ld kB, want 64", vm_pin_kb());
+	CHECK(ipt_vm_pin_kb(0) == 64, "VmPin %ld kB, want 64", ipt_vm_pin_kb(0));
 	CHECK(!ipt_cmd(fd, IPT_IOC_RELEASE), "release");
-	CHECK(vm_pin_kb() == 0, "VmPin %ld kB after release", vm_pin_kb());
+	CHECK(ipt_vm_pin_kb(0) == 0, "VmPin %ld kB after release", ipt_vm_pin_kb(0));
 	return 0;
 }
 
@@ -255,7 +234,7 @@ static int loop_child(FIXTURE_DATA(acct) *self, long arg)
 		CHECK(!ipt_cmd(fd, IPT_IOC_RELEASE), "release");
 	}
 	CHECK(ok == 1, "%d of 8 configure/mmap/release rounds pinned 64 KiB each", ok);
-	CHECK(vm_pin_kb() == 64, "VmPin %ld kB with one buffer mapped", vm_pin_kb());
+	CHECK(ipt_vm_pin_kb(0) == 64, "VmPin %ld kB with one buffer mapped", ipt_vm_pin_kb(0));
 	pid = fork();
 	CHECK(pid >= 0, "fork");
 	if (!pid) {
@@ -269,7 +248,7 @@ static int loop_child(FIXTURE_DATA(acct) *self, long arg)
 	for (i = 0; i < 8; i++)
 		if (maps[i] != MAP_FAILED)
 			munmap(maps[i], 64 * KIB);
-	CHECK(vm_pin_kb() == 0, "VmPin %ld kB after munmap", vm_pin_kb());
+	CHECK(ipt_vm_pin_kb(0) == 0, "VmPin %ld kB after munmap", ipt_vm_pin_kb(0));
 	ret = configure_thr(fd, 64 * KIB, 1, 0, 0);
 	CHECK(!ret, "configure after munmap: got %d", ret);
 	CHECK(!ipt_cmd(fd, IPT_IOC_RELEASE), "release");
@@ -298,10 +277,10 @@ static int ipc_lock_child(FIXTURE_DATA(acct) *self, long as_root)
 		      IPT_TEST_UID);
 	ret = configure_thr(fd, MIB, 1, 0, 0);
 	CHECK(!ret, "1 MiB over a 64 KiB RLIMIT_MEMLOCK with CAP_IPC_LOCK: got %d", ret);
-	CHECK(vm_pin_kb() == 1024, "VmPin %ld kB, want 1024 (charged though not limited)",
-	      vm_pin_kb());
+	CHECK(ipt_vm_pin_kb(0) == 1024, "VmPin %ld kB, want 1024 (charged though not limited)",
+	      ipt_vm_pin_kb(0));
 	CHECK(!ipt_cmd(fd, IPT_IOC_RELEASE), "release");
-	CHECK(vm_pin_kb() == 0, "VmPin %ld kB after release", vm_pin_kb());
+	CHECK(ipt_vm_pin_kb(0) == 0, "VmPin %ld kB after release", ipt_vm_pin_kb(0));
 	return 0;
 }
 

@@ -1693,11 +1693,6 @@ static long file_number(const char *path, const char *key)
 	return v;
 }
 
-static long vm_pin_kb(void)
-{
-	return file_number("/proc/self/status", "VmPin:");
-}
-
 /* The unit takes a per-CPU session on every CPU and a per-thread one. */
 static int unit_free(char *why, size_t len)
 {
@@ -1722,12 +1717,8 @@ static int unit_free(char *why, size_t len)
 		close(fd);
 		return -1;
 	}
-	memset(&c, 0, sizeof(c));
-	c.size = sizeof(c);
-	c.mode = IPT_MODE_THREAD;
+	ipt_cfg_thread(&c, 8192, 2);
 	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH;
-	c.buffer_size = 8192;
-	c.max_threads = 2;
 	ret = ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c);
 	ret = ret ?: ipt_ioctl(fd, IPT_IOC_ATTACH, &a);
 	ret = ret ?: ipt_cmd(fd, IPT_IOC_START);
@@ -1779,12 +1770,8 @@ static long charge_room(uid_t uid, char *why, size_t len)
 			_exit(10);
 		if (setrlimit(RLIMIT_MEMLOCK, &rl))
 			_exit(11);
-		memset(&c, 0, sizeof(c));
-		c.size = sizeof(c);
-		c.mode = IPT_MODE_THREAD;
+		ipt_cfg_thread(&c, hi * PAGE, 1);
 		c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH;
-		c.max_threads = 1;
-		c.buffer_size = hi * PAGE;
 		r = ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c);
 		if (r != -EPERM) {
 			atomic_store(&sh->rest_err, r ? r : 1);
@@ -1920,7 +1907,7 @@ int main(int argc, char **argv)
 		if (!cpu_online(cpu))
 			ipt_cpu_online_set(cpu, 1);
 	ref0 = module_refcnt();
-	pin0 = vm_pin_kb();
+	pin0 = ipt_vm_pin_kb(0);
 	room0 = charge_room(0, why, sizeof(why));
 	if (room0 < 0)
 		printf("# uid 0's room before the run: %s\n", why);
@@ -2000,7 +1987,7 @@ int main(int argc, char **argv)
 	tap(!ret, "the unit is free afterwards%s%s", ret ? ": " : "", ret ? why : "");
 	tap(module_refcnt() == ref0, "ipt's reference count is back to %ld (now %ld)",
 	    ref0, module_refcnt());
-	tap(vm_pin_kb() == pin0, "VmPin is back to %ld kB (now %ld)", pin0, vm_pin_kb());
+	tap(ipt_vm_pin_kb(0) == pin0, "VmPin is back to %ld kB (now %ld)", pin0, ipt_vm_pin_kb(0));
 	room = charge_room(0, why, sizeof(why));
 	tap(room0 >= 0 && room == room0,
 	    "uid 0's locked-memory charge is at rest: room %ld pages, before %ld%s%s",

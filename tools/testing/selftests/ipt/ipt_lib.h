@@ -108,6 +108,27 @@ static inline char *ipt_cpuinfo(const char *key, char *buf, size_t len)
 	return ret;
 }
 
+/* VmPin of process @pid (0: this one), in KiB; -1 if not found. */
+static inline long ipt_vm_pin_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
 /* ---- sessions ---------------------------------------------------------- */
 
 #include <stdint.h>
@@ -126,6 +147,17 @@ static inline void ipt_cfg_cpu(struct ipt_config *cfg, uint64_t *mask, int cpu,
 	cfg->buffer_size = size;
 }
 
+/* A user-only branch trace of up to @max threads, each into @size bytes (a ring). */
+static inline void ipt_cfg_thread(struct ipt_config *cfg, uint64_t size, uint32_t max)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
+	cfg->mode = IPT_MODE_THREAD;
+	cfg->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+	cfg->buffer_size = size;
+	cfg->max_threads = max;
+}
+
 static inline int ipt_cmd(int fd, unsigned long cmd)
 {
 	struct ipt_cmd c = { .size = sizeof(c) };
@@ -139,6 +171,37 @@ static inline int ipt_state(int fd, int cpu, struct ipt_trace_state *ts)
 	ts->size = sizeof(*ts);
 	ts->cpu = cpu;
 	return ipt_ioctl(fd, IPT_IOC_GET_TRACE, ts);
+}
+
+/* ---- perf's intel_pt PMU ------------------------------------------------ */
+
+#include <linux/perf_event.h>
+
+/* perf's type number of the intel_pt PMU, or -errno (-ENOENT: no such PMU). */
+static inline int ipt_perf_pt_type(void)
+{
+	char buf[32] = "";
+	int fd = open("/sys/bus/event_source/devices/intel_pt/type", O_RDONLY), n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? atoi(buf) : -EIO;
+}
+
+/* perf_event_open(2) of a user-only intel_pt event: the fd, or -errno. */
+static inline int ipt_perf_pt_open(int type, pid_t pid, int cpu)
+{
+	struct perf_event_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = type;
+	a.exclude_kernel = 1;
+	fd = syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 /* ---- the simulated unit's debugfs -------------------------------------- */
@@ -242,6 +305,88 @@ static inline int ipt_sim_set_rate(uint64_t rate)
 
 	snprintf(v, sizeof(v), "%llu", (unsigned long long)rate);
 	return ipt_write_file(IPT_SIM_DEBUGFS "/rate", v);
+}
+
+/* ---- the simulated program's feed (ipt_sim cpuN/feed) ------------------ */
+
+/* Where the built-in loop (debugfs "code", at 0x401000) ends. */
+#define IPT_SIM_LOOP_END	0x401009ULL
+
+/*
+ * A feed record (kmod/sim/ipt_sim_feed.h) in @rec, 16 + @n bytes: @n
+ * bytes (at most 65535) of the built-in loop's branch content, TNT-8
+ * bytes, after which execution is at the loop's end.  With @n 0, a
+ * record that only sets the IP.
+ */
+static inline void ipt_sim_feed_tnt_rec(uint8_t *rec, unsigned int n)
+{
+	uint64_t ip = IPT_SIM_LOOP_END;
+	int i;
+
+	memset(rec, 0, 16);
+	rec[0] = n & 0xff;
+	rec[1] = n >> 8;
+	for (i = 0; i < 8; i++)
+		rec[8 + i] = ip >> (8 * i);
+	memset(rec + 16, 0xec, n);
+}
+
+/*
+ * Open CPU @cpu's feed to append records to; @reset starts a new feed,
+ * at the loop's end.  The descriptor, or -errno (-EIO when the first
+ * record could not be written).
+ */
+static inline int ipt_sim_feed_open(int cpu, int reset)
+{
+	uint8_t rec[16];
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
+	fd = open(path, O_WRONLY | (reset ? O_TRUNC : 0));
+	if (fd < 0)
+		return -errno;
+	ipt_sim_feed_tnt_rec(rec, 0);
+	if (reset && write(fd, rec, sizeof(rec)) != sizeof(rec)) {
+		close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
+/*
+ * Whether CPU @cpu's program has run its whole feed ("feed on POS/LEN" in
+ * cpuN/stats with POS == LEN): 1 or 0, or -errno when the stats cannot
+ * be read.
+ */
+static inline int ipt_sim_feed_consumed(int cpu)
+{
+	unsigned long long pos, len;
+	char path[64], line[256];
+	int done = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "feed on %llu/%llu", &pos, &len) == 2)
+			done = pos == len;
+	fclose(f);
+	return done;
+}
+
+/* CPU @cpu's program back to the built-in loop: an empty feed. */
+static inline void ipt_sim_feed_off(int cpu)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* ---- PT packets ---------------------------------------------------------- */

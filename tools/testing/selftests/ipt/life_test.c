@@ -316,12 +316,7 @@ static int thread_session(int fd, int cpu, uint64_t size)
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
 		return -errno;
-	memset(&c, 0, sizeof(c));
-	c.size = sizeof(c);
-	c.mode = IPT_MODE_THREAD;
-	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	c.buffer_size = size;
-	c.max_threads = 1;
+	ipt_cfg_thread(&c, size, 1);
 	return ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c) ?:
 	       ipt_ioctl(fd, IPT_IOC_ATTACH, &a);
 }

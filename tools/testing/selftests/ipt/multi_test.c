@@ -43,16 +43,6 @@
 /* Bound of every wait for an event: generous, never reached when all is well. */
 #define WAIT_MS		20000
 
-static void cfg_thread(struct ipt_config *cfg, uint64_t size, uint32_t max)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->size = sizeof(*cfg);
-	cfg->mode = IPT_MODE_THREAD;
-	cfg->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	cfg->buffer_size = size;
-	cfg->max_threads = max;
-}
-
 /* The gate's state, "idle", "armed" or "parked"; "" if unreadable. */
 static const char *gate_state(char *buf, size_t len)
 {
@@ -165,27 +155,6 @@ static int do_get_caps(void *arg)
 
 #define MLOCK_KB_PARAM	"/sys/module/ipt/parameters/mlock_kb"
 
-/* VmPin of process @pid (0: this one), in KiB; -1 if not found. */
-static long vm_pin_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/status");
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /*
  * A per-CPU configure of CPU 0 that must lose the race: 0 when it fails
  * with EBUSY and this process has nothing pinned afterwards; else the
@@ -204,7 +173,7 @@ static int do_configure_lose(void *arg)
 	r = ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg);
 	if (r != -EBUSY)
 		return r ?: 1;
-	pin = vm_pin_kb(0);
+	pin = ipt_vm_pin_kb(0);
 	return pin ? 1000 + pin : 0;
 }
 
@@ -267,7 +236,7 @@ TEST_F_TIMEOUT(multi, alloc_holds_no_lock, 150)
 	if (access(GATE, W_OK))
 		SKIP(return, "no %s", GATE);
 
-	cfg_thread(&cfg, 64 * 1024, 8);
+	ipt_cfg_thread(&cfg, 64 * 1024, 8);
 	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
 	big = call_start(do_configure, &cfg);
 	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
@@ -317,7 +286,7 @@ TEST_F_TIMEOUT(multi, parked_configure_pins_backend, 120)
 	if (access(GATE, W_OK))
 		SKIP(return, "no %s", GATE);
 
-	cfg_thread(&cfg, 64 * 1024, 2);
+	ipt_cfg_thread(&cfg, 64 * 1024, 2);
 	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
 	conf = call_start(do_configure, &cfg);
 	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
@@ -362,7 +331,7 @@ TEST_F_TIMEOUT(multi, xsave_areas_outside_the_locks, 120)
 	base = ipt_file_stat(SWITCH_STATS, "xsave_areas");
 	ASSERT_NE(~0ULL, base);
 
-	cfg_thread(&cfg, 16 * 1024, 8);
+	ipt_cfg_thread(&cfg, 16 * 1024, 8);
 	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
 	conf = call_start(do_configure, &cfg);
 	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
@@ -445,8 +414,8 @@ TEST_F_TIMEOUT(multi, lost_race_uncharged, 120)
 	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
 	lose = call_start(do_configure_lose, NULL);
 	ASSERT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
-	pin_parked = vm_pin_kb(lose.pid);
-	cfg_thread(&cfg, 16 * 1024, 2);
+	pin_parked = ipt_vm_pin_kb(lose.pid);
+	ipt_cfg_thread(&cfg, 16 * 1024, 2);
 	r_thread = ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg);
 	ipt_write_file(GATE, "open");
 	r_lose = call_result(&lose);
@@ -569,7 +538,7 @@ static void user_run(int i, int ready, int go)
 	CHECK(fd >= 0 && tf >= 0, "open: %s", strerror(errno));
 	CHECK(setgroups(0, NULL) == 0 && setresgid(UID(i), UID(i), UID(i)) == 0 &&
 	      setresuid(UID(i), UID(i), UID(i)) == 0, "setresuid: %s", strerror(errno));
-	cfg_thread(&cfg, 256 * KIB, 1);
+	ipt_cfg_thread(&cfg, 256 * KIB, 1);
 	cfg.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
 	CHECK(ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg) == 0, "user %d: configure", i);
 	CHECK(ipt_ioctl(fd, IPT_IOC_ATTACH, &a) == 0 && a.trace == 0, "attach");
@@ -645,31 +614,6 @@ TEST_F_TIMEOUT(multi, two_users_trace_apart, 120)
 	EXPECT_EQ(2, ok) TH_LOG("both sessions were not configured at once");
 }
 
-static int pt_open_task(int type)
-{
-	struct perf_event_attr a;
-	int fd;
-
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = type;
-	a.exclude_kernel = 1;
-	fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-static int pt_type(void)
-{
-	char buf[32] = "";
-	int fd = open("/sys/bus/event_source/devices/intel_pt/type", O_RDONLY), n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	return n > 0 ? atoi(buf) : -EIO;
-}
-
 /*
  * Per-thread sessions share the unit, a per-CPU session excludes them and
  * they it; a thread is in one session at most; perf's intel_pt stays
@@ -680,14 +624,14 @@ TEST_F(multi, sessions_share_and_exclude)
 	uint64_t mask[1] = { 0 };
 	struct ipt_config c, t;
 	struct ipt_attach a = { .size = sizeof(a) };
-	int fd[3], i, type = pt_type(), pfd;
+	int fd[3], i, type = ipt_perf_pt_type(), pfd;
 
 	for (i = 0; i < 3; i++) {
 		fd[i] = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, fd[i]);
 	}
 	ipt_cfg_cpu(&c, mask, 0, 64 * KIB);
-	cfg_thread(&t, 64 * KIB, 2);
+	ipt_cfg_thread(&t, 64 * KIB, 2);
 	ASSERT_EQ(0, ipt_ioctl(fd[0], IPT_IOC_CONFIGURE, &t));
 	ASSERT_EQ(0, ipt_ioctl(fd[1], IPT_IOC_CONFIGURE, &t));
 	EXPECT_EQ(-EBUSY, ipt_ioctl(fd[2], IPT_IOC_CONFIGURE, &c));
@@ -704,12 +648,12 @@ TEST_F(multi, sessions_share_and_exclude)
 	/* One session left: still exclusive against per-CPU, and perf. */
 	EXPECT_EQ(-EBUSY, ipt_ioctl(fd[2], IPT_IOC_CONFIGURE, &c));
 	if (type >= 0)
-		EXPECT_EQ(-EBUSY, pt_open_task(type));
+		EXPECT_EQ(-EBUSY, ipt_perf_pt_open(type, 0, -1));
 	/* The thread is free again: the second session takes it. */
 	EXPECT_EQ(0, ipt_ioctl(fd[1], IPT_IOC_ATTACH, &a));
 	ASSERT_EQ(0, ipt_cmd(fd[1], IPT_IOC_RELEASE));
 	if (type >= 0) {
-		pfd = pt_open_task(type);
+		pfd = ipt_perf_pt_open(type, 0, -1);
 		EXPECT_LE(0, pfd) TH_LOG("perf's intel_pt after the last release: %d", pfd);
 		if (pfd >= 0)
 			close(pfd);
@@ -752,7 +696,7 @@ static void list_user(int ready, int done)
 
 	CHECK(fd >= 0, "open");
 	CHECK(ipt_become_user() == 0, "setresuid");
-	cfg_thread(&cfg, 16 * KIB, 3);
+	ipt_cfg_thread(&cfg, 16 * KIB, 3);
 	CHECK(ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg) == 0, "configure");
 	CHECK(ipt_ioctl(fd, IPT_IOC_ATTACH, &a) == 0, "attach");
 	memset(e, 0xff, sizeof(e));
@@ -782,7 +726,7 @@ TEST_F_TIMEOUT(multi, list_sessions, 60)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, list(fd, NULL, 0, &total));
 	EXPECT_EQ(0, total);
-	cfg_thread(&cfg, 16 * KIB, 2);
+	ipt_cfg_thread(&cfg, 16 * KIB, 2);
 	cfg.trace_flags |= IPT_TRACE_KERNEL;
 	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg));
 	ASSERT_EQ(0, pipe(ready));
@@ -847,7 +791,7 @@ TEST_F(multi, list_sessions_abi)
 
 	fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	cfg_thread(&cfg, 16 * KIB, 1);
+	ipt_cfg_thread(&cfg, 16 * KIB, 1);
 	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_CONFIGURE, &cfg));
 #define L0 (struct ipt_sessions){ .size = sizeof(l), .entry_size = 48 }
 	l = L0; l.flags = 1;

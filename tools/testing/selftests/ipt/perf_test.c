@@ -24,34 +24,6 @@
 #include "kselftest_harness.h"
 
 #define KIB 1024ULL
-#define PT_TYPE_PATH "/sys/bus/event_source/devices/intel_pt/type"
-
-static int pt_type(void)
-{
-	char buf[32] = "";
-	int fd = open(PT_TYPE_PATH, O_RDONLY), n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	return n > 0 ? atoi(buf) : -EIO;
-}
-
-/* perf_event_open(2) of an intel_pt event: the fd, or -errno. */
-static int pt_open(int type, pid_t pid, int cpu)
-{
-	struct perf_event_attr a;
-	int fd;
-
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = type;
-	a.exclude_kernel = 1;
-	fd = syscall(SYS_perf_event_open, &a, pid, cpu, -1,
-		     PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
 
 /* Value of @key in the sim's cpuN/perf; ~0 if absent. */
 static uint64_t perf_stat(int cpu, const char *key)
@@ -68,16 +40,6 @@ static int cpu_hotpluggable(int cpu)
 
 	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
 	return access(path, W_OK) == 0;
-}
-
-static void cfg_thread(struct ipt_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->size = sizeof(*cfg);
-	cfg->mode = IPT_MODE_THREAD;
-	cfg->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	cfg->buffer_size = 64 * KIB;
-	cfg->max_threads = 1;
 }
 
 /* A child pinned to @cpu that runs once per byte written to @kick. */
@@ -166,7 +128,7 @@ FIXTURE_SETUP(pf)
 		SKIP(return, "the simulated unit (ipt_sim) is not loaded");
 	/* The sim registers intel_pt: it must be there. */
 	ASSERT_EQ(1ULL, perf_stat(0, "registered"));
-	self->type = pt_type();
+	self->type = ipt_perf_pt_type();
 	ASSERT_LE(0, self->type);
 	self->fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
@@ -195,7 +157,7 @@ static int configure(int fd, struct ipt_config *cfg)
  */
 static int prime_perf(int type, int cpu)
 {
-	int pfd = pt_open(type, -1, cpu);
+	int pfd = ipt_perf_pt_open(type, -1, cpu);
 
 	if (pfd < 0)
 		return pfd;
@@ -210,7 +172,7 @@ TEST_F(pf, cpu_wide_perf_refuses_ipt)
 	struct ipt_config tc;
 	int pfd, ret;
 
-	pfd = pt_open(self->type, -1, 0);
+	pfd = ipt_perf_pt_open(self->type, -1, 0);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(1ULL, perf_stat(0, "running"));
 	base = ipt_sim_stat(0, "output_base");
@@ -227,7 +189,7 @@ TEST_F(pf, cpu_wide_perf_refuses_ipt)
 		ipt_cmd(self->fd, IPT_IOC_STOP);
 		ipt_cmd(self->fd, IPT_IOC_RELEASE);
 	}
-	cfg_thread(&tc);
+	ipt_cfg_thread(&tc, 64 * KIB, 1);
 	ret = configure(self->fd, &tc);
 	EXPECT_EQ(-EBUSY, ret);
 	if (!ret)
@@ -262,7 +224,7 @@ TEST_F(pf, per_task_perf_refuses_ipt)
 	int pfd, ret;
 
 	ASSERT_EQ(0, child_start(&self->child, 0));
-	pfd = pt_open(self->type, self->child.pid, -1);
+	pfd = ipt_perf_pt_open(self->type, self->child.pid, -1);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, child_run_once(&self->child, 0));
 	base = perf_stat(0, "base");
@@ -278,7 +240,7 @@ TEST_F(pf, per_task_perf_refuses_ipt)
 		ipt_cmd(self->fd, IPT_IOC_STOP);
 		ipt_cmd(self->fd, IPT_IOC_RELEASE);
 	}
-	cfg_thread(&tc);
+	ipt_cfg_thread(&tc, 64 * KIB, 1);
 	ret = configure(self->fd, &tc);
 	EXPECT_EQ(-EBUSY, ret);
 	if (!ret)
@@ -308,24 +270,24 @@ TEST_F(pf, ipt_session_refuses_perf)
 	ASSERT_EQ(0, prime_perf(self->type, 0));
 	stale = perf_stat(0, "stale");
 	ASSERT_EQ(0, configure(self->fd, &self->cfg));
-	EXPECT_EQ(-EBUSY, pt_open(self->type, -1, 0));
-	EXPECT_EQ(-EBUSY, pt_open(self->type, 0, -1));
-	EXPECT_EQ(-EBUSY, pt_open(self->type, 0, 0));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, -1, 0));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, 0, -1));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, 0, 0));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	EXPECT_EQ(-EBUSY, pt_open(self->type, -1, 0));
-	EXPECT_EQ(-EBUSY, pt_open(self->type, 0, -1));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, -1, 0));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, 0, -1));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
-	EXPECT_EQ(-EBUSY, pt_open(self->type, -1, 0));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, -1, 0));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 
-	pfd = pt_open(self->type, -1, 0);
+	pfd = ipt_perf_pt_open(self->type, -1, 0);
 	ASSERT_LE(0, pfd);
 	EXPECT_EQ(1ULL, perf_stat(0, "running"));
 	/* ipt put back what perf's cache holds. */
 	EXPECT_EQ(stale, perf_stat(0, "stale"));
 	EXPECT_EQ(perf_stat(0, "base"), ipt_sim_stat(0, "output_base"));
 	close(pfd);
-	pfd = pt_open(self->type, 0, -1);
+	pfd = ipt_perf_pt_open(self->type, 0, -1);
 	EXPECT_LE(0, pfd);
 	if (pfd >= 0)
 		close(pfd);
@@ -338,15 +300,15 @@ TEST_F(pf, thread_session_refuses_perf)
 	struct ipt_config tc;
 	int pfd;
 
-	cfg_thread(&tc);
+	ipt_cfg_thread(&tc, 64 * KIB, 1);
 	ASSERT_EQ(0, configure(self->fd, &tc));
 	for (cpu = 0; cpu < n; cpu++)
-		EXPECT_EQ(-EBUSY, pt_open(self->type, -1, cpu));
-	EXPECT_EQ(-EBUSY, pt_open(self->type, 0, -1));
+		EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, -1, cpu));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, 0, -1));
 	close(self->fd);
 	self->fd = -1;
 	for (cpu = 0; cpu < n; cpu++) {
-		pfd = pt_open(self->type, -1, cpu);
+		pfd = ipt_perf_pt_open(self->type, -1, cpu);
 		EXPECT_LE(0, pfd);
 		if (pfd >= 0)
 			close(pfd);
@@ -361,12 +323,12 @@ TEST_F(pf, disjoint_cpus_coexist)
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs two CPUs");
-	pfd = pt_open(self->type, -1, 1);
+	pfd = ipt_perf_pt_open(self->type, -1, 1);
 	ASSERT_LE(0, pfd);
 	gp = perf_stat(1, "gp");
 	ASSERT_EQ(0, configure(self->fd, &self->cfg));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	EXPECT_EQ(-EBUSY, pt_open(self->type, -1, 0));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, -1, 0));
 	EXPECT_EQ(1ULL, perf_stat(1, "running"));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
@@ -399,17 +361,17 @@ TEST_F_TIMEOUT(pf, hotplug_keeps_the_hold, 120)
 	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
 	EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "ctl") & 1);
 	/* perf's per-task events stay refused meanwhile. */
-	EXPECT_EQ(-EBUSY, pt_open(self->type, 0, -1));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, 0, -1));
 	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
 	self->offline = -1;
 
-	EXPECT_EQ(-EBUSY, pt_open(self->type, -1, cpu));
-	EXPECT_EQ(-EBUSY, pt_open(self->type, 0, -1));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, -1, cpu));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, 0, -1));
 	EXPECT_EQ(1ULL, ipt_sim_stat(cpu, "ctl") & 1);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 
-	pfd = pt_open(self->type, -1, cpu);
+	pfd = ipt_perf_pt_open(self->type, -1, cpu);
 	ASSERT_LE(0, pfd);
 	EXPECT_EQ(stale, perf_stat(cpu, "stale"));
 	EXPECT_EQ(1ULL, perf_stat(cpu, "running"));
@@ -433,7 +395,7 @@ TEST_F_TIMEOUT(pf, perf_takes_a_cpu_while_offline, 120)
 	self->offline = cpu;
 	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
 	ASSERT_EQ(0, configure(self->fd, &self->cfg));
-	pfd = pt_open(self->type, 0, -1);
+	pfd = ipt_perf_pt_open(self->type, 0, -1);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
 	self->offline = -1;
@@ -446,7 +408,7 @@ TEST_F_TIMEOUT(pf, perf_takes_a_cpu_while_offline, 120)
 
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	EXPECT_EQ(1ULL, ipt_sim_stat(cpu, "ctl") & 1);
-	EXPECT_EQ(-EBUSY, pt_open(self->type, -1, cpu));
+	EXPECT_EQ(-EBUSY, ipt_perf_pt_open(self->type, -1, cpu));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }

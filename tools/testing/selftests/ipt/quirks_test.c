@@ -189,12 +189,8 @@ TEST_F(bdw, bdm106_refused_at_configure)
 	EXPECT_NE(0, ipt_state(self->fd, 0, &ts));
 
 	/* Per-thread sessions alike. */
-	memset(&c, 0, sizeof(c));
-	c.size = sizeof(c);
-	c.mode = IPT_MODE_THREAD;
+	ipt_cfg_thread(&c, 64 * KIB, 1);
 	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_TSC;
-	c.buffer_size = 64 * KIB;
-	c.max_threads = 1;
 	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 
 	/* With BranchEn it configures, starts and traces. */
@@ -266,12 +262,7 @@ TEST_F(bdw, thread_switches_without_configurable_psb)
 
 	SKIP_IF_SKIPPED();
 
-	memset(&c, 0, sizeof(c));
-	c.size = sizeof(c);
-	c.mode = IPT_MODE_THREAD;
-	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	c.buffer_size = 64 * KIB;
-	c.max_threads = 1;
+	ipt_cfg_thread(&c, 64 * KIB, 1);
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
@@ -382,15 +373,10 @@ TEST_F(pti, thread_cr3_filter_user)
 
 	SKIP_IF_SKIPPED();
 
-	memset(&c, 0, sizeof(c));
-	c.size = sizeof(c);
-	c.mode = IPT_MODE_THREAD;
-	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC |
-			IPT_TRACE_CR3_FILTER;
+	ipt_cfg_thread(&c, 64 * KIB, 1);
+	c.trace_flags |= IPT_TRACE_CR3_FILTER;
 	c.cr3_match = self->code_cr3;
-	c.buffer_size = 64 * KIB;
 	c.buffer_flags = IPT_BUFFER_STOP_ON_FULL;
-	c.max_threads = 1;
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
 	from = sim_bytes();
@@ -549,12 +535,7 @@ TEST_F(vmx, thread_cut_by_vmxon)
 	uint64_t before;
 
 	SKIP_IF_SKIPPED();
-	memset(&c, 0, sizeof(c));
-	c.size = sizeof(c);
-	c.mode = IPT_MODE_THREAD;
-	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	c.buffer_size = 64 * KIB;
-	c.max_threads = 1;
+	ipt_cfg_thread(&c, 64 * KIB, 1);
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
@@ -768,12 +749,7 @@ TEST_F(hybrid, thread_on_core_with_fewer_caps)
 	SKIP_IF_SKIPPED();
 	ASSERT_EQ(0, pin(0));
 	ASSERT_EQ(0, ipt_cpu_online_set(1, 0));
-	memset(&c, 0, sizeof(c));
-	c.size = sizeof(c);
-	c.mode = IPT_MODE_THREAD;
-	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	c.buffer_size = 64 * KIB;
-	c.max_threads = 1;
+	ipt_cfg_thread(&c, 64 * KIB, 1);
 	use_range(&c, 1);
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_ATTACH, &a));
@@ -867,24 +843,6 @@ static int gate_wait(const char *want)
 	return -1;
 }
 
-/* VmPin of process @pid, in KiB; -1 if not found. */
-static long vm_pin_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /*
  * Configured while only P cores (many-entry ToPA) are online, parked in
  * its allocation; an E core (one entry) comes online meanwhile: EAGAIN,
@@ -925,12 +883,8 @@ TEST_F_TIMEOUT(topa_change, configure_eagain_when_layout_changes, 120)
 	areas = ipt_file_stat(SWITCH_STATS, "xsave_areas");
 	ASSERT_NE(~0ULL, areas);
 
-	memset(&c, 0, sizeof(c));
-	c.size = sizeof(c);
-	c.mode = IPT_MODE_THREAD;
+	ipt_cfg_thread(&c, 64 * KIB, 2);
 	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH;
-	c.buffer_size = 64 * KIB;
-	c.max_threads = 2;
 	ASSERT_EQ(0, pipe(p));
 	ASSERT_EQ(0, ipt_write_file(GATE, "arm"));
 	pid = fork();
@@ -939,13 +893,13 @@ TEST_F_TIMEOUT(topa_change, configure_eagain_when_layout_changes, 120)
 		int fd = open(IPT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 
 		res[0] = fd < 0 ? -errno : ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c);
-		res[1] = vm_pin_kb(getpid());
+		res[1] = ipt_vm_pin_kb(getpid());
 		_exit(write(p[1], res, sizeof(res)) == sizeof(res) ? 0 : 1);
 	}
 	close(p[1]);
 	pfd.fd = p[0];
 	EXPECT_EQ(0, gate_wait("parked")) TH_LOG("the configure never reached the gate");
-	pin_parked = vm_pin_kb(pid);
+	pin_parked = ipt_vm_pin_kb(pid);
 	EXPECT_EQ(0, ipt_cpu_online_set(1, 1));
 	self->offlined[1] = false;
 	EXPECT_EQ(0, get_caps(self->fd, &caps));

@@ -101,22 +101,11 @@ static int sim_cpu_write(int cpu, const char *file, uint64_t v)
 static int feed_tnt(int cpu, uint64_t n, int reset)
 {
 	static uint8_t rec[16 + FEED_REC];
-	char path[128];
-	int fd, ret = 0;
+	int fd = ipt_sim_feed_open(cpu, reset), ret = 0;
 
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
-	fd = open(path, O_WRONLY | (reset ? O_TRUNC : 0));
 	if (fd < 0)
-		return -errno;
-	memset(rec, 0, 16);
-	rec[8] = 0x09;	/* ip = 0x401009, the loop's end */
-	rec[9] = 0x10;
-	rec[10] = 0x40;
-	if (reset && write(fd, rec, 16) != 16)
-		ret = -EIO;
-	rec[0] = FEED_REC & 0xff;
-	rec[1] = FEED_REC >> 8;
-	memset(rec + 16, 0xec, FEED_REC);
+		return fd;
+	ipt_sim_feed_tnt_rec(rec, FEED_REC);
 	for (; !ret && n >= FEED_REC; n -= FEED_REC)
 		if (write(fd, rec, sizeof(rec)) != sizeof(rec))
 			ret = -EIO;
@@ -124,39 +113,18 @@ static int feed_tnt(int cpu, uint64_t n, int reset)
 	return ret;
 }
 
-/* Back to the built-in loop. */
-static void feed_off(int cpu)
-{
-	char path[128];
-	int fd;
-
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
-	fd = open(path, O_WRONLY | O_TRUNC);
-	if (fd >= 0)
-		close(fd);
-}
-
 /* Wait until CPU @cpu's program has run its whole feed; 0 on timeout. */
 static int wait_feed_done(int cpu)
 {
-	unsigned long long pos, len;
-	char path[128], line[256];
-	int i, done = 0;
-	FILE *f;
+	int i, done;
 
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
-	for (i = 0; i < POLLS && !done; i++) {
-		f = fopen(path, "r");
-		if (!f)
-			return 0;
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "feed on %llu/%llu", &pos, &len) == 2)
-				done = pos == len;
-		fclose(f);
-		if (!done)
-			msleep(10);
+	for (i = 0; i < POLLS; i++) {
+		done = ipt_sim_feed_consumed(cpu);
+		if (done)
+			return done > 0;
+		msleep(10);
 	}
-	return done;
+	return 0;
 }
 
 /* The unit's counters a test compares before and after. */
@@ -316,7 +284,7 @@ FIXTURE_SETUP(stream)
 		ASSERT_EQ(0, sim_cpu_write(0, "pace", 0));
 		ASSERT_EQ(0, sim_cpu_write(0, "gp_ctl", 0));
 		ASSERT_EQ(0, sim_cpu_write(0, "hold", 0));
-		feed_off(0);
+		ipt_sim_feed_off(0);
 	}
 }
 
@@ -329,7 +297,7 @@ FIXTURE_TEARDOWN(stream)
 		sim_cpu_write(0, "pace", 0);
 		sim_cpu_write(0, "gp_ctl", 0);
 		sim_cpu_write(0, "hold", 0);
-		feed_off(0);
+		ipt_sim_feed_off(0);
 		ipt_sim_set_rate(1 * MIB);
 	}
 }

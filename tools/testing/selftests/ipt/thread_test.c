@@ -81,14 +81,10 @@ static int pin(int cpu)
 	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
 }
 
+/* ipt_cfg_thread() with this file's argument order. */
 static void cfg_thread(struct ipt_config *cfg, unsigned int max, uint64_t size)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->size = sizeof(*cfg);
-	cfg->mode = IPT_MODE_THREAD;
-	cfg->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
-	cfg->buffer_size = size;
-	cfg->max_threads = max;
+	ipt_cfg_thread(cfg, size, max);
 }
 
 static int attach(int fd, pid_t tid, uint32_t flags, uint32_t *trace)

@@ -32,29 +32,14 @@ static int nr_cpus(void)
 	return sysconf(_SC_NPROCESSORS_CONF);
 }
 
-static int cpu_online_set(int cpu, int on)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
-	return ipt_write_file(path, on ? "1" : "0");
-}
-
 /*
  * Wait until the unit of @cpu wrote @want bytes since @before (the sim is
- * much slower on a debug kernel under TCG than its nominal rate); at most
- * 30 s.  Returns whether it got there.
+ * much slower on a debug kernel under TCG than its nominal rate): the
+ * counter wait of ipt_lib.h, at most 30 s.  Returns whether it got there.
  */
 static int wait_bytes(int cpu, uint64_t before, uint64_t want)
 {
-	int i;
-
-	for (i = 0; i < 3000; i++) {
-		if (ipt_sim_stat(cpu, "bytes") - before >= want)
-			return 1;
-		msleep(10);
-	}
-	return 0;
+	return !ipt_sim_wait_stat(cpu, "bytes", before + want);
 }
 
 /*
@@ -68,37 +53,14 @@ static int wait_bytes(int cpu, uint64_t before, uint64_t want)
 static void feed_top_up(int cpu, int reset)
 {
 	static uint8_t rec[16 + FEED_REC];
-	char path[64];
-	int fd;
+	int fd = ipt_sim_feed_open(cpu, reset);
 
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
-	fd = open(path, O_WRONLY | (reset ? O_TRUNC : 0));
 	if (fd < 0)
 		return;
-	memset(rec, 0, 16);
-	rec[8] = 0x09;	/* ip = 0x401009, the loop's end */
-	rec[9] = 0x10;
-	rec[10] = 0x40;
-	if (reset && write(fd, rec, 16) != 16)
-		goto out;
-	rec[0] = FEED_REC & 0xff;
-	rec[1] = FEED_REC >> 8;
-	memset(rec + 16, 0xec, FEED_REC);
+	ipt_sim_feed_tnt_rec(rec, FEED_REC);
 	while (write(fd, rec, sizeof(rec)) == sizeof(rec))
 		;
-out:
 	close(fd);
-}
-
-static void feed_off(int cpu)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/feed", cpu);
-	fd = open(path, O_WRONLY | O_TRUNC);
-	if (fd >= 0)
-		close(fd);
 }
 
 /* wait_bytes() for a fed CPU: keeps the feed topped up. */
@@ -127,7 +89,7 @@ FIXTURE_SETUP(sim)
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
 	/* A test killed by the harness leaves its teardown undone. */
-	feed_off(0);
+	ipt_sim_feed_off(0);
 }
 
 FIXTURE_TEARDOWN(sim)
@@ -135,7 +97,7 @@ FIXTURE_TEARDOWN(sim)
 	if (self->fd >= 0)
 		close(self->fd);
 	ipt_sim_set_rate(1 * MIB);
-	feed_off(0);
+	ipt_sim_feed_off(0);
 }
 
 /* Map one trace's buffer. */
@@ -483,7 +445,7 @@ TEST_F(sim, hotplug_off_and_on)
 	before = ipt_sim_stat(cpu, "bytes");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	EXPECT_TRUE(wait_bytes(cpu, before, 4 * KIB));
-	ASSERT_EQ(0, cpu_online_set(cpu, 0));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
 	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
 	EXPECT_EQ(IPT_STATE_TRACING, ts.state);
 	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
@@ -492,7 +454,7 @@ TEST_F(sim, hotplug_off_and_on)
 	EXPECT_LT(0, at_off);
 	msleep(50);
 	EXPECT_EQ(at_off, ipt_sim_stat(cpu, "bytes") - before);
-	ASSERT_EQ(0, cpu_online_set(cpu, 1));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
 	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
 	EXPECT_EQ(IPT_TS_RUNNING, ts.status & IPT_TS_RUNNING);
 	EXPECT_TRUE(wait_bytes(cpu, before, at_off + 2 * 8 * KIB + 1000));
@@ -502,11 +464,11 @@ TEST_F(sim, hotplug_off_and_on)
 	EXPECT_LT(at_off, ts.bytes_captured);
 
 	/* Offline while stopped, then a new start skips it until online. */
-	ASSERT_EQ(0, cpu_online_set(cpu, 0));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
 	EXPECT_EQ(0, ts.status & IPT_TS_RUNNING);
-	ASSERT_EQ(0, cpu_online_set(cpu, 1));
+	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
 	ASSERT_EQ(0, ipt_state(self->fd, cpu, &ts));
 	EXPECT_EQ(IPT_TS_RUNNING, ts.status & IPT_TS_RUNNING);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
@@ -597,7 +559,7 @@ TEST_F_TIMEOUT(sim, dropped_bytes_become_an_ovf_libipt_decodes, 180)
 	 * lands mid-buffer.
 	 */
 	ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
-	feed_off(0);
+	ipt_sim_feed_off(0);
 	before = ipt_sim_stat(0, "bytes");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	EXPECT_TRUE(wait_bytes(0, before, 8 * KIB));
@@ -614,25 +576,6 @@ TEST_F_TIMEOUT(sim, dropped_bytes_become_an_ovf_libipt_decodes, 180)
 		     "--min-psb 2 --min-ovf 1");
 	munmap(p, size);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
-}
-
-/* Parse "feed on POS/LEN" from the unit's stats: whether it is all used. */
-static int feed_consumed(int cpu)
-{
-	char path[64], line[128];
-	size_t pos, len;
-	int done = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/stats", cpu);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "feed on %zu/%zu", &pos, &len) == 2)
-			done = pos == len;
-	fclose(f);
-	return done;
 }
 
 /*
@@ -674,7 +617,7 @@ TEST_F_TIMEOUT(sim, groundtruth_feed_through_the_driver, 300)
 		ASSERT_LT(0, n);
 		ASSERT_GT((ssize_t)sizeof(feed), n) TH_LOG("%s: feed too big for one write", dir);
 
-		feed_off(0);
+		ipt_sim_feed_off(0);
 		snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu0/feed");
 		out = open(path, O_WRONLY);
 		ASSERT_LE(0, out);
@@ -686,9 +629,10 @@ TEST_F_TIMEOUT(sim, groundtruth_feed_through_the_driver, 300)
 		ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
 		ASSERT_EQ(0, ipt_sim_set_rate(1 * MIB));
 		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-		for (i = 0; i < 3000 && !feed_consumed(0); i++)
+		for (i = 0; i < 3000 && !ipt_sim_feed_consumed(0); i++)
 			msleep(10);
-		EXPECT_TRUE(feed_consumed(0)) TH_LOG("%s: the unit did not use the whole feed", dir);
+		EXPECT_EQ(1, ipt_sim_feed_consumed(0))
+			TH_LOG("%s: the unit did not use the whole feed", dir);
 		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 		EXPECT_EQ(0, ts.status & (IPT_TS_FULL | IPT_TS_ERROR | IPT_TS_WRAPPED));
@@ -700,7 +644,7 @@ TEST_F_TIMEOUT(sim, groundtruth_feed_through_the_driver, 300)
 		close(out);
 		munmap(p, ts.buffer_size);
 		ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
-		feed_off(0);
+		ipt_sim_feed_off(0);
 
 		snprintf(cmd, sizeof(cmd), "%s --trace /tmp/ipt-gt.pt %s >/tmp/ipt-gt.out 2>&1",
 			 ptverify, dir);
