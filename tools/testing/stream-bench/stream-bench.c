@@ -2,25 +2,31 @@
 /*
  * stream-bench: what a streaming consumer (libiptcap's iptcap_stream_*,
  * the loop 'ipttool record' runs) sustains, against memcpy bandwidth
- * measured in the same run.  Not a test: it prints figures and ratios.
+ * measured in the same run.  Not a test: it prints figures and ratios
+ * (Documentation/testing.rst, "The streaming benchmark").
  *
- * 1. memcpy of a buffer-sized block (best of N), and the consumer's own
- *    copy-out, the default file sink writing every byte at its stream
- *    position, from an anonymous mapping standing in for the trace
- *    buffer, to /dev/null and to a file in --dir (best of N each), with
- *    the consumer's CPU time per MB (getrusage).
- * 2. With /dev/ipt offering streaming (IPT_FEAT_STREAM): a streamed
- *    per-CPU session on every CPU for --seconds while a busy loop per
- *    CPU makes trace, drained into --dir with the file sink; the rate per
- *    CPU, the gaps (the unit paused: the consumer was slower than the
- *    unit), the consumer's CPU per MB, and the rate against memcpy.  On
- *    the simulated unit the trace rate is the simulator's (its module
- *    parameters), so raise it until gaps appear to find the sustained rate
- *    with no gap.  Without IPT_FEAT_STREAM this part says why and is left
- *    out.
+ * 1. The source: CPU 0's trace buffer of a configured streamed session,
+ *    mapped read-only as the consumer reads it (an anonymous mapping when
+ *    /dev/ipt does not stream).  memcpy from it (best of --runs), and the
+ *    consumer's own copy-out, the default file sink writing every byte at
+ *    its stream offset, a region per call, to /dev/null and to a file in
+ *    --dir (best of --runs each), with the CPU time per MB (getrusage).
+ * 2. With /dev/ipt offering streaming (IPT_FEAT_STREAM): trials of a
+ *    streamed per-CPU session on every CPU for --seconds, drained by
+ *    libiptcap's loop into the file sink (/dev/null when a trial's data
+ *    would not fit in --dir).  On the simulated unit the trials search
+ *    the highest rate per CPU with no gap: the unit's rate (debugfs
+ *    ipt_sim/rate) doubles from --start MiB/s (default 1) until a trial
+ *    has a gap or the rate passes the simulator's maximum, then --steps
+ *    bisections between the last rate without a gap and the first with
+ *    one.  It prints each
+ *    trial (rate delivered, gaps, the consumer's CPU share and CPU time
+ *    per MB), the highest rate delivered without a gap per CPU and in all
+ *    against memcpy, and what limited it.  On hardware the producer is a
+ *    busy loop per CPU: one trial at its rate.
  *
- * Usage: stream-bench [--size SZ_MIB] [--runs N] [--seconds S] [--dir DIR]
- *                     [--regions N]
+ * Usage: stream-bench [--size SZ_MIB] [--regions N] [--runs N] [--seconds S]
+ *                     [--dir DIR] [--start MIB_S] [--steps N]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +36,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -119,15 +127,35 @@ static int time_sink(const unsigned char *buf, size_t size, unsigned int regions
 	return 0;
 }
 
-static volatile sig_atomic_t spin_stop;
+/* ---- the simulated unit's rate (debugfs; ipt_sim only) ----------------- */
 
-static void on_alarm(int sig)
+#define SIM_RATE	"/sys/kernel/debug/ipt_sim/rate"
+#define SIM_RATE_MAX	(64ull << 20)	/* IPT_SIM_RATE_MAX, kmod/sim/ipt_sim_module.h */
+
+static int sim_rate(uint64_t *get, uint64_t set)
 {
-	(void)sig;
-	spin_stop = 1;
+	char b[32];
+	int fd = open(SIM_RATE, get ? O_RDONLY : O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	if (get) {
+		n = read(fd, b, sizeof(b) - 1);
+		if (n > 0) {
+			b[n] = 0;
+			*get = strtoull(b, NULL, 0);
+		}
+	} else {
+		n = snprintf(b, sizeof(b), "%llu\n", (unsigned long long)set);
+		n = write(fd, b, (size_t)n) == n ? n : -1;
+	}
+	close(fd);
+	return n > 0 ? 0 : -1;
 }
 
-/* A busy loop with branches on every CPU (children), until killed. */
+/* A busy loop with branches on every CPU (children), until killed: the
+ * producer on hardware, where the trace rate is the program's. */
 static void spin_children(long ncpu, pid_t *pids)
 {
 	long i;
@@ -147,90 +175,115 @@ static void spin_children(long ncpu, pid_t *pids)
 	}
 }
 
-static void stream_part(size_t size, unsigned int regions, double seconds, const char *dir,
-			double memcpy_mb_s)
+struct trial {
+	uint64_t rate;		/* the unit's set rate per CPU, bytes/s (0: hardware) */
+	double secs;		/* wall time from start to the end of the last drain */
+	double cpu;		/* the consumer's CPU seconds */
+	struct iptcap_stream_stats st;
+	bool to_file;
+	enum iptcap_err err;
+};
+
+static bool gapless(const struct trial *t)
+{
+	return !t->err && !t->st.gaps && !t->st.gaps_unlisted && !t->st.gap_bytes;
+}
+
+/* Delivered MB/s per CPU. */
+static double per_cpu(const struct trial *t)
+{
+	return t->st.traces ? mb_s(t->st.bytes, t->secs) / t->st.traces : 0;
+}
+
+static volatile sig_atomic_t stop_now;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	stop_now = 1;
+}
+
+/*
+ * One streamed per-CPU session on every CPU for @seconds, drained by
+ * libiptcap's loop into the file sink in @dir (or /dev/null when the
+ * trial's data would not fit there), as 'ipttool record' does.
+ */
+static void trial_run(struct trial *tr, size_t size, unsigned int regions, double seconds,
+		      const char *dir, bool spin)
 {
 	struct iptcap_stream_ops ops = { .data = iptcap_stream_files_data };
 	struct iptcap_stream_files *files = NULL;
-	struct iptcap_stream *s = NULL;
-	struct iptcap_stream_stats st;
-	struct iptcap_config cfg;
-	struct ipt_caps caps;
-	struct iptcap *ipt;
-	enum iptcap_err err;
-	double t0, c0, t, c;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), i;
-	pid_t *pids;
+	struct iptcap_stream *s = NULL;
+	struct iptcap_config cfg;
+	struct iptcap *ipt;
+	struct statvfs vfs;
+	pid_t *pids = NULL;
+	double t0, c0;
 	char msg[256] = "";
 
-	err = iptcap_open(NULL, &ipt);
-	if (err) {
-		printf("stream: skipped: cannot open %s: %s\n", IPT_DEVICE_PATH,
-		       iptcap_strerror(err));
+	memset(&tr->st, 0, sizeof(tr->st));
+	tr->secs = tr->cpu = 0;
+	/* what the trial writes, at the set rate, must fit in @dir twice over */
+	tr->to_file = !tr->rate || (!statvfs(dir, &vfs) &&
+				    (double)tr->rate * seconds * (double)ncpu * 2 <
+				    (double)vfs.f_bavail * (double)vfs.f_frsize);
+	if (!tr->to_file)
+		ops.data = null_data;
+	tr->err = iptcap_open(NULL, &ipt);
+	if (tr->err)
 		return;
-	}
-	if (iptcap_get_caps(ipt, &caps) || !(caps.features & IPT_FEAT_STREAM)) {
-		printf("stream: skipped: this ipt.ko does not offer streaming (IPT_FEAT_STREAM)\n");
-		iptcap_close(ipt);
-		return;
-	}
 	iptcap_config_init(&cfg);
 	cfg.buffer_size = size;
 	cfg.stream = true;
 	cfg.nr_regions = regions;
 	cfg.kernel = false;
-	err = iptcap_configure(ipt, &cfg, msg, sizeof(msg));
-	if (!err)
-		err = iptcap_stream_files_open(dir, &files);
-	if (!err)
-		err = iptcap_stream_open(ipt, &ops, files, &s);
-	if (err) {
-		printf("stream: skipped: %s\n", *msg ? msg : iptcap_strerror(err));
-		iptcap_stream_files_close(files);
-		iptcap_close(ipt);
-		return;
+	tr->err = iptcap_configure(ipt, &cfg, msg, sizeof(msg));
+	if (!tr->err && tr->to_file)
+		tr->err = iptcap_stream_files_open(dir, &files);
+	if (!tr->err)
+		tr->err = iptcap_stream_open(ipt, &ops, files, &s);
+	if (tr->err) {
+		fprintf(stderr, "stream-bench: %s\n", *msg ? msg : iptcap_strerror(tr->err));
+		goto out;
 	}
-	pids = calloc((size_t)(ncpu > 0 ? ncpu : 1), sizeof(*pids));
-	if (!pids)
-		return;
-	spin_children(ncpu, pids);
+	if (spin) {
+		pids = calloc((size_t)(ncpu > 0 ? ncpu : 1), sizeof(*pids));
+		if (pids)
+			spin_children(ncpu, pids);
+	}
+	stop_now = 0;
 	signal(SIGALRM, on_alarm);
-	alarm((unsigned int)(seconds + 0.5));
+	setitimer(ITIMER_REAL, &(struct itimerval){
+		.it_value = { .tv_sec = (time_t)seconds,
+			      .tv_usec = (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6) },
+	}, NULL);
 	c0 = cpu_secs();
 	t0 = now();
-	iptcap_start(ipt);
-	while (!spin_stop && !err) {
+	tr->err = iptcap_start(ipt);
+	while (!stop_now && !tr->err) {
 		if (iptcap_stream_wait(s, 100) < 0)
 			break;
-		err = iptcap_stream_drain(s);
+		tr->err = iptcap_stream_drain(s);
 	}
 	iptcap_stop(ipt);
-	if (!err)
-		err = iptcap_stream_finish(s);
-	t = now() - t0;
-	c = cpu_secs() - c0;
-	for (i = 0; i < ncpu; i++) {
-		kill(pids[i], SIGKILL);
-		waitpid(pids[i], NULL, 0);
+	if (!tr->err)
+		tr->err = iptcap_stream_finish(s);
+	tr->secs = now() - t0;
+	tr->cpu = cpu_secs() - c0;
+	if (pids) {
+		for (i = 0; i < ncpu; i++) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+		free(pids);
 	}
-	free(pids);
-	iptcap_stream_stats(s, &st);
-	printf("stream: %u CPUs, %.1f s, %.1f MB streamed: %.1f MB/s per CPU, %.1f MB/s in all\n",
-	       st.traces, t, (double)st.bytes / 1e6, mb_s(st.bytes, t) / (st.traces ? st.traces : 1),
-	       mb_s(st.bytes, t));
-	printf("stream: gaps %llu (%llu not itemised, %.1f MB lost)%s%s\n",
-	       (unsigned long long)(st.gaps + st.gaps_unlisted),
-	       (unsigned long long)st.gaps_unlisted, (double)st.gap_bytes / 1e6,
-	       err ? ", stopped by an error: " : "", err ? iptcap_strerror(err) : "");
-	printf("stream: consumer CPU %.3f ms per MB; rate / memcpy %.3f (%s)\n",
-	       st.bytes ? c * 1e3 / ((double)st.bytes / 1e6) : 0.0,
-	       memcpy_mb_s > 0 ? mb_s(st.bytes, t) / memcpy_mb_s : 0.0,
-	       st.gaps + st.gaps_unlisted ? "gaps: the unit was faster than the consumer" :
-	       "no gap: the rate is the unit's, not the consumer's limit");
+	iptcap_stream_stats(s, &tr->st);
+out:
 	iptcap_stream_close(s);
 	iptcap_stream_files_close(files);
 	iptcap_close(ipt);
-	for (i = 0; i < (long)caps.nr_cpus; i++) {
+	for (i = 0; i < ncpu; i++) {
 		char p[4096];
 
 		snprintf(p, sizeof(p), "%s/cpu%ld.pt", dir, i);
@@ -238,15 +291,183 @@ static void stream_part(size_t size, unsigned int regions, double seconds, const
 	}
 }
 
+static void trial_print(const struct trial *t)
+{
+	char set[48] = "hardware";
+
+	if (t->rate)
+		snprintf(set, sizeof(set), "set %.1f MB/s per CPU", (double)t->rate / 1e6);
+	printf("trial: %s: %u CPUs, %.1f s, delivered %.1f MB/s per CPU (%.1f in all) to %s; "
+	       "gaps %llu (%.1f MB lost); consumer CPU %.0f%%, %.3f ms per MB%s%s\n",
+	       set, t->st.traces, t->secs, per_cpu(t), mb_s(t->st.bytes, t->secs),
+	       t->to_file ? "a file" : "/dev/null",
+	       (unsigned long long)(t->st.gaps + t->st.gaps_unlisted),
+	       (double)t->st.gap_bytes / 1e6, t->secs > 0 ? 100 * t->cpu / t->secs : 0.0,
+	       t->st.bytes ? t->cpu * 1e3 / ((double)t->st.bytes / 1e6) : 0.0,
+	       t->err ? "; error: " : "", t->err ? iptcap_strerror(t->err) : "");
+	fflush(stdout);
+}
+
+/*
+ * The search, on the simulated unit: double its per-CPU rate from @lo
+ * until a trial has a gap or the rate passes the unit's maximum, then
+ * bisect between the last rate without a gap and the first with one,
+ * @steps times.  The figure is the highest rate *delivered* by a trial
+ * without a gap.
+ */
+static void stream_part(size_t size, unsigned int regions, double seconds, const char *dir,
+			double memcpy_mb_s, uint64_t lo, unsigned int steps)
+{
+	struct trial best = { 0 }, t = { 0 };
+	uint64_t old_rate = 0, good = 0, bad = 0, rate;
+	const char *why = NULL;
+	struct ipt_caps caps;
+	struct iptcap *ipt;
+	enum iptcap_err err;
+	unsigned int i;
+
+	err = iptcap_open(NULL, &ipt);
+	if (err) {
+		printf("stream: skipped: cannot open %s: %s\n", IPT_DEVICE_PATH,
+		       iptcap_strerror(err));
+		return;
+	}
+	err = iptcap_get_caps(ipt, &caps);
+	iptcap_close(ipt);
+	if (err || !(caps.features & IPT_FEAT_STREAM)) {
+		printf("stream: skipped: this ipt.ko does not offer streaming (IPT_FEAT_STREAM)\n");
+		return;
+	}
+	printf("stream: per-CPU sessions on every CPU, %zu KiB buffers in %u regions, "
+	       "%.1f s a trial\n", size >> 10, regions, seconds);
+	if (caps.backend != IPT_BACKEND_SIM || sim_rate(&old_rate, 0)) {
+		/* Hardware: the rate is the busy loops', one trial. */
+		t.rate = 0;
+		trial_run(&t, size, regions, seconds, dir, true);
+		trial_print(&t);
+		best = t;
+		why = gapless(&t) ? "the program's rate (hardware: no rate to raise)" :
+				    "gaps at the program's rate (hardware)";
+		goto report;
+	}
+	for (rate = lo; rate <= SIM_RATE_MAX; rate *= 2) {
+		t.rate = rate;
+		if (sim_rate(NULL, rate))
+			break;
+		trial_run(&t, size, regions, seconds, dir, false);
+		trial_print(&t);
+		if (t.err) {
+			why = "an error";
+			break;
+		}
+		if (!gapless(&t)) {
+			bad = rate;
+			break;
+		}
+		good = rate;
+		if (per_cpu(&t) > per_cpu(&best))
+			best = t;
+	}
+	if (bad && good) {
+		for (i = 0; i < steps; i++) {
+			rate = good + (bad - good) / 2;
+			t.rate = rate;
+			if (sim_rate(NULL, rate))
+				break;
+			trial_run(&t, size, regions, seconds, dir, false);
+			trial_print(&t);
+			if (gapless(&t)) {
+				good = rate;
+				if (per_cpu(&t) > per_cpu(&best))
+					best = t;
+			} else {
+				bad = rate;
+			}
+		}
+	}
+	/*
+	 * Without a gap, what was delivered is what the unit wrote: well
+	 * below the rate it was set to, the unit (its timer, under
+	 * emulation) is what limited the trial, not the consumer.
+	 */
+	if (!why && !bad && per_cpu(&best) * 1e6 < 0.9 * (double)best.rate)
+		why = "the simulated unit: it wrote less than its set rate, and no trial had a gap";
+	if (!why)
+		why = bad ? "the consumer: a gap above this rate" :
+			    "the simulated unit's maximum rate (64 MiB/s per CPU), with no gap";
+	sim_rate(NULL, old_rate);
+report:
+	if (!best.st.traces) {
+		printf("stream: no rate without a gap (lowest tried %.1f MB/s per CPU)\n",
+		       (double)lo / 1e6);
+		return;
+	}
+	printf("stream: highest sustained rate with no gap: %.1f MB/s per CPU, %.1f MB/s in all "
+	       "(%u CPUs); limited by %s\n", per_cpu(&best), mb_s(best.st.bytes, best.secs),
+	       best.st.traces, why);
+	printf("stream: against memcpy (%.1f MB/s): %.3f x per CPU, %.3f x in all (target 0.8); "
+	       "consumer CPU %.0f%%, %.3f ms per MB\n", memcpy_mb_s,
+	       per_cpu(&best) / memcpy_mb_s, mb_s(best.st.bytes, best.secs) / memcpy_mb_s,
+	       best.secs > 0 ? 100 * best.cpu / best.secs : 0.0,
+	       best.st.bytes ? best.cpu * 1e3 / ((double)best.st.bytes / 1e6) : 0.0);
+}
+
+/*
+ * The buffer the copy-out reads: CPU 0's trace buffer, mapped read-only
+ * from a configured (not started) streamed session when the loaded
+ * ipt.ko streams, else an anonymous mapping standing in for it.  *@ipt
+ * keeps the session (and the mapping) until iptcap_close().
+ */
+static const unsigned char *source(size_t size, unsigned int regions, struct iptcap **ipt,
+				   const char **what)
+{
+	struct iptcap_config cfg;
+	unsigned char *anon;
+	char msg[256];
+	const void *buf;
+	size_t len;
+
+	*ipt = NULL;
+	if (!iptcap_open(NULL, ipt)) {
+		iptcap_config_init(&cfg);
+		cfg.buffer_size = size;
+		cfg.stream = true;
+		cfg.nr_regions = regions;
+		cfg.kernel = false;
+		if (!iptcap_configure(*ipt, &cfg, msg, sizeof(msg)) && !iptcap_map(*ipt, 0, &buf, &len) &&
+		    len == size) {
+			*what = "CPU 0's trace buffer, mapped read-only";
+			return buf;
+		}
+		iptcap_close(*ipt);
+		*ipt = NULL;
+	}
+	anon = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (anon == MAP_FAILED)
+		return NULL;
+	for (size_t k = 0; k < size; k++)
+		anon[k] = (unsigned char)(k * 131 + (k >> 12));
+	*what = "an anonymous mapping (no streamed session to map)";
+	return anon;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: stream-bench [--size SZ_MIB] [--regions N] [--runs N] "
+		"[--seconds S] [--dir DIR] [--start MIB_S] [--steps N]\n");
+}
+
 int main(int argc, char **argv)
 {
-	size_t size = 64ull << 20;
-	unsigned int regions = IPT_STREAM_DEF_REGIONS;
+	size_t size = 4ull << 20;
+	unsigned int regions = IPT_STREAM_DEF_REGIONS, steps = 3;
 	int runs = 5, r, i;
-	double seconds = 5, best = 1e9, mc_mb_s;
-	const char *dir = "/tmp";
+	double seconds = 3, best = 1e9, mc_mb_s, start = 1;
+	const char *dir = "/tmp", *what;
 	struct copy_result dn, df;
-	unsigned char *buf, *dst;
+	const unsigned char *buf;
+	struct iptcap *ipt;
+	unsigned char *dst;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--size") && i + 1 < argc)
@@ -259,26 +480,28 @@ int main(int argc, char **argv)
 			dir = argv[++i];
 		else if (!strcmp(argv[i], "--regions") && i + 1 < argc)
 			regions = (unsigned int)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--start") && i + 1 < argc)
+			start = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+			steps = (unsigned int)atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: stream-bench [--size SZ_MIB] [--runs N] "
-				"[--seconds S] [--dir DIR] [--regions N]\n");
+			usage();
 			return 2;
 		}
 	}
-	if (!size || runs < 1 || !regions || size % regions) {
-		fprintf(stderr, "stream-bench: bad --size, --runs or --regions\n");
+	if (!size || runs < 1 || !regions || size % regions || seconds <= 0 || start <= 0) {
+		fprintf(stderr, "stream-bench: bad --size, --runs, --regions, --seconds or --start\n");
 		return 2;
 	}
-	buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	buf = source(size, regions, &ipt, &what);
 	dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (buf == MAP_FAILED || dst == MAP_FAILED || null_fd < 0) {
+	if (!buf || dst == MAP_FAILED || null_fd < 0) {
 		perror("stream-bench");
 		return 1;
 	}
-	for (size_t k = 0; k < size; k++)
-		buf[k] = (unsigned char)(k * 131 + (k >> 12));
 	memset(dst, 1, size);
+	printf("source: %s, %zu MiB\n", what, size >> 20);
 	for (r = 0; r < runs; r++) {
 		double t0 = now(), t;
 
@@ -306,6 +529,7 @@ int main(int argc, char **argv)
 		snprintf(p, sizeof(p), "%s/cpu0.pt", dir);
 		unlink(p);
 	}
-	stream_part(size, regions, seconds, dir, mc_mb_s);
+	iptcap_close(ipt);	/* the session the source was mapped from */
+	stream_part(size, regions, seconds, dir, mc_mb_s, (uint64_t)(start * (1 << 20)), steps);
 	return 0;
 }
