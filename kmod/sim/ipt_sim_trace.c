@@ -159,7 +159,8 @@ static void ipt_sim_update_en(struct ipt_sim_cpu *c)
  * ipt_sim_trace_enable() - TraceEn went from 0 to 1
  * @c: the state, with @c->ctl already holding the new value
  *
- * Sets TriggerEn (unless Error or Stopped is set), ContextEn (the workload
+ * Sets TriggerEn (unless Error or Stopped is set; with Stopped the
+ * program's would-be output is counted lost, ipt_sim_run()), ContextEn (the workload
  * runs at CPL 3 with CR3 ipt_sim_user_cr3()), FilterEn and PacketEn, and
  * writes the enable packets: a full PSB+ when PacketByteCnt is 0 or the
  * model has no configurable PSB, else TSC, TMA, CBR and MODE.Exec as
@@ -182,8 +183,20 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 	c->packet_en = false;
 	c->last_mtc_ctc = ipt_sim_ctc(c);
 	c->last_cyc_tsc = c->tsc;
-	if (c->status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED))
+	if (c->status & RTIT_STATUS_ERROR)
 		return;
+	/*
+	 * Stopped (a thread's trace saved at STOP, loaded on another CPU):
+	 * TriggerEn stays clear and nothing is written, but the program
+	 * runs, and what it would trace is lost (stats.stopped), as for a
+	 * unit that reached STOP while enabled.
+	 */
+	if (c->status & RTIT_STATUS_STOPPED) {
+		ipt_sim_update_en(c);
+		if (c->pge_pending)
+			c->packet_en = false;
+		return;
+	}
 	c->status |= RTIT_STATUS_TRIGGEREN;
 	ipt_sim_update_en(c);
 	/* Enabled in the kernel on the way to a new program: no PGE yet. */
