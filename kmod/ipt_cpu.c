@@ -186,7 +186,7 @@ static void ipt_trace_stop(struct ipt_trace *t)
  * Return: 0, or the error of the stop or restart (the trace is then cut:
  * IPT_TS_CUT; the release holds).
  */
-int ipt_cpu_stream_move(struct ipt_trace *t, u64 released)
+static int ipt_cpu_stream_move(struct ipt_trace *t, u64 released)
 {
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&t->s->idev->lock);
@@ -351,4 +351,5 @@ const struct ipt_mode_ops ipt_cpu_mode_ops = {
 	.cpu_offline = ipt_cpu_offline,
 	.trace = ipt_cpu_trace,
 	.fill = ipt_cpu_fill,
+	.stream_move = ipt_cpu_stream_move,
 };
