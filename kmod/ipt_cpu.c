@@ -216,7 +216,7 @@ static void ipt_trace_stop(struct ipt_trace *t)
  * Return: 0, or the error of the stop (-EIO) or of the cross-CPU call,
  * with nothing changed.
  */
-int ipt_cpu_stream_move(struct ipt_trace *t, u64 released)
+static int ipt_cpu_stream_move(struct ipt_trace *t, u64 released)
 {
 	struct ipt_stream_move m = { .t = t, .released = released };
 	int ret;
@@ -390,4 +390,5 @@ const struct ipt_mode_ops ipt_cpu_mode_ops = {
 	.cpu_offline = ipt_cpu_offline,
 	.trace = ipt_cpu_trace,
 	.fill = ipt_cpu_fill,
+	.stream_move = ipt_cpu_stream_move,
 };

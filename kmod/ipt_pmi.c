@@ -252,7 +252,9 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_arm);
  * ipt_pmi_arm_here() - count this CPU's PMIs for @t, about to be loaded
  * @t: a thread's trace
  *
- * Set before TraceEn, so that the count holds from the first byte on.
+ * Set before TraceEn, so that the count holds from the first byte on; a
+ * stream trace's PMIs are announced for it on whichever CPU its thread
+ * runs (ipt_stream_pmi()).
  *
  * Context: interrupts off, on the CPU @t is being loaded on.
  */
@@ -262,6 +264,8 @@ void ipt_pmi_arm_here(struct ipt_trace *t)
 	this_cpu_write(ipt_pmi_count, &t->pmis);
 	if (ipt_pmi_wants_sample(t))
 		this_cpu_write(ipt_pmi_sample, &t->sample);
+	if (t->s->stream)
+		this_cpu_write(ipt_pmi_stream, t);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_arm_here);
 
@@ -275,6 +279,7 @@ void ipt_pmi_disarm_here(void)
 	lockdep_assert_irqs_disabled();
 	this_cpu_write(ipt_pmi_count, NULL);
 	this_cpu_write(ipt_pmi_sample, NULL);
+	this_cpu_write(ipt_pmi_stream, NULL);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_pmi_disarm_here);
 
@@ -337,6 +342,8 @@ bool ipt_pmi_settle_here(struct ipt_trace *t, u64 mask, unsigned int *rdmsr,
 {
 	lockdep_assert_irqs_disabled();
 	this_cpu_write(ipt_pmi_sample, NULL);
+	/* A stream's position is read from the unit at the unload. */
+	this_cpu_write(ipt_pmi_stream, NULL);
 	if (!ipt_pmi_take_here(t->s->hw, &t->pmis, rdmsr, wrmsr)) {
 		this_cpu_write(ipt_pmi_count, NULL);
 		return false;

@@ -42,7 +42,12 @@ struct ipt_mode_ops;
  *              stays traced when it execs an image that is not
  *              user-dumpable
  * @seq: makes @base, @mask, @status, @pmis_at_stop and @running of the
- *       trace readable as one snapshot by IPT_IOC_GET_TRACE
+ *       trace (and of a stream trace, @stream.head) readable as one
+ *       snapshot by IPT_IOC_GET_TRACE
+ * @lock: a stream trace's saved state against a release that rearms it
+ *        while the thread is switched out: taken by every load and
+ *        unload (interrupts off) and by that release; never held across
+ *        a cross-CPU call
  * @xsave: the XSAVES area (IPT_XSAVE_ALIGN aligned), on the XSAVES path
  * @xsave_mem: the allocation @xsave is in
  *
@@ -50,7 +55,9 @@ struct ipt_mode_ops;
  * (a raw spinlock, also taken by the scheduler hooks); @privileged is
  * set before the trace is published and not changed.  @switches, @busy,
  * @xsave and the trace's saved registers are written only by the CPU the
- * thread is loaded on or being loaded on, with interrupts off, inside @seq.
+ * thread is loaded on or being loaded on, with interrupts off, inside @seq
+ * and under @lock; by a release only while the thread is not loaded, under
+ * @lock and inside @seq (ipt_thread.c, streaming).
  */
 struct ipt_thread {
 	struct hlist_node node;
@@ -63,6 +70,7 @@ struct ipt_thread {
 	u64 busy;
 	bool privileged;
 	seqcount_t seq;
+	raw_spinlock_t lock;
 	void *xsave;
 	void *xsave_mem;
 };
@@ -90,12 +98,20 @@ struct ipt_thread {
  *        buffer size when the unit was Stopped at STOP; IPT_STREAM_NONE
  *        when no PMI was handled since the unit last started
  * @work: wakes the session's pollers, queued by the PMI handler
+ * @lost: per-thread: bytes the backend lost for the open pause on the
+ *        CPUs the thread left since (ipt_stream_thread_out())
+ * @out_tsc: per-thread: TSC when the thread was last unloaded
  *
  * Locking: everything under the device lock, the cross-CPU calls of
  * ipt_cpu.c writing while the caller holds it and waits; but @paused,
  * @paused_tsc and @announced, which the PMI handler (NMI) also writes
  * with WRITE_ONCE (@paused and @paused_tsc only when @paused is clear),
- * and which are read with READ_ONCE.
+ * and which are read with READ_ONCE.  A thread's trace: @head, @lost,
+ * @lost_base, @out_tsc, @paused and @paused_tsc are also written by its
+ * loads and unloads under &struct ipt_thread.lock (@head inside its
+ * @seq); @released, the STOP marker and the gap records only with the
+ * device lock held too, and only while the thread is not loaded (a
+ * release rearms it off the CPU, or unloads and reloads it on its CPU).
  */
 struct ipt_stream {
 	struct ipt_gap *gaps;
@@ -108,6 +124,8 @@ struct ipt_stream {
 	u64 paused_tsc;
 	u64 announced;
 	struct irq_work work;
+	u64 lost;
+	u64 out_tsc;
 };
 
 /**
@@ -273,6 +291,11 @@ struct ipt_session {
  * @fill: that trace's state, for IPT_IOC_GET_TRACE: the position
  *         (ipt_pos_fill()) and what the mode adds; @ts's state,
  *         mmap_offset and parent (IPT_TRACE_NONE) are set already.
+ * @stream_move: a stream session's: the consumer released @t up to
+ *         @released, past a region boundary its release position is not
+ *         (checked by the caller): move STOP with the unit writing into
+ *         @t off, resume a pause and record its gap.  0 or the error of
+ *         the unit's restart (the release holds).
  *
  * The state machine keeps @s->state; the operations do not change it.
  *
@@ -290,6 +313,7 @@ struct ipt_mode_ops {
 	void (*cpu_offline)(struct ipt_session *s, unsigned int cpu);
 	struct ipt_trace *(*trace)(struct ipt_session *s, u32 idx);
 	void (*fill)(const struct ipt_trace *t, struct ipt_trace_state *ts);
+	int (*stream_move)(struct ipt_trace *t, u64 released);
 };
 
 /* ipt_pmi.c */
@@ -359,9 +383,10 @@ int ipt_ioctl_get_gaps_pre(struct ipt_ioctl_call *c);
 long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c);
 long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret);
 bool ipt_stream_ready(const struct ipt_trace *t);
-
-/* ipt_cpu.c: streaming moves */
-int ipt_cpu_stream_move(struct ipt_trace *t, u64 released);
+void ipt_stream_thread_in(struct ipt_trace *t);
+void ipt_stream_thread_out(struct ipt_trace *t);
+void ipt_stream_thread_resume(struct ipt_trace *t, u64 released, bool final);
+void ipt_stream_thread_close(struct ipt_trace *t);
 
 /* ipt_session.c: what the modes share */
 void ipt_session_stop_locked(struct ipt_session *s);

@@ -60,11 +60,12 @@
  * IPT_STREAM_MIN_REGIONS..IPT_STREAM_MAX_REGIONS, a buffer that does not
  * split into regions of whole 4 KiB pages, and exact chunks larger than
  * the largest power of two dividing the region size (a region must end
- * on a ToPA entry) are EINVAL.  Per-thread streaming is not offered yet:
- * EOPNOTSUPP.
+ * on a ToPA entry) are EINVAL.  Both modes stream: a thread's trace
+ * carries its markers in its own ToPA tables, which follow it from CPU to
+ * CPU (see "per-thread traces" below).
  *
  * Context: any; a pure function of @cfg.
- * Return: 0, -EINVAL or -EOPNOTSUPP.
+ * Return: 0 or -EINVAL.
  */
 int ipt_stream_check(const struct ipt_config *cfg, unsigned int *nr)
 {
@@ -85,8 +86,6 @@ int ipt_stream_check(const struct ipt_config *cfg, unsigned int *nr)
 	if ((cfg->buffer_flags & IPT_BUFFER_EXACT_CHUNKS) && cfg->chunk_order &&
 	    BIT_ULL(cfg->chunk_order) > (rsize & -rsize))
 		return -EINVAL;
-	if (cfg->mode != IPT_MODE_CPU)
-		return -EOPNOTSUPP;
 	*nr = n;
 	return 0;
 }
@@ -351,6 +350,45 @@ void ipt_stream_started_here(struct ipt_trace *t)
 EXPORT_SYMBOL_IF_KUNIT(ipt_stream_started_here);
 
 /*
+ * Append a closed gap: at stream position @offset, from @start to @end,
+ * @lost bytes (IPT_GAP_BYTES_UNKNOWN: not counted by the backend).
+ * Context: the device lock held by the caller (or by the one a cross-CPU
+ * call runs for); the unit writing into @t off.
+ */
+/*
+ * The bytes the backend's count says the unit could not write since
+ * @base, or IPT_GAP_BYTES_UNKNOWN: no count, or one that went back (the
+ * backend was reset), which says nothing.  Context: on the unit's CPU,
+ * interrupts off.
+ */
+static u64 ipt_stream_lost_since(const struct ipt_hw_ops *hw, u64 base)
+{
+	u64 lost;
+
+	if (!hw->lost_bytes)
+		return IPT_GAP_BYTES_UNKNOWN;
+	lost = hw->lost_bytes();
+	return lost >= base ? lost - base : IPT_GAP_BYTES_UNKNOWN;
+}
+
+static void ipt_stream_gap_add(struct ipt_trace *t, u64 offset, u64 start,
+			       u64 end, u64 lost)
+{
+	struct ipt_stream *st = &t->stream;
+	struct ipt_gap *g = &st->gaps[st->nr_gaps % IPT_STREAM_GAPS];
+
+	memset(g, 0, sizeof(*g));
+	g->offset = offset;
+	g->tsc_start = start;
+	g->tsc_end = end;
+	g->cpu = t->cpu;
+	g->bytes_lost = lost;
+	if (lost != IPT_GAP_BYTES_UNKNOWN)
+		st->gap_bytes += lost;
+	st->nr_gaps++;
+}
+
+/*
  * Record the pause that ends now, at stream position @offset.
  * Context: cross-CPU call on @t's CPU with the unit off, interrupts off
  * (ipt_stream_stopped_here()); the caller holds the device lock and waits.
@@ -359,24 +397,13 @@ static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
 {
 	const struct ipt_hw_ops *hw = t->s->hw;
 	struct ipt_stream *st = &t->stream;
-	struct ipt_gap *g = &st->gaps[st->nr_gaps % IPT_STREAM_GAPS];
-	u64 now = ipt_stream_tsc(hw), lost;
+	u64 now = ipt_stream_tsc(hw);
 
 	lockdep_assert_irqs_disabled();
-	memset(g, 0, sizeof(*g));
-	g->offset = offset;
 	/* A PMI not handled yet: the pause began before now, timed now. */
-	g->tsc_start = READ_ONCE(st->paused) ? READ_ONCE(st->paused_tsc) : now;
-	g->tsc_end = now;
-	g->cpu = t->cpu;
-	g->bytes_lost = IPT_GAP_BYTES_UNKNOWN;
-	lost = hw->lost_bytes ? hw->lost_bytes() : 0;
-	/* A count that went back (the backend was reset) says nothing. */
-	if (hw->lost_bytes && lost >= st->lost_base) {
-		g->bytes_lost = lost - st->lost_base;
-		st->gap_bytes += g->bytes_lost;
-	}
-	st->nr_gaps++;
+	ipt_stream_gap_add(t, offset,
+			   READ_ONCE(st->paused) ? READ_ONCE(st->paused_tsc) : now,
+			   now, ipt_stream_lost_since(hw, st->lost_base));
 }
 
 /**
@@ -458,22 +485,41 @@ u64 ipt_stream_captured(const struct ipt_trace *t)
 {
 	const struct ipt_buffer *buf = t->buf;
 	const struct ipt_stream *st = &t->stream;
-	u64 a = READ_ONCE(st->announced);
+	u64 a = READ_ONCE(st->announced), head = st->head;
+	bool running = t->running;
+	unsigned int seq;
 
 	lockdep_assert_held(&t->s->idev->lock);
-	if (!t->running || a == IPT_STREAM_NONE)
-		return st->head;
-	return max(st->head,
+	/*
+	 * A thread's loads and unloads move @head and @running without the
+	 * device lock: one snapshot.  An announcement read before it is from
+	 * this load or a later one: a position the unit passed, at or after
+	 * this @head.
+	 */
+	while (t->s->mode == IPT_MODE_THREAD) {
+		seq = read_seqcount_begin(&t->th.seq);
+		running = t->running;
+		head = st->head;
+		if (!read_seqcount_retry(&t->th.seq, seq))
+			break;
+	}
+	if (!running || a == IPT_STREAM_NONE)
+		return head;
+	return max(head,
 		   ipt_stream_position(buf->size, buf->region_size,
 				       st->released, a % buf->size,
 				       a >= buf->size));
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_stream_captured);
 
-/* The open pause of a running trace.  Device lock held. */
+/*
+ * The open pause of a running trace, or of a thread's trace, whose pause
+ * lasts across its switches (ipt_stream_thread_out()).  Device lock held.
+ */
 static bool ipt_stream_paused(const struct ipt_trace *t)
 {
-	return t->running && READ_ONCE(t->stream.paused);
+	return (READ_ONCE(t->running) || t->s->mode == IPT_MODE_THREAD) &&
+	       READ_ONCE(t->stream.paused);
 }
 
 /**
@@ -510,6 +556,159 @@ void ipt_stream_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
 		ts->nr_gaps++;
 	}
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_fill);
+
+/* ---- per-thread traces ------------------------------------------------ */
+
+/*
+ * A thread's trace is loaded on whichever CPU the thread runs on, and its
+ * STOP and INT markers are in its own ToPA tables: they go with it.  What
+ * the unit says at a switch-out is saved with the thread, as Linux 6.1's
+ * perf keeps a per-task event's AUX position across sched out and in:
+ * pt_event_del() stops the unit and reads its offset (pt_event_stop()
+ * with PERF_EF_UPDATE), pt_event_add() reprograms the buffer and resets
+ * the markers at the next sched-in (pt_event_start()),
+ * arch/x86/events/intel/pt.c:1571-1639 and 1686-1710.  Unlike perf, whose
+ * start leaves an event with no room stopped (PERF_HES_STOPPED,
+ * pt.c:1577-1578, 1597-1598) until a later sched-in finds some, and never
+ * says for how long, a pause at STOP here
+ * is kept in the saved IA32_RTIT_STATUS (Stopped is among the STATUS bits
+ * a load writes back, SDM vol. 3C, 33.2.7.2: Stopped "is set by the
+ * processor" and "cleared by software"), stays timed across switches and
+ * CPUs, and ends only when a release makes room or the thread ends.  Its
+ * lost bytes are the backend's count over each stretch the thread ran
+ * Stopped, on whichever CPU (@lost).
+ */
+
+/**
+ * ipt_stream_thread_in() - a thread's stream trace is being loaded here
+ * @t: the trace; its saved registers about to be written, TraceEn not set
+ *
+ * From here the PMI handler of this CPU announces for @t; the backend's
+ * lost-bytes count of this CPU is taken; a trace saved Stopped with no
+ * pause open (its session was stopped and started again) opens one now.
+ *
+ * Context: interrupts off, on the CPU, &@t->th.lock held.
+ */
+void ipt_stream_thread_in(struct ipt_trace *t)
+{
+	const struct ipt_hw_ops *hw = t->s->hw;
+	struct ipt_stream *st = &t->stream;
+
+	lockdep_assert_irqs_disabled();
+	lockdep_assert_held(&t->th.lock);
+	WRITE_ONCE(st->announced, IPT_STREAM_NONE);
+	st->lost_base = hw->lost_bytes ? hw->lost_bytes() : 0;
+	if ((t->status & t->s->hwcfg.status_keep & RTIT_STATUS_STOPPED) &&
+	    !READ_ONCE(st->paused)) {
+		WRITE_ONCE(st->paused_tsc, ipt_stream_tsc(hw));
+		WRITE_ONCE(st->paused, true);
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_in);
+
+/**
+ * ipt_stream_thread_out() - a thread's stream trace was unloaded here
+ * @t: the trace; @t->base, @t->mask and @t->status just saved with
+ *     TraceEn = 0, the PMI of this CPU settled
+ *
+ * Settles the head, as at a per-CPU stop; a unit Stopped at STOP stays
+ * paused (opened here if no PMI said so yet), and what this CPU lost for
+ * it is added to @lost.  Wakes the pollers when a region ended or the
+ * unit is paused: the thread may not run again for a long time.
+ *
+ * Context: interrupts off, on the CPU, &@t->th.lock held, inside
+ * @t->th.seq.
+ */
+void ipt_stream_thread_out(struct ipt_trace *t)
+{
+	const struct ipt_hw_ops *hw = t->s->hw;
+	const struct ipt_buffer *buf = t->buf;
+	struct ipt_stream *st = &t->stream;
+	bool full = t->status & RTIT_STATUS_STOPPED;
+	u64 off, old = st->head, now = ipt_stream_tsc(hw), lost;
+
+	lockdep_assert_irqs_disabled();
+	lockdep_assert_held(&t->th.lock);
+	if (!ipt_topa_offset(buf, t->base, t->mask, &off))
+		st->head = ipt_stream_position(buf->size, buf->region_size,
+					       READ_ONCE(st->released), off,
+					       full);
+	WRITE_ONCE(st->announced, IPT_STREAM_NONE);
+	lost = ipt_stream_lost_since(hw, st->lost_base);
+	if (lost != IPT_GAP_BYTES_UNKNOWN)
+		st->lost += lost;
+	if (full && !READ_ONCE(st->paused)) {
+		WRITE_ONCE(st->paused_tsc, now);
+		WRITE_ONCE(st->paused, true);
+	}
+	st->out_tsc = now;
+	if (full || st->head / buf->region_size != old / buf->region_size)
+		irq_work_queue(&st->work);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_out);
+
+/**
+ * ipt_stream_thread_resume() - a release of a thread's trace that is not
+ * loaded: move STOP, resume a pause
+ * @t: the trace
+ * @released: the new release position, past a region boundary
+ * @final: the thread will not be loaded again (it exited or was
+ *         detached): a pause ends where it was last unloaded, not now
+ *
+ * STOP goes ahead of @released (ipt_stream_rearm()); a saved Stopped is
+ * cleared, with the output registers at the head, so that the next load
+ * resumes there with a PSB+.  The pause is then a closed gap: from its
+ * start to now (or the last unload), with the bytes lost on every CPU
+ * it ran Stopped on.  The caller rebuilds what a load restores from.
+ *
+ * Context: &@t->th.lock held, @t not loaded; the device lock held by the
+ * caller, or in a cross-CPU call by the one it runs for, who waits (so
+ * not asserted: lockdep knows the locks of the task that runs here).
+ */
+void ipt_stream_thread_resume(struct ipt_trace *t, u64 released, bool final)
+{
+	const struct ipt_hw_ops *hw = t->s->hw;
+	struct ipt_stream *st = &t->stream;
+
+	lockdep_assert_held(&t->th.lock);
+	WRITE_ONCE(st->released, released);
+	ipt_stream_rearm(t);
+	if (!READ_ONCE(st->paused))
+		return;
+	ipt_stream_gap_add(t, st->head, READ_ONCE(st->paused_tsc),
+			   final ? st->out_tsc : ipt_stream_tsc(hw),
+			   hw->lost_bytes ? st->lost : IPT_GAP_BYTES_UNKNOWN);
+	st->lost = 0;
+	WRITE_ONCE(st->paused, false);
+}
+
+/**
+ * ipt_stream_thread_close() - the open pause of a thread's trace that is
+ * not loaded, and will not be before the next start, becomes a gap
+ * @t: the trace: its session stopped, or its thread exited or detached
+ *
+ * The gap ends where the thread was last unloaded; STOP and a saved
+ * Stopped stay: a session started again opens a new pause at the first
+ * load (ipt_stream_thread_in()), as a per-CPU trace's start does.
+ *
+ * Context: the device lock and &@t->th.lock held, @t not loaded.
+ */
+void ipt_stream_thread_close(struct ipt_trace *t)
+{
+	struct ipt_stream *st = &t->stream;
+
+	lockdep_assert_held(&t->s->idev->lock);
+	lockdep_assert_held(&t->th.lock);
+	if (!READ_ONCE(st->paused))
+		return;
+	ipt_stream_gap_add(t, st->head, READ_ONCE(st->paused_tsc), st->out_tsc,
+			   t->s->hw->lost_bytes ? st->lost :
+						  IPT_GAP_BYTES_UNKNOWN);
+	st->lost = 0;
+	WRITE_ONCE(st->paused, false);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_close);
 
 /* ---- IPT_IOC_STREAM_RELEASE ------------------------------------------- */
 
@@ -547,11 +746,11 @@ static struct ipt_trace *ipt_stream_trace(struct ipt_session *s, u32 idx)
  * @c: the call
  *
  * The release position moves forward, up to the ready position.  When
- * it crosses a region boundary, STOP moves: on the trace's CPU with the
- * unit off while it traces (ipt_cpu_stream_move()), else in place; a
- * paused unit resumes and its gap is recorded.  A unit that cannot be
- * restarted leaves the trace cut (IPT_TS_CUT), not an error: the release
- * holds.  The session's pollers are woken.
+ * it crosses a region boundary, STOP moves, by the mode's stream_move:
+ * on the CPU the trace is loaded on with the unit off while it traces,
+ * else in place; a paused unit resumes and its gap is recorded.  A unit
+ * that cannot be restarted leaves the trace cut (IPT_TS_CUT), not an
+ * error: the release holds.  The session's pollers are woken.
  *
  * Context: process context; cpus read lock and device lock held.
  * Return: 0; -EINVAL (IDLE, not a stream session, the position behind
@@ -578,12 +777,13 @@ long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 	if (r->released / rsize == old / rsize)
 		t->stream.released = r->released;
 	else
-		ret = ipt_cpu_stream_move(t, r->released);
+		ret = s->mops->stream_move(t, r->released);
 	/* Other pollers of the session see the new state (a cut trace). */
 	if (!ret)
 		wake_up_all(&s->wq);
 	return ret;
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_ioctl_stream_release);
 
 /* ---- IPT_IOC_GET_GAPS ------------------------------------------------- */
 

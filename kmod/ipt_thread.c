@@ -195,30 +195,8 @@ VISIBLE_IF_KUNIT void ipt_thread_area_init(const struct ipt_session *s,
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_area_init);
 
-/**
- * ipt_thread_load() - put a thread's PT state on this CPU's unit, enabled
- * @t: the trace of the thread that runs (or is about to run) here
- *
- * XSAVES path (this CPU's, see ipt_xsaves_here): the ADDRn pairs the
- * component lacks (ranges 2 and 3, when used), then XRSTORS.  If that
- * faults because IA32_XSS lost bit 8, this CPU goes over to the MSR path
- * and the load is done again that way.  MSR path, in the SDM order: OUTPUT_BASE,
- * OUTPUT_MASK_PTRS, STATUS, CR3_MATCH and the ADDRn pairs in use, CTL with
- * TraceEn last.  A unit that someone else enabled makes the first write
- * fault (every one of them is #GP while TraceEn = 1), so nothing of theirs
- * is changed: the load is counted in @t->th.busy and the thread runs
- * untraced until its next switch-in.  So does a CPU in VMX operation on a
- * part without PT there (@s->hwcfg.vmx_check: CTL cannot be written, an
- * XRSTORS of it faults) and a hybrid part's core whose leaf 14H lacks
- * something the configuration uses (its bit clear in @s->fits, kept by
- * ipt_thread_fits_set()), both asked before anything is written; they
- * also mark the trace cut (a gap).  VMX operation is asked each time: KVM
- * enters and leaves it (VMXON, VMXOFF) at any time, with no notifier.
- *
- * Context: interrupts off, on the CPU the thread runs on; nothing loaded.
- * Return: true when the unit now traces into @t.
- */
-VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
+/* ipt_thread_load() with @t->th.lock held. */
+static bool ipt_thread_load_locked(struct ipt_trace *t)
 {
 	const struct ipt_session *s = t->s;
 	const struct ipt_hw_ops *hw = s->hw;
@@ -229,6 +207,7 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	bool gap = false;
 
 	lockdep_assert_irqs_disabled();
+	lockdep_assert_held(&t->th.lock);
 	if (!ret && s->hwcfg.vmx_check && hw->vmx_active && hw->vmx_active()) {
 		gap = true;
 		ret = -EBUSY;
@@ -238,6 +217,8 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 		gap = true;
 		ret = -EOPNOTSUPP;
 	}
+	if (!ret && s->stream)
+		ipt_stream_thread_in(t);
 	/* Counted from the first byte on: set before TraceEn. */
 	ipt_pmi_arm_here(t);
 	if (xsaves && !ret) {
@@ -296,6 +277,43 @@ VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
 	this_cpu_inc(ipt_switch_stats.loads);
 	ipt_life_mark_on();
 	return true;
+}
+
+/**
+ * ipt_thread_load() - put a thread's PT state on this CPU's unit, enabled
+ * @t: the trace of the thread that runs (or is about to run) here
+ *
+ * XSAVES path (this CPU's, see ipt_xsaves_here): the ADDRn pairs the
+ * component lacks (ranges 2 and 3, when used), then XRSTORS.  If that
+ * faults because IA32_XSS lost bit 8, this CPU goes over to the MSR path
+ * and the load is done again that way.  MSR path, in the SDM order: OUTPUT_BASE,
+ * OUTPUT_MASK_PTRS, STATUS, CR3_MATCH and the ADDRn pairs in use, CTL with
+ * TraceEn last.  A unit that someone else enabled makes the first write
+ * fault (every one of them is #GP while TraceEn = 1), so nothing of theirs
+ * is changed: the load is counted in @t->th.busy and the thread runs
+ * untraced until its next switch-in.  So does a CPU in VMX operation on a
+ * part without PT there (@s->hwcfg.vmx_check: CTL cannot be written, an
+ * XRSTORS of it faults) and a hybrid part's core whose leaf 14H lacks
+ * something the configuration uses (its bit clear in @s->fits, kept by
+ * ipt_thread_fits_set()), both asked before anything is written; they
+ * also mark the trace cut (a gap).  VMX operation is asked each time: KVM
+ * enters and leaves it (VMXON, VMXOFF) at any time, with no notifier.
+ *
+ * A stream trace's saved state is read under @t->th.lock, which a
+ * release that rearms it while the thread is switched out holds
+ * (ipt_thread_stream_move()); so is everything the load writes.
+ *
+ * Context: interrupts off, on the CPU the thread runs on; nothing loaded.
+ * Return: true when the unit now traces into @t.
+ */
+VISIBLE_IF_KUNIT bool ipt_thread_load(struct ipt_trace *t)
+{
+	bool ret;
+
+	raw_spin_lock(&t->th.lock);
+	ret = ipt_thread_load_locked(t);
+	raw_spin_unlock(&t->th.lock);
+	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_load);
 
@@ -385,12 +403,15 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 	this_cpu_add(ipt_switch_stats.rdmsr, rd);
 	this_cpu_add(ipt_switch_stats.wrmsr, wr);
 
+	raw_spin_lock(&t->th.lock);
 	write_seqcount_begin(&t->th.seq);
 	t->base = base;
 	t->mask = mask;
 	t->status = status;
 	t->pmis_at_stop = atomic64_read(&t->pmis);
 	t->sample_at_stop = READ_ONCE(t->sample);
+	if (s->stream)
+		ipt_stream_thread_out(t);
 	t->running = false;
 	if (cut)
 		t->cut = true;
@@ -398,6 +419,7 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 	if (s->xsaves && !saved)
 		ipt_thread_area_init(s, t);
 	write_seqcount_end(&t->th.seq);
+	raw_spin_unlock(&t->th.lock);
 
 	this_cpu_write(ipt_thread_loaded, NULL);
 	this_cpu_inc(ipt_switch_stats.unloads);
@@ -878,6 +900,7 @@ static int ipt_thread_configure(struct ipt_session *s)
 
 		INIT_HLIST_NODE(&t->th.node);
 		seqcount_init(&t->th.seq);
+		raw_spin_lock_init(&t->th.lock);
 		t->th.parent = IPT_TRACE_NONE;
 		if (s->xsaves)
 			ipt_thread_area_init(s, t);
@@ -954,6 +977,123 @@ static void ipt_thread_settle(struct ipt_trace *t)
 					 ipt_thread_unload_on_cpu, t, 1);
 }
 
+/* ---- streaming: STOP follows the consumer, wherever the thread is ------ */
+
+/*
+ * Rearm a stream trace that is not loaded: STOP ahead of @released, a
+ * pause resumed as a gap (ipt_stream_thread_resume()), and what the next
+ * load restores from rebuilt (the XSAVES area), inside @t->th.seq for
+ * IPT_IOC_GET_TRACE.  Context: @t->th.lock held, interrupts off; the
+ * device lock held by the caller or, in a cross-CPU call, by the task
+ * that waits for it.
+ */
+static void ipt_thread_stream_rearm(struct ipt_trace *t, u64 released,
+				    bool final)
+{
+	lockdep_assert_held(&t->th.lock);
+	write_seqcount_begin(&t->th.seq);
+	ipt_stream_thread_resume(t, released, final);
+	if (t->s->xsaves)
+		ipt_thread_area_init(t->s, t);
+	write_seqcount_end(&t->th.seq);
+}
+
+/**
+ * struct ipt_thread_move - a release carried to the CPU of a loaded thread
+ * @t: the trace
+ * @released: the new release position
+ * @done: the trace was still loaded there, and was rearmed
+ */
+struct ipt_thread_move {
+	struct ipt_trace *t;
+	u64 released;
+	bool done;
+};
+
+/*
+ * On the CPU @m->t was seen loaded on: if it still is (interrupts are
+ * off, so no switch here changes that meanwhile, and a thread is loaded
+ * on one CPU at a time), the unit is stopped and the state saved
+ * (ipt_thread_unload()), STOP moved and a pause resumed with the unit
+ * off, and the thread loaded again, Stopped cleared: the unit resumes
+ * with a PSB+.  Markers move only with TraceEn = 0, as the SDM wants
+ * the ToPA of an enabled unit left alone (vol. 3C, 33.2.7.2: the unit
+ * may cache table entries) and as Linux 6.1's perf moves them after
+ * pt_config_stop() (arch/x86/events/intel/pt.c:1514-1530).
+ */
+static void ipt_thread_stream_move_on_cpu(void *arg)
+{
+	struct ipt_thread_move *m = arg;
+	struct ipt_trace *t = m->t;
+
+	if (this_cpu_read(ipt_thread_loaded) != t)
+		return;
+	ipt_thread_unload(t);
+	raw_spin_lock(&t->th.lock);
+	ipt_thread_stream_rearm(t, m->released, false);
+	raw_spin_unlock(&t->th.lock);
+	ipt_thread_load(t);
+	m->done = true;
+}
+
+/**
+ * ipt_thread_stream_move() - the consumer released a thread's trace up to
+ * @released (struct ipt_mode_ops.stream_move)
+ * @t: a thread's stream trace
+ * @released: the new release position, past a region boundary
+ *
+ * Under @t->th.lock, which every load takes: a trace not loaded anywhere
+ * is rearmed in place, and its next load, on any CPU, takes the new
+ * markers and the resumed state; a loaded one is rearmed on its CPU
+ * (ipt_thread_stream_move_on_cpu()), the lock dropped first: that CPU
+ * may be spinning on it with interrupts off.  A thread that left that
+ * CPU meanwhile is looked at again.  A finished thread's pause (it
+ * exited or was detached while paused) ends where it was last unloaded.
+ *
+ * Context: process context; cpus read lock and device lock held.
+ * Return: 0.  A reload that finds the unit someone else's leaves the
+ * thread untraced until its next switch-in, as any load (@t->th.busy).
+ */
+static int ipt_thread_stream_move(struct ipt_trace *t, u64 released)
+{
+	struct ipt_thread_move m = { .t = t, .released = released };
+	unsigned int cpu;
+
+	ipt_lockdep_assert_cpus_held();
+	lockdep_assert_held(&t->s->idev->lock);
+	for (;;) {
+		raw_spin_lock_irq(&t->th.lock);
+		if (!t->running) {
+			ipt_thread_stream_rearm(t, released,
+						!ipt_thread_live(t));
+			raw_spin_unlock_irq(&t->th.lock);
+			return 0;
+		}
+		cpu = t->cpu;
+		raw_spin_unlock_irq(&t->th.lock);
+		smp_call_function_single(cpu, ipt_thread_stream_move_on_cpu,
+					 &m, 1);
+		if (m.done)
+			return 0;
+		cond_resched();
+	}
+}
+
+/*
+ * The open pause of a stream trace that will not be loaded again before
+ * the next start (its thread exited or was detached, or the session
+ * stopped; unloaded) becomes a gap ending at its last unload.  Context:
+ * device lock held.
+ */
+static void ipt_thread_stream_close(struct ipt_trace *t)
+{
+	lockdep_assert_held(&t->s->idev->lock);
+	raw_spin_lock_irq(&t->th.lock);
+	if (!t->running)
+		ipt_stream_thread_close(t);
+	raw_spin_unlock_irq(&t->th.lock);
+}
+
 /**
  * ipt_thread_start() - start tracing the session's threads
  * @s: the session
@@ -987,8 +1127,11 @@ static void ipt_thread_stop(struct ipt_session *s)
 	/* Every hook that could still load a thread has returned. */
 	synchronize_rcu();
 	n = ipt_thread_nr_used(s);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		ipt_thread_settle(&s->traces[i]);
+		if (s->stream)
+			ipt_thread_stream_close(&s->traces[i]);
+	}
 }
 
 /**
@@ -1257,6 +1400,8 @@ long ipt_ioctl_detach(struct ipt_ioctl_call *c)
 	if (!ret) {
 		synchronize_rcu();
 		ipt_thread_settle(t);
+		if (s->stream)
+			ipt_thread_stream_close(t);
 	}
 	return ret;
 }
@@ -1303,6 +1448,8 @@ static void ipt_thread_fill(const struct ipt_trace *t,
 	} while (read_seqcount_retry(&t->th.seq, seq));
 	pos.pmi_late = false;
 	ipt_pos_fill(t->buf, t->s->single, &pos, ts);
+	if (t->s->stream)
+		ipt_stream_fill(t, ts);
 	if (cut)
 		ts->status |= IPT_TS_CUT;
 
@@ -1319,13 +1466,24 @@ static void ipt_thread_fill(const struct ipt_trace *t,
  * @s: a per-thread session
  * @idx: the index
  *
+ * A stream trace whose thread exited while paused has its pause closed
+ * here, as of the thread's last unload (the exit happens in the scheduler
+ * hook, which cannot take the device lock the gap records are under).
+ *
  * Context: device lock held.
  * Return: the trace or NULL.
  */
 static struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx)
 {
+	struct ipt_trace *t;
+
 	lockdep_assert_held(&s->idev->lock);
-	return idx < ipt_thread_nr_used(s) ? &s->traces[idx] : NULL;
+	if (idx >= ipt_thread_nr_used(s))
+		return NULL;
+	t = &s->traces[idx];
+	if (s->stream && !ipt_thread_live(t))
+		ipt_thread_stream_close(t);
+	return t;
 }
 
 const struct ipt_mode_ops ipt_thread_mode_ops = {
@@ -1337,7 +1495,9 @@ const struct ipt_mode_ops ipt_thread_mode_ops = {
 	.cpu_offline = ipt_thread_cpu_offline,
 	.trace = ipt_thread_trace,
 	.fill = ipt_thread_fill,
+	.stream_move = ipt_thread_stream_move,
 };
+EXPORT_SYMBOL_IF_KUNIT(ipt_thread_mode_ops);
 
 /* ---- debugfs: the cost of switching --------------------------------------- */
 

@@ -47,9 +47,11 @@
 /*
  * Pacing (struct ipt_sim_cpu.pace) keeps this much room before STOP for
  * what the unit writes outside a time slice: the FUP and TIP.PGD of a
- * disable or of a context switch.
+ * disable or of a context switch, and the TSC, TMA, CBR and MODE.Exec of
+ * an enable - a few of each, as a traced thread's switch-outs and
+ * switch-ins while its program is blocked each write them.
  */
-#define IPT_SIM_PACE_RESERVE		IPT_SIM_PKT_MAX
+#define IPT_SIM_PACE_RESERVE		(4 * IPT_SIM_PKT_MAX)
 
 /**
  * struct ipt_sim_model - a CPU model the simulator can present

@@ -159,8 +159,8 @@ static void ipt_sim_update_en(struct ipt_sim_cpu *c)
  * ipt_sim_trace_enable() - TraceEn went from 0 to 1
  * @c: the state, with @c->ctl already holding the new value
  *
- * Sets TriggerEn (unless Error or Stopped is set; Stopped: what the
- * program would trace counts as lost, nothing is written), ContextEn (the workload
+ * Sets TriggerEn (unless Error or Stopped is set; with Stopped the
+ * program's would-be output is counted lost, ipt_sim_run()), ContextEn (the workload
  * runs at CPL 3 with CR3 ipt_sim_user_cr3()), FilterEn and PacketEn, and
  * writes the enable packets: a full PSB+ when PacketByteCnt is 0 or the
  * model has no configurable PSB, else TSC, TMA, CBR and MODE.Exec as
@@ -186,10 +186,12 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 	if (c->status & RTIT_STATUS_ERROR)
 		return;
 	/*
-	 * Still Stopped at STOP (enabled again without clearing it, as a
-	 * driver that stops the unit to read its position does): TriggerEn
-	 * stays 0 and nothing is written, but what the program would trace
-	 * is lost as before the disable, and counted (ipt_sim_put()).
+	 * Still Stopped at STOP (enabled again without clearing it: a
+	 * driver that stops the unit to read its position, or a thread's
+	 * trace saved at STOP loaded on another CPU): TriggerEn stays clear
+	 * and nothing is written, but the program runs, and what it would
+	 * trace is lost (stats.stopped), as for a unit that reached STOP
+	 * while enabled.
 	 */
 	if (c->status & RTIT_STATUS_STOPPED) {
 		ipt_sim_update_en(c);

@@ -8,7 +8,10 @@
  * ipt_topa_offset()) and the stream position of an output offset
  * (ipt_stream_position()); and the state functions the PMI handler and
  * the cross-CPU calls run (ipt_stream_pmi(), ipt_stream_started_here(),
- * ipt_stream_stopped_here(), ipt_stream_captured()) on a fake backend.
+ * ipt_stream_stopped_here(), ipt_stream_captured()) on a fake backend;
+ * and for a thread's trace, what its switches do (ipt_stream_thread_in(),
+ * ipt_stream_thread_out()) and the thread mode's stream_move through
+ * IPT_IOC_STREAM_RELEASE.
  * Fake buffers: nothing runs them.
  */
 #include <kunit/test.h>
@@ -68,7 +71,8 @@ static void stream_check_fields(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, nr, 0u);
 	c.mode = IPT_MODE_THREAD;
 	c.buffer_flags = IPT_BUFFER_STREAM;
-	KUNIT_EXPECT_EQ(test, ipt_stream_check(&c, &nr), -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, ipt_stream_check(&c, &nr), 0);
+	KUNIT_EXPECT_EQ(test, nr, (unsigned int)IPT_STREAM_DEF_REGIONS);
 }
 
 /* The entry of chunk @c of a fake buffer. */
@@ -253,9 +257,12 @@ static int fake_rd(u32 msr, u64 *val)
 	return -EIO;
 }
 
+/* The backend's clock. */
+static u64 fake_now;
+
 static u64 fake_tsc(void)
 {
-	return 1000;
+	return fake_now;
 }
 
 static const struct ipt_hw_ops fake_ops = {
@@ -308,6 +315,7 @@ static struct fake_stream *fake_stream(struct kunit *test)
 	fake_unflushed_reads = 0;
 	fake_ctl_fault = 0;
 	fake_lost = 0;
+	fake_now = 1000;
 	return f;
 }
 
@@ -594,6 +602,214 @@ static void stream_gap_lost_went_back(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->t.stream.gap_bytes, 300ULL);
 }
 
+/* ---- per-thread traces ---------------------------------------------- */
+
+/* A thread's stream trace on the fake buffer, switched out. */
+static struct fake_stream *fake_thread(struct kunit *test)
+{
+	struct fake_stream *f = fake_stream(test);
+
+	f->s.hw = &fake_lost_ops;
+	f->s.mode = IPT_MODE_THREAD;
+	f->s.mops = &ipt_thread_mode_ops;
+	f->s.state = IPT_STATE_TRACING;
+	f->s.traces = &f->t;
+	f->s.nr_traces = 1;
+	f->s.nr_used = 1;
+	seqcount_init(&f->t.th.seq);
+	raw_spin_lock_init(&f->t.th.lock);
+	ipt_topa_pos(f->t.buf, 0, &f->t.base, &f->t.mask);
+	return f;
+}
+
+/* Switch in, as ipt_thread_load() does before TraceEn. */
+static void fake_thread_in(struct fake_stream *f)
+{
+	local_irq_disable();
+	raw_spin_lock(&f->t.th.lock);
+	ipt_stream_thread_in(&f->t);
+	f->t.running = true;
+	raw_spin_unlock(&f->t.th.lock);
+	local_irq_enable();
+}
+
+/* Switch out where the fake unit is, as ipt_thread_unload() does. */
+static void fake_thread_out(struct fake_stream *f)
+{
+	local_irq_disable();
+	raw_spin_lock(&f->t.th.lock);
+	write_seqcount_begin(&f->t.th.seq);
+	f->t.base = fake_base;
+	f->t.mask = fake_mask;
+	f->t.status = fake_status;
+	ipt_stream_thread_out(&f->t);
+	f->t.running = false;
+	write_seqcount_end(&f->t.th.seq);
+	raw_spin_unlock(&f->t.th.lock);
+	local_irq_enable();
+	irq_work_sync(&f->t.stream.work);
+}
+
+/*
+ * A pause survives the switch: paused at STOP on one CPU, switched out
+ * (Stopped saved), switched in on another, it is the same pause (its
+ * start TSC kept), and the bytes lost are those of both CPUs while it ran
+ * there.  Switched out, it is reported paused with the head exact.
+ */
+static void stream_thread_pause_survives_switch(struct kunit *test)
+{
+	struct fake_stream *f = fake_thread(test);
+	const u64 size = 8 * SZ_4K;
+	struct ipt_trace_state ts = {};
+
+	fake_lost = 100;
+	fake_thread_in(f);
+	fake_at(f, 0, true);
+	fake_now = 1500;
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	fake_lost = 150;
+	fake_now = 1800;
+	fake_thread_out(f);
+	KUNIT_EXPECT_TRUE(test, f->t.status & RTIT_STATUS_STOPPED);
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, size);
+	KUNIT_EXPECT_EQ(test, f->t.stream.lost, 50ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.out_tsc, 1800ULL);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), size);
+	mutex_lock(&f->idev.lock);
+	ipt_stream_fill(&f->t, &ts);
+	mutex_unlock(&f->idev.lock);
+	KUNIT_EXPECT_TRUE(test, ts.status & IPT_TS_PAUSED);
+	KUNIT_EXPECT_EQ(test, ts.paused_tsc, 1500ULL);
+	KUNIT_EXPECT_EQ(test, ts.nr_gaps, 1ULL);
+	/* in on another CPU, its own lost count: the same pause */
+	fake_lost = 7;
+	fake_now = 2000;
+	fake_thread_in(f);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, READ_ONCE(f->t.stream.paused_tsc), 1500ULL);
+	fake_lost = 37;
+	fake_thread_out(f);
+	KUNIT_EXPECT_EQ(test, f->t.stream.lost, 80ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 0ULL);
+}
+
+/*
+ * Not paused at a switch-out, but Stopped in what was saved (the PMI not
+ * handled yet): the unload opens the pause.  A start after a stop that
+ * closed the pause opens a new one at the load.
+ */
+static void stream_thread_pause_at_unload(struct kunit *test)
+{
+	struct fake_stream *f = fake_thread(test);
+
+	fake_thread_in(f);
+	fake_at(f, 0, true);
+	fake_now = 1200;
+	fake_thread_out(f);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, READ_ONCE(f->t.stream.paused_tsc), 1200ULL);
+	/* the session stops: the pause is a gap ending at the unload */
+	fake_now = 5000;
+	mutex_lock(&f->idev.lock);
+	raw_spin_lock_irq(&f->t.th.lock);
+	ipt_stream_thread_close(&f->t);
+	raw_spin_unlock_irq(&f->t.th.lock);
+	mutex_unlock(&f->idev.lock);
+	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_start, 1200ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_end, 1200ULL);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	/* started again, still Stopped: paused from the load */
+	fake_now = 6000;
+	fake_thread_in(f);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, READ_ONCE(f->t.stream.paused_tsc), 6000ULL);
+}
+
+/*
+ * The mode's stream_move (struct ipt_mode_ops), through
+ * IPT_IOC_STREAM_RELEASE: a release of a paused thread that is switched
+ * out rearms it in place - STOP ahead of the release, Stopped cleared in
+ * the saved STATUS, the output registers at the head - and the pause is
+ * a gap with the bytes lost and the release's TSC.  A release inside a
+ * region moves nothing.
+ */
+static void stream_thread_release_op(struct kunit *test)
+{
+	struct fake_stream *f = fake_thread(test);
+	struct ipt_stream_release r = { .size = sizeof(r) };
+	struct ipt_ioctl_call c = { .s = &f->s, .arg = &r };
+	const u64 rs = SZ_4K, size = 8 * SZ_4K;
+	u64 base, mask;
+	long ret;
+
+	fake_thread_in(f);
+	fake_at(f, 0, true);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	fake_lost = 64;
+	fake_thread_out(f);
+	KUNIT_EXPECT_EQ(test, f->t.buf->stop_region, 7u);
+	fake_now = 3000;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	r.released = rs / 2;
+	ret = ipt_ioctl_stream_release(&c);
+	KUNIT_EXPECT_EQ(test, ret, 0L);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	r.released = rs;
+	ret = ipt_ioctl_stream_release(&c);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_EXPECT_EQ(test, ret, 0L);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, rs);
+	KUNIT_EXPECT_EQ(test, f->t.buf->stop_region, 0u);
+	KUNIT_EXPECT_FALSE(test, f->t.status & RTIT_STATUS_STOPPED);
+	ipt_topa_pos(f->t.buf, size, &base, &mask);
+	KUNIT_EXPECT_EQ(test, f->t.base, base);
+	KUNIT_EXPECT_EQ(test, f->t.mask, mask);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].offset, size);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_start, 1000ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_end, 3000ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].bytes_lost, 64ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gap_bytes, 64ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.lost, 0ULL);
+	/* the next load takes the resumed state: not paused */
+	fake_thread_in(f);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+}
+
+/*
+ * A thread that exited while paused: its pause ends where it was last
+ * unloaded, whether a lookup closes it or a release resumes it.
+ */
+static void stream_thread_exit_paused(struct kunit *test)
+{
+	struct fake_stream *f = fake_thread(test);
+	struct ipt_stream_release r = { .size = sizeof(r), .released = SZ_4K };
+	struct ipt_ioctl_call c = { .s = &f->s, .arg = &r };
+
+	fake_thread_in(f);
+	fake_at(f, 0, true);
+	fake_lost = 10;
+	fake_now = 1700;
+	fake_thread_out(f);
+	f->t.th.flags = IPT_TS_EXITED;
+	fake_now = 9000;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	KUNIT_EXPECT_EQ(test, ipt_ioctl_stream_release(&c), 0L);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_start, 1700ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_end, 1700ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].bytes_lost, 10ULL);
+	KUNIT_EXPECT_FALSE(test, f->t.status & RTIT_STATUS_STOPPED);
+}
+
 static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_check_fields),
 	KUNIT_CASE(stream_regions),
@@ -606,6 +822,10 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_pmi_torn_read),
 	KUNIT_CASE(stream_pmi_flushes),
 	KUNIT_CASE(stream_gap_lost_went_back),
+	KUNIT_CASE(stream_thread_pause_survives_switch),
+	KUNIT_CASE(stream_thread_pause_at_unload),
+	KUNIT_CASE(stream_thread_release_op),
+	KUNIT_CASE(stream_thread_exit_paused),
 	{}
 };
 

@@ -151,6 +151,7 @@ static int thread_test_init(struct kunit *test)
 	f->t.status = RTIT_STATUS_STOPPED | 0x7 | (0x40ULL << 32);
 	f->t.th.xsave = PTR_ALIGN((void *)f->area, IPT_XSAVE_ALIGN);
 	seqcount_init(&f->t.th.seq);
+	raw_spin_lock_init(&f->t.th.lock);
 	atomic64_set(&f->t.pmis, 0);
 	nr_recs = 0;
 	fail_msr = 0;

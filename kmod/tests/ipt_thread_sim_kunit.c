@@ -51,6 +51,7 @@ static void ts_trace(struct kunit *test, struct ts_fixture *f, unsigned int i)
 	t->mask = IPT_RTIT_MASK_LOW;
 	t->th.xsave = PTR_ALIGN((void *)f->area_mem[i], IPT_XSAVE_ALIGN);
 	seqcount_init(&t->th.seq);
+	raw_spin_lock_init(&t->th.lock);
 	atomic64_set(&t->pmis, 0);
 	ipt_thread_area_init(&f->s, t);
 }

@@ -31,6 +31,8 @@
 #define _GNU_SOURCE
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -56,6 +58,19 @@ static void cfg_stream(struct ipt_config *c, uint64_t *mask, uint64_t size,
 		       uint32_t regions)
 {
 	ipt_cfg_cpu(c, mask, 0, size);
+	c->buffer_flags = IPT_BUFFER_STREAM;
+	c->nr_regions = regions;
+}
+
+static void cfg_thread_stream(struct ipt_config *c, uint64_t size,
+			      uint32_t regions)
+{
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	c->mode = IPT_MODE_THREAD;
+	c->trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH | IPT_TRACE_TSC;
+	c->buffer_size = size;
+	c->max_threads = 1;
 	c->buffer_flags = IPT_BUFFER_STREAM;
 	c->nr_regions = regions;
 }
@@ -181,6 +196,11 @@ static int wait_stat_above(const char *key, uint64_t value)
 	return 0;
 }
 
+static int nr_cpus(void)
+{
+	return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 static int poll_in(int fd, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -285,6 +305,9 @@ FIXTURE_SETUP(stream)
 		ASSERT_EQ(0, sim_cpu_write(0, "gp_ctl", 0));
 		ASSERT_EQ(0, sim_cpu_write(0, "hold", 0));
 		ipt_sim_feed_off(0);
+		/* The per-thread cases pace every CPU. */
+		for (int cpu = 1; cpu < nr_cpus(); cpu++)
+			sim_cpu_write(cpu, "pace", 0);
 	}
 }
 
@@ -299,6 +322,8 @@ FIXTURE_TEARDOWN(stream)
 		sim_cpu_write(0, "hold", 0);
 		ipt_sim_feed_off(0);
 		ipt_sim_set_rate(1 * MIB);
+		for (int cpu = 1; cpu < nr_cpus(); cpu++)
+			sim_cpu_write(cpu, "pace", 0);
 	}
 }
 
@@ -347,17 +372,17 @@ TEST_F(stream, configure_errors)
 	c.buffer_flags |= IPT_BUFFER_EXACT_CHUNKS;
 	c.chunk_order = 14;
 	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
-	/* per-thread streaming is not offered yet */
-	memset(&c, 0, sizeof(c));
-	c.size = sizeof(c);
-	c.mode = IPT_MODE_THREAD;
-	c.trace_flags = IPT_TRACE_USER | IPT_TRACE_BRANCH;
-	c.buffer_size = 64 * KIB;
-	c.max_threads = 1;
-	c.buffer_flags = IPT_BUFFER_STREAM;
-	EXPECT_EQ(-EOPNOTSUPP, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	/* per-thread: the same checks */
+	cfg_thread_stream(&c, 64 * KIB, 3);
+	EXPECT_EQ(-EINVAL, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	/* nothing was configured */
 	EXPECT_EQ(-EINVAL, ipt_state(self->fd, 0, &ts));
+	/* per-thread streaming is offered with IPT_FEAT_STREAM */
+	cfg_thread_stream(&c, 64 * KIB, 8);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
+	/* no thread attached yet: no trace */
+	EXPECT_EQ(-ENOENT, release(self->fd, 0, 0));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 
 	/* 0 regions: the default; exact chunks of a region are fine */
 	cfg_stream(&c, mask, 64 * KIB, 0);
@@ -1064,6 +1089,454 @@ TEST_F_TIMEOUT(stream, announced_bytes_in_memory, 120)
 	EXPECT_EQ(a.bytes - b.bytes, cons.read);
 	EXPECT_EQ(a.csum - b.csum, cons.csum)
 		TH_LOG("bytes announced were read before they were in memory");
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/* ---- per-thread streams ------------------------------------------------ */
+
+/*
+ * A traced thread that spins on a CPU until told to quit; between spins it
+ * moves to the CPU asked for (@want, acknowledged in @moves) and blocks in
+ * a read of @pipe[0] when asked to (@block).  The simulated unit writes
+ * for it only while it is switched in.
+ */
+struct tworker {
+	atomic_int ready, quit, block, want;
+	atomic_uint moves;
+	int pipe[2];
+	int cpu;
+	pid_t tid;
+	int err;
+};
+
+static int pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+static void *tworker_fn(void *arg)
+{
+	struct tworker *w = arg;
+	char b;
+
+	w->tid = syscall(SYS_gettid);
+	if (pin(w->cpu))
+		w->err = __LINE__;
+	atomic_store(&w->ready, 1);
+	while (!w->err && !atomic_load(&w->quit)) {
+		int c = atomic_exchange(&w->want, -1);
+
+		if (c >= 0) {
+			if (pin(c))
+				w->err = __LINE__;
+			w->cpu = c;
+			atomic_fetch_add(&w->moves, 1);
+		}
+		if (atomic_exchange(&w->block, 0) && read(w->pipe[0], &b, 1) != 1)
+			w->err = __LINE__;
+	}
+	return NULL;
+}
+
+/* Move the worker to @cpu; 0 when it did not say it moved in 30 s. */
+static int tworker_move(struct tworker *w, int cpu)
+{
+	unsigned int moves = atomic_load(&w->moves);
+	int i;
+
+	atomic_store(&w->want, cpu);
+	for (i = 0; i < POLLS && atomic_load(&w->moves) == moves; i++)
+		msleep(10);
+	return atomic_load(&w->moves) != moves;
+}
+
+/* Whether thread @tid sleeps (S or D in /proc); 30 s at most. */
+static int wait_sleeping(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	int i, fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	for (i = 0; i < POLLS; i++) {
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			return 0;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			p = strrchr(buf, ')');
+			if (p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D'))
+				return 1;
+		}
+		msleep(10);
+	}
+	return 0;
+}
+
+/* A simulator counter summed over the online CPUs. */
+static uint64_t sim_sum(const char *key)
+{
+	uint64_t sum = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < nr_cpus(); cpu++)
+		sum += ipt_sim_stat(cpu, key);
+	return sum;
+}
+
+static int wait_sum_above(const char *key, uint64_t value)
+{
+	int i;
+
+	for (i = 0; i < POLLS; i++) {
+		if (sim_sum(key) > value)
+			return 1;
+		msleep(10);
+	}
+	return 0;
+}
+
+/* Wait until trace 0 has one of @status bits; 0 on timeout. */
+static int wait_tstatus(int fd, uint64_t status, struct ipt_trace_state *ts)
+{
+	return wait_status(fd, status, ts);
+}
+
+/*
+ * Start the worker on CPU @cpu, configure a per-thread stream of @size in
+ * @regions, attach the worker, map its trace and start; *@bytes and
+ * *@stopped get the simulator's sums just before.
+ */
+static void tstream_start(struct __test_metadata *_metadata, int fd,
+			  uint64_t size, uint32_t regions, struct tworker *w,
+			  pthread_t *th, int cpu, struct consumer *cons,
+			  uint64_t *bytes, uint64_t *stopped)
+{
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_trace_state ts;
+	struct ipt_config c;
+	void *map;
+
+	memset(w, 0, sizeof(*w));
+	atomic_store(&w->want, -1);
+	w->cpu = cpu;
+	ASSERT_EQ(0, pipe(w->pipe));
+	ASSERT_EQ(0, pthread_create(th, NULL, tworker_fn, w));
+	while (!atomic_load(&w->ready))
+		msleep(1);
+	ASSERT_EQ(0, w->err);
+	cfg_thread_stream(&c, size, regions);
+	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c));
+	a.tid = w->tid;
+	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_ATTACH, &a));
+	ASSERT_EQ(0, a.trace);
+	ASSERT_EQ(0, ipt_state(fd, 0, &ts));
+	EXPECT_TRUE(ts.status & IPT_TS_STREAM);
+	EXPECT_TRUE(ts.status & IPT_TS_THREAD);
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, ts.mmap_offset);
+	ASSERT_NE(MAP_FAILED, map);
+	memset(cons, 0, sizeof(*cons));
+	cons->map = map;
+	cons->size = size;
+	*bytes = sim_sum("bytes");
+	*stopped = sim_sum("stopped");
+	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_START));
+}
+
+/* The worker quits and is joined; the session stops; the rest is read. */
+static void tstream_finish(struct __test_metadata *_metadata, int fd,
+			   struct tworker *w, pthread_t th,
+			   struct consumer *cons, struct ipt_trace_state *ts)
+{
+	atomic_store(&w->quit, 1);
+	if (write(w->pipe[1], "q", 1) != 1)
+		TH_LOG("could not wake the worker");
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, w->err);
+	close(w->pipe[0]);
+	close(w->pipe[1]);
+	/* Marked at its last switch-out, after the join may return. */
+	ASSERT_TRUE(wait_tstatus(fd, IPT_TS_EXITED, ts));
+	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(fd, 0, ts));
+	EXPECT_FALSE(ts->status & (IPT_TS_RUNNING | IPT_TS_PAUSED));
+	EXPECT_TRUE(ts->status & IPT_TS_EXITED);
+	consume(cons, ts->bytes_captured);
+	ASSERT_EQ(0, release(fd, 0, ts->bytes_captured));
+	ASSERT_EQ(0, ipt_state(fd, 0, ts));
+	EXPECT_EQ(ts->bytes_captured, ts->released);
+	EXPECT_EQ(0, ts->bytes_valid);
+	munmap((void *)cons->map, cons->size);
+}
+
+/*
+ * Lossless per thread: 64 KiB in 8 regions at 1 MiB/s, every CPU's
+ * program paced (sim cpuN/pace); the traced thread is moved between the
+ * first and the last CPU every fourth region read, the test's own thread
+ * taking the CPU it left (so that the two never share a CPU while the
+ * unit may be near STOP), and every third time the consumer waits until
+ * the program blocked (the sum of the sims' "paced" grew).  Ten buffers
+ * and more go through, with never a pause or a gap, on both CPUs; every
+ * byte the units wrote is read.
+ */
+TEST_F_TIMEOUT(stream, thread_lossless_migrating, 240)
+{
+	const uint64_t size = 64 * KIB;
+	uint64_t b_bytes, b_stopped, b_first, b_last;
+	int first = 0, last = nr_cpus() - 1, me;
+	struct ipt_trace_state ts;
+	struct consumer cons;
+	unsigned int round = 0, behind = 0;
+	struct tworker w;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs two CPUs");
+	for (int cpu = 0; cpu < nr_cpus(); cpu++)
+		ASSERT_EQ(0, sim_cpu_write(cpu, "pace", 1));
+	me = last;
+	ASSERT_EQ(0, pin(me));
+	b_first = ipt_sim_stat(first, "bytes");
+	b_last = ipt_sim_stat(last, "bytes");
+	tstream_start(_metadata, self->fd, size, 8, &w, &th, first, &cons,
+		      &b_bytes, &b_stopped);
+	while (cons.read < 10 * size + size / 2) {
+		ASSERT_TRUE(poll_in(self->fd, POLL_MS))
+			TH_LOG("no data after %llu bytes",
+			       (unsigned long long)cons.read);
+		if (++round % 3 == 0) {
+			ASSERT_TRUE(wait_sum_above("paced", sim_sum("paced")))
+				TH_LOG("the program never blocked at %llu",
+				       (unsigned long long)cons.read);
+			behind++;
+		}
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+		ASSERT_FALSE(ts.status & IPT_TS_PAUSED)
+			TH_LOG("the paced program paused at %llu",
+			       (unsigned long long)cons.read);
+		ASSERT_EQ(0, ts.nr_gaps);
+		ASSERT_EQ(cons.read, ts.released);
+		ASSERT_LE(ts.bytes_captured - ts.released, size);
+		consume(&cons, ts.bytes_captured);
+		ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+		if (round % 4 == 0) {
+			int to = me;
+
+			/* Everything released: room for the switches. */
+			me = w.cpu;
+			ASSERT_EQ(0, pin(me));
+			ASSERT_TRUE(tworker_move(&w, to))
+				TH_LOG("the worker did not move to CPU %d", to);
+		}
+	}
+	tstream_finish(_metadata, self->fd, &w, th, &cons, &ts);
+	EXPECT_LE(3, behind);
+	EXPECT_LE(2, atomic_load(&w.moves));
+	/* Both CPUs traced the thread. */
+	EXPECT_LT(b_first, ipt_sim_stat(first, "bytes"));
+	EXPECT_LT(b_last, ipt_sim_stat(last, "bytes"));
+	EXPECT_EQ(sim_sum("bytes") - b_bytes, cons.read);
+	EXPECT_EQ(0, sim_sum("stopped") - b_stopped);
+	EXPECT_EQ(0, ts.nr_gaps);
+	EXPECT_EQ(0, ts.gap_bytes);
+	for (int cpu = 0; cpu < nr_cpus(); cpu++)
+		sim_cpu_write(cpu, "pace", 0);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * Overload per thread: 64 KiB in 8 regions at 1 MiB/s, a consumer that
+ * releases only once the unit paused and lost bytes; each pause, the
+ * thread is moved to another CPU while paused, where it stays paused
+ * (same pause TSC, Stopped carried in its saved STATUS) and loses bytes
+ * too.  The gaps' bytes_lost add up exactly to what the units produced
+ * minus what was delivered, over every CPU.
+ */
+TEST_F_TIMEOUT(stream, thread_overload_gaps_add_up, 240)
+{
+	struct ipt_gap e[IPT_STREAM_MAX_REGIONS];
+	uint64_t b_bytes, b_stopped, lost = 0;
+	struct ipt_trace_state ts, ts2;
+	int last = nr_cpus() - 1;
+	struct consumer cons;
+	struct ipt_gaps g;
+	struct tworker w;
+	unsigned int round, i;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs two CPUs");
+	tstream_start(_metadata, self->fd, 64 * KIB, 8, &w, &th, 0, &cons,
+		      &b_bytes, &b_stopped);
+	for (round = 0; round < 3; round++) {
+		int to = w.cpu ? 0 : last;
+		uint64_t stopped;
+
+		ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_PAUSED, &ts))
+			TH_LOG("round %u: the unit never paused", round);
+		EXPECT_EQ(ts.released + 64 * KIB, ts.bytes_captured);
+		stopped = ipt_sim_stat(w.cpu, "stopped");
+		ASSERT_EQ(0, ipt_sim_wait_stat(w.cpu, "stopped", stopped + 1))
+			TH_LOG("round %u: the paused unit lost nothing", round);
+		/* Moved while paused: still paused, the same pause. */
+		ASSERT_TRUE(tworker_move(&w, to));
+		stopped = ipt_sim_stat(to, "stopped");
+		ASSERT_EQ(0, ipt_sim_wait_stat(to, "stopped", stopped + 1))
+			TH_LOG("round %u: paused on CPU %d, it lost nothing",
+			       round, to);
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+		EXPECT_TRUE(ts2.status & IPT_TS_PAUSED);
+		EXPECT_EQ(ts.paused_tsc, ts2.paused_tsc);
+		EXPECT_EQ(ts.bytes_captured, ts2.bytes_captured);
+		EXPECT_EQ(ts.nr_gaps, ts2.nr_gaps);
+		EXPECT_TRUE(poll_in(self->fd, 0));
+		ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 64, &g));
+		ASSERT_EQ(ts2.nr_gaps, g.total);
+		EXPECT_EQ(0, e[g.total - 1].tsc_end);
+		EXPECT_EQ(IPT_GAP_BYTES_UNKNOWN, e[g.total - 1].bytes_lost);
+		EXPECT_EQ(ts2.bytes_captured, e[g.total - 1].offset);
+		consume(&cons, ts2.bytes_captured);
+		ASSERT_EQ(0, release(self->fd, 0, ts2.bytes_captured));
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+		EXPECT_EQ((uint64_t)round + 1,
+			  ts.nr_gaps - !!(ts.status & IPT_TS_PAUSED));
+	}
+	tstream_finish(_metadata, self->fd, &w, th, &cons, &ts);
+	ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 64, &g));
+	EXPECT_EQ(ts.nr_gaps, g.total);
+	EXPECT_LE(3, g.total);
+	ASSERT_EQ(g.total, g.nr_entries);
+	for (i = 0; i < g.nr_entries; i++) {
+		EXPECT_NE(IPT_GAP_BYTES_UNKNOWN, e[i].bytes_lost);
+		EXPECT_NE(0, e[i].tsc_end);
+		EXPECT_LE(e[i].tsc_start, e[i].tsc_end);
+		EXPECT_EQ(0, e[i].offset % (8 * KIB));
+		if (e[i].bytes_lost != IPT_GAP_BYTES_UNKNOWN)
+			lost += e[i].bytes_lost;
+	}
+	EXPECT_EQ(sim_sum("bytes") - b_bytes, cons.read);
+	EXPECT_EQ(sim_sum("stopped") - b_stopped, lost);
+	EXPECT_EQ(lost, ts.gap_bytes);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A release while the paused thread is switched out (blocked in a read):
+ * the pause ends then, a gap with exactly the bytes lost; when the thread
+ * runs again, its first switch-in resumes the unit at the head with a
+ * PSB+ and it writes up to the moved STOP.
+ */
+TEST_F_TIMEOUT(stream, thread_release_switched_out, 180)
+{
+	uint64_t b_bytes, b_stopped, at;
+	struct ipt_trace_state ts;
+	struct consumer cons;
+	struct ipt_gap e[4];
+	struct ipt_gaps g;
+	struct tworker w;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	tstream_start(_metadata, self->fd, 64 * KIB, 8, &w, &th, 0, &cons,
+		      &b_bytes, &b_stopped);
+	ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_PAUSED, &ts));
+	at = ts.bytes_captured;
+	EXPECT_EQ(64 * KIB, at);
+	ASSERT_TRUE(wait_sum_above("stopped", b_stopped));
+	atomic_store(&w.block, 1);
+	ASSERT_TRUE(wait_sleeping(w.tid));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_TS_STREAM | IPT_TS_THREAD | IPT_TS_PAUSED, ts.status);
+	EXPECT_EQ(1, ts.nr_gaps);
+	/* a region released while it sleeps: the pause is over */
+	consume(&cons, 8 * KIB);
+	ASSERT_EQ(0, release(self->fd, 0, 8 * KIB));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(IPT_TS_STREAM | IPT_TS_THREAD, ts.status);
+	EXPECT_EQ(at, ts.bytes_captured);
+	EXPECT_EQ(1, ts.nr_gaps);
+	ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 4, &g));
+	ASSERT_EQ(1, g.nr_entries);
+	EXPECT_EQ(at, e[0].offset);
+	EXPECT_NE(0, e[0].tsc_end);
+	EXPECT_LE(e[0].tsc_start, e[0].tsc_end);
+	/* it sleeps: nothing is lost any more, and the count is exact */
+	EXPECT_EQ(sim_sum("stopped") - b_stopped, e[0].bytes_lost);
+	EXPECT_LT(0, e[0].bytes_lost);
+	/* woken: it resumes at the head, a PSB+ first, up to STOP again */
+	ASSERT_EQ(1, write(w.pipe[1], "g", 1));
+	ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_PAUSED, &ts));
+	EXPECT_EQ(at + 8 * KIB, ts.bytes_captured);
+	EXPECT_EQ(0x02, cons.map[at % (64 * KIB)]);
+	EXPECT_EQ(0x82, cons.map[at % (64 * KIB) + 1]);
+	tstream_finish(_metadata, self->fd, &w, th, &cons, &ts);
+	EXPECT_EQ(sim_sum("bytes") - b_bytes, cons.read);
+	EXPECT_EQ(2, ts.nr_gaps);
+	EXPECT_EQ(sim_sum("stopped") - b_stopped, ts.gap_bytes);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A thread that exits while paused: its trace says EXITED, every byte
+ * announced stays readable and releasable, and the pause is a closed gap
+ * ending at the exit, with exactly the bytes lost.
+ */
+TEST_F_TIMEOUT(stream, thread_exit_while_paused, 180)
+{
+	uint64_t b_bytes, b_stopped, at;
+	struct ipt_trace_state ts;
+	struct consumer cons;
+	struct ipt_gap e[4];
+	struct ipt_gaps g;
+	struct tworker w;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	tstream_start(_metadata, self->fd, 64 * KIB, 8, &w, &th, 0, &cons,
+		      &b_bytes, &b_stopped);
+	ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_PAUSED, &ts));
+	at = ts.bytes_captured;
+	ASSERT_TRUE(wait_sum_above("stopped", b_stopped));
+	atomic_store(&w.quit, 1);
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, w.err);
+	/* Marked at its last switch-out, after the join may return. */
+	ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_EXITED, &ts));
+	EXPECT_EQ(IPT_TS_STREAM | IPT_TS_THREAD | IPT_TS_EXITED, ts.status);
+	EXPECT_EQ(at, ts.bytes_captured);
+	EXPECT_EQ(64 * KIB, ts.bytes_valid);
+	EXPECT_EQ(1, ts.nr_gaps);
+	ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 4, &g));
+	ASSERT_EQ(1, g.nr_entries);
+	EXPECT_EQ(at, e[0].offset);
+	EXPECT_NE(0, e[0].tsc_end);
+	EXPECT_LE(e[0].tsc_start, e[0].tsc_end);
+	EXPECT_EQ(sim_sum("stopped") - b_stopped, e[0].bytes_lost);
+	consume(&cons, at);
+	ASSERT_EQ(0, release(self->fd, 0, at));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(0, ts.bytes_valid);
+	EXPECT_EQ(1, ts.nr_gaps);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	EXPECT_EQ(at, ts.bytes_captured);
+	EXPECT_EQ(sim_sum("bytes") - b_bytes, cons.read);
+	EXPECT_EQ(sim_sum("stopped") - b_stopped, ts.gap_bytes);
+	close(w.pipe[0]);
+	close(w.pipe[1]);
+	munmap((void *)cons.map, cons.size);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
