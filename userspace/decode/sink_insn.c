@@ -26,59 +26,30 @@ static void insn_trace_begin(struct dec_sink *k, struct dec_stream *st, size_t i
 
 /*
  * --insn's "%016x  %-40s" of @ip and dec_sym_fmt_at()'s "sym+0xoff",
- * "dso+0xoff" or "0xaddr" (truncated as in its 512-byte buffer), from
- * the stream's symbol cache and without stdio's format parsing: per
- * instruction, vfprintf was the largest cost of --insn.
+ * "dso+0xoff" or "0xaddr" (the stream's per-address cache of it), then a
+ * newline if @nl, in one unlocked write and without stdio's format
+ * parsing: per instruction, vfprintf was the largest cost of --insn.
  */
-static void put_insn_head(struct dec_stream *st, FILE *f, uint64_t ip)
+static void put_insn_head(struct dec_stream *st, FILE *f, uint64_t ip, bool nl)
 {
 	static const char hx[] = "0123456789abcdef";
-	char line[16 + 2 + 512 + 40], *sym = line + 18, *p = sym;
-	const struct dec_symc *sc = dec_stream_sym(st, ip);
-	const char *name = NULL;
-	uint64_t off = ip;
-	size_t l = 0;
+	char line[16 + 2 + 512 + 40 + 1], *p = line + 18;
+	size_t l;
+	const char *sym = dec_stream_fmt_fast(st, ip, &l);
 	int i;
 
-	for (i = 0; i < 16; i++)
-		line[i] = hx[(ip >> (60 - 4 * i)) & 15];
+	for (i = 15; i >= 0; i--, ip >>= 4)
+		line[i] = hx[ip & 15];
 	line[16] = line[17] = ' ';
-	if (sc->sym) {
-		name = sc->sym->name;
-		off = ip - sc->sym->start;
-	} else if (sc->mod) {
-		name = sc->mod->name;
-		off = ip - sc->mod->bias;
+	memcpy(p, sym, l);
+	p += l;
+	if (l < 40) {
+		memset(p, ' ', 40 - l);
+		p += 40 - l;
 	}
-	if (name) {
-		l = strlen(name);
-		if (l > 511)
-			l = 511;
-		memcpy(p, name, l);
-		p += l;
-		if (l < 511)
-			*p++ = '+';
-	}
-	if ((size_t)(p - sym) < 511) {
-		char d[20];
-		int n = 0;
-
-		if (!off) {
-			d[n++] = '0';
-		} else {
-			while (off) {
-				d[n++] = hx[off & 15];
-				off >>= 4;
-			}
-			d[n++] = 'x';
-			d[n++] = '0';
-		}
-		while (n && (size_t)(p - sym) < 511)
-			*p++ = d[--n];
-	}
-	while (p - sym < 40)
-		*p++ = ' ';
-	fwrite(line, 1, (size_t)(p - line), f);
+	if (nl)
+		*p++ = '\n';
+	fwrite_unlocked(line, 1, (size_t)(p - line), f);
 }
 
 static void insn_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, unsigned int size,
@@ -91,7 +62,9 @@ static void insn_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, un
 	(void)last;
 	if (o->fields)
 		dec_stream_fields(st, f, ~0u, st->line_tsc);
-	put_insn_head(st, f, ip);
+	put_insn_head(st, f, ip, !o->lines && !o->disasm);
+	if (!o->lines && !o->disasm)
+		return;
 	if (o->lines) {
 		char lbuf[256];
 		const char *l = dec_stream_line(st, ip, lbuf, sizeof(lbuf));
