@@ -20,6 +20,7 @@ struct dec_render {
 	struct dec_sink *sinks[OUT_NR];
 	size_t nr;
 	unsigned int needs;	/* of all sinks */
+	unsigned int ran;	/* bit i: sinks[i] took the run being walked whole (run) */
 	int pending;		/* 1 call, 2 return from the block before */
 	/*
 	 * The instructions of consecutive blocks are walked as one run (run,
@@ -359,10 +360,13 @@ static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const 
 {
 	struct dec_render *r = arg;
 	struct dec_sink *k;
+	size_t i;
 
-	EACH(r, k)
-		if (k->ops->insn)
+	for (i = 0; i < r->nr; i++) {
+		k = r->sinks[i];
+		if (k->ops->insn && !(r->ran & (1u << i)))
 			k->ops->insn(k, &r->st, ip, size, last, b);
+	}
 	r->st.idx++;
 }
 
@@ -383,10 +387,8 @@ static void walkc_note(void *arg, uint64_t ip, unsigned int size, bool last,
  * function of the block's section (its bytes), address, exec mode,
  * instruction count, last instruction and its size, all in the key.
  */
-static size_t walk_cached(struct dec_render *r, const struct dec_item *it, dec_insn_fn fn,
-			  void *arg)
+size_t dec_stream_walk(struct dec_stream *st, const struct dec_item *it, dec_insn_fn fn, void *arg)
 {
-	struct dec_stream *st = &r->st;
 	struct walkc_ent *e;
 	uint64_t ip, mask;
 	uint32_t i;
@@ -447,13 +449,31 @@ static void walk(struct dec_render *r, const struct dec_item *it)
 		r->st.idx += it->ninsn;
 	} else if (r->needs & (DEC_NEED_INSNS | DEC_NEED_EVERY_INSN)) {
 		uint64_t before = r->st.idx;
-		size_t n = walk_cached(r, it, on_insn, r);
+		bool rest = false;
+		size_t n, i;
+
+		/* the sinks that take the run whole, then a walk for the others */
+		r->ran = 0;
+		for (i = 0; i < r->nr; i++) {
+			k = r->sinks[i];
+			if (k->ops->run && k->ops->run(k, &r->st, it))
+				r->ran |= 1u << i;
+			else if (k->ops->insn || k->ops->unshown)
+				rest = true;
+		}
+		if (!rest) {
+			r->st.idx += it->ninsn;
+			return;
+		}
+		n = dec_stream_walk(&r->st, it, on_insn, r);
 
 		if (n < it->ninsn) {
 			r->st.idx = before + it->ninsn;
-			EACH(r, k)
-				if (k->ops->unshown)
+			for (i = 0; i < r->nr; i++) {
+				k = r->sinks[i];
+				if (k->ops->unshown && !(r->ran & (1u << i)))
 					k->ops->unshown(k, &r->st, it, it->ninsn - (uint32_t)n);
+			}
 		}
 	} else {
 		r->st.idx += it->ninsn;

@@ -87,6 +87,11 @@ const char *dec_stream_fmt(const struct dec_stream *st, uint64_t ip, char *buf, 
  * call.
  */
 const char *dec_stream_fmt_fast(struct dec_stream *st, uint64_t ip, size_t *len);
+/*
+ * dec_walk_block() of @b through the stream's cache of walks: the
+ * instructions found, all of @b's or 0.
+ */
+size_t dec_stream_walk(struct dec_stream *st, const struct dec_item *b, dec_insn_fn fn, void *arg);
 /* "file:line" of @ip in @st's code, or NULL. */
 const char *dec_stream_line(const struct dec_stream *st, uint64_t ip, char *buf, size_t len);
 /* The --calls time column of @tsc (decode.rst). */
@@ -121,6 +126,11 @@ struct dec_sink_ops {
 	void (*insn)(struct dec_sink *k, struct dec_stream *st, uint64_t ip, unsigned int size,
 		     bool last, const struct dec_item *b);
 	void (*insns)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b);
+	/*
+	 * Instead of insn: all instructions of block (or run of blocks) @b
+	 * at once; false to be told them one by one (insn, unshown).
+	 */
+	bool (*run)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b);
 	/* @n of @b's instructions could not be shown (unreadable code) */
 	void (*unshown)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b, uint32_t n);
 	void (*event)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *it);
