@@ -3680,10 +3680,10 @@ static void free_lines(char **v, size_t n)
 	free(v);
 }
 
-static void test_switching_syms(struct run *a, struct run *b)
+static void test_switching_syms(struct run *a, struct run *b, const char *name)
 {
 	char cap[PATH_MAX + 32], cap_a[PATH_MAX + 32], cap_b[PATH_MAX + 32], path[PATH_MAX + 64];
-	struct run both = { .name = "switching-syms" };
+	struct run both = { 0 };
 	char *ta = NULL, *tbuf = NULL, **la, **lb, **lab, **sorted;
 	size_t na = 0, nb = 0, nab = 0, i, lena = 0, lenb = 0, first = SIZE_MAX, renamed = 0;
 	const char *jobs[] = { "-J 1", "-J 2" };
@@ -3691,9 +3691,10 @@ static void test_switching_syms(struct run *a, struct run *b)
 	bool ok;
 	int st;
 
-	snprintf(cap, sizeof(cap), "%s/switching-syms.capture", work);
-	snprintf(cap_a, sizeof(cap_a), "%s/switching-syms-a.capture", work);
-	snprintf(cap_b, sizeof(cap_b), "%s/switching-syms-b.capture", work);
+	snprintf(both.name, sizeof(both.name), "%s", name);
+	snprintf(cap, sizeof(cap), "%s/%s.capture", work, name);
+	snprintf(cap_a, sizeof(cap_a), "%s/%s-a.capture", work, name);
+	snprintf(cap_b, sizeof(cap_b), "%s/%s-b.capture", work, name);
 	tb = two_program_capture(a, b, cap);
 	snprintf(path, sizeof(path), "%s/cpu0.pt", cap);
 	ta = slurp(path, &lena);
@@ -3707,7 +3708,7 @@ static void test_switching_syms(struct run *a, struct run *b)
 	free(ta);
 	free(tbuf);
 	if (!ok) {
-		CHECK(0, "switching-syms: the captures with the programs' ELF files are there");
+		CHECK(0, "%s: the captures with the programs' ELF files are there", name);
 		return;
 	}
 	st = decode(F(&both, "oa"), F(&both, "ea"), "decode %s --insn=%s -J 1", cap_a,
@@ -3728,9 +3729,9 @@ static void test_switching_syms(struct run *a, struct run *b)
 	free(sorted);
 	CHECK(st == 0 && na == a->n && nb == b->n && renamed > 1000 &&
 	      clean_stderr(F(&both, "ea")) && clean_stderr(F(&both, "eb")),
-	      "switching-syms: each program alone decodes with its ELF's symbols (%zu and %zu "
+	      "%s: each program alone decodes with its ELF's symbols (%zu and %zu "
 	      "instructions; %zu of the second's at an address of the first's with another name)",
-	      na, nb, renamed);
+	      name, na, nb, renamed);
 	for (size_t j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
 		st = decode(F(&both, "o"), F(&both, "e"), "decode %s --insn=%s %s", cap,
 			    F(&both, "insn"), jobs[j]);
@@ -3741,10 +3742,10 @@ static void test_switching_syms(struct run *a, struct run *b)
 				first = i;
 		CHECK(st == 0 && clean_stderr(F(&both, "e")) && nab == na + nb &&
 		      first == SIZE_MAX,
-		      "switching-syms %s: --insn of two processes with different functions at the same "
+		      "%s %s: --insn of two processes with different functions at the same "
 		      "addresses names each instruction as its own program alone does, no name "
 		      "cached from before the switch (%zu of %zu lines, first difference %zd%s%s)",
-		      jobs[j], nab, na + nb, first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first,
+		      name, jobs[j], nab, na + nb, first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first,
 		      first == SIZE_MAX ? "" : ": ", first == SIZE_MAX ? "" : lab[first]);
 		free_lines(lab, nab);
 	}
@@ -4159,7 +4160,22 @@ int main(int argc, char **argv)
 		if (sa && sb && !only_sw)
 			test_switching(sa, sb);
 		if (sa && sb)
-			test_switching_syms(sa, sb);
+			test_switching_syms(sa, sb, "switching-syms");
+		if (sa) {
+			/*
+			 * The same code at the same addresses under other
+			 * names: the first program's ELF with every symbol
+			 * renamed b_NAME (a separate file: its own sections).
+			 */
+			static struct run twin;
+
+			twin = *sa;
+			snprintf(twin.elf, sizeof(twin.elf), "%s/sw-twin.elf", work);
+			if (sh("objcopy --prefix-symbols=b_ %s %s", sa->elf, twin.elf) == 0)
+				test_switching_syms(sa, &twin, "switching-twin");
+			else
+				CHECK(0, "switching-twin: objcopy --prefix-symbols makes the twin ELF");
+		}
 		if (only_sw)
 			return tap_done();
 	}
