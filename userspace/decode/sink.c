@@ -78,7 +78,7 @@ struct dec_fmtc {
 };
 
 /* The instruction walks of runs of blocks (walk()): a direct-mapped cache. */
-#define WALKC_SIZE	4096		/* entries, a power of 2 */
+#define WALKC_SIZE	16384		/* entries, a power of 2 */
 #define WALKC_MAX	4096		/* longer runs are walked each time */
 
 struct dec_walkc {
@@ -698,12 +698,15 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 			/* per-CPU switching: symbols of that process from here on */
 			uint64_t ns = 0;
 
-			r->st.pid = it->code;
 			/* modules mapped then (mappings in time order) */
 			if (!r->st.c->in->timed_maps || !it->tsc || !dec_tsc_ns(r->st.c, it->tsc, &ns))
 				ns = 0;
-			r->st.time = ns;
-			stream_where(&r->st);
+			/* each segment starts with one: the caches stay while the code does */
+			if (r->st.pid != it->code || r->st.time != ns) {
+				r->st.pid = it->code;
+				r->st.time = ns;
+				stream_where(&r->st);
+			}
 		}
 		EACH(r, k)
 			if (k->ops->event)

@@ -12,8 +12,8 @@
 #include "internal.h"
 #include "sink.h"
 
-/* insn_run()'s cache of run texts: entries (a power of 2), longest run kept */
-#define RUNC_SIZE	2048
+/* insn_run()'s cache of run texts: entries (a power of 2, two per set), longest run kept */
+#define RUNC_SIZE	16384
 #define RUNC_MAX	1024
 
 struct tbuf {
@@ -31,8 +31,10 @@ struct insn_sink {
 		int isid;
 		uint32_t ninsn;
 		uint8_t mode, last_size;
+		uint64_t used;		/* @clock when last used */
 		struct tbuf text;
 	} runc[RUNC_SIZE];
+	uint64_t clock;
 };
 
 static void insn_trace_begin(struct dec_sink *k, struct dec_stream *st, size_t i)
@@ -144,9 +146,18 @@ static void run_fill_insn(void *arg, uint64_t ip, unsigned int size, bool last,
 	insn_line(w->s, w->st, w->t, ip, size, b);
 }
 
+/* Does run cache entry @e hold the lines of run @b in @st's code? */
+static bool run_ent_is(const struct run_ent *e, const struct dec_stream *st,
+		       const struct dec_item *b)
+{
+	return e->gen == st->sym_gen && e->ip == b->ip && e->end_ip == b->end_ip &&
+	       e->isid == b->isid && e->ninsn == b->ninsn && e->mode == b->mode &&
+	       e->last_size == b->last_size;
+}
+
 /*
- * The lines of a whole run of blocks at once, from a direct-mapped cache
- * of run texts keyed by everything a line depends on: the run (section,
+ * The lines of a whole run of blocks at once, from a two-way set-associative
+ * cache of run texts keyed by everything a line depends on: the run (section,
  * address, mode, count, last instruction and its size: its walk) and
  * st->sym_gen (whose code).  Not with --fields (a column per line that
  * changes); false when the run's code cannot be walked (the stream then
@@ -155,17 +166,20 @@ static void run_fill_insn(void *arg, uint64_t ip, unsigned int size, bool last,
 static bool insn_run(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b)
 {
 	struct insn_sink *s = (struct insn_sink *)k;
-	struct run_ent *e;
+	struct run_ent *e, *set;
 
 	if (st->o->fields || !b->ninsn || b->ninsn > RUNC_MAX)
 		return false;
-	e = &s->runc[(b->ip ^ (b->ip >> 13) ^ ((uint64_t)b->ninsn << 7) ^ (uint64_t)b->isid) &
-		     (RUNC_SIZE - 1)];
-	if (e->gen != st->sym_gen || e->ip != b->ip || e->end_ip != b->end_ip ||
-	    e->isid != b->isid || e->ninsn != b->ninsn || e->mode != b->mode ||
-	    e->last_size != b->last_size) {
-		struct run_fill w = { s, st, &e->text };
+	/* two ways per set, the one used longer ago replaced */
+	set = &s->runc[((b->ip ^ (uint64_t)b->ninsn << 40 ^ (uint64_t)(uint32_t)b->isid << 52) *
+			0x9e3779b97f4a7c15ULL >> 40) & (RUNC_SIZE - 2)];
+	for (e = set; e < set + 2 && !run_ent_is(e, st, b); e++)
+		;
+	if (e == set + 2) {
+		struct run_fill w;
 
+		e = set[0].used <= set[1].used ? &set[0] : &set[1];
+		w = (struct run_fill){ s, st, &e->text };
 		e->gen = 0;
 		e->text.len = 0;
 		if (dec_stream_walk(st, b, run_fill_insn, &w) != b->ninsn)
@@ -178,6 +192,7 @@ static bool insn_run(struct dec_sink *k, struct dec_stream *st, const struct dec
 		e->mode = b->mode;
 		e->last_size = b->last_size;
 	}
+	e->used = ++s->clock;
 	fwrite_unlocked(e->text.s, 1, e->text.len, k->f);
 	return true;
 }
