@@ -20,6 +20,7 @@ struct dec_render {
 	struct dec_sink *sinks[OUT_NR];
 	size_t nr;
 	unsigned int needs;	/* of all sinks */
+	unsigned int ran;	/* bit i: sinks[i] took the run being walked whole (run) */
 	int pending;		/* 1 call, 2 return from the block before */
 	/*
 	 * The instructions of consecutive blocks are walked as one run (run,
@@ -56,6 +57,85 @@ struct dec_render {
 
 #define EACH(r, k) \
 	for (size_t _i = 0; !(r)->mute && _i < (r)->nr && ((k) = (r)->sinks[_i], 1); _i++)
+
+/*
+ * dec_stream_fmt()'s texts by address: --insn formats one per instruction,
+ * --calls and --perfetto one per call and return, and a trace runs the
+ * same code again and again.  An entry is (address, st->sym_gen): a text
+ * made for another process or at another time of the mappings never
+ * matches (sym_gen 0 is never current: unused entries never match).
+ */
+#define FMTC_SIZE	16384		/* entries, a power of 2 */
+#define FMTC_LEN	86		/* longer texts are made each time */
+
+struct dec_fmtc {
+	struct fmtc_ent {
+		uint64_t ip, gen;
+		uint8_t len;
+		char s[FMTC_LEN];
+	} e[FMTC_SIZE];
+	char buf[512];			/* dec_sym_fmt_at()'s buffer size */
+};
+
+/* The instruction walks of runs of blocks (walk()): a direct-mapped cache. */
+#define WALKC_SIZE	16384		/* entries, a power of 2 */
+#define WALKC_MAX	4096		/* longer runs are walked each time */
+
+struct dec_walkc {
+	struct walkc_ent {
+		uint64_t ip, end_ip;
+		int isid;
+		uint32_t ninsn;
+		uint8_t mode, last_size;
+		bool used, ok;		/* @ok: the walk found all @ninsn */
+		uint8_t *sizes;		/* [ninsn] when @ok */
+		uint32_t cap;
+	} e[WALKC_SIZE];
+};
+
+struct walkc_fill {
+	uint8_t *s;
+	uint32_t n;
+};
+
+/* The process or the time changed: symbols are looked up afresh. */
+static void stream_where(struct dec_stream *st)
+{
+	dec_symc_reset(&st->sc);
+	st->sym_gen++;
+}
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+const char *dec_stream_fmt_fast(struct dec_stream *st, uint64_t ip, size_t *len)
+{
+	struct fmtc_ent *e;
+	size_t l;
+
+	if (!st->fmtc)
+		st->fmtc = dec_xcalloc(1, sizeof(*st->fmtc));
+	e = &st->fmtc->e[(ip ^ (ip >> 14) ^ (ip >> 28)) & (FMTC_SIZE - 1)];	/* neighbours stay near */
+	if (e->gen == st->sym_gen && e->ip == ip) {
+		*len = e->len;
+		return e->s;
+	}
+	dec_stream_fmt(st, ip, st->fmtc->buf, sizeof(st->fmtc->buf));
+	l = strlen(st->fmtc->buf);
+	*len = l;
+	if (l >= FMTC_LEN)
+		return st->fmtc->buf;
+	memcpy(e->s, st->fmtc->buf, l + 1);
+	e->len = (uint8_t)l;
+	e->ip = ip;
+	e->gen = st->sym_gen;
+	return e->s;
+}
 
 const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip)
 {
@@ -129,18 +209,26 @@ void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which,
 		fprintf(f, "%14s ", st->c->timed ? dec_stream_time(st, tsc, tb, sizeof(tb)) : "-");
 }
 
+/* Each run of characters that need no escape in one write (--perfetto writes a name per event). */
 void dec_json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
+	fputc_unlocked('"', f);
+	for (;;) {
+		const char *e = s;
+
+		while (*e && *e != '"' && *e != '\\' && (unsigned char)*e >= 0x20)
+			e++;
+		if (e > s)
+			fwrite_unlocked(s, 1, (size_t)(e - s), f);
+		if (!*e)
+			break;
+		if (*e == '"' || *e == '\\')
+			fprintf(f, "\\%c", *e);
 		else
-			fputc(*s, f);
+			fprintf(f, "\\u%04x", *e);
+		s = e + 1;
 	}
-	fputc('"', f);
+	fputc_unlocked('"', f);
 }
 
 /*
@@ -187,7 +275,7 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 		r->needs |= DEC_NEED_BLOCKS;
 	r->st.c = c;
 	r->st.o = o;
-	dec_symc_reset(&r->st.sc);
+	stream_where(&r->st);
 	r->st.time_ok = c->timed && dec_tsc_ns(c, c->t0, &r->st.ns0);
 	r->merge = !c->opt.insn_decoder;
 	for (i = 0; i < OUT_NR; i++)
@@ -222,7 +310,7 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->st.pid = res->trace->pid;
 	r->st.thread = 0;
 	r->st.time = 0;
-	dec_symc_reset(&r->st.sc);	/* another process: forget the symbol cache */
+	stream_where(&r->st);	/* another process: forget the symbol caches */
 	r->st.idx = 0;
 	r->st.depth = 0;
 	r->pending = 0;
@@ -286,11 +374,73 @@ static void on_insn(void *arg, uint64_t ip, unsigned int size, bool last, const 
 {
 	struct dec_render *r = arg;
 	struct dec_sink *k;
+	size_t i;
 
-	EACH(r, k)
-		if (k->ops->insn)
+	for (i = 0; i < r->nr; i++) {
+		k = r->sinks[i];
+		if (k->ops->insn && !(r->ran & (1u << i)))
 			k->ops->insn(k, &r->st, ip, size, last, b);
+	}
 	r->st.idx++;
+}
+
+/* dec_walk_block()'s callback filling a walk cache entry's sizes. */
+static void walkc_note(void *arg, uint64_t ip, unsigned int size, bool last,
+		       const struct dec_item *b)
+{
+	struct walkc_fill *w = arg;
+
+	(void)ip;
+	(void)last;
+	if (w->n < b->ninsn)
+		w->s[w->n++] = (uint8_t)size;
+}
+
+/*
+ * dec_walk_block() of @it through the stream's walk cache: a walk is a
+ * function of the block's section (its bytes), address, exec mode,
+ * instruction count, last instruction and its size, all in the key.
+ */
+size_t dec_stream_walk(struct dec_stream *st, const struct dec_item *it, dec_insn_fn fn, void *arg)
+{
+	struct walkc_ent *e;
+	uint64_t ip, mask;
+	uint32_t i;
+
+	if (it->ninsn > WALKC_MAX || !it->ninsn)
+		return dec_walk_block(st->c, it, fn, arg);
+	if (!st->walkc)
+		st->walkc = dec_xcalloc(1, sizeof(*st->walkc));
+	e = &st->walkc->e[mix64(it->ip ^ ((uint64_t)(uint32_t)it->isid << 48) ^ it->ninsn) &
+			  (WALKC_SIZE - 1)];
+	if (!e->used || e->ip != it->ip || e->end_ip != it->end_ip || e->isid != it->isid ||
+	    e->ninsn != it->ninsn || e->mode != it->mode || e->last_size != it->last_size) {
+		struct walkc_fill w;
+
+		if (e->cap < it->ninsn) {
+			e->cap = it->ninsn < 64 ? 64 : it->ninsn;
+			e->sizes = dec_xrealloc(e->sizes, e->cap);
+		}
+		w.s = e->sizes;
+		w.n = 0;
+		e->used = true;
+		e->ip = it->ip;
+		e->end_ip = it->end_ip;
+		e->isid = it->isid;
+		e->ninsn = it->ninsn;
+		e->mode = it->mode;
+		e->last_size = it->last_size;
+		e->ok = dec_walk_block(st->c, it, walkc_note, &w) == it->ninsn;
+	}
+	if (!e->ok)
+		return 0;
+	mask = it->mode == ptem_64bit ? UINT64_MAX :
+	       it->mode == ptem_32bit ? 0xffffffffULL : 0xffffULL;
+	for (i = 0, ip = it->ip; i < it->ninsn; i++) {
+		fn(arg, ip, e->sizes[i], i + 1 == it->ninsn, it);
+		ip = (ip + e->sizes[i]) & mask;
+	}
+	return it->ninsn;
 }
 
 /* Does block @it lie in one symbol (so that its instructions need no walk)? */
@@ -313,13 +463,31 @@ static void walk(struct dec_render *r, const struct dec_item *it)
 		r->st.idx += it->ninsn;
 	} else if (r->needs & (DEC_NEED_INSNS | DEC_NEED_EVERY_INSN)) {
 		uint64_t before = r->st.idx;
-		size_t n = dec_walk_block(r->st.c, it, on_insn, r);
+		bool rest = false;
+		size_t n, i;
+
+		/* the sinks that take the run whole, then a walk for the others */
+		r->ran = 0;
+		for (i = 0; i < r->nr; i++) {
+			k = r->sinks[i];
+			if (k->ops->run && k->ops->run(k, &r->st, it))
+				r->ran |= 1u << i;
+			else if (k->ops->insn || k->ops->unshown)
+				rest = true;
+		}
+		if (!rest) {
+			r->st.idx += it->ninsn;
+			return;
+		}
+		n = dec_stream_walk(&r->st, it, on_insn, r);
 
 		if (n < it->ninsn) {
 			r->st.idx = before + it->ninsn;
-			EACH(r, k)
-				if (k->ops->unshown)
+			for (i = 0; i < r->nr; i++) {
+				k = r->sinks[i];
+				if (k->ops->unshown && !(r->ran & (1u << i)))
 					k->ops->unshown(k, &r->st, it, it->ninsn - (uint32_t)n);
+			}
 		}
 	} else {
 		r->st.idx += it->ninsn;
@@ -544,13 +712,16 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 			/* per-CPU switching: symbols of that process from here on */
 			uint64_t ns = 0;
 
-			r->st.pid = it->code;
 			r->st.thread = (long)it->end_ip;
 			/* modules mapped then (mappings in time order) */
 			if (!r->st.c->in->timed_maps || !it->tsc || !dec_tsc_ns(r->st.c, it->tsc, &ns))
 				ns = 0;
-			r->st.time = ns;
-			dec_symc_reset(&r->st.sc);
+			/* each segment starts with one: the caches stay while the code does */
+			if (r->st.pid != it->code || r->st.time != ns) {
+				r->st.pid = it->code;
+				r->st.time = ns;
+				stream_where(&r->st);
+			}
 		}
 		EACH(r, k)
 			if (k->ops->event)
@@ -588,5 +759,10 @@ void dec_render_end(struct dec_render *r)
 		k->ops->end(k, &r->st);
 	dec_slicer_free(r->sl);
 	free(r->st.frames);
+	free(r->st.fmtc);
+	if (r->st.walkc)
+		for (size_t i = 0; i < WALKC_SIZE; i++)
+			free(r->st.walkc->e[i].sizes);
+	free(r->st.walkc);
 	free(r);
 }

@@ -40,6 +40,14 @@ struct dec_stream {
 	size_t nr_res;
 	struct dec_symc sc;		/* the last instruction's function */
 	/*
+	 * Whose code, as a number: changed with @pid and @time (trace begin,
+	 * DI_PROCESS), so that a cache keyed by it with the address never
+	 * answers for another process or another time's mappings.
+	 */
+	uint64_t sym_gen;
+	struct dec_fmtc *fmtc;		/* dec_stream_fmt_fast()'s cache (sink.c) */
+	struct dec_walkc *walkc;	/* the instruction walks of blocks (sink.c) */
+	/*
 	 * The open calls, [0, @depth): the call instruction and its target,
 	 * so that a sink entering a slice (enter) knows the stack above it.
 	 */
@@ -73,6 +81,18 @@ const char *dec_disabled_str(const struct dec_stream *st, const struct dec_item 
 const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip);
 /* "sym+0xoff", "dso+0xoff" or "0xaddr" of @ip in @st's code. */
 const char *dec_stream_fmt(const struct dec_stream *st, uint64_t ip, char *buf, size_t len);
+/*
+ * dec_stream_fmt()'s text of @ip (its length in *@len), from a
+ * direct-mapped cache keyed by (@ip, st->sym_gen): the text is a function
+ * of the address, the process and the time only.  Valid until the next
+ * call.
+ */
+const char *dec_stream_fmt_fast(struct dec_stream *st, uint64_t ip, size_t *len);
+/*
+ * dec_walk_block() of @b through the stream's cache of walks: the
+ * instructions found, all of @b's or 0.
+ */
+size_t dec_stream_walk(struct dec_stream *st, const struct dec_item *b, dec_insn_fn fn, void *arg);
 /* "file:line" of @ip in @st's code, or NULL. */
 const char *dec_stream_line(const struct dec_stream *st, uint64_t ip, char *buf, size_t len);
 /* The --calls time column of @tsc (decode.rst). */
@@ -112,6 +132,11 @@ struct dec_sink_ops {
 	void (*insn)(struct dec_sink *k, struct dec_stream *st, uint64_t ip, unsigned int size,
 		     bool last, const struct dec_item *b);
 	void (*insns)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b);
+	/*
+	 * Instead of insn: all instructions of block (or run of blocks) @b
+	 * at once; false to be told them one by one (insn, unshown).
+	 */
+	bool (*run)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b);
 	/* @n of @b's instructions could not be shown (unreadable code) */
 	void (*unshown)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b, uint32_t n);
 	void (*event)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *it);

@@ -5,6 +5,7 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "decode.h"
 #include "internal.h"
@@ -17,18 +18,77 @@ static void calls_trace_begin(struct dec_sink *k, struct dec_stream *st, size_t 
 		fprintf(k->f, "[trace %s]\n", st->res->trace->file);
 }
 
-/* INSN [TIME] <indent> @dir SYMBOL TARGET */
+/* @v in decimal, right-aligned in @width, into @p: returns the end. */
+static char *put_dec(char *p, uint64_t v, int width)
+{
+	char d[20];
+	int n = 0;
+
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (; width > n; width--)
+		*p++ = ' ';
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
+/*
+ * INSN [TIME] <indent> @dir SYMBOL TARGET, formatted by hand (the symbol
+ * text from the stream's per-address cache) and written in one unlocked
+ * write: "%10" PRIu64 " ", "%14s ", "%*s%c %s %#" PRIx64 "\n" as before.
+ */
 static void calls_line(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
 		       unsigned int depth, char dir)
 {
-	char sbuf[512], tbuf[32];
+	static const char hx[] = "0123456789abcdef";
+	char buf[256], tbuf[32], *p = buf, *line = buf;
+	size_t sl, need;
+	const char *sym = dec_stream_fmt_fast(st, b->ip, &sl);
+	uint64_t ip = b->ip;
+	int n;
 
 	dec_stream_fields(st, k->f, DEC_FIELD_TID | DEC_FIELD_CPU, 0);
-	fprintf(k->f, "%10" PRIu64 " ", st->idx);
-	if (st->c->timed)
-		fprintf(k->f, "%14s ", dec_stream_time(st, st->prev_tsc, tbuf, sizeof(tbuf)));
-	fprintf(k->f, "%*s%c %s %#" PRIx64 "\n", (int)(2 * depth), "", dir,
-		dec_stream_fmt(st, b->ip, sbuf, sizeof(sbuf)), b->ip);
+	need = 10 + 1 + 32 + 2 * (size_t)depth + 2 + sl + 1 + 18 + 1;
+	if (need > sizeof(buf))
+		line = p = dec_xrealloc(NULL, need);
+	p = put_dec(p, st->idx, 10);
+	*p++ = ' ';
+	if (st->c->timed) {
+		const char *t = dec_stream_time(st, st->prev_tsc, tbuf, sizeof(tbuf));
+		size_t tl = strlen(t);
+
+		for (; tl < 14; tl++)
+			*p++ = ' ';
+		memcpy(p, t, strlen(t));
+		p += strlen(t);
+		*p++ = ' ';
+	}
+	memset(p, ' ', 2 * (size_t)depth);
+	p += 2 * (size_t)depth;
+	*p++ = dir;
+	*p++ = ' ';
+	memcpy(p, sym, sl);
+	p += sl;
+	*p++ = ' ';
+	if (ip) {
+		char d[16];
+
+		for (n = 0; ip; ip >>= 4)
+			d[n++] = hx[ip & 15];
+		*p++ = '0';
+		*p++ = 'x';
+		while (n)
+			*p++ = d[--n];
+	} else {
+		*p++ = '0';
+	}
+	*p++ = '\n';
+	fwrite_unlocked(line, 1, (size_t)(p - line), k->f);
+	if (line != buf)
+		free(line);
 }
 
 static void calls_call(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,

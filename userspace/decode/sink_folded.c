@@ -16,6 +16,8 @@
 struct skv {
 	char *s;
 	uint64_t v;
+	uint64_t h;		/* shash(s) */
+	uint32_t node;		/* the first stack node with this text */
 };
 
 struct smap {
@@ -23,16 +25,18 @@ struct smap {
 	size_t cap, n;
 };
 
-static uint64_t shash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
+#define SHASH_BASIS	1469598103934665603ULL
 
-	while (*s)
+/* FNV-1a of @n bytes of @s, on from @h (SHASH_BASIS to start). */
+static uint64_t shash_more(uint64_t h, const char *s, size_t n)
+{
+	while (n--)
 		h = (h ^ (uint8_t)*s++) * 1099511628211ULL;
 	return h;
 }
 
-static void smap_add(struct smap *m, const char *s, uint64_t v)
+/* Add @v to string @s (hash @h: shash_more(SHASH_BASIS, s, strlen(s))); takes @s. */
+static void smap_add(struct smap *m, char *s, uint64_t h, uint64_t v, uint32_t node)
 {
 	size_t i;
 
@@ -44,7 +48,7 @@ static void smap_add(struct smap *m, const char *s, uint64_t v)
 			dec_nomem();
 		for (i = 0; i < m->cap; i++)
 			if (m->t[i].s) {
-				size_t j = shash(m->t[i].s) & (nm.cap - 1);
+				size_t j = m->t[i].h & (nm.cap - 1);
 
 				while (nm.t[j].s)
 					j = (j + 1) & (nm.cap - 1);
@@ -54,17 +58,18 @@ static void smap_add(struct smap *m, const char *s, uint64_t v)
 		free(m->t);
 		*m = nm;
 	}
-	for (i = shash(s) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+	for (i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
 		if (!m->t[i].s) {
-			m->t[i].s = strdup(s);
-			if (!m->t[i].s)
-				dec_nomem();
+			m->t[i].s = s;
+			m->t[i].h = h;
 			m->t[i].v = v;
+			m->t[i].node = node;
 			m->n++;
 			return;
 		}
-		if (!strcmp(m->t[i].s, s)) {
+		if (m->t[i].h == h && !strcmp(m->t[i].s, s)) {
 			m->t[i].v += v;
+			free(s);
 			return;
 		}
 	}
@@ -181,44 +186,58 @@ static void fstack_rebuild(struct folded_sink *r)
 	r->snode_n = n;
 }
 
-/* The folded lines, "root;a;b;leaf COUNT", of every node counted as a leaf. */
+/*
+ * The folded lines, "root;a;b;leaf COUNT", of every node counted as a
+ * leaf.  Each node's text length and hash are made from its parent's
+ * (a parent is made before its children: a lower index), so a leaf's
+ * string is written once, from its end, and never scanned again but to
+ * tell apart two equal hashes.
+ */
 static void folded_strings(struct folded_sink *r)
 {
-	size_t i, cap = 256;
-	char *buf = malloc(cap);
-	const char **path = malloc((MAX_STACK + 3) * sizeof(*path));
+	size_t i, n = r->nr_fnodes;
+	size_t *len = malloc(n * sizeof(*len));
+	uint32_t *nlen = malloc(n * sizeof(*nlen));
+	uint64_t *h = malloc(n * sizeof(*h));
 
-	if (!buf || !path)
+	if (!len || !nlen || !h)
 		dec_nomem();
-	for (i = 1; i < r->nr_fnodes; i++) {
-		size_t k = 0, len = 0, need = 1;
+	for (i = 0; i < n; i++) {
+		uint32_t pa = r->fnodes[i].parent;
+		bool top = !i || !pa;	/* node 0, or a frame of the empty stack */
+
+		nlen[i] = (uint32_t)strlen(r->fnodes[i].name);
+		if (!i) {
+			len[i] = 0;
+			h[i] = SHASH_BASIS;
+			continue;
+		}
+		len[i] = top ? nlen[i] : len[pa] + 1 + nlen[i];
+		h[i] = top ? SHASH_BASIS : shash_more(h[pa], ";", 1);
+		h[i] = shash_more(h[i], r->fnodes[i].name, nlen[i]);
+	}
+	for (i = 1; i < n; i++) {
+		char *buf, *p;
 		uint32_t id;
 
 		if (!r->fnodes[i].count)
 			continue;
+		buf = malloc(len[i] + 1);
+		if (!buf)
+			dec_nomem();
+		p = buf + len[i];
+		*p = 0;
 		for (id = (uint32_t)i; id; id = r->fnodes[id].parent) {
-			path[k++] = r->fnodes[id].name;
-			need += strlen(r->fnodes[id].name) + 1;
+			p -= nlen[id];
+			memcpy(p, r->fnodes[id].name, nlen[id]);
+			if (p > buf)
+				*--p = ';';
 		}
-		if (need > cap) {
-			cap = need * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				dec_nomem();
-		}
-		while (k--) {
-			size_t l = strlen(path[k]);
-
-			if (len)
-				buf[len++] = ';';
-			memcpy(buf + len, path[k], l);
-			len += l;
-		}
-		buf[len] = 0;
-		smap_add(&r->folded, buf, r->fnodes[i].count);
+		smap_add(&r->folded, buf, h[i], r->fnodes[i].count, (uint32_t)i);
 	}
-	free(buf);
-	free(path);
+	free(len);
+	free(nlen);
+	free(h);
 }
 
 /*
@@ -438,19 +457,172 @@ static void folded_trace_end(struct dec_sink *k, struct dec_stream *st)
 	folded_flush((struct folded_sink *)k);
 }
 
+/*
+ * The order of the folded lines without comparing them whole: a line is
+ * its node's path, so lines sort as a walk of the tree that visits, among
+ * the children of a node, each child's own line (its name, then the end
+ * of the string) and its subtree (its name, then ';') in strcmp order of
+ * those keys.  @rank gets each node's place in that walk.  Equal names at
+ * different pointers, or names with a ';', can make the walk's order
+ * differ from strcmp's: the caller checks the result and sorts by strcmp
+ * then.
+ */
+static const struct fnode *tree_nodes;
+
+/*
+ * Entries @x, @y (node << 1 | subtree) by their keys: the node's name, then
+ * '\0' (its own line) or ';' (its subtree).  Equal keys (or one key a
+ * prefix of the other: a name with a ';') by node, for a fixed order.
+ */
+static int cmp_tree_ent(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	const unsigned char *p = (const unsigned char *)tree_nodes[a >> 1].name;
+	const unsigned char *q = (const unsigned char *)tree_nodes[b >> 1].name;
+
+	for (;; p++, q++) {
+		unsigned int ca = *p ? *p : (a & 1) ? ';' : 0;
+		unsigned int cb = *q ? *q : (b & 1) ? ';' : 0;
+
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+		if (!*p || !*q)
+			break;
+	}
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * @rank[node]: the place of the node's line in the walk.  Nodes are first
+ * merged by text (@canon: the first node with the same name under the
+ * same merged parent), so that frames of equal names at different
+ * pointers (_start of ld.so and of the program) are one subtree.
+ */
+static void tree_rank(struct folded_sink *r, uint32_t *rank)
+{
+	size_t n = r->nr_fnodes, i, nr = 0, sp = 0;
+	uint32_t *first = calloc(n + 1, sizeof(*first)), *ent = malloc(2 * n * sizeof(*ent) + 4);
+	uint32_t *fill = malloc((n + 1) * sizeof(*fill)), *canon = malloc(n * sizeof(*canon));
+	bool *counted = calloc(n, sizeof(*counted)), *kids = calloc(n, sizeof(*kids));
+	struct { uint32_t node, at; } *stk = malloc(n * sizeof(*stk));
+	struct dec_map byname = { 0 };
+
+	if (!first || !ent || !fill || !canon || !counted || !kids || !stk)
+		dec_nomem();
+	canon[0] = 0;
+	for (i = 1; i < n; i++) {
+		const char *name = r->fnodes[i].name;
+		uint32_t cp = canon[r->fnodes[i].parent];
+		struct dec_kv *e = dec_map_get(&byname, cp,
+					       shash_more(SHASH_BASIS, name, strlen(name)));
+
+		/* a hash of two names alike merges them: only the order's first guess */
+		if (!e->v)
+			e->v = i + 1;
+		canon[i] = (uint32_t)(e->v - 1);
+		if (r->fnodes[i].count)
+			counted[canon[i]] = true;
+		if (canon[i] == i)
+			kids[cp] = true;
+	}
+	free(byname.t);
+	/* per merged parent: its merged children's entries (own line if counted, subtree if any) */
+	for (i = 1; i < n; i++)
+		if (canon[i] == i)
+			first[canon[r->fnodes[i].parent] + 1] += counted[i] + kids[i];
+	for (i = 0; i < n; i++)
+		first[i + 1] += first[i];
+	memcpy(fill, first, (n + 1) * sizeof(*fill));
+	for (i = 1; i < n; i++) {
+		uint32_t pa = canon[r->fnodes[i].parent];
+
+		if (canon[i] != i)
+			continue;
+		if (counted[i])
+			ent[fill[pa]++] = (uint32_t)i << 1;
+		if (kids[i])
+			ent[fill[pa]++] = (uint32_t)i << 1 | 1;
+	}
+	tree_nodes = r->fnodes;
+	for (i = 0; i < n; i++)
+		if (first[i + 1] - first[i] > 1)
+			qsort(ent + first[i], first[i + 1] - first[i], sizeof(*ent), cmp_tree_ent);
+	/* the walk, from node 0 */
+	stk[sp].node = 0;
+	stk[sp++].at = first[0];
+	while (sp) {
+		uint32_t x = stk[sp - 1].node, e;
+
+		if (stk[sp - 1].at == first[x + 1]) {
+			sp--;
+			continue;
+		}
+		e = ent[stk[sp - 1].at++];
+		if (!(e & 1)) {
+			rank[e >> 1] = (uint32_t)nr++;
+		} else {
+			stk[sp].node = e >> 1;
+			stk[sp++].at = first[e >> 1];
+		}
+	}
+	for (i = 1; i < n; i++)
+		rank[i] = rank[canon[i]];
+	free(first);
+	free(ent);
+	free(fill);
+	free(canon);
+	free(counted);
+	free(kids);
+	free(stk);
+}
+
+static const uint32_t *skv_rank;
+
+static int cmp_skv_rank(const void *x, const void *y)
+{
+	uint32_t a = skv_rank[((const struct skv *)x)->node], b = skv_rank[((const struct skv *)y)->node];
+
+	return a < b ? -1 : a > b;
+}
+
 static void folded_end(struct dec_sink *k, struct dec_stream *st)
 {
 	struct folded_sink *r = (struct folded_sink *)k;
 	size_t i, n = 0;
+	uint32_t *rank;
 
 	(void)st;
 	folded_strings(r);
 	for (i = 0; i < r->folded.cap; i++)
 		if (r->folded.t[i].s)
 			r->folded.t[n++] = r->folded.t[i];
-	dec_sort(r->folded.t, n, sizeof(*r->folded.t), cmp_skv);
+	/* in the tree's order, then checked: by strcmp where that is not strcmp's order */
+	rank = calloc(r->nr_fnodes + 1, sizeof(*rank));
+	if (!rank)
+		dec_nomem();
+	if (r->nr_fnodes)
+		tree_rank(r, rank);
+	skv_rank = rank;
+	dec_sort(r->folded.t, n, sizeof(*r->folded.t), cmp_skv_rank);
+	for (i = 1; i < n && strcmp(r->folded.t[i - 1].s, r->folded.t[i].s) < 0; i++)
+		;
+	if (i < n)
+		dec_sort(r->folded.t, n, sizeof(*r->folded.t), cmp_skv);
+	free(rank);
 	for (i = 0; i < n; i++) {
-		fprintf(k->f, "%s %" PRIu64 "\n", r->folded.t[i].s, r->folded.t[i].v);
+		char d[24];
+		int nd = 0;
+		uint64_t v = r->folded.t[i].v;
+
+		/* "%s %" PRIu64 "\n", without stdio's format parsing */
+		d[23] = '\n';
+		do {
+			d[22 - nd++] = (char)('0' + v % 10);
+			v /= 10;
+		} while (v);
+		d[22 - nd] = ' ';
+		fwrite_unlocked(r->folded.t[i].s, 1, strlen(r->folded.t[i].s), k->f);
+		fwrite_unlocked(d + 22 - nd, 1, (size_t)nd + 2, k->f);
 		free(r->folded.t[i].s);
 	}
 	free(r->folded.t);

@@ -12,9 +12,29 @@
 #include "internal.h"
 #include "sink.h"
 
+/* insn_run()'s cache of run texts: entries (a power of 2, two per set), longest run kept */
+#define RUNC_SIZE	16384
+#define RUNC_MAX	1024
+
+struct tbuf {
+	char *s;
+	size_t len, cap;
+};
+
 struct insn_sink {
 	struct dec_sink k;
 	ZydisFormatter zf;
+	struct tbuf line;
+	struct run_ent {
+		uint64_t gen;		/* 0: empty */
+		uint64_t ip, end_ip;
+		int isid;
+		uint32_t ninsn;
+		uint8_t mode, last_size;
+		uint64_t used;		/* @clock when last used */
+		struct tbuf text;
+	} runc[RUNC_SIZE];
+	uint64_t clock;
 };
 
 static void insn_trace_begin(struct dec_sink *k, struct dec_stream *st, size_t i)
@@ -24,79 +44,58 @@ static void insn_trace_begin(struct dec_sink *k, struct dec_stream *st, size_t i
 		fprintf(k->f, "[trace %s]\n", st->res->trace->file);
 }
 
-/*
- * --insn's "%016x  %-40s" of @ip and dec_sym_fmt_at()'s "sym+0xoff",
- * "dso+0xoff" or "0xaddr" (truncated as in its 512-byte buffer), from
- * the stream's symbol cache and without stdio's format parsing: per
- * instruction, vfprintf was the largest cost of --insn.
- */
-static void put_insn_head(struct dec_stream *st, FILE *f, uint64_t ip)
+static char *tb_room(struct tbuf *t, size_t n)
 {
-	static const char hx[] = "0123456789abcdef";
-	char line[16 + 2 + 512 + 40], *sym = line + 18, *p = sym;
-	const struct dec_symc *sc = dec_stream_sym(st, ip);
-	const char *name = NULL;
-	uint64_t off = ip;
-	size_t l = 0;
-	int i;
-
-	for (i = 0; i < 16; i++)
-		line[i] = hx[(ip >> (60 - 4 * i)) & 15];
-	line[16] = line[17] = ' ';
-	if (sc->sym) {
-		name = sc->sym->name;
-		off = ip - sc->sym->start;
-	} else if (sc->mod) {
-		name = sc->mod->name;
-		off = ip - sc->mod->bias;
+	if (t->len + n > t->cap) {
+		t->cap = (t->len + n) * 2;
+		t->s = dec_xrealloc(t->s, t->cap);
 	}
-	if (name) {
-		l = strlen(name);
-		if (l > 511)
-			l = 511;
-		memcpy(p, name, l);
-		p += l;
-		if (l < 511)
-			*p++ = '+';
-	}
-	if ((size_t)(p - sym) < 511) {
-		char d[20];
-		int n = 0;
-
-		if (!off) {
-			d[n++] = '0';
-		} else {
-			while (off) {
-				d[n++] = hx[off & 15];
-				off >>= 4;
-			}
-			d[n++] = 'x';
-			d[n++] = '0';
-		}
-		while (n && (size_t)(p - sym) < 511)
-			*p++ = d[--n];
-	}
-	while (p - sym < 40)
-		*p++ = ' ';
-	fwrite(line, 1, (size_t)(p - line), f);
+	return t->s + t->len;
 }
 
-static void insn_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, unsigned int size,
-		      bool last, const struct dec_item *b)
+static void tb_put(struct tbuf *t, const char *s, size_t n)
 {
-	struct insn_sink *s = (struct insn_sink *)k;
+	memcpy(tb_room(t, n), s, n);
+	t->len += n;
+}
+
+/*
+ * The line of the instruction at @ip (@size bytes, of block @b) without
+ * --fields' columns, appended to @t: "%016x  %-40s" of @ip and
+ * dec_sym_fmt_at()'s "sym+0xoff", "dso+0xoff" or "0xaddr" (the stream's
+ * per-address cache of it), --lines' file:line, --disasm's text, a
+ * newline.  Formatted by hand: per instruction, vfprintf was the largest
+ * cost of --insn.  A function of the address, the block's section and
+ * mode, and the process and time whose code it is (st->sym_gen) only.
+ */
+static void insn_line(struct insn_sink *s, struct dec_stream *st, struct tbuf *t, uint64_t ip,
+		      unsigned int size, const struct dec_item *b)
+{
+	static const char hx[] = "0123456789abcdef";
 	const struct dec_outputs *o = st->o;
-	FILE *f = k->f;
+	size_t l;
+	const char *sym = dec_stream_fmt_fast(st, ip, &l);
+	char *p = tb_room(t, 16 + 2 + l + 40 + 1), *p0 = p;
+	uint64_t v = ip;
+	int i;
 
-	(void)last;
-	if (o->fields)
-		dec_stream_fields(st, f, ~0u, st->line_tsc);
-	put_insn_head(st, f, ip);
+	for (i = 15; i >= 0; i--, v >>= 4)
+		p[i] = hx[v & 15];
+	p[16] = p[17] = ' ';
+	p += 18;
+	memcpy(p, sym, l);
+	p += l;
+	if (l < 40) {
+		memset(p, ' ', 40 - l);
+		p += 40 - l;
+	}
+	t->len += (size_t)(p - p0);
 	if (o->lines) {
-		char lbuf[256];
-		const char *l = dec_stream_line(st, ip, lbuf, sizeof(lbuf));
+		char lbuf[256], col[300];
+		const char *ln = dec_stream_line(st, ip, lbuf, sizeof(lbuf));
+		int n = snprintf(col, sizeof(col), o->disasm ? "  %-24s" : "  %s", ln ? ln : "-");
 
-		fprintf(f, o->disasm ? "  %-24s" : "  %s", l ? l : "-");
+		tb_put(t, col, n < 0 ? 0 : (size_t)n < sizeof(col) ? (size_t)n : sizeof(col) - 1);
 	}
 	if (o->disasm) {
 		ZydisDecodedInstruction zi;
@@ -109,12 +108,93 @@ static void insn_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, un
 		    ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec_zydis(b->mode), bytes, size, &zi, ops)) &&
 		    ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&s->zf, &zi, ops,
 								  zi.operand_count_visible,
-								  text, sizeof(text), ip, NULL)))
-			fprintf(f, "  %s", text);
-		else
-			fprintf(f, "  (bytes unavailable)");
+								  text, sizeof(text), ip, NULL))) {
+			tb_put(t, "  ", 2);
+			tb_put(t, text, strlen(text));
+		} else {
+			tb_put(t, "  (bytes unavailable)", 21);
+		}
 	}
-	fputc('\n', f);
+	tb_put(t, "\n", 1);
+}
+
+static void insn_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, unsigned int size,
+		      bool last, const struct dec_item *b)
+{
+	struct insn_sink *s = (struct insn_sink *)k;
+
+	(void)last;
+	if (st->o->fields)
+		dec_stream_fields(st, k->f, ~0u, st->line_tsc);
+	s->line.len = 0;
+	insn_line(s, st, &s->line, ip, size, b);
+	fwrite_unlocked(s->line.s, 1, s->line.len, k->f);
+}
+
+struct run_fill {
+	struct insn_sink *s;
+	struct dec_stream *st;
+	struct tbuf *t;
+};
+
+static void run_fill_insn(void *arg, uint64_t ip, unsigned int size, bool last,
+			  const struct dec_item *b)
+{
+	struct run_fill *w = arg;
+
+	(void)last;
+	insn_line(w->s, w->st, w->t, ip, size, b);
+}
+
+/* Does run cache entry @e hold the lines of run @b in @st's code? */
+static bool run_ent_is(const struct run_ent *e, const struct dec_stream *st,
+		       const struct dec_item *b)
+{
+	return e->gen == st->sym_gen && e->ip == b->ip && e->end_ip == b->end_ip &&
+	       e->isid == b->isid && e->ninsn == b->ninsn && e->mode == b->mode &&
+	       e->last_size == b->last_size;
+}
+
+/*
+ * The lines of a whole run of blocks at once, from a two-way set-associative
+ * cache of run texts keyed by everything a line depends on: the run (section,
+ * address, mode, count, last instruction and its size: its walk) and
+ * st->sym_gen (whose code).  Not with --fields (a column per line that
+ * changes); false when the run's code cannot be walked (the stream then
+ * says which instructions are not shown).
+ */
+static bool insn_run(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b)
+{
+	struct insn_sink *s = (struct insn_sink *)k;
+	struct run_ent *e, *set;
+
+	if (st->o->fields || !b->ninsn || b->ninsn > RUNC_MAX)
+		return false;
+	/* two ways per set, the one used longer ago replaced */
+	set = &s->runc[((b->ip ^ (uint64_t)b->ninsn << 40 ^ (uint64_t)(uint32_t)b->isid << 52) *
+			0x9e3779b97f4a7c15ULL >> 40) & (RUNC_SIZE - 2)];
+	for (e = set; e < set + 2 && !run_ent_is(e, st, b); e++)
+		;
+	if (e == set + 2) {
+		struct run_fill w;
+
+		e = set[0].used <= set[1].used ? &set[0] : &set[1];
+		w = (struct run_fill){ s, st, &e->text };
+		e->gen = 0;
+		e->text.len = 0;
+		if (dec_stream_walk(st, b, run_fill_insn, &w) != b->ninsn)
+			return false;
+		e->gen = st->sym_gen;
+		e->ip = b->ip;
+		e->end_ip = b->end_ip;
+		e->isid = b->isid;
+		e->ninsn = b->ninsn;
+		e->mode = b->mode;
+		e->last_size = b->last_size;
+	}
+	e->used = ++s->clock;
+	fwrite_unlocked(e->text.s, 1, e->text.len, k->f);
+	return true;
 }
 
 static void insn_unshown(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
@@ -173,7 +253,12 @@ static void insn_event(struct dec_sink *k, struct dec_stream *st, const struct d
 
 static void insn_end(struct dec_sink *k, struct dec_stream *st)
 {
+	struct insn_sink *s = (struct insn_sink *)k;
+
 	(void)st;
+	for (size_t i = 0; i < RUNC_SIZE; i++)
+		free(s->runc[i].text.s);
+	free(s->line.s);
 	free(k);
 }
 
@@ -182,6 +267,7 @@ static const struct dec_sink_ops insn_ops = {
 	.needs = DEC_NEED_BLOCKS | DEC_NEED_EVERY_INSN,
 	.trace_begin = insn_trace_begin,
 	.insn = insn_insn,
+	.run = insn_run,
 	.unshown = insn_unshown,
 	.event = insn_event,
 	.end = insn_end,

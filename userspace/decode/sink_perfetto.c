@@ -6,6 +6,7 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "decode.h"
 #include "internal.h"
@@ -38,14 +39,50 @@ struct perfetto_sink {
  * trace is timed and the TSC's frequency known, else at the instruction
  * count.
  */
+/* @v in decimal at @p (no sign): returns the end. */
+static char *put_u64(char *p, uint64_t v)
+{
+	char d[20];
+	int n = 0;
+
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
 static void perfetto_ev(struct perfetto_sink *s, struct dec_stream *st, char ph,
 			const struct pspan *sp)
 {
 	FILE *f = s->k.f;
 	uint64_t ns, ps;
+	char head[128], *p = head;
 
-	fprintf(f, "%s{\"ph\":\"%c\",\"pid\":%ld,\"tid\":%u,\"ts\":",
-		s->first ? "" : ",\n", ph, s->ppid, st->tid);
+	/* "%s{\"ph\":\"%c\",\"pid\":%ld,\"tid\":%u,\"ts\":" by hand: one per call and return */
+	if (!s->first) {
+		*p++ = ',';
+		*p++ = '\n';
+	}
+	memcpy(p, "{\"ph\":\"", 7);
+	p += 7;
+	*p++ = ph;
+	memcpy(p, "\",\"pid\":", 8);
+	p += 8;
+	if (s->ppid < 0) {
+		*p++ = '-';
+		p = put_u64(p, -(uint64_t)s->ppid);
+	} else {
+		p = put_u64(p, (uint64_t)s->ppid);
+	}
+	memcpy(p, ",\"tid\":", 7);
+	p += 7;
+	p = put_u64(p, st->tid);
+	memcpy(p, ",\"ts\":", 6);
+	p += 6;
+	fwrite_unlocked(head, 1, (size_t)(p - head), f);
 	if (st->time_ok) {
 		if (st->prev_tsc > s->ev_tsc)
 			s->ev_tsc = st->prev_tsc;
@@ -64,12 +101,19 @@ static void perfetto_ev(struct perfetto_sink *s, struct dec_stream *st, char ph,
 			ps = s->ev_ps + 1;
 		s->ev_ps = ps;
 		s->have_ev_ps = true;
-		fprintf(f, "%" PRIu64 ".%06" PRIu64, ps / 1000000, ps % 1000000);
+		/* "%" PRIu64 ".%06" PRIu64 */
+		p = put_u64(head, ps / 1000000);
+		*p++ = '.';
+		for (int i = 5, fr = (int)(ps % 1000000); i >= 0; i--, fr /= 10)
+			p[i] = (char)('0' + fr % 10);
+		p += 6;
+		fwrite_unlocked(head, 1, (size_t)(p - head), f);
 	} else {
-		fprintf(f, "%" PRIu64, st->idx);
+		p = put_u64(head, st->idx);
+		fwrite_unlocked(head, 1, (size_t)(p - head), f);
 	}
 	s->first = false;
-	fprintf(f, ",\"name\":");
+	fwrite_unlocked(",\"name\":", 1, 8, f);
 	if (sp->name) {
 		dec_json_str(f, sp->name);
 	} else {
@@ -83,7 +127,7 @@ static void perfetto_ev(struct perfetto_sink *s, struct dec_stream *st, char ph,
 		dec_json_str(f, buf);
 		fprintf(f, ",\"args\":{\"addr\":\"%#" PRIx64 "\"}", sp->ip);
 	}
-	fprintf(f, "}");
+	fputc_unlocked('}', f);
 }
 
 /* Open a span for a call into @ip, at depth @depth + 1. */

@@ -34,7 +34,25 @@ struct dec_prof {
 	long pid;
 	uint64_t time;
 	struct dec_symc sc;
+	/*
+	 * The entries of the last function and DSO counted (consecutive
+	 * blocks are mostly in one): valid while their table's capacity is
+	 * the one noted (it only grows, and entries move only then).
+	 */
+	struct dec_kv *last_fun, *last_dso;
+	size_t last_fun_cap, last_dso_cap;
 };
+
+/* dec_map_get(@m, @a, @b), or *@last if it is that entry and @m has not grown since. */
+static struct dec_kv *map_get_last(struct dec_map *m, uint64_t a, uint64_t b,
+				   struct dec_kv **last, size_t *last_cap)
+{
+	if (*last && *last_cap == m->cap && (*last)->a == a && (*last)->b == b)
+		return *last;
+	*last = dec_map_get(m, a, b);
+	*last_cap = m->cap;
+	return *last;
+}
 
 /*
  * Count @n instructions at @ip of the function and DSO that @sc holds;
@@ -44,11 +62,11 @@ struct dec_prof {
 static void prof_add(struct dec_prof *p, const struct dec_symc *sc, uint64_t ip, uint64_t n)
 {
 	if (sc->sym)
-		dec_map_get(&p->fun, sc->sym->start, 0)->v += n;
+		map_get_last(&p->fun, sc->sym->start, 0, &p->last_fun, &p->last_fun_cap)->v += n;
 	else if (sc->mod)
-		dec_map_get(&p->fun, ip, 1)->v += n;
+		map_get_last(&p->fun, ip, 1, &p->last_fun, &p->last_fun_cap)->v += n;
 	if (sc->mod)
-		dec_map_get(&p->dso, sc->mod->start, 0)->v += n;
+		map_get_last(&p->dso, sc->mod->start, 0, &p->last_dso, &p->last_dso_cap)->v += n;
 	else
 		p->unknown += n;
 }

@@ -3591,6 +3591,181 @@ static void test_switching(struct run *a, struct run *b)
 	free(both.ips);
 }
 
+/*
+ * Symbols of switching processes (issue 17's caches): the per-CPU capture
+ * of test_switching(), but each process maps its own program's ELF (two
+ * static programs: different functions at the same addresses), so that
+ * the same address has one name before the switch and another after it.
+ * A symbol cache that answered for an address without asking whose code
+ * it is would give the second program the first one's names.
+ */
+
+/* The sideband line of @r's ELF's executable segment mapped by @pid (a snapshot record). */
+static bool sb_mmap_elf(FILE *f, const struct run *r, long pid)
+{
+	int fd = open(r->elf, O_RDONLY);
+	Elf *e;
+	size_t np = 0, k;
+	bool ok = false;
+
+	elf_version(EV_CURRENT);
+	e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	for (k = 0; e && !elf_getphdrnum(e, &np) && k < np && !ok; k++) {
+		GElf_Phdr ph;
+		uint64_t start;
+
+		if (!gelf_getphdr(e, (int)k, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		start = ph.p_vaddr & ~0xfffULL;
+		fprintf(f, "{\"type\":\"mmap\",\"time\":null,\"cpu\":null,\"pid\":%ld,\"tid\":%ld,"
+			"\"start\":%" PRIu64 ",\"len\":%" PRIu64 ",\"pgoff\":%" PRIu64 ",\"prot\":5,"
+			"\"flags\":2,\"file\":\"%s\",\"build_id\":null}\n", pid, pid, start,
+			ph.p_vaddr + ph.p_filesz - start, (uint64_t)(ph.p_offset & ~0xfffULL), r->elf);
+		ok = true;
+	}
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/*
+ * A per-CPU capture in @cap of @trace (@len bytes, from ptgen run @r1)
+ * with a sideband: process 100 maps @r1's ELF and enters the CPU first;
+ * with @r2, process 200 maps @r2's ELF and enters at @tb - 1000.
+ */
+static bool elf_capture(const char *cap, struct run *r1, struct run *r2, const void *trace,
+			size_t len, uint64_t tb)
+{
+	char path[PATH_MAX + 64];
+	bool ok;
+	FILE *f;
+
+	make_capture(r1, cap, trace, len);
+	snprintf(path, sizeof(path), "%s/sideband.jsonl", cap);
+	f = fopen(path, "w");
+	if (!f)
+		return false;
+	fprintf(f, "{\"type\":\"header\",\"format\":\"ipt-sideband\",\"version\":1}\n");
+	ok = sb_mmap_elf(f, r1, 100) && (!r2 || sb_mmap_elf(f, r2, 200));
+	fprintf(f, "{\"type\":\"switch\",\"time\":%llu,\"cpu\":0,\"pid\":100,\"tid\":100,"
+		"\"out\":false,\"preempt\":false,\"next_prev_pid\":0,\"next_prev_tid\":0}\n",
+		0x100000000ULL - 1000);
+	if (r2)
+		fprintf(f, "{\"type\":\"switch\",\"time\":%" PRIu64 ",\"cpu\":0,\"pid\":100,"
+			"\"tid\":100,\"out\":true,\"preempt\":true,\"next_prev_pid\":200,"
+			"\"next_prev_tid\":200}\n", tb - 1000);
+	fclose(f);
+	timed_meta(cap, 0);
+	return ok;
+}
+
+/* The instruction lines ("ADDRESS  SYMBOL+OFF") of --insn output @path, one string each. */
+static char **insn_lines(const char *path, size_t *n)
+{
+	size_t len, cap = 0;
+	char *s = slurp(path, &len), *save = NULL, *l, **v = NULL;
+
+	*n = 0;
+	for (l = s ? strtok_r(s, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+		if (strlen(l) < 18 || strspn(l, "0123456789abcdef") != 16 || l[16] != ' ')
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 4096;
+			v = realloc(v, cap * sizeof(*v));
+		}
+		v[(*n)++] = strdup(l);
+	}
+	free(s);
+	return v;
+}
+
+static int cmp_line(const void *x, const void *y)
+{
+	return strncmp(*(char *const *)x, *(char *const *)y, 16);
+}
+
+static void free_lines(char **v, size_t n)
+{
+	while (n--)
+		free(v[n]);
+	free(v);
+}
+
+static void test_switching_syms(struct run *a, struct run *b, const char *name)
+{
+	char cap[PATH_MAX + 32], cap_a[PATH_MAX + 32], cap_b[PATH_MAX + 32], path[PATH_MAX + 64];
+	struct run both = { 0 };
+	char *ta = NULL, *tbuf = NULL, **la, **lb, **lab, **sorted;
+	size_t na = 0, nb = 0, nab = 0, i, lena = 0, lenb = 0, first = SIZE_MAX, renamed = 0;
+	const char *jobs[] = { "-J 1", "-J 2" };
+	uint64_t tb;
+	bool ok;
+	int st;
+
+	snprintf(both.name, sizeof(both.name), "%s", name);
+	snprintf(cap, sizeof(cap), "%s/%s.capture", work, name);
+	snprintf(cap_a, sizeof(cap_a), "%s/%s-a.capture", work, name);
+	snprintf(cap_b, sizeof(cap_b), "%s/%s-b.capture", work, name);
+	tb = two_program_capture(a, b, cap);
+	snprintf(path, sizeof(path), "%s/cpu0.pt", cap);
+	ta = slurp(path, &lena);
+	snprintf(path, sizeof(path), "%s/trace.pt", b->dir);
+	tbuf = slurp(path, &lenb);
+	/* each program alone, as the reference: its own process, its own ELF */
+	ok = tb && ta && tbuf && lena > lenb &&
+	     elf_capture(cap_a, a, NULL, ta, lena - lenb, 0) &&
+	     elf_capture(cap_b, b, NULL, tbuf, lenb, 0) &&
+	     elf_capture(cap, a, b, ta, lena, tb);
+	free(ta);
+	free(tbuf);
+	if (!ok) {
+		CHECK(0, "%s: the captures with the programs' ELF files are there", name);
+		return;
+	}
+	st = decode(F(&both, "oa"), F(&both, "ea"), "decode %s --insn=%s -J 1", cap_a,
+		    F(&both, "insn-a"));
+	st |= decode(F(&both, "ob"), F(&both, "eb"), "decode %s --insn=%s -J 1", cap_b,
+		     F(&both, "insn-b"));
+	la = insn_lines(F(&both, "insn-a"), &na);
+	lb = insn_lines(F(&both, "insn-b"), &nb);
+	/* non-vacuous: addresses of both programs whose names differ */
+	sorted = malloc((na + 1) * sizeof(*sorted));
+	memcpy(sorted, la, na * sizeof(*sorted));
+	qsort(sorted, na, sizeof(*sorted), cmp_line);
+	for (i = 0; i < nb; i++) {
+		char **hit = bsearch(&lb[i], sorted, na, sizeof(*sorted), cmp_line);
+
+		renamed += hit && strcmp(*hit, lb[i]);
+	}
+	free(sorted);
+	CHECK(st == 0 && na == a->n && nb == b->n && renamed > 1000 &&
+	      clean_stderr(F(&both, "ea")) && clean_stderr(F(&both, "eb")),
+	      "%s: each program alone decodes with its ELF's symbols (%zu and %zu "
+	      "instructions; %zu of the second's at an address of the first's with another name)",
+	      name, na, nb, renamed);
+	for (size_t j = 0; j < sizeof(jobs) / sizeof(jobs[0]); j++) {
+		st = decode(F(&both, "o"), F(&both, "e"), "decode %s --insn=%s %s", cap,
+			    F(&both, "insn"), jobs[j]);
+		lab = insn_lines(F(&both, "insn"), &nab);
+		first = SIZE_MAX;
+		for (i = 0; i < nab && i < na + nb && first == SIZE_MAX; i++)
+			if (strcmp(lab[i], i < na ? la[i] : lb[i - na]))
+				first = i;
+		CHECK(st == 0 && clean_stderr(F(&both, "e")) && nab == na + nb &&
+		      first == SIZE_MAX,
+		      "%s %s: --insn of two processes with different functions at the same "
+		      "addresses names each instruction as its own program alone does, no name "
+		      "cached from before the switch (%zu of %zu lines, first difference %zd%s%s)",
+		      name, jobs[j], nab, na + nb, first == SIZE_MAX ? (ssize_t)-1 : (ssize_t)first,
+		      first == SIZE_MAX ? "" : ": ", first == SIZE_MAX ? "" : lab[first]);
+		free_lines(lab, nab);
+	}
+	free_lines(la, na);
+	free_lines(lb, nb);
+}
+
 /* ---- exit codes and messages (Documentation/man/ipttool.8, "EXIT STATUS") ---------------- */
 
 /* Set @key of @dir's meta.json (in object @obj: "" top, else "cpu", "config", "traces[0]") to the JSON @val. */
@@ -3966,8 +4141,12 @@ int main(int argc, char **argv)
 	size_t i, nr = sizeof(runs) / sizeof(runs[0]);
 	pid_t pids[8];
 	int status;
-	/* IPT_DECODE_TEST=stream-gap: only the streamed-capture test, on the first run */
+	/*
+	 * IPT_DECODE_TEST=stream-gap: only the streamed-capture test, on the
+	 * first run; =switching-syms: only test_switching_syms(), on sw-*.
+	 */
 	const char *only = getenv("IPT_DECODE_TEST");
+	bool only_sw = only && !strcmp(only, "switching-syms");
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!tool_test_setup(argc, argv, "decode-tests", &status))
@@ -4001,23 +4180,33 @@ int main(int argc, char **argv)
 		snprintf(runs[i].dir, sizeof(runs[i].dir), "%s/%.63s", work, runs[i].name);
 		snprintf(opts, sizeof(opts), "%.*s", (int)(bar - cmds[i]), cmds[i]);
 		snprintf(prog, sizeof(prog), "%s/groundtruth/%s", build, bar + 1);
-		if (i >= 2) {
+		if (i >= 2 && pids[i - 2] > 0) {
 			int wst;
 
 			waitpid(pids[i - 2], &wst, 0);
 		}
+		pids[i] = -1;
+		if (only_sw && strncmp(runs[i].name, "sw-", 3))
+			continue;
 		pids[i] = fork();
 		if (pids[i] == 0)
 			_exit(ptgen(&runs[i], opts, prog) ? 0 : 1);
 	}
 	for (i = nr >= 2 ? nr - 2 : 0; i < nr; i++)
-		waitpid(pids[i], NULL, 0);
+		if (pids[i] > 0)
+			waitpid(pids[i], NULL, 0);
 	for (i = 0; i < nr; i++) {
-		bool ok = load_run(&runs[i]);
+		bool ok;
+
+		if (only_sw && strncmp(runs[i].name, "sw-", 3))
+			continue;
+		ok = load_run(&runs[i]);
 
 		CHECK(ok, "%s: ptgen made a ground-truth trace (%zu instructions)", runs[i].name,
 		      runs[i].n);
 		if (!ok)
+			continue;
+		if (only_sw)
 			continue;
 		if (only) {
 			test_stream_gap(&runs[i]);
@@ -4038,8 +4227,27 @@ int main(int argc, char **argv)
 				sa = &runs[i];
 			else if (runs[i].n && !strcmp(runs[i].name, "sw-loops"))
 				sb = &runs[i];
-		if (sa && sb)
+		if (sa && sb && !only_sw)
 			test_switching(sa, sb);
+		if (sa && sb)
+			test_switching_syms(sa, sb, "switching-syms");
+		if (sa) {
+			/*
+			 * The same code at the same addresses under other
+			 * names: the first program's ELF with every symbol
+			 * renamed b_NAME (a separate file: its own sections).
+			 */
+			static struct run twin;
+
+			twin = *sa;
+			snprintf(twin.elf, sizeof(twin.elf), "%s/sw-twin.elf", work);
+			if (sh("objcopy --prefix-symbols=b_ %s %s", sa->elf, twin.elf) == 0)
+				test_switching_syms(sa, &twin, "switching-twin");
+			else
+				CHECK(0, "switching-twin: objcopy --prefix-symbols makes the twin ELF");
+		}
+		if (only_sw)
+			return tap_done();
 	}
 	if (runs[0].n) {
 		int st = decode(F(&runs[0], "seg"), F(&runs[0], "eseg"), "-j decode %s", runs[0].dir);
