@@ -373,6 +373,88 @@ static void ipt_sim_clock_to_now(struct ipt_sim_cpu *c)
 	c->ran_tsc = c->tsc;
 }
 
+/*
+ * The length of the packet at @p, of @avail bytes, for splitting a feed
+ * record between packets (SDM vol. 3C, Intel PT chapter, "Packet
+ * Definitions"); @avail when it is not known or not whole: the rest then
+ * goes as one piece.
+ */
+static size_t ipt_sim_pkt_len(const u8 *p, size_t avail)
+{
+	/* IPBytes 101 and 111 are reserved: 0, not known. */
+	static const u8 ip_len[8] = { 1, 3, 5, 7, 7, 0, 9, 0 };
+	u8 type = p[0] & 0x1f;
+	size_t n = 0;
+
+	if (!avail)
+		return 0;
+	if (p[0] == 0x02) {
+		if (avail < 2)
+			return avail;
+		if (p[1] == 0xa3 || p[1] == 0x43)	/* TNT-64, PIP */
+			n = 8;
+		else if (p[1] == 0x73 || p[1] == 0xc8)	/* TMA, VMCS */
+			n = 7;
+		else if (p[1] == 0x03)			/* CBR */
+			n = 4;
+		else if (p[1] == 0x23 || p[1] == 0xf3 || p[1] == 0x83)
+			n = 2;			/* PSBEND, OVF, TraceStop */
+	} else if (!(p[0] & 1)) {		/* PAD, TNT-8 */
+		n = 1;
+	} else if (type == 0x0d || type == 0x11 || type == 0x01 || type == 0x1d) {
+		n = ip_len[p[0] >> 5];		/* TIP, TIP.PGE/PGD, FUP */
+	} else if (p[0] == 0x99 || p[0] == 0x59) {	/* MODE, MTC */
+		n = 2;
+	} else if (p[0] == 0x19) {		/* TSC */
+		n = 8;
+	}
+	return n && n <= avail ? n : avail;
+}
+
+/*
+ * MTCs the unit writes as the program runs @len bytes' worth: one per MTC
+ * period the clock crosses, with MTCEn.
+ */
+static u64 ipt_sim_periods_in(const struct ipt_sim_cpu *c, u64 len)
+{
+	unsigned int f = FIELD_GET(RTIT_CTL_MTC_RANGE, c->ctl);
+	u64 t = c->tsc + len * IPT_SIM_TSC_PER_BYTE;
+
+	if (!(c->ctl & RTIT_CTL_MTC_EN))
+		return 0;
+	return (ipt_sim_ctc_at(c, t) >> f) - (ipt_sim_ctc(c) >> f);
+}
+
+/*
+ * Run one unit of branch content: a packet at a time, the clock advancing
+ * IPT_SIM_TSC_PER_BYTE per byte before each, with the MTCs (or the wake)
+ * of the periods it crossed before the packet, as the unit writes timing
+ * packets between the packets of the code that runs; the CYC when enabled
+ * after the first packet's time.  A feed record's packets stay in order
+ * and whole: MTC changes neither the last IP nor the return stack.
+ */
+static void ipt_sim_run_unit(struct ipt_sim_cpu *c, const u8 *unit, size_t n)
+{
+	unsigned int t = FIELD_GET(RTIT_CTL_CYC_THRESH, c->ctl);
+	size_t off = 0, len;
+	u64 cycles;
+	u8 cyc[16];
+
+	do {
+		len = ipt_sim_pkt_len(unit + off, n - off);
+		c->tsc += (u64)len * IPT_SIM_TSC_PER_BYTE;
+		ipt_sim_clock_to_now(c);
+		cycles = c->tsc - c->last_cyc_tsc;
+		if (!off && n && (c->ctl & RTIT_CTL_CYCLEACC) && cycles &&
+		    cycles >= (t ? BIT_ULL(t - 1) : 1)) {
+			ipt_sim_put(c, cyc, ipt_sim_pkt_cyc(cyc, cycles));
+			c->last_cyc_tsc = c->tsc;
+		}
+		ipt_sim_put(c, unit + off, len);
+		off += len;
+	} while (off < n);
+}
+
 /**
  * ipt_sim_run() - produce trace for one time slice
  * @c: the state; @c->tsc is the time now, at or after where the last
@@ -385,18 +467,19 @@ static void ipt_sim_clock_to_now(struct ipt_sim_cpu *c)
  * and CBR (ipt_sim_clock_to_now()); TIP.PGE if the program changed since
  * the last run (ipt_sim_switch_out()); then branch content (the feed's
  * records or the built-in loop).  The program runs at
- * IPT_SIM_TSC_PER_BYTE TSC ticks per byte of its branch content: before
- * each unit the clock advances by that, the MTCs of the periods it
- * crossed are written, then CYC with the cycles since the last CYC when
- * enabled, then the unit; PSB+ whenever PacketByteCnt reaches the PSBFreq
- * period.  So a slice's packets carry the times of a program running for
- * part of the slice, and the rest of the slice is idle.
+ * IPT_SIM_TSC_PER_BYTE TSC ticks per byte of its branch content, a packet
+ * at a time (ipt_sim_run_unit()): before each packet the clock advances,
+ * the MTCs of the periods it crossed are written, before a unit's first
+ * packet CYC with the cycles since the last CYC when enabled, then the
+ * packet; PSB+ whenever PacketByteCnt reaches the PSBFreq period.  So a
+ * slice's packets carry the times of a program running for part of the
+ * slice, and the rest of the slice is idle.
  *
  * A paced program (@c->pace) blocks for the rest of the slice, as a
  * producer waits for its consumer, before anything it writes could fill
  * the region of a STOP entry: each group (the MTCs or a wake, a PSB+, an
  * OVF, a CYC and the unit of branch content, at most IPT_SIM_TIME_MAX +
- * 3 * IPT_SIM_PKT_MAX bytes and the unit)
+ * 3 * IPT_SIM_PKT_MAX bytes, the unit and its MTCs)
  * must leave IPT_SIM_PACE_RESERVE bytes of room; stats.paced counts
  * such slices.  So output never stops at STOP, and nothing is lost.
  *
@@ -431,10 +514,11 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 	       c->stats.bytes + c->stats.dropped + c->stats.stopped - start <
 	       budget) {
 		const u8 *unit;
-		u64 ip;
+		u64 ip, len;
 
+		len = ipt_sim_next_len(c);
 		if (ipt_sim_pace_blocks(c, IPT_SIM_TIME_MAX + 3 * IPT_SIM_PKT_MAX +
-					   ipt_sim_next_len(c))) {
+					   len + 2 * ipt_sim_periods_in(c, len))) {
 			c->stats.paced++;
 			break;
 		}
@@ -454,20 +538,7 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 			n = 1;
 			ip = IPT_SIM_CODE_LOOP_END;
 		}
-		/* The instructions the unit describes ran: time passed. */
-		c->tsc += (u64)n * IPT_SIM_TSC_PER_BYTE;
-		ipt_sim_clock_to_now(c);
-		if ((c->ctl & RTIT_CTL_CYCLEACC) && n) {
-			unsigned int t = FIELD_GET(RTIT_CTL_CYC_THRESH, c->ctl);
-			u64 cycles = c->tsc - c->last_cyc_tsc;
-			u8 cyc[16];
-
-			if (cycles && cycles >= (t ? BIT_ULL(t - 1) : 1)) {
-				ipt_sim_put(c, cyc, ipt_sim_pkt_cyc(cyc, cycles));
-				c->last_cyc_tsc = c->tsc;
-			}
-		}
-		ipt_sim_put(c, unit, n);
+		ipt_sim_run_unit(c, unit, n);
 		c->ip = ip;
 	}
 }

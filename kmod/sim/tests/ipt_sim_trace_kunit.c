@@ -256,6 +256,45 @@ static void pkt_time_idle_wake(struct kunit *test)
 }
 
 /*
+ * A feed record runs a packet at a time: at MTCFreq 3 (416 TSC a period)
+ * the MTC comes between the record's packets where the clock crossed the
+ * period, 13 bytes in, and the TIP stays whole.  (Before, the record was
+ * one unit and its packets all had one time.)
+ */
+static void pkt_time_feed(struct kunit *test)
+{
+	static const u8 feed[] = {
+		/* len 0: IP 0x400100 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x01, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* len 15: 4 TNT-8, TIP 0x400200, 4 TNT-8 */
+		0x0f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x06, 0x06, 0x06, 0x06, 0x6d, 0x00, 0x02, 0x40, 0x00, 0x00,
+		0x00, 0x06, 0x06, 0x06, 0x06,
+	};
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out, *buf;
+
+	buf = kunit_kzalloc(test, sizeof(feed), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memcpy(buf, feed, sizeof(feed));
+	c->feed.buf = buf;
+	c->feed.len = sizeof(feed);
+	c->feed.cap = sizeof(feed);
+	out = pkt_start(test, c, CTL_RANGE | RTIT_CTL_MTC_EN |
+			FIELD_PREP(RTIT_CTL_MTC_RANGE, 3));
+	ipt_sim_run(c, 100);
+	KUNIT_EXPECT_EQ(test, c->feed.pos, sizeof(feed));
+	/* TSC 416 (CTC 8) is reached running the sixth TNT-8. */
+	EXPECT_BYTES(test, out + 31, 0x06, 0x06, 0x06, 0x06,
+		     0x6d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00,
+		     0x06, 0x59, 0x01, 0x06, 0x06, 0x06);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 17);
+	KUNIT_EXPECT_EQ(test, c->tsc, 15ULL * IPT_SIM_TSC_PER_BYTE);
+}
+
+/*
  * Feed records are written verbatim, the IP follows them, and a leading
  * IP-only record sets the IP the enable packets carry.
  */
@@ -437,6 +476,7 @@ static struct kunit_case sim_trace_cases[] = {
 	KUNIT_CASE(pkt_mtc_cyc),
 	KUNIT_CASE(pkt_time_in_slice),
 	KUNIT_CASE(pkt_time_idle_wake),
+	KUNIT_CASE(pkt_time_feed),
 	KUNIT_CASE(pkt_feed),
 	KUNIT_CASE(pkt_feed_ctx_off),
 	KUNIT_CASE(pkt_switch_programs),
