@@ -41,6 +41,25 @@
 /* IA32_PERF_GLOBAL_STATUS bit 0: PMC0 overflowed (perf's counter). */
 #define IPT_SIM_GLOBAL_PMC0		BIT_ULL(0)
 
+/*
+ * The simulated program's speed: TSC ticks it runs for each byte of branch
+ * content it generates (a TNT-8 byte of the built-in loop is 8
+ * instructions, about 0.25 per cycle).  ipt_sim_run() advances the unit's
+ * clock by this much per byte, so a slice's packets spread over time.
+ */
+#define IPT_SIM_TSC_PER_BYTE		32
+
+/*
+ * More MTC periods than this since the unit last ran, and its clocks are
+ * taken to have stopped (a C-state): it writes TSC, TMA and CBR on waking
+ * rather than an MTC per period, whose 8-bit payload would wrap
+ * (ipt_sim_run()).
+ */
+#define IPT_SIM_MTC_RUN_MAX		64
+
+/* Most bytes of timing packets the clock's advance writes at once. */
+#define IPT_SIM_TIME_MAX		(2 * IPT_SIM_MTC_RUN_MAX)
+
 /* Largest group of packets the unit writes in one piece. */
 #define IPT_SIM_PKT_MAX			64
 
@@ -236,7 +255,12 @@ struct ipt_sim_hold {
  * @lvt_masked: the mask bit of the local APIC's LVTPC entry: set when a
  *        PMI is delivered, cleared by an unmask (ipt_sim_nmi.c)
  * @xss: IA32_XSS
- * @tsc: the simulated time stamp counter; advanced by the caller
+ * @tsc: the simulated time stamp counter: set by the caller between
+ *        slices, never backwards; advanced by ipt_sim_run() as the program
+ *        runs (IPT_SIM_TSC_PER_BYTE)
+ * @ran_tsc: @tsc when the unit last produced packets (enable, the end of
+ *        a slice); ipt_sim_run() compares it with @tsc to tell a running
+ *        clock from an idle gap
  * @last_mtc_ctc: CTC value of the last MTC period seen
  * @last_cyc_tsc: TSC at the last CYC packet
  * @ip: the workload's current instruction pointer
@@ -288,6 +312,7 @@ struct ipt_sim_cpu {
 	bool lvt_masked;
 	u64 xss;
 	u64 tsc;
+	u64 ran_tsc;
 	u64 last_mtc_ctc;
 	u64 last_cyc_tsc;
 	u64 ip;

@@ -28,11 +28,17 @@
 struct ipt_sim_pcpu __percpu *ipt_sim_pcpu;
 u64 ipt_sim_rate;			/* bytes/s, READ_ONCE */
 
-/* The simulated TSC runs at the nominal ratio times 100 MHz. */
+/*
+ * The simulated TSC runs at the nominal ratio times 100 MHz, and never
+ * backwards: ipt_sim_run() may have run the unit's clock a little ahead
+ * of the wall clock as the program ran.
+ */
 static void ipt_sim_clock(struct ipt_sim_pcpu *pc)
 {
+	u64 now = mul_u64_u32_div(ktime_get_ns(), ipt_sim_model->nom_ratio, 10);
+
 	lockdep_assert_held(&pc->lock);
-	pc->st.tsc = mul_u64_u32_div(ktime_get_ns(), ipt_sim_model->nom_ratio, 10);
+	pc->st.tsc = max(pc->st.tsc, now);
 }
 
 static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)

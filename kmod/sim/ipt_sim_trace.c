@@ -40,8 +40,9 @@ const size_t ipt_sim_code_size = sizeof(ipt_sim_code);
 #define IPT_SIM_LOOP_TNT	0xec
 
 /**
- * ipt_sim_ctc() - the core crystal clock at the state's TSC
+ * ipt_sim_ctc_at() - the core crystal clock at a TSC value
  * @c: the state
+ * @tsc: the TSC value
  *
  * TSC = CTC * CPUID.15H:EBX / EAX; without leaf 15H, CTC = TSC / 16.
  *
@@ -50,13 +51,39 @@ const size_t ipt_sim_code_size = sizeof(ipt_sim_code);
  *
  * Return: the CTC value.
  */
-static u64 ipt_sim_ctc(const struct ipt_sim_cpu *c)
+static u64 ipt_sim_ctc_at(const struct ipt_sim_cpu *c, u64 tsc)
 {
 	const struct ipt_cpuid_regs *l15 = &c->model->leaf_15;
 
 	if (!l15->ebx || !l15->eax)
-		return c->tsc >> 4;
-	return div_u64(c->tsc, l15->ebx) * l15->eax;
+		return tsc >> 4;
+	return div_u64(tsc, l15->ebx) * l15->eax;
+}
+
+/* The core crystal clock now. */
+static u64 ipt_sim_ctc(const struct ipt_sim_cpu *c)
+{
+	return ipt_sim_ctc_at(c, c->tsc);
+}
+
+/*
+ * TMA for the TSC now: CTC[15:0] and FastCounter, the TSC ticks (the
+ * core runs at the nominal ratio: its cycles are TSC ticks) since that
+ * CTC value began (SDM vol. 3C, Intel PT chapter, "TSC/MTC Alignment (TMA)
+ * Packet").  A decoder places the TSC at the CTC tick plus FastCounter; a
+ * FastCounter of 0 would put the time of the MTCs after it up to a CTC
+ * period late, after the next TSC.
+ */
+static size_t ipt_sim_tma(const struct ipt_sim_cpu *c, u8 *p)
+{
+	const struct ipt_cpuid_regs *l15 = &c->model->leaf_15;
+	u32 fc;
+
+	if (!l15->ebx || !l15->eax)
+		fc = c->tsc & 15;
+	else
+		div_u64_rem(c->tsc, l15->ebx, &fc);
+	return ipt_sim_pkt_tma(p, ipt_sim_ctc(c), fc);
 }
 
 /* PSB+: PSB, TSC, TMA, CBR, MODE.Exec, FUP (when PacketEn), PSBEND. */
@@ -67,7 +94,7 @@ static size_t ipt_sim_psb_plus(struct ipt_sim_cpu *c, u8 *p, bool fup)
 	if (c->ctl & RTIT_CTL_TSC_EN) {
 		n += ipt_sim_pkt_tsc(p + n, c->tsc);
 		if (c->ctl & RTIT_CTL_MTC_EN)
-			n += ipt_sim_pkt_tma(p + n, ipt_sim_ctc(c), 0);
+			n += ipt_sim_tma(c, p + n);
 	}
 	n += ipt_sim_pkt_cbr(p + n, c->model->nom_ratio);
 	n += ipt_sim_pkt_mode_exec(p + n);
@@ -183,6 +210,7 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 	c->packet_en = false;
 	c->last_mtc_ctc = ipt_sim_ctc(c);
 	c->last_cyc_tsc = c->tsc;
+	c->ran_tsc = c->tsc;
 	if (c->status & RTIT_STATUS_ERROR)
 		return;
 	/*
@@ -213,7 +241,7 @@ void ipt_sim_trace_enable(struct ipt_sim_cpu *c)
 		if (c->ctl & RTIT_CTL_TSC_EN) {
 			n += ipt_sim_pkt_tsc(buf + n, c->tsc);
 			if (c->ctl & RTIT_CTL_MTC_EN)
-				n += ipt_sim_pkt_tma(buf + n, ipt_sim_ctc(c), 0);
+				n += ipt_sim_tma(c, buf + n);
 		}
 		n += ipt_sim_pkt_cbr(buf + n, c->model->nom_ratio);
 		if (c->packet_en)
@@ -312,23 +340,164 @@ static bool ipt_sim_pace_blocks(const struct ipt_sim_cpu *c, u64 n)
 	return c->pace && ipt_sim_room_before_stop(c, need + 1) <= need;
 }
 
+/*
+ * The wake from a C-state that stopped the unit's clocks: TSC (TSCEn), TMA
+ * (TSCEn and MTCEn) and CBR.  SDM vol. 3C, Intel PT chapter, "Timestamp
+ * Counter (TSC) Packet": sent after any event that stops the processor
+ * clocks or the timing packets (MTC, CYC), including wake from a C-state;
+ * "TSC/MTC Alignment (TMA) Packet": sent with any TSC packet; "Core:Bus
+ * Ratio (CBR) Packet": sent on C-state wake up.  The cycle counter did
+ * not count while the core slept: CYC restarts from the wake.
+ */
+static void ipt_sim_wake(struct ipt_sim_cpu *c)
+{
+	u8 buf[IPT_SIM_PKT_MAX];
+	size_t n = 0;
+
+	if (c->ctl & RTIT_CTL_TSC_EN) {
+		n += ipt_sim_pkt_tsc(buf + n, c->tsc);
+		if (c->ctl & RTIT_CTL_MTC_EN)
+			n += ipt_sim_tma(c, buf + n);
+	}
+	n += ipt_sim_pkt_cbr(buf + n, c->model->nom_ratio);
+	ipt_sim_put(c, buf, n);
+	c->last_cyc_tsc = c->tsc;
+}
+
+/*
+ * The clock moved on to @c->tsc: an MTC for every change of
+ * CTC[MTCFreq+7:MTCFreq] since the last one, each carrying the new value
+ * (SDM vol. 3C, Intel PT chapter, "Mini Time Counter (MTC) Packet": sent
+ * whenever those bits change), as a running core's unit writes them.
+ * More than IPT_SIM_MTC_RUN_MAX periods is an idle gap instead: the core
+ * was in a C-state and the unit wakes with ipt_sim_wake(), so the 8-bit
+ * payload never wraps between two MTCs.
+ */
+static void ipt_sim_clock_to_now(struct ipt_sim_cpu *c)
+{
+	unsigned int f = FIELD_GET(RTIT_CTL_MTC_RANGE, c->ctl);
+	u64 ctc = ipt_sim_ctc(c);
+	u64 from = ipt_sim_ctc_at(c, c->ran_tsc) >> f;
+	u8 buf[2];
+	u64 v;
+
+	if ((ctc >> f) - from > IPT_SIM_MTC_RUN_MAX) {
+		ipt_sim_wake(c);
+	} else if (c->ctl & RTIT_CTL_MTC_EN) {
+		for (v = (c->last_mtc_ctc >> f) + 1; v <= ctc >> f; v++)
+			ipt_sim_put(c, buf, ipt_sim_pkt_mtc(buf, v));
+	}
+	c->last_mtc_ctc = ctc;
+	c->ran_tsc = c->tsc;
+}
+
+/*
+ * The length of the packet at @p, of @avail bytes, for splitting a feed
+ * record between packets (SDM vol. 3C, Intel PT chapter, "Packet
+ * Definitions"); @avail when it is not known or not whole: the rest then
+ * goes as one piece.
+ */
+static size_t ipt_sim_pkt_len(const u8 *p, size_t avail)
+{
+	/* IPBytes 101 and 111 are reserved: 0, not known. */
+	static const u8 ip_len[8] = { 1, 3, 5, 7, 7, 0, 9, 0 };
+	u8 type = p[0] & 0x1f;
+	size_t n = 0;
+
+	if (!avail)
+		return 0;
+	if (p[0] == 0x02) {
+		if (avail < 2)
+			return avail;
+		if (p[1] == 0xa3 || p[1] == 0x43)	/* TNT-64, PIP */
+			n = 8;
+		else if (p[1] == 0x73 || p[1] == 0xc8)	/* TMA, VMCS */
+			n = 7;
+		else if (p[1] == 0x03)			/* CBR */
+			n = 4;
+		else if (p[1] == 0x23 || p[1] == 0xf3 || p[1] == 0x83)
+			n = 2;			/* PSBEND, OVF, TraceStop */
+	} else if (!(p[0] & 1)) {		/* PAD, TNT-8 */
+		n = 1;
+	} else if (type == 0x0d || type == 0x11 || type == 0x01 || type == 0x1d) {
+		n = ip_len[p[0] >> 5];		/* TIP, TIP.PGE/PGD, FUP */
+	} else if (p[0] == 0x99 || p[0] == 0x59) {	/* MODE, MTC */
+		n = 2;
+	} else if (p[0] == 0x19) {		/* TSC */
+		n = 8;
+	}
+	return n && n <= avail ? n : avail;
+}
+
+/*
+ * MTCs the unit writes as the program runs @len bytes' worth: one per MTC
+ * period the clock crosses, with MTCEn.
+ */
+static u64 ipt_sim_periods_in(const struct ipt_sim_cpu *c, u64 len)
+{
+	unsigned int f = FIELD_GET(RTIT_CTL_MTC_RANGE, c->ctl);
+	u64 t = c->tsc + len * IPT_SIM_TSC_PER_BYTE;
+
+	if (!(c->ctl & RTIT_CTL_MTC_EN))
+		return 0;
+	return (ipt_sim_ctc_at(c, t) >> f) - (ipt_sim_ctc(c) >> f);
+}
+
+/*
+ * Run one unit of branch content: a packet at a time, the clock advancing
+ * IPT_SIM_TSC_PER_BYTE per byte before each, with the MTCs (or the wake)
+ * of the periods it crossed before the packet, as the unit writes timing
+ * packets between the packets of the code that runs; the CYC when enabled
+ * after the first packet's time.  A feed record's packets stay in order
+ * and whole: MTC changes neither the last IP nor the return stack.
+ */
+static void ipt_sim_run_unit(struct ipt_sim_cpu *c, const u8 *unit, size_t n)
+{
+	unsigned int t = FIELD_GET(RTIT_CTL_CYC_THRESH, c->ctl);
+	size_t off = 0, len;
+	u64 cycles;
+	u8 cyc[16];
+
+	do {
+		len = ipt_sim_pkt_len(unit + off, n - off);
+		c->tsc += (u64)len * IPT_SIM_TSC_PER_BYTE;
+		ipt_sim_clock_to_now(c);
+		cycles = c->tsc - c->last_cyc_tsc;
+		if (!off && n && (c->ctl & RTIT_CTL_CYCLEACC) && cycles &&
+		    cycles >= (t ? BIT_ULL(t - 1) : 1)) {
+			ipt_sim_put(c, cyc, ipt_sim_pkt_cyc(cyc, cycles));
+			c->last_cyc_tsc = c->tsc;
+		}
+		ipt_sim_put(c, unit + off, len);
+		off += len;
+	} while (off < n);
+}
+
 /**
  * ipt_sim_run() - produce trace for one time slice
- * @c: the state; @c->tsc is the time now
+ * @c: the state; @c->tsc is the time now, at or after where the last
+ *     slice left it
  * @budget: bytes to produce (written or dropped) at most, roughly
  *
  * While output is on, or Stopped at a STOP entry (the program runs on; what
- * it would trace is counted as lost, stats.stopped): first TIP.PGE if the
- * program changed since the last
- * run (ipt_sim_switch_out()), an MTC if a period of 2^MTCFreq CTC cycles passed,
- * then branch content (the feed's records or the built-in loop), each
- * unit preceded by CYC when enabled, with PSB+ whenever PacketByteCnt
- * reaches the PSBFreq period.
+ * it would trace is counted as lost, stats.stopped): first the time since
+ * the unit last ran, as MTCs or, after an idle gap, as a wake's TSC, TMA
+ * and CBR (ipt_sim_clock_to_now()); TIP.PGE if the program changed since
+ * the last run (ipt_sim_switch_out()); then branch content (the feed's
+ * records or the built-in loop).  The program runs at
+ * IPT_SIM_TSC_PER_BYTE TSC ticks per byte of its branch content, a packet
+ * at a time (ipt_sim_run_unit()): before each packet the clock advances,
+ * the MTCs of the periods it crossed are written, before a unit's first
+ * packet CYC with the cycles since the last CYC when enabled, then the
+ * packet; PSB+ whenever PacketByteCnt reaches the PSBFreq period.  So a
+ * slice's packets carry the times of a program running for part of the
+ * slice, and the rest of the slice is idle.
  *
  * A paced program (@c->pace) blocks for the rest of the slice, as a
  * producer waits for its consumer, before anything it writes could fill
- * the region of a STOP entry: each group (a PSB+, an OVF, a CYC and the
- * unit of branch content, at most 3 * IPT_SIM_PKT_MAX bytes and the unit)
+ * the region of a STOP entry: each group (the MTCs or a wake, a PSB+, an
+ * OVF, a CYC and the unit of branch content, at most IPT_SIM_TIME_MAX +
+ * 3 * IPT_SIM_PKT_MAX bytes, the unit and its MTCs)
  * must leave IPT_SIM_PACE_RESERVE bytes of room; stats.paced counts
  * such slices.  So output never stops at STOP, and nothing is lost.
  *
@@ -344,11 +513,12 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 	/* Stopped at STOP: the program runs on, its trace is lost. */
 	if (!ipt_sim_output_on(c) && !ipt_sim_output_stopped(c))
 		return;
-	/* TIP.PGE and MTC below: one group. */
-	if (ipt_sim_pace_blocks(c, IPT_SIM_PKT_MAX)) {
+	/* The time so far (MTCs or a wake) and TIP.PGE: one group. */
+	if (ipt_sim_pace_blocks(c, IPT_SIM_TIME_MAX + IPT_SIM_PKT_MAX)) {
 		c->stats.paced++;
 		return;
 	}
+	ipt_sim_clock_to_now(c);
 	if (c->pge_pending) {
 		/* Back in user mode, in the program switched to. */
 		c->pge_pending = false;
@@ -358,24 +528,15 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 			ipt_sim_put(c, buf, n);
 		}
 	}
-	if (c->ctl & RTIT_CTL_MTC_EN) {
-		unsigned int f = FIELD_GET(RTIT_CTL_MTC_RANGE, c->ctl);
-		u64 ctc = ipt_sim_ctc(c);
-
-		if (ctc >> f != c->last_mtc_ctc >> f) {
-			n = ipt_sim_pkt_mtc(buf, ctc >> f);
-			ipt_sim_put(c, buf, n);
-		}
-		c->last_mtc_ctc = ctc;
-	}
 	while ((ipt_sim_output_on(c) || ipt_sim_output_stopped(c)) &&
 	       c->stats.bytes + c->stats.dropped + c->stats.stopped - start <
 	       budget) {
 		const u8 *unit;
-		u64 ip;
+		u64 ip, len;
 
-		if (ipt_sim_pace_blocks(c, 3 * IPT_SIM_PKT_MAX +
-					   ipt_sim_next_len(c))) {
+		len = ipt_sim_next_len(c);
+		if (ipt_sim_pace_blocks(c, IPT_SIM_TIME_MAX + 3 * IPT_SIM_PKT_MAX +
+					   len + 2 * ipt_sim_periods_in(c, len))) {
 			c->stats.paced++;
 			break;
 		}
@@ -395,17 +556,7 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 			n = 1;
 			ip = IPT_SIM_CODE_LOOP_END;
 		}
-		if ((c->ctl & RTIT_CTL_CYCLEACC) && n) {
-			unsigned int t = FIELD_GET(RTIT_CTL_CYC_THRESH, c->ctl);
-			u64 cycles = c->tsc - c->last_cyc_tsc;
-			u8 cyc[16];
-
-			if (cycles && cycles >= (t ? BIT_ULL(t - 1) : 1)) {
-				ipt_sim_put(c, cyc, ipt_sim_pkt_cyc(cyc, cycles));
-				c->last_cyc_tsc = c->tsc;
-			}
-		}
-		ipt_sim_put(c, unit, n);
+		ipt_sim_run_unit(c, unit, n);
 		c->ip = ip;
 	}
 }

@@ -250,7 +250,7 @@ static void topa_slices(struct topa_run *r, unsigned int slices, u64 slice)
 static void topa_stream_paced(struct kunit *test)
 {
 	struct topa_run *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
-	const u64 group = 3 * IPT_SIM_PKT_MAX + 1;
+	const u64 group = IPT_SIM_TIME_MAX + 3 * IPT_SIM_PKT_MAX + 1;
 	u64 rs, head, base, mask, sum, paced;
 
 	KUNIT_ASSERT_NOT_NULL(test, r);

@@ -31,12 +31,12 @@ static void pkt_enable_psb(struct kunit *test)
 
 	c->tsc = 0x123456789aULL;
 	out = pkt_start(test, c, CTL_RANGE | RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN);
-	/* CTC = TSC / 104 * 2 = 0x599f338c */
+	/* CTC = TSC / 104 * 2 = 0x599f338c, FastCounter TSC % 104 = 0x2a */
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 46ULL);
 	EXPECT_BYTES(test, out, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
 		     0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
 		     0x19, 0x9a, 0x78, 0x56, 0x34, 0x12, 0x00, 0x00,
-		     0x02, 0x73, 0x8c, 0x33, 0x00, 0x00, 0x00,
+		     0x02, 0x73, 0x8c, 0x33, 0x00, 0x2a, 0x00,
 		     0x02, 0x03, 0x14, 0x00,
 		     0x99, 0x01,
 		     0x02, 0x23,
@@ -120,20 +120,178 @@ static void pkt_ovf(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 10);
 }
 
+/*
+ * MTC and CYC as the program runs: the clock advances
+ * IPT_SIM_TSC_PER_BYTE per TNT byte, an MTC comes whenever CTC[7:0]
+ * changes (MTCFreq 0), carrying the new value, and a CYC before each TNT
+ * with the cycles since the last one.
+ */
 static void pkt_mtc_cyc(struct kunit *test)
 {
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
 	u8 *out;
 
 	out = pkt_start(test, c, CTL_RANGE | RTIT_CTL_MTC_EN | RTIT_CTL_CYCLEACC);
-	c->tsc = 1040;	/* CTC 20 */
-	ipt_sim_run(c, 3);	/* the MTC counts against the budget */
-	/* MTC with CTC[7:0], CYC of 1040 cycles, then the TNT. */
-	EXPECT_BYTES(test, out + 31, 0x59, 0x14, 0x87, 0x40, LOOP_TNT);
+	c->tsc = 104;	/* CTC 2: two MTCs, CTC 1 and 2 */
+	ipt_sim_run(c, 5);	/* the MTCs count against the budget */
+	/* MTC 1, MTC 2, CYC of 104 + 32 cycles, the TNT. */
+	EXPECT_BYTES(test, out + 31, 0x59, 0x01, 0x59, 0x02, 0x47, 0x08, LOOP_TNT);
+	/* The next TNT: CYC of 32 (CTC still 2 at TSC 168: no MTC). */
 	ipt_sim_run(c, 1);
-	/* Same time: no MTC, no CYC. */
-	KUNIT_EXPECT_EQ(test, out[31 + 5], LOOP_TNT);
-	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 6);
+	EXPECT_BYTES(test, out + 38, 0x07, 0x02, LOOP_TNT);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 10);
+	KUNIT_EXPECT_EQ(test, c->tsc, 104ULL + 2 * IPT_SIM_TSC_PER_BYTE);
+}
+
+/* One packet at @p, @end bytes in all: its length; 0 if it is not whole. */
+static size_t time_pkt_len(const u8 *p, size_t end)
+{
+	size_t n = 1;
+
+	if (p[0] == 0x59)
+		return end >= 2 ? 2 : 0;
+	if ((p[0] & 3) != 3)	/* TNT-8 and the rest: one byte here */
+		return 1;
+	if (!(p[0] & 4))
+		return 1;
+	while (n < end && (p[n] & 1))
+		n++;
+	return n < end ? n + 1 : 0;
+}
+
+static u64 time_cyc_value(const u8 *p)
+{
+	u64 v = p[0] >> 3;
+	unsigned int i = 1, sh = 5;
+
+	if (p[0] & 4) {
+		do {
+			v |= (u64)(p[i] >> 1) << sh;
+			sh += 7;
+		} while (p[i++] & 1);
+	}
+	return v;
+}
+
+/*
+ * A slice's packets spread over time: at MTCFreq 3 (an MTC period is 8
+ * CTC, 416 TSC on "icl"), an MTC at each change of CTC[10:3] with the
+ * next payload, after the TNT during which it changed; the CYCs add up to
+ * the clock's advance.  Before, the whole slice had one time: no CYC
+ * value but the first was non-zero and at most one MTC came a slice.
+ */
+static void pkt_time_in_slice(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u64 ctl = CTL_RANGE | RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN |
+		  RTIT_CTL_CYCLEACC | FIELD_PREP(RTIT_CTL_MTC_RANGE, 3);
+	u64 cyc_sum = 0, tnt = 0, mtc = 0, start;
+	size_t i, len, end;
+	u8 *out;
+
+	out = pkt_start(test, c, ctl);
+	start = c->stats.bytes;
+	KUNIT_ASSERT_EQ(test, start, 46ULL);
+	ipt_sim_run(c, 1500);	/* short of the PSB at 2 KiB */
+	end = c->stats.bytes;
+	for (i = start; i < end; i += len) {
+		len = time_pkt_len(out + i, end - i);
+		KUNIT_ASSERT_NE(test, len, (size_t)0);
+		if (out[i] == 0x59) {
+			/* MTC v: CTC reached 8 * v running this TNT. */
+			mtc++;
+			KUNIT_EXPECT_EQ(test, out[i + 1], (u8)mtc);
+			KUNIT_EXPECT_EQ(test,
+					(tnt + 1) * IPT_SIM_TSC_PER_BYTE / 104 * 2 / 8,
+					mtc);
+			KUNIT_EXPECT_LT(test,
+					tnt * IPT_SIM_TSC_PER_BYTE / 104 * 2 / 8, mtc);
+		} else if ((out[i] & 3) == 3) {
+			KUNIT_EXPECT_EQ(test, time_cyc_value(out + i),
+					(u64)IPT_SIM_TSC_PER_BYTE);
+			cyc_sum += time_cyc_value(out + i);
+		} else {
+			KUNIT_EXPECT_EQ(test, out[i], LOOP_TNT);
+			tnt++;
+		}
+	}
+	KUNIT_EXPECT_EQ(test, c->tsc, tnt * IPT_SIM_TSC_PER_BYTE);
+	KUNIT_EXPECT_EQ(test, cyc_sum, c->tsc);
+	KUNIT_EXPECT_EQ(test, mtc, c->tsc / 104 * 2 / 8);
+	KUNIT_EXPECT_GE(test, mtc, 10ULL);
+}
+
+/*
+ * Between slices: a few MTC periods are written as MTCs; a gap of more
+ * than IPT_SIM_MTC_RUN_MAX (a 1 ms timer tick is about 4,800 at MTCFreq
+ * 3) is a C-state the unit wakes from with TSC, TMA and CBR, and no MTC
+ * whose 8-bit payload would have wrapped.
+ */
+static void pkt_time_idle_wake(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u64 ctl = CTL_RANGE | RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN |
+		  RTIT_CTL_CYCLEACC | FIELD_PREP(RTIT_CTL_MTC_RANGE, 3);
+	u64 at;
+	u8 *out;
+
+	out = pkt_start(test, c, ctl);
+	/* A short gap: 3 periods, 3 MTCs, then CYC and the TNT. */
+	c->tsc = 3 * 416;
+	ipt_sim_run(c, 7);	/* the MTCs count against the budget */
+	EXPECT_BYTES(test, out + 46, 0x59, 0x01, 0x59, 0x02, 0x59, 0x03);
+	KUNIT_EXPECT_EQ(test, time_cyc_value(out + 52), 3ULL * 416 + 32);
+	at = c->stats.bytes;
+	/*
+	 * 1 ms at 2 GHz: the wake's TSC, TMA (CTC 0x9656, FastCounter 8: TSC
+	 * 0x1e8980 is 8 past CTC 0x9656's start), CBR; CYC 32.
+	 */
+	c->tsc += 2000000;
+	ipt_sim_run(c, 20);
+	EXPECT_BYTES(test, out + at, 0x19, 0x80, 0x89, 0x1e, 0, 0, 0, 0,
+		     0x02, 0x73, 0x56, 0x96, 0x00, 0x08, 0x00,
+		     0x02, 0x03, 0x14, 0x00,
+		     0x07, 0x02, LOOP_TNT);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, at + 22);
+}
+
+/*
+ * A feed record runs a packet at a time: at MTCFreq 3 (416 TSC a period)
+ * the MTC comes between the record's packets where the clock crossed the
+ * period, 13 bytes in, and the TIP stays whole.  (Before, the record was
+ * one unit and its packets all had one time.)
+ */
+static void pkt_time_feed(struct kunit *test)
+{
+	static const u8 feed[] = {
+		/* len 0: IP 0x400100 */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x01, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+		/* len 15: 4 TNT-8, TIP 0x400200, 4 TNT-8 */
+		0x0f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x06, 0x06, 0x06, 0x06, 0x6d, 0x00, 0x02, 0x40, 0x00, 0x00,
+		0x00, 0x06, 0x06, 0x06, 0x06,
+	};
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u8 *out, *buf;
+
+	buf = kunit_kzalloc(test, sizeof(feed), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memcpy(buf, feed, sizeof(feed));
+	c->feed.buf = buf;
+	c->feed.len = sizeof(feed);
+	c->feed.cap = sizeof(feed);
+	out = pkt_start(test, c, CTL_RANGE | RTIT_CTL_MTC_EN |
+			FIELD_PREP(RTIT_CTL_MTC_RANGE, 3));
+	ipt_sim_run(c, 100);
+	KUNIT_EXPECT_EQ(test, c->feed.pos, sizeof(feed));
+	/* TSC 416 (CTC 8) is reached running the sixth TNT-8. */
+	EXPECT_BYTES(test, out + 31, 0x06, 0x06, 0x06, 0x06,
+		     0x6d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00,
+		     0x06, 0x59, 0x01, 0x06, 0x06, 0x06);
+	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 17);
+	KUNIT_EXPECT_EQ(test, c->tsc, 15ULL * IPT_SIM_TSC_PER_BYTE);
 }
 
 /*
@@ -316,6 +474,9 @@ static struct kunit_case sim_trace_cases[] = {
 	KUNIT_CASE(pkt_psb_interval),
 	KUNIT_CASE(pkt_ovf),
 	KUNIT_CASE(pkt_mtc_cyc),
+	KUNIT_CASE(pkt_time_in_slice),
+	KUNIT_CASE(pkt_time_idle_wake),
+	KUNIT_CASE(pkt_time_feed),
 	KUNIT_CASE(pkt_feed),
 	KUNIT_CASE(pkt_feed_ctx_off),
 	KUNIT_CASE(pkt_switch_programs),
