@@ -223,7 +223,7 @@ static int ipt_cpu_stream_move(struct ipt_trace *t, u64 released)
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&t->s->idev->lock);
-	/* Per-thread traces move STOP at their own switch-in. */
+	/* The per-CPU mode's op: a thread's trace has its own. */
 	if (WARN_ON_ONCE(t->s->mode != IPT_MODE_CPU))
 		return -EOPNOTSUPP;
 	if (!t->running) {

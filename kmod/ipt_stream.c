@@ -350,12 +350,6 @@ void ipt_stream_started_here(struct ipt_trace *t)
 EXPORT_SYMBOL_IF_KUNIT(ipt_stream_started_here);
 
 /*
- * Append a closed gap: at stream position @offset, from @start to @end,
- * @lost bytes (IPT_GAP_BYTES_UNKNOWN: not counted by the backend).
- * Context: the device lock held by the caller (or by the one a cross-CPU
- * call runs for); the unit writing into @t off.
- */
-/*
  * The bytes the backend's count says the unit could not write since
  * @base, or IPT_GAP_BYTES_UNKNOWN: no count, or one that went back (the
  * backend was reset), which says nothing.  Context: on the unit's CPU,
@@ -371,6 +365,12 @@ static u64 ipt_stream_lost_since(const struct ipt_hw_ops *hw, u64 base)
 	return lost >= base ? lost - base : IPT_GAP_BYTES_UNKNOWN;
 }
 
+/*
+ * Append a closed gap: at stream position @offset, from @start to @end,
+ * @lost bytes (IPT_GAP_BYTES_UNKNOWN: not counted by the backend).
+ * Context: the device lock held by the caller (or by the one a cross-CPU
+ * call runs for); the unit writing into @t off.
+ */
 static void ipt_stream_gap_add(struct ipt_trace *t, u64 offset, u64 start,
 			       u64 end, u64 lost)
 {
@@ -774,8 +774,9 @@ long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 	if (r->released < old || r->released > ipt_stream_captured(t))
 		return -EINVAL;
 	rsize = t->buf->region_size;
+	/* The region floor stays: a loaded thread's switch may read it. */
 	if (r->released / rsize == old / rsize)
-		t->stream.released = r->released;
+		WRITE_ONCE(t->stream.released, r->released);
 	else
 		ret = s->mops->stream_move(t, r->released);
 	/* Other pollers of the session see the new state (a cut trace). */

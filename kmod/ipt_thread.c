@@ -16,8 +16,8 @@
  *    With XSAVES support for the PT component that is one XSAVES and one
  *    XRSTORS (RFBM = bit 8, IA32_XSS bit 8 set for the session); otherwise
  *    it is the SDM sequence of MSR accesses.  The hooks never sleep, never
- *    allocate and never take a lock other than ipt_thread_lock (a raw
- *    spinlock) when a traced thread dies.
+ *    allocate and take only raw spinlocks: a stream trace's th.lock at
+ *    every load and unload, ipt_thread_lock when a traced thread dies.
  *  - sched_process_fork (runs in the parent before the child first runs):
  *    a thread traced with IPT_ATTACH_INHERIT hands one of the session's
  *    free traces to the new thread, so it is traced from its first

@@ -18,6 +18,7 @@
 #include <linux/bitfield.h>
 #include <linux/irq_work.h>
 #include <linux/sizes.h>
+#include <linux/wait.h>
 
 #include "../ipt.h"
 #include "../ipt_session.h"
@@ -308,6 +309,7 @@ static struct fake_stream *fake_stream(struct kunit *test)
 					 sizeof(*f->t.stream.gaps), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, f->t.stream.gaps);
 	init_irq_work(&f->t.stream.work, fake_wake);
+	init_waitqueue_head(&f->s.wq);
 	fake_status = 0;
 	fake_next_base = 0;
 	fake_ctl = 0;
