@@ -67,10 +67,13 @@
  * Pacing (struct ipt_sim_cpu.pace) keeps this much room before STOP for
  * what the unit writes outside a time slice: the FUP and TIP.PGD of a
  * disable or of a context switch, and the TSC, TMA, CBR and MODE.Exec of
- * an enable - a few of each, as a traced thread's switch-outs and
- * switch-ins while its program is blocked each write them.
+ * an enable - several of each, as a traced thread's switch-outs and
+ * switch-ins while its program is blocked each write them, and so does
+ * each PMI, which stops and restarts the unit to read its position.  On
+ * the debug kernel under load, a spinning traced thread that other tasks
+ * preempted while its program was blocked went through 256 bytes.
  */
-#define IPT_SIM_PACE_RESERVE		(4 * IPT_SIM_PKT_MAX)
+#define IPT_SIM_PACE_RESERVE		(16 * IPT_SIM_PKT_MAX)
 
 /**
  * struct ipt_sim_model - a CPU model the simulator can present
