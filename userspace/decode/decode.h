@@ -358,6 +358,14 @@ struct dec_trace_result {
 	size_t nr_gap_items;
 	struct dec_live *live;		/* the decoder whose output is being used */
 	/*
+	 * The last decoder in the serial decoder's state (the first
+	 * segment's, or one resynced since its PSB) that handed over to a
+	 * decoder synced at a PSB, paused where it did, and the
+	 * instructions the decoders in use have made since (step.c).
+	 */
+	struct dec_live *anchor;
+	uint64_t anchor_insns;
+	/*
 	 * Its code runs in more than one exec mode (MODE.EXEC packets), or
 	 * a PSB+ has no MODE.EXEC, and the block decoder is used: decoders read code through a callback,
 	 * with no section and so no block cache.  libipt 2.0.5's block

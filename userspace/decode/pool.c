@@ -313,6 +313,7 @@ void dec_free_results(struct dec_ctx *c)
 		free(c->res[i].buf);
 		free(c->res[i].gap_items);
 		dec_live_free(c->res[i].live);
+		dec_live_free(c->res[i].anchor);
 	}
 	free(c->res);
 	c->res = NULL;

@@ -143,6 +143,9 @@ struct dec_live {
 	uint8_t mode;		/* of the newest block */
 	uint8_t exec_mode;	/* the decoder's, from its exec-mode events (0: none since sync) */
 	bool fresh;		/* synced at a segment's PSB, not resynced since: its return stack is not the serial decoder's */
+	size_t ret_gap;		/* fresh: its first "compressed return" error's DI_GAP (SIZE_MAX: none) */
+	uint64_t insns;		/* instructions it made, in all */
+	uint64_t base;		/* ->insns when its output came into use (dec_converge()) */
 	uint64_t off, hash;	/* after the newest step */
 	/*
 	 * The PSB+ status updates it delivered (events with
@@ -260,9 +263,13 @@ static struct dec_item *gap(struct dec_live *L, struct dec_segment *s, enum dec_
 
 	if (g == GAP_DECODE && code == -pte_nomap)
 		g = GAP_NOMAP;
-	if (L->fresh && (code == -pte_retstack_empty || code == -pte_bad_retcomp) &&
-	    s->ret_suspect == SIZE_MAX)
-		s->ret_suspect = s->nr - 1;
+	if (L->fresh && (code == -pte_retstack_empty || code == -pte_bad_retcomp)) {
+		if (s->ret_suspect == SIZE_MAX)
+			s->ret_suspect = s->nr - 1;
+		/* only a pop of its empty stack depends on the stack ("bad": a not-taken bit) */
+		if (code == -pte_retstack_empty && L->ret_gap == SIZE_MAX)
+			L->ret_gap = s->nr - 1;
+	}
 	it->gap = (uint8_t)g;
 	it->code = code;
 	it->off = off;
@@ -423,6 +430,7 @@ struct dec_live *dec_live_new(struct dec_ctx *c, struct dec_trace_result *r, uin
 		}
 	L->last_fail = UINT64_MAX;
 	L->moff = UINT64_MAX;
+	L->ret_gap = SIZE_MAX;
 	return L;
 }
 
@@ -530,6 +538,7 @@ static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uin
 	/* a block's time is shown only by outputs that keep blocks */
 	it->tsc = items || c->profile_only ? ad_time(&L->d) : 0;
 	s->insns += ninsn;
+	L->insns += ninsn;
 	L->mode = mode;
 	if (!items && c->profile_only)
 		dec_prof_block(s->prof, c, L->switching ? (L->cur_pid < 0 ? 0 : L->cur_pid) :
@@ -713,6 +722,7 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 				break;
 		}
 		s->insns += n;
+		L->insns += n;
 		L->mode = mode;
 		L->moff = moff;
 		L->mins = mins;
@@ -932,6 +942,67 @@ static void supersede(struct dec_segment *n)
 }
 
 /*
+ * The decoder in use @L made a step into segment @s's output.  A decoder
+ * synced at a PSB starts with an empty return stack where the serial one
+ * may hold calls made before the PSB: the two make the same steps until it
+ * pops its empty stack ("compressed return without call",
+ * -pte_retstack_empty), where the serial decoder pops one of those calls
+ * ("bad compressed return" is a not-taken bit at a return: the same for
+ * both).  On a trace that keeps the SDM's rule that only RETs whose
+ * CALLs were seen since the last PSB are compressed (SDM vol. 3C
+ * 33.2.1.2, "Indirect Transfer COFI") that never happens; on a corrupt or
+ * mutated trace it can, any number of segments after the match that put
+ * @L in use (ret_suspect only sees the next segment's own decoder's run).
+ * So the last decoder in the serial state that handed over to a fresh one
+ * is kept, paused, as the anchor (dec_converge()): here it is stepped on,
+ * its output dropped, over the instructions the decoders in use made
+ * since, up to and including the failed return (which ends a block for
+ * both), and goes on in @L's place; the error and the sync after it are
+ * dropped.  A resync puts @L in the serial state itself: the anchor is
+ * freed.  Returns the decoder in use now.
+ */
+static struct dec_live *check_ret(struct dec_trace_result *r, struct dec_live *L,
+				  struct dec_segment *s)
+{
+	struct dec_live *A = r->anchor;
+	struct dec_segment tmp;
+	size_t gi = L->ret_gap;
+	uint64_t k;
+
+	L->ret_gap = SIZE_MAX;
+	if (!A)
+		return L;
+	if (gi == SIZE_MAX) {
+		if (!L->fresh) {
+			dec_live_free(A);
+			r->anchor = NULL;
+		}
+		return L;
+	}
+	r->anchor = NULL;
+	k = r->anchor_insns + (L->insns - L->base);
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.ret_suspect = SIZE_MAX;
+	A->ck_bound = UINT64_MAX;
+	while (!A->done && A->insns - A->base < k) {
+		live_step(A, &tmp, true);
+		tmp.nr = 0;
+	}
+	free(tmp.items);
+	if (A->insns - A->base != k) {
+		/* not at a block's end there: cannot take over (not seen) */
+		dec_live_free(A);
+		return L;
+	}
+	s->nr = gi;
+	A->ck_bound = L->ck_bound;
+	A->ret_gap = SIZE_MAX;
+	dec_live_free(L);
+	r->live = A;
+	return A;
+}
+
+/*
  * Segment @i of @r is decoded, and so is @i + 1 (if any): run the live
  * decoder (segment @i's own, or the one that decoded the segments before)
  * until it converges with segment @i + 1's decoder, its steps' output
@@ -952,6 +1023,7 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 	r->live = L;
 	if (!L)
 		return;
+	L->ret_gap = SIZE_MAX;	/* from its worker's run: before its match (ret_suspect) */
 	if (i + 1 >= r->nr_segs || r->segs[i + 1].piece_end != s->piece_end) {
 		/*
 		 * The last segment, or the last before a gap: the rest of the
@@ -959,10 +1031,14 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 		 * segment @i + 1 keeps its own decoder's output from its start.
 		 */
 		L->ck_bound = UINT64_MAX;
-		while (!L->done)
+		while (!L->done) {
 			live_step(L, s, false);
+			L = check_ret(r, L, s);
+		}
 		dec_live_free(L);
 		r->live = NULL;
+		dec_live_free(r->anchor);
+		r->anchor = NULL;
 		return;
 	}
 	n = &r->segs[i + 1];
@@ -1024,7 +1100,24 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 			/* converged: segment @i + 1's decoder goes on from here */
 			n->skip = n->ck[q].nr;
 			n->insns -= n->ck[q].insns;
-			dec_live_free(L);
+			if (!n->live->fresh) {
+				/* resynced: in the serial state */
+				dec_live_free(r->anchor);
+				r->anchor = NULL;
+				dec_live_free(L);
+			} else if (r->anchor) {
+				r->anchor_insns += L->insns - L->base;
+				dec_live_free(L);
+			} else if (!L->fresh) {
+				/* kept, paused, in case its return stack is needed (check_ret()) */
+				r->anchor = L;
+				r->anchor_insns = 0;
+				L->base = L->insns;
+			} else {
+				/* fresh after a stream gap: no decoder crosses a gap */
+				dec_live_free(L);
+			}
+			n->live->base = n->ck[q].insns;
 			r->live = n->live;
 			n->live = NULL;
 			return;
@@ -1033,6 +1126,7 @@ void dec_converge(struct dec_trace_result *r, size_t i)
 			break;
 		/* past segment @i + 1's last checkpoint no match can come: step coarsely */
 		live_step(L, s, j < n->nr_ck);
+		L = check_ret(r, L, s);
 	}
 	/* no match: the live decoder has decoded segment @i + 1's part (or the trace ended) */
 	supersede(n);
