@@ -309,6 +309,8 @@ void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw)
 		hw->write_msr(MSR_IA32_RTIT_CTL, ctl);
 	if (where != IPT_STREAM_NONE && flushed)
 		WRITE_ONCE(st->announced, where);
+	/* The position before the pause: ipt_stream_fill() reads them back. */
+	smp_wmb();
 	if (stopped && !READ_ONCE(st->paused)) {
 		WRITE_ONCE(st->paused_tsc, ipt_stream_tsc(hw));
 		WRITE_ONCE(st->paused, true);
@@ -536,8 +538,16 @@ static bool ipt_stream_paused(const struct ipt_trace *t)
 void ipt_stream_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
 {
 	const struct ipt_stream *st = &t->stream;
-	u64 size = t->buf->size, cap = ipt_stream_captured(t);
+	bool paused = ipt_stream_paused(t);
+	u64 size = t->buf->size, cap;
 
+	/*
+	 * The pause before the position: a PMI announces where the unit is
+	 * before it marks the pause (ipt_stream_pmi()), so a pause read here
+	 * comes with the position at STOP, never with an older one.
+	 */
+	smp_rmb();
+	cap = ipt_stream_captured(t);
 	ts->status &= ~(IPT_TS_WRAPPED | IPT_TS_FULL);
 	ts->status |= IPT_TS_STREAM;
 	ts->bytes_captured = cap;
@@ -550,7 +560,7 @@ void ipt_stream_fill(const struct ipt_trace *t, struct ipt_trace_state *ts)
 	ts->region_size = t->buf->region_size;
 	ts->nr_gaps = st->nr_gaps;
 	ts->gap_bytes = st->gap_bytes;
-	if (ipt_stream_paused(t)) {
+	if (paused) {
 		ts->status |= IPT_TS_PAUSED;
 		ts->paused_tsc = READ_ONCE(st->paused_tsc);
 		ts->nr_gaps++;
