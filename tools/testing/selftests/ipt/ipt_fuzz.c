@@ -500,8 +500,8 @@ static void gen_config(struct worker *w, struct ipt_config *c, uint64_t *mask)
  * Whether the streaming fields are refused (Documentation/abi.rst):
  * nr_regions without IPT_BUFFER_STREAM; with it, stop-on-full, a region
  * count that is not a power of two in 2..64, regions not of whole pages,
- * exact chunks larger than a region's largest power-of-two divisor, a
- * per-thread session (not offered yet), or a unit without the feature.
+ * exact chunks larger than a region's largest power-of-two divisor, or a
+ * unit without the feature.  Both modes stream.
  */
 static bool stream_invalid(const struct ipt_config *c)
 {
@@ -513,8 +513,7 @@ static bool stream_invalid(const struct ipt_config *c)
 	if (!(caps.features & IPT_FEAT_STREAM) ||
 	    (c->buffer_flags & IPT_BUFFER_STOP_ON_FULL) || (n & (n - 1)) ||
 	    n < IPT_STREAM_MIN_REGIONS || n > IPT_STREAM_MAX_REGIONS ||
-	    !c->buffer_size || c->buffer_size % (n * PAGE) ||
-	    c->mode != IPT_MODE_CPU)
+	    !c->buffer_size || c->buffer_size % (n * PAGE))
 		return true;
 	rsize = c->buffer_size / n;
 	return (c->buffer_flags & IPT_BUFFER_EXACT_CHUNKS) && c->chunk_order &&
