@@ -145,6 +145,7 @@ struct dec_live {
 	bool fresh;		/* synced at a segment's PSB, not resynced since: its return stack is not the serial decoder's */
 	size_t ret_gap;		/* fresh: its first "compressed return" error's DI_GAP (SIZE_MAX: none) */
 	uint64_t insns;		/* instructions it made, in all */
+	uint64_t resyncs;	/* resync() calls: after an error or endless code, even at the end */
 	uint64_t base;		/* ->insns when its output came into use (dec_converge()) */
 	uint64_t off, hash;	/* after the newest step */
 	/*
@@ -488,6 +489,7 @@ static void resync(struct dec_live *L, struct dec_segment *s, size_t gi)
 {
 	struct anydec *d = &L->d;
 
+	L->resyncs++;
 	for (;;) {
 		uint64_t erroff = gi != SIZE_MAX ? s->items[gi].off : ad_offset(d), next;
 		int st = d->insn ? pt_insn_sync_forward(d->ins) : pt_blk_sync_forward(d->blk);
@@ -958,7 +960,10 @@ static void supersede(struct dec_segment *n)
  * its output dropped, over the instructions the decoders in use made
  * since, up to and including the failed return (which ends a block for
  * both), and goes on in @L's place; the error and the sync after it are
- * dropped.  A resync puts @L in the serial state itself: the anchor is
+ * dropped.  Unless the anchor fails there too (its stack is empty as
+ * well, regress/retstack-anchor-empty.pt): then the serial decoder makes
+ * that error, and @L, which made it and synced on as the serial one does,
+ * stays.  A resync puts @L in the serial state itself: the anchor is
  * freed.  Returns the decoder in use now.
  */
 static struct dec_live *check_ret(struct dec_trace_result *r, struct dec_live *L,
@@ -967,7 +972,7 @@ static struct dec_live *check_ret(struct dec_trace_result *r, struct dec_live *L
 	struct dec_live *A = r->anchor;
 	struct dec_segment tmp;
 	size_t gi = L->ret_gap;
-	uint64_t k;
+	uint64_t k, resyncs;
 
 	L->ret_gap = SIZE_MAX;
 	if (!A)
@@ -984,11 +989,21 @@ static struct dec_live *check_ret(struct dec_trace_result *r, struct dec_live *L
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.ret_suspect = SIZE_MAX;
 	A->ck_bound = UINT64_MAX;
-	while (!A->done && A->insns - A->base < k) {
+	resyncs = A->resyncs;
+	while (!A->done && A->insns - A->base < k && A->resyncs == resyncs) {
 		live_step(A, &tmp, true);
 		tmp.nr = 0;
 	}
 	free(tmp.items);
+	if (A->resyncs != resyncs) {
+		/*
+		 * It failed too: at that return (the steps before are the
+		 * same for both), an error the serial decoder makes; @L
+		 * made it and synced on after it, as the serial one does.
+		 */
+		dec_live_free(A);
+		return L;
+	}
 	if (A->insns - A->base != k) {
 		/* not at a block's end there: cannot take over (not seen) */
 		dec_live_free(A);
