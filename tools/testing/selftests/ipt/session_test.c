@@ -334,7 +334,7 @@ TEST_F(s, mmap_rules)
 }
 
 /* Mappings outlive stop, release and close, and keep ipt.ko busy. */
-TEST_F(s, mmap_lifetime)
+TEST_F_TIMEOUT(s, mmap_lifetime, 120)
 {
 	struct ipt_trace_state ts;
 	unsigned long ref0 = module_refcnt("ipt");
@@ -428,7 +428,7 @@ TEST_F(s, caps_report_max_chunk_order)
  * traced into and mapped; beyond max_chunk_order, exact chunks fail with
  * ENOMEM and others fall back.  chunk_order 0 stays at 4 MiB.
  */
-TEST_F(s, chunks_above_4mib)
+TEST_F_TIMEOUT(s, chunks_above_4mib, 120)
 {
 	const uint64_t size = 32 * KIB * KIB;
 	unsigned int order = self->caps.max_chunk_order;

@@ -89,7 +89,7 @@ TEST_F(topa1, one_region_per_buffer)
 }
 
 /* Stop-on-full: STOP on the one region; exactly its bytes. */
-TEST_F(topa1, stop_on_full)
+TEST_F_TIMEOUT(topa1, stop_on_full, 120)
 {
 	uint64_t mask[1] = { 0 }, before;
 	struct ipt_trace_state ts;

@@ -110,7 +110,7 @@ static uint8_t *map_trace(int fd, const struct ipt_trace_state *ts)
 }
 
 /* Stop-on-full keeps exactly the first buffer_size bytes, PSB first. */
-TEST_F(sim, stop_on_full_holds_the_first_bytes)
+TEST_F_TIMEOUT(sim, stop_on_full_holds_the_first_bytes, 120)
 {
 	struct ipt_config cfg;
 	struct ipt_trace_state ts;
@@ -292,7 +292,7 @@ static bool ring_check(struct __test_metadata *_metadata, int fd, int cpu,
 	return true;
 }
 
-TEST_F(sim, ring_keeps_the_newest_bytes_and_counts_wraps)
+TEST_F_TIMEOUT(sim, ring_keeps_the_newest_bytes_and_counts_wraps, 120)
 {
 	struct ipt_config cfg;
 	uint64_t mask[1] = { 0 }, before;
@@ -316,7 +316,7 @@ TEST_F(sim, ring_keeps_the_newest_bytes_and_counts_wraps)
 }
 
 /* 600 chunks of 4 KiB: two ToPA tables, linked both ways. */
-TEST_F(sim, multi_table_chain)
+TEST_F_TIMEOUT(sim, multi_table_chain, 120)
 {
 	struct ipt_config cfg;
 	struct ipt_trace_state ts;
@@ -396,7 +396,7 @@ TEST_F_TIMEOUT(sim, multi_table_ring, 300)
 }
 
 /* Every CPU at once: buffers laid out one after the other in mmap space. */
-TEST_F(sim, all_cpus)
+TEST_F_TIMEOUT(sim, all_cpus, 120)
 {
 	struct ipt_config cfg;
 	struct ipt_trace_state ts;
@@ -435,7 +435,7 @@ TEST_F(sim, all_cpus)
  * comes back, and resumes into the same buffer; the byte count stays
  * exact across it.
  */
-TEST_F(sim, hotplug_off_and_on)
+TEST_F_TIMEOUT(sim, hotplug_off_and_on, 120)
 {
 	struct ipt_config cfg;
 	struct ipt_trace_state ts;
@@ -486,7 +486,7 @@ TEST_F(sim, hotplug_off_and_on)
 }
 
 /* Closing while tracing stops every unit and frees the unit for others. */
-TEST_F(sim, close_while_tracing)
+TEST_F_TIMEOUT(sim, close_while_tracing, 120)
 {
 	struct ipt_config cfg;
 	uint64_t mask[1] = { 0 }, bytes;
@@ -530,7 +530,7 @@ static void sim_write(struct __test_metadata *_metadata, int cpu, const char *fi
  * ToPA would on silicon): output ends, and the trace state says so; what
  * was written before still counts exactly.
  */
-TEST_F(sim, operational_error_is_reported)
+TEST_F_TIMEOUT(sim, operational_error_is_reported, 120)
 {
 	struct ipt_config cfg;
 	struct ipt_trace_state ts;
