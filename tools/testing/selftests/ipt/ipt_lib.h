@@ -265,6 +265,41 @@ static inline int ipt_sim_wait_stat(int cpu, const char *key, uint64_t min)
 	return -ETIMEDOUT;
 }
 
+/*
+ * Whether the simulated unit of @cpu can write nothing more: TraceEn
+ * (CTL bit 0) clear, or STATUS.Error (bit 4) or STATUS.Stopped (bit 5)
+ * set.  1 or 0; -ENOENT when its registers cannot be read.
+ */
+static inline int ipt_sim_unit_quiet(int cpu)
+{
+	uint64_t ctl = ipt_sim_stat(cpu, "ctl"), st = ipt_sim_stat(cpu, "status");
+
+	if (ctl == ~0ULL || st == ~0ULL)
+		return -ENOENT;
+	return !(ctl & 1) || (st & 0x30);
+}
+
+/*
+ * Wait until the simulated unit of @cpu can write nothing more
+ * (ipt_sim_unit_quiet()): the event after which a test may say "nothing
+ * more comes" without a sleep.  Polled every millisecond, at most 30000
+ * times (>= 30 s, never reached when all is well).  0, -ENOENT or
+ * -ETIMEDOUT.
+ */
+static inline int ipt_sim_wait_quiet(int cpu)
+{
+	struct timespec d = { 0, 1000000 };
+	int i, q;
+
+	for (i = 0; i < 30000; i++) {
+		q = ipt_sim_unit_quiet(cpu);
+		if (q)
+			return q < 0 ? q : 0;
+		nanosleep(&d, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
 static inline int ipt_write_file(const char *path, const char *val)
 {
 	int fd = open(path, O_WRONLY), ret = 0;

@@ -1228,8 +1228,10 @@ static void tstream_start(struct __test_metadata *_metadata, int fd,
 	w->cpu = cpu;
 	ASSERT_EQ(0, pipe(w->pipe));
 	ASSERT_EQ(0, pthread_create(th, NULL, tworker_fn, w));
-	while (!atomic_load(&w->ready))
+	/* Bounded (30 s, never reached when all is well): no hang. */
+	for (int i = 0; i < 10 * POLLS && !atomic_load(&w->ready); i++)
 		msleep(1);
+	ASSERT_TRUE(atomic_load(&w->ready));
 	ASSERT_EQ(0, w->err);
 	cfg_thread_stream(&c, size, regions);
 	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c));

@@ -122,7 +122,8 @@ static int detach(int fd, uint32_t trace)
 
 /*
  * Wait until task @pid sleeps (state S or D in /proc/PID/stat), so that it
- * has been switched out; at most 10 s.  Returns whether it does.
+ * has been switched out; at most 30 s (never reached when all is well).
+ * Returns whether it does.
  */
 static bool wait_sleeping(pid_t pid)
 {
@@ -131,7 +132,7 @@ static bool wait_sleeping(pid_t pid)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	for (i = 0; i < 1000; i++) {
+	for (i = 0; i < 3000; i++) {
 		fd = open(path, O_RDONLY);
 		if (fd < 0)
 			return false;
@@ -350,10 +351,32 @@ static void worker_init(struct worker *w, int fd, const char *dir)
 	w->timeout_s = 120;
 }
 
-static void wait_ready(struct worker *w)
+/*
+ * Wait until @w's thread says it is ready: at most 30 s (never reached
+ * when all is well; a thread that never gets there fails the test
+ * instead of hanging it).  Returns whether it did.
+ */
+static bool wait_ready(struct worker *w)
 {
-	while (!atomic_load(&w->ready))
+	int i;
+
+	for (i = 0; i < 30000 && !atomic_load(&w->ready); i++)
 		msleep(1);
+	return atomic_load(&w->ready);
+}
+
+/*
+ * Wait until the simulated units of all CPUs together wrote at least
+ * @min bytes (sim_bytes_all()): the event that a traced thread ran
+ * traced on some CPU.  At most 30 s.  Returns whether they did.
+ */
+static bool wait_bytes_all(uint64_t min)
+{
+	int i;
+
+	for (i = 0; i < 3000 && sim_bytes_all() < min; i++)
+		msleep(10);
+	return sim_bytes_all() >= min;
 }
 
 /*
@@ -369,8 +392,10 @@ static int run_worker(int fd, struct worker *w, uint64_t *bytes0)
 
 	if (pthread_create(&th, NULL, worker_fn, w))
 		return __LINE__;
-	wait_ready(w);
-	if (!w->err) {
+	if (!wait_ready(w)) {
+		ret = __LINE__;
+		atomic_store(&w->quit, 1);
+	} else if (!w->err) {
 		if (bytes0)
 			*bytes0 = sim_bytes_all();
 		if (ipt_cmd(fd, IPT_IOC_START)) {
@@ -717,7 +742,7 @@ static int exec_as_user(int fd, const char *path, bool user_configures,
 		goto out_kill;
 	}
 	/* Blocked in read(go), its state saved: bytes from before the exec. */
-	for (i = 0; i < 500; i++) {
+	for (i = 0; i < 3000; i++) {
 		if (ipt_state(fd, 0, ts)) {
 			ret = __LINE__;
 			goto out_kill;
@@ -1257,7 +1282,7 @@ TEST_F_TIMEOUT(thr, two_programs_stay_apart, 300)
 		worker_init(&w[i], self->fd, i ? dir1 : dir0);
 		w[i].min_hops = 100;
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, worker_fn, &w[i]));
-		wait_ready(&w[i]);
+		ASSERT_TRUE(wait_ready(&w[i]));
 		ASSERT_EQ(0, w[i].err) TH_LOG("worker failed at line %d", w[i].err);
 	}
 	bytes0 = sim_bytes_all();
@@ -1441,15 +1466,23 @@ TEST_F_TIMEOUT(thr, attach_and_detach_while_running, 120)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	memset(&w, 0, sizeof(w));
 	ASSERT_EQ(0, pthread_create(&th, NULL, spinner_fn, &w));
-	wait_ready(&w);
+	ASSERT_TRUE(wait_ready(&w));
+	b1 = sim_bytes_all();
 	ASSERT_EQ(0, attach(self->fd, w.tid, 0, &t));
-	msleep(100);
+	/* It ran traced: the units wrote more than a PSB+ for it. */
+	EXPECT_TRUE(wait_bytes_all(b1 + 1 * KIB));
 	ASSERT_EQ(0, detach(self->fd, t));
 	ASSERT_EQ(0, ipt_state(self->fd, t, &ts));
 	b1 = ts.bytes_captured;
 	EXPECT_LT(0ULL, b1);
 	EXPECT_LE(1ULL, ts.switches);
 	EXPECT_EQ(IPT_TS_THREAD | IPT_TS_DETACHED, ts.status);
+	/*
+	 * Detached (the state says so): its trace cannot grow.  The sleep
+	 * only gives a trace wrongly still loaded time to show itself; on a
+	 * slow host it may miss that bug, but it cannot fail unless the
+	 * kernel is wrong.
+	 */
 	msleep(100);
 	ASSERT_EQ(0, ipt_state(self->fd, t, &ts));
 	EXPECT_EQ(b1, ts.bytes_captured);
@@ -1567,7 +1600,7 @@ TEST_F_TIMEOUT(thr, exec_keeps_tracing, 120)
 	 * seen once in the 4-CPU stock VM (0 bytes).  Still blocked in
 	 * read(go), so whatever shows up is from before the exec.
 	 */
-	for (i = 0; i < 500; i++) {
+	for (i = 0; i < 3000; i++) {
 		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 		if (ts.bytes_captured)
 			break;
@@ -1600,6 +1633,7 @@ TEST_F_TIMEOUT(thr, foreign_unit_is_left_alone, 120)
 {
 	uint64_t mask[1] = { 0 };
 	char path[96];
+	cpu_set_t set;
 	struct ipt_trace_state ts;
 	struct ipt_config c;
 	struct worker w;
@@ -1620,17 +1654,19 @@ TEST_F_TIMEOUT(thr, foreign_unit_is_left_alone, 120)
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &c));
 	memset(&w, 0, sizeof(w));
 	ASSERT_EQ(0, pthread_create(&th, NULL, spinner_fn, &w));
-	wait_ready(&w);
-	{
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-		ASSERT_EQ(0, sched_setaffinity(w.tid, sizeof(set), &set));
-	}
+	ASSERT_TRUE(wait_ready(&w));
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	ASSERT_EQ(0, sched_setaffinity(w.tid, sizeof(set), &set));
 	ASSERT_EQ(0, attach(self->fd, w.tid, 0, NULL));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	msleep(100);
+	/* The load refused on the foreign unit: wait for the count. */
+	for (int i = 0; i < 3000; i++) {
+		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+		if (ts.busy)
+			break;
+		msleep(10);
+	}
 	sched_yield();
 	atomic_store(&w.quit, 1);
 	pthread_join(th, NULL);
@@ -1698,6 +1734,7 @@ TEST_F_TIMEOUT(thr, xss_lost_under_a_thread, 120)
 	struct worker w;
 	cpu_set_t set;
 	pthread_t th;
+	uint64_t bytes;
 	int cpu = nr_cpus() - 1;
 
 	cfg_thread(&c, 1, 1 * MIB);
@@ -1709,16 +1746,20 @@ TEST_F_TIMEOUT(thr, xss_lost_under_a_thread, 120)
 	ASSERT_EQ(0, ipt_write_file(SWITCH_STATS, "0"));
 	memset(&w, 0, sizeof(w));
 	ASSERT_EQ(0, pthread_create(&th, NULL, spinner_fn, &w));
-	wait_ready(&w);
+	ASSERT_TRUE(wait_ready(&w));
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	ASSERT_EQ(0, sched_setaffinity(w.tid, sizeof(set), &set));
 	ASSERT_EQ(0, attach(self->fd, w.tid, 0, NULL));
+	bytes = ipt_sim_stat(cpu, "bytes");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	msleep(50);
+	/* Loaded and tracing on its CPU: past the PSB+ of the load. */
+	EXPECT_EQ(0, ipt_sim_wait_stat(cpu, "bytes", bytes + 1 * KIB));
 	snprintf(path, sizeof(path), IPT_SIM_DEBUGFS "/cpu%d/clear_xss", cpu);
 	ASSERT_EQ(0, ipt_write_file(path, "1"));
-	msleep(50);
+	/* And it goes on tracing there with IA32_XSS bit 8 gone. */
+	bytes = ipt_sim_stat(cpu, "bytes");
+	EXPECT_EQ(0, ipt_sim_wait_stat(cpu, "bytes", bytes + 1 * KIB));
 	/* The stop unloads the thread where it runs: with IA32_XSS bit 8 gone. */
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "ctl") & 1)
@@ -1752,6 +1793,7 @@ TEST_F_TIMEOUT(thr, cpu_hotplug_in_a_session, 120)
 	struct worker w;
 	cpu_set_t set;
 	pthread_t th;
+	uint64_t bytes;
 	int cpu = nr_cpus() - 1, xsaves;
 
 	if (cpu < 1)
@@ -1761,7 +1803,7 @@ TEST_F_TIMEOUT(thr, cpu_hotplug_in_a_session, 120)
 	xsaves = want_xsaves(self->fd, variant->force_msr);
 	memset(&w, 0, sizeof(w));
 	ASSERT_EQ(0, pthread_create(&th, NULL, spinner_fn, &w));
-	wait_ready(&w);
+	ASSERT_TRUE(wait_ready(&w));
 	ASSERT_EQ(0, attach(self->fd, w.tid, 0, NULL));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 
@@ -1769,10 +1811,12 @@ TEST_F_TIMEOUT(thr, cpu_hotplug_in_a_session, 120)
 	EXPECT_EQ(0ULL, ipt_sim_stat(cpu, "xss"));
 	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
 	EXPECT_EQ(xsaves ? 0x100ULL : 0ULL, ipt_sim_stat(cpu, "xss"));
+	bytes = ipt_sim_stat(cpu, "bytes");
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	ASSERT_EQ(0, sched_setaffinity(w.tid, sizeof(set), &set));
-	msleep(100);
+	/* Traced there: its unit wrote more than a PSB+ for it. */
+	EXPECT_EQ(0, ipt_sim_wait_stat(cpu, "bytes", bytes + 1 * KIB));
 	atomic_store(&w.quit, 1);
 	pthread_join(th, NULL);
 	ASSERT_EQ(0, wait_exited(self->fd, 0, &ts));

@@ -110,7 +110,7 @@ static uint8_t *map_trace(int fd, const struct ipt_trace_state *ts)
 }
 
 /* Stop-on-full keeps exactly the first buffer_size bytes, PSB first. */
-TEST_F(sim, stop_on_full_holds_the_first_bytes)
+TEST_F_TIMEOUT(sim, stop_on_full_holds_the_first_bytes, 120)
 {
 	struct ipt_config cfg;
 	struct ipt_trace_state ts;
@@ -125,7 +125,11 @@ TEST_F(sim, stop_on_full_holds_the_first_bytes)
 	before = ipt_sim_stat(0, "bytes");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
 	EXPECT_TRUE(wait_bytes(0, before, 16 * KIB));
-	msleep(20);	/* nothing more comes */
+	/*
+	 * Nothing more comes: the unit says so itself (STATUS.Stopped at
+	 * the STOP entry, or TraceEn off), so the counts below are final.
+	 */
+	EXPECT_EQ(0, ipt_sim_wait_quiet(0));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 	EXPECT_EQ(IPT_STATE_STOPPED, ts.state);
@@ -288,7 +292,7 @@ static bool ring_check(struct __test_metadata *_metadata, int fd, int cpu,
 	return true;
 }
 
-TEST_F(sim, ring_keeps_the_newest_bytes_and_counts_wraps)
+TEST_F_TIMEOUT(sim, ring_keeps_the_newest_bytes_and_counts_wraps, 120)
 {
 	struct ipt_config cfg;
 	uint64_t mask[1] = { 0 }, before;
@@ -312,7 +316,7 @@ TEST_F(sim, ring_keeps_the_newest_bytes_and_counts_wraps)
 }
 
 /* 600 chunks of 4 KiB: two ToPA tables, linked both ways. */
-TEST_F(sim, multi_table_chain)
+TEST_F_TIMEOUT(sim, multi_table_chain, 120)
 {
 	struct ipt_config cfg;
 	struct ipt_trace_state ts;
@@ -392,7 +396,7 @@ TEST_F_TIMEOUT(sim, multi_table_ring, 300)
 }
 
 /* Every CPU at once: buffers laid out one after the other in mmap space. */
-TEST_F(sim, all_cpus)
+TEST_F_TIMEOUT(sim, all_cpus, 120)
 {
 	struct ipt_config cfg;
 	struct ipt_trace_state ts;
@@ -431,7 +435,7 @@ TEST_F(sim, all_cpus)
  * comes back, and resumes into the same buffer; the byte count stays
  * exact across it.
  */
-TEST_F(sim, hotplug_off_and_on)
+TEST_F_TIMEOUT(sim, hotplug_off_and_on, 120)
 {
 	struct ipt_config cfg;
 	struct ipt_trace_state ts;
@@ -452,6 +456,13 @@ TEST_F(sim, hotplug_off_and_on)
 	at_off = ts.bytes_captured;
 	EXPECT_EQ(at_off, ipt_sim_stat(cpu, "bytes") - before);
 	EXPECT_LT(0, at_off);
+	/*
+	 * The unit of the offline CPU is off (TraceEn clear), so no byte can
+	 * follow.  The sleep only gives a wrongly re-enabled unit time to
+	 * show itself: on a slow host it may miss that bug, but it cannot
+	 * fail unless the kernel is wrong.
+	 */
+	EXPECT_EQ(0, ipt_sim_stat(cpu, "ctl") & 1);
 	msleep(50);
 	EXPECT_EQ(at_off, ipt_sim_stat(cpu, "bytes") - before);
 	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 1));
@@ -475,7 +486,7 @@ TEST_F(sim, hotplug_off_and_on)
 }
 
 /* Closing while tracing stops every unit and frees the unit for others. */
-TEST_F(sim, close_while_tracing)
+TEST_F_TIMEOUT(sim, close_while_tracing, 120)
 {
 	struct ipt_config cfg;
 	uint64_t mask[1] = { 0 }, bytes;
@@ -483,14 +494,21 @@ TEST_F(sim, close_while_tracing)
 
 	ipt_cfg_cpu(&cfg, mask, 0, 8 * KIB);
 	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_CONFIGURE, &cfg));
+	bytes = ipt_sim_stat(0, "bytes");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
-	msleep(20);
+	/* Closed while the unit really writes: past its first PSB+. */
+	EXPECT_TRUE(wait_bytes(0, bytes, 1 * KIB));
 	fd2 = open(IPT_DEVICE_PATH, O_RDWR);
 	ASSERT_LE(0, fd2);
 	EXPECT_EQ(-EBUSY, ipt_ioctl(fd2, IPT_IOC_CONFIGURE, &cfg));
 	close(self->fd);
 	self->fd = -1;
 	EXPECT_EQ(0, ipt_sim_stat(0, "ctl") & 1);
+	/*
+	 * TraceEn is clear: no byte can follow.  The sleep only gives a
+	 * wrongly re-enabled unit time to show itself; it cannot fail
+	 * unless the kernel is wrong.
+	 */
 	bytes = ipt_sim_stat(0, "bytes");
 	msleep(20);
 	EXPECT_EQ(bytes, ipt_sim_stat(0, "bytes"));
@@ -512,7 +530,7 @@ static void sim_write(struct __test_metadata *_metadata, int cpu, const char *fi
  * ToPA would on silicon): output ends, and the trace state says so; what
  * was written before still counts exactly.
  */
-TEST_F(sim, operational_error_is_reported)
+TEST_F_TIMEOUT(sim, operational_error_is_reported, 120)
 {
 	struct ipt_config cfg;
 	struct ipt_trace_state ts;
@@ -527,8 +545,14 @@ TEST_F(sim, operational_error_is_reported)
 	EXPECT_TRUE(wait_fed_bytes(0, before, 16 * KIB));
 	sim_write(_metadata, 0, "force_error", "1");
 	after = ipt_sim_stat(0, "bytes");
+	/*
+	 * Nothing more is written once the unit is in error: the unit says
+	 * it is (STATUS.Error, or TraceEn off once the driver saw it), and
+	 * the sleep only gives a unit that wrongly goes on time to show
+	 * itself; it cannot fail unless the kernel or the unit is wrong.
+	 */
+	EXPECT_EQ(1, ipt_sim_unit_quiet(0));
 	msleep(50);
-	/* Nothing more is written once the unit is in error. */
 	EXPECT_EQ(after, ipt_sim_stat(0, "bytes"));
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
