@@ -19,6 +19,7 @@
 #include <linux/smp.h>
 
 #include "../ipt_session.h"
+#include "ipt_test.h"
 
 static ipt_pmi_fn pmi_fn;	/* the installed handler, or NULL */
 static unsigned int pmi_releases;
@@ -103,26 +104,15 @@ static const struct ipt_hw_ops fake_ops = {
 	.pmi_unmask = fake_pmi_unmask,
 };
 
-struct fixture {
-	struct ipt_device idev;
-	struct ipt_session s;
-	struct ipt_trace t;
-	struct ipt_buffer buf;
-};
-
 static int pmi_test_init(struct kunit *test)
 {
-	struct fixture *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+	struct ipt_test_session *f = ipt_test_session(test, &fake_ops);
 
-	KUNIT_ASSERT_NOT_NULL(test, f);
-	mutex_init(&f->idev.lock);
-	f->s.idev = &f->idev;
-	f->s.hw = &fake_ops;
 	f->s.nr_traces = 1;
 	f->s.traces = &f->t;
-	f->buf.size = SZ_64K;
-	f->t.s = &f->s;
-	f->t.buf = &f->buf;
+	f->t.buf = kunit_kzalloc(test, sizeof(*f->t.buf), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, f->t.buf);
+	f->t.buf->size = SZ_64K;
 	atomic64_set(&f->t.pmis, 0);
 	pmi_fn = NULL;
 	pmi_releases = 0;
@@ -142,7 +132,7 @@ static int pmi_test_init(struct kunit *test)
 }
 
 /* The calls made under the device lock, each taking it. */
-static int request(struct fixture *f)
+static int request(struct ipt_test_session *f)
 {
 	int ret;
 
@@ -152,14 +142,14 @@ static int request(struct fixture *f)
 	return ret;
 }
 
-static void release(struct fixture *f)
+static void release(struct ipt_test_session *f)
 {
 	mutex_lock(&f->idev.lock);
 	ipt_pmi_release(&f->s);
 	mutex_unlock(&f->idev.lock);
 }
 
-static void arm(struct fixture *f, unsigned int cpu)
+static void arm(struct ipt_test_session *f, unsigned int cpu)
 {
 	mutex_lock(&f->idev.lock);
 	ipt_pmi_arm(&f->t, cpu);
@@ -168,7 +158,7 @@ static void arm(struct fixture *f, unsigned int cpu)
 
 static void pmi_test_exit(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 
 	if (pmi_fn)
 		release(f);
@@ -219,7 +209,7 @@ static void arm_here_and_pmi(struct ipt_trace *t, unsigned int n)
  */
 static void pmi_request_release(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 
 	KUNIT_ASSERT_EQ(test, request(f), 0);
 	KUNIT_ASSERT_NOT_NULL(test, pmi_fn);
@@ -235,7 +225,7 @@ static void pmi_request_release(struct kunit *test)
 /* Armed for a CPU's trace, the handler of that CPU counts for it. */
 static void pmi_arm_counts(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 	ipt_pmi_fn fn;
 
 	KUNIT_ASSERT_EQ(test, request(f), 0);
@@ -272,7 +262,7 @@ static void pmi_arm_counts(struct kunit *test)
 /* A single-entry ring: the handler samples where the unit is. */
 static void pmi_single_entry_sample(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 
 	f->s.single = true;
 	fake_mask = (u64)(SZ_64K - 0x40) << 32;
@@ -282,7 +272,7 @@ static void pmi_single_entry_sample(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->t.sample, (u64)SZ_64K - 0x40);
 
 	/* Stop-on-full: a PMI means full, no sample. */
-	f->buf.stop_on_full = true;
+	f->t.buf->stop_on_full = true;
 	f->t.sample = 0;
 	arm_here_and_pmi(&f->t, 1);
 	KUNIT_EXPECT_EQ(test, atomic64_read(&f->t.pmis), 2LL);
@@ -307,7 +297,7 @@ static bool settle(struct ipt_trace *t, u64 mask, unsigned int *rd,
 /* Settling at unload: nothing pending, nothing counted. */
 static void pmi_settle_none(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 	unsigned int rd = 0, wr = 0;
 
 	KUNIT_ASSERT_EQ(test, request(f), 0);
@@ -324,7 +314,7 @@ static void pmi_settle_none(struct kunit *test)
 /* A PMI pending at unload: counted for the trace, acked, sampled. */
 static void pmi_settle_pending(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 	unsigned int rd = 0, wr = 0;
 
 	KUNIT_ASSERT_EQ(test, request(f), 0);
@@ -346,7 +336,7 @@ static void pmi_settle_pending(struct kunit *test)
  */
 static void pmi_settle_arriving(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 	unsigned int rd = 0, wr = 0;
 
 	KUNIT_ASSERT_EQ(test, request(f), 0);
@@ -387,7 +377,7 @@ static bool armed_nmi(struct ipt_trace *t)
  */
 static void pmi_shared_with_perf(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 
 	KUNIT_ASSERT_EQ(test, request(f), 0);
 	/* perf's counter overflow alone: not ipt's, nothing written. */
@@ -417,7 +407,7 @@ static void pmi_shared_with_perf(struct kunit *test)
 /* Not counting for a trace on this CPU: no MSR is touched at all. */
 static void pmi_unarmed_touches_nothing(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 
 	KUNIT_ASSERT_EQ(test, request(f), 0);
 	fake_gs = GLOBAL_STATUS_TRACE_TOPAPMI;
@@ -431,7 +421,7 @@ static void pmi_unarmed_touches_nothing(struct kunit *test)
 /* A second ToPA PMI raised just after the ack is taken in the same NMI. */
 static void pmi_raised_again(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 
 	KUNIT_ASSERT_EQ(test, request(f), 0);
 	fake_gs = GLOBAL_STATUS_TRACE_TOPAPMI;
@@ -457,7 +447,7 @@ static void pmi_stream_work(struct irq_work *work)
  */
 static void pmi_stream_raised_while_handled(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 
 	f->s.stream = true;
 	init_irq_work(&f->t.stream.work, pmi_stream_work);
@@ -490,7 +480,7 @@ static void pmi_stream_raised_while_handled(struct kunit *test)
  */
 static void pmi_handler_shared(struct kunit *test)
 {
-	struct fixture *f = test->priv;
+	struct ipt_test_session *f = test->priv;
 	struct ipt_session s2 = {
 		.idev = &f->idev, .hw = &fake_ops, .mode = IPT_MODE_THREAD,
 	};

@@ -282,29 +282,18 @@ static const struct ipt_hw_ops fake_lost_ops = {
 	.lost_bytes = fake_lost_bytes,
 };
 
-struct fake_stream {
-	struct ipt_device idev;
-	struct ipt_session s;
-	struct ipt_trace t;
-};
-
 static void fake_wake(struct irq_work *w)
 {
 }
 
-static struct fake_stream *fake_stream(struct kunit *test)
+static struct ipt_test_session *fake_stream(struct kunit *test)
 {
-	struct fake_stream *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+	struct ipt_test_session *f = ipt_test_session(test, &fake_ops);
 
-	KUNIT_ASSERT_NOT_NULL(test, f);
 	f->t.buf = ipt_test_fake_buffer(test, 8, SZ_4K, false);
 	KUNIT_ASSERT_EQ(test, ipt_buffer_set_regions(f->t.buf, 8), 0);
-	mutex_init(&f->idev.lock);
-	f->s.idev = &f->idev;
-	f->s.hw = &fake_ops;
 	f->s.stream = true;
 	f->s.hwcfg.status_keep = IPT_STATUS_KEEP;
-	f->t.s = &f->s;
 	f->t.stream.gaps = kunit_kcalloc(test, IPT_STREAM_GAPS,
 					 sizeof(*f->t.stream.gaps), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, f->t.stream.gaps);
@@ -322,14 +311,34 @@ static struct fake_stream *fake_stream(struct kunit *test)
 }
 
 /* The unit at buffer offset @off (Stopped at STOP: @stopped). */
-static void fake_at(struct fake_stream *f, u64 off, bool stopped)
+static void fake_at(struct ipt_test_session *f, u64 off, bool stopped)
 {
 	ipt_topa_pos(f->t.buf, off, &fake_base, &fake_mask);
 	fake_status = stopped ? RTIT_STATUS_STOPPED : 0;
 }
 
+/* The fake unit's output registers and STATUS saved in the trace. */
+static void fake_save(struct ipt_test_session *f)
+{
+	f->t.base = fake_base;
+	f->t.mask = fake_mask;
+	f->t.status = fake_status;
+}
+
+/*
+ * Stop the trace where the fake unit is, as ipt_trace_stop_on_cpu() does,
+ * interrupts off.
+ */
+static void fake_stop(struct ipt_test_session *f)
+{
+	fake_save(f);
+	local_irq_disable();
+	ipt_stream_stopped_here(&f->t);
+	local_irq_enable();
+}
+
 /* Start the trace as ipt_trace_start_on_cpu() does, interrupts off. */
-static void fake_start(struct fake_stream *f)
+static void fake_start(struct ipt_test_session *f)
 {
 	local_irq_disable();
 	ipt_stream_started_here(&f->t);
@@ -337,7 +346,7 @@ static void fake_start(struct fake_stream *f)
 	f->t.running = true;
 }
 
-static u64 fake_captured(struct fake_stream *f)
+static u64 fake_captured(struct ipt_test_session *f)
 {
 	u64 c;
 
@@ -355,7 +364,7 @@ static u64 fake_captured(struct fake_stream *f)
  */
 static void stream_pmi_position(struct kunit *test)
 {
-	struct fake_stream *f = fake_stream(test);
+	struct ipt_test_session *f = fake_stream(test);
 	const u64 rs = SZ_4K, size = 8 * SZ_4K;
 
 	fake_start(f);
@@ -384,12 +393,7 @@ static void stream_pmi_position(struct kunit *test)
 	fake_at(f, 4 * rs, false);
 	ipt_stream_pmi(&f->t, &fake_ops);
 	fake_at(f, 4 * rs + 3, false);
-	f->t.base = fake_base;
-	f->t.mask = fake_mask;
-	f->t.status = 0;
-	local_irq_disable();
-	ipt_stream_stopped_here(&f->t);
-	local_irq_enable();
+	fake_stop(f);
 	KUNIT_EXPECT_EQ(test, f->t.stream.head, size + 4 * rs + 3);
 	KUNIT_EXPECT_EQ(test, READ_ONCE(f->t.stream.announced), IPT_STREAM_NONE);
 	fake_start(f);
@@ -405,7 +409,7 @@ static void stream_pmi_position(struct kunit *test)
  */
 static void stream_resume_after_late_pmi(struct kunit *test)
 {
-	struct fake_stream *f = fake_stream(test);
+	struct ipt_test_session *f = fake_stream(test);
 	const u64 rs = SZ_4K, size = 8 * SZ_4K;
 
 	fake_start(f);
@@ -415,12 +419,7 @@ static void stream_resume_after_late_pmi(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
 	KUNIT_EXPECT_EQ(test, fake_captured(f), size);
 	/* the release's cross-CPU call: stop, settle, rearm ... */
-	f->t.base = fake_base;
-	f->t.mask = fake_mask;
-	f->t.status = RTIT_STATUS_STOPPED;
-	local_irq_disable();
-	ipt_stream_stopped_here(&f->t);
-	local_irq_enable();
+	fake_stop(f);
 	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
 	KUNIT_EXPECT_EQ(test, f->t.stream.head, size);
 	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 1ULL);
@@ -443,29 +442,35 @@ static void stream_resume_after_late_pmi(struct kunit *test)
 }
 
 /*
+ * The unit at the end of entry @index of table 0 (OutputOffset 4 KiB, an
+ * entry's size), not Stopped.
+ */
+static void fake_at_entry_end(unsigned int index)
+{
+	fake_base = IPT_TEST_TABLE(0);
+	fake_mask = IPT_RTIT_MASK_LOW |
+		    FIELD_PREP(IPT_RTIT_MASK_INDEX, index) | (u64)SZ_4K << 32;
+	fake_status = 0;
+}
+
+/*
  * A PMI that read STATUS before Stopped was visible: the position alone,
  * OutputOffset at the end of the STOP entry, says the unit is at STOP;
  * the pause is timed from that PMI.
  */
 static void stream_pause_from_position(struct kunit *test)
 {
-	struct fake_stream *f = fake_stream(test);
+	struct ipt_test_session *f = fake_stream(test);
 	const u64 size = 8 * SZ_4K;
 
 	fake_start(f);
 	/* at the end of an entry without STOP (region 3): not a pause */
-	fake_base = IPT_TEST_TABLE(0);
-	fake_mask = IPT_RTIT_MASK_LOW | FIELD_PREP(IPT_RTIT_MASK_INDEX, 3) |
-		    (u64)SZ_4K << 32;
-	fake_status = 0;
+	fake_at_entry_end(3);
 	ipt_stream_pmi(&f->t, &fake_ops);
 	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
 	KUNIT_EXPECT_EQ(test, fake_captured(f), 4ULL * SZ_4K);
 	/* 8 regions of one 4 KiB chunk; STOP on the last: index 7, full */
-	fake_base = IPT_TEST_TABLE(0);
-	fake_mask = IPT_RTIT_MASK_LOW | FIELD_PREP(IPT_RTIT_MASK_INDEX, 7) |
-		    (u64)SZ_4K << 32;
-	fake_status = 0;
+	fake_at_entry_end(7);
 	ipt_stream_pmi(&f->t, &fake_ops);
 	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
 	KUNIT_EXPECT_EQ(test, READ_ONCE(f->t.stream.paused_tsc), 1000ULL);
@@ -487,7 +492,7 @@ static void stream_pause_from_position(struct kunit *test)
  */
 static void stream_pmi_torn_read(struct kunit *test)
 {
-	struct fake_stream *f = fake_stream(test);
+	struct ipt_test_session *f = fake_stream(test);
 	/* 1200 chunks of 4, 8, 16 KiB over three tables, 8 regions */
 	struct ipt_buffer *buf = ipt_test_fake_buffer(test, 1200, 0, false);
 	u64 rs, pos, base1, mask1;
@@ -528,7 +533,7 @@ static void stream_pmi_torn_read(struct kunit *test)
  */
 static void stream_pmi_flushes(struct kunit *test)
 {
-	struct fake_stream *f = fake_stream(test);
+	struct ipt_test_session *f = fake_stream(test);
 	const u64 rs = SZ_4K, ctl = RTIT_CTL_TRACEEN | RTIT_CTL_TOPA |
 		       RTIT_CTL_BRANCH_EN;
 
@@ -567,7 +572,7 @@ static void stream_pmi_flushes(struct kunit *test)
  */
 static void stream_gap_lost_went_back(struct kunit *test)
 {
-	struct fake_stream *f = fake_stream(test);
+	struct ipt_test_session *f = fake_stream(test);
 
 	f->s.hw = &fake_lost_ops;
 	fake_lost = 1000;
@@ -576,12 +581,7 @@ static void stream_gap_lost_went_back(struct kunit *test)
 	/* Stopped at STOP, 300 bytes lost: a gap of 300 */
 	fake_lost = 1300;
 	fake_at(f, 0, true);
-	f->t.base = fake_base;
-	f->t.mask = fake_mask;
-	f->t.status = RTIT_STATUS_STOPPED;
-	local_irq_disable();
-	ipt_stream_stopped_here(&f->t);
-	local_irq_enable();
+	fake_stop(f);
 	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 1ULL);
 	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].bytes_lost, 300ULL);
 	KUNIT_EXPECT_EQ(test, f->t.stream.gap_bytes, 300ULL);
@@ -592,12 +592,7 @@ static void stream_gap_lost_went_back(struct kunit *test)
 	fake_start(f);
 	fake_lost = 20;
 	fake_at(f, SZ_4K, true);
-	f->t.base = fake_base;
-	f->t.mask = fake_mask;
-	f->t.status = RTIT_STATUS_STOPPED;
-	local_irq_disable();
-	ipt_stream_stopped_here(&f->t);
-	local_irq_enable();
+	fake_stop(f);
 	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 2ULL);
 	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[1].bytes_lost,
 			IPT_GAP_BYTES_UNKNOWN);
@@ -607,9 +602,9 @@ static void stream_gap_lost_went_back(struct kunit *test)
 /* ---- per-thread traces ---------------------------------------------- */
 
 /* A thread's stream trace on the fake buffer, switched out. */
-static struct fake_stream *fake_thread(struct kunit *test)
+static struct ipt_test_session *fake_thread(struct kunit *test)
 {
-	struct fake_stream *f = fake_stream(test);
+	struct ipt_test_session *f = fake_stream(test);
 
 	f->s.hw = &fake_lost_ops;
 	f->s.mode = IPT_MODE_THREAD;
@@ -625,7 +620,7 @@ static struct fake_stream *fake_thread(struct kunit *test)
 }
 
 /* Switch in, as ipt_thread_load() does before TraceEn. */
-static void fake_thread_in(struct fake_stream *f)
+static void fake_thread_in(struct ipt_test_session *f)
 {
 	local_irq_disable();
 	raw_spin_lock(&f->t.th.lock);
@@ -636,14 +631,12 @@ static void fake_thread_in(struct fake_stream *f)
 }
 
 /* Switch out where the fake unit is, as ipt_thread_unload() does. */
-static void fake_thread_out(struct fake_stream *f)
+static void fake_thread_out(struct ipt_test_session *f)
 {
 	local_irq_disable();
 	raw_spin_lock(&f->t.th.lock);
 	write_seqcount_begin(&f->t.th.seq);
-	f->t.base = fake_base;
-	f->t.mask = fake_mask;
-	f->t.status = fake_status;
+	fake_save(f);
 	ipt_stream_thread_out(&f->t);
 	f->t.running = false;
 	write_seqcount_end(&f->t.th.seq);
@@ -660,7 +653,7 @@ static void fake_thread_out(struct fake_stream *f)
  */
 static void stream_thread_pause_survives_switch(struct kunit *test)
 {
-	struct fake_stream *f = fake_thread(test);
+	struct ipt_test_session *f = fake_thread(test);
 	const u64 size = 8 * SZ_4K;
 	struct ipt_trace_state ts = {};
 
@@ -703,7 +696,7 @@ static void stream_thread_pause_survives_switch(struct kunit *test)
  */
 static void stream_thread_pause_at_unload(struct kunit *test)
 {
-	struct fake_stream *f = fake_thread(test);
+	struct ipt_test_session *f = fake_thread(test);
 
 	fake_thread_in(f);
 	fake_at(f, 0, true);
@@ -739,7 +732,7 @@ static void stream_thread_pause_at_unload(struct kunit *test)
  */
 static void stream_thread_release_op(struct kunit *test)
 {
-	struct fake_stream *f = fake_thread(test);
+	struct ipt_test_session *f = fake_thread(test);
 	struct ipt_stream_release r = { .size = sizeof(r) };
 	struct ipt_ioctl_call c = { .s = &f->s, .arg = &r };
 	const u64 rs = SZ_4K, size = 8 * SZ_4K;
@@ -789,7 +782,7 @@ static void stream_thread_release_op(struct kunit *test)
  */
 static void stream_thread_exit_paused(struct kunit *test)
 {
-	struct fake_stream *f = fake_thread(test);
+	struct ipt_test_session *f = fake_thread(test);
 	struct ipt_stream_release r = { .size = sizeof(r), .released = SZ_4K };
 	struct ipt_ioctl_call c = { .s = &f->s, .arg = &r };
 

@@ -208,14 +208,41 @@ static void disarm(struct ipt_trace *t)
 	nr_recs = n;
 }
 
+/*
+ * Keep this CPU (preemption off, and interrupts, saved in *@flags) and arm
+ * it for @t, as before a switch-in.
+ */
+static void pin_arm(struct ipt_trace *t, unsigned long *flags)
+{
+	preempt_disable();
+	local_irq_save(*flags);
+	arm(t);
+}
+
+/* After pin_arm(): unload @t if @loaded, disarm, and let the CPU go. */
+static void unpin(struct ipt_trace *t, bool loaded, unsigned long flags)
+{
+	if (loaded)
+		ipt_thread_unload(t);
+	disarm(t);
+	local_irq_restore(flags);
+	preempt_enable();
+}
+
+/* The fixture's session and trace on the XSAVES path. */
+static void use_xsaves(struct fixture *f)
+{
+	f->s.xsaves = true;
+	ipt_thread_switch_msrs(&f->s);
+	ipt_thread_area_init(&f->s, &f->t);
+}
+
 static bool load(struct ipt_trace *t)
 {
 	unsigned long flags;
 	bool ret;
 
-	preempt_disable();
-	local_irq_save(flags);
-	arm(t);
+	pin_arm(t, &flags);
 	ret = ipt_thread_load(t);
 	if (!ret)
 		disarm(t);
@@ -391,9 +418,7 @@ static void xsaves_load_unload(struct kunit *test)
 {
 	struct fixture *f = test->priv;
 
-	f->s.xsaves = true;
-	ipt_thread_switch_msrs(&f->s);
-	ipt_thread_area_init(&f->s, &f->t);
+	use_xsaves(f);
 	KUNIT_ASSERT_TRUE(test, load(&f->t));
 	KUNIT_EXPECT_EQ(test, nr_recs, 1u);
 	EXPECT_REC(0, REC_XRSTORS, 0, 0);
@@ -429,12 +454,8 @@ static void xsaves_unload_fallback(struct kunit *test)
 	unsigned int n1, n2;
 	bool loaded;
 
-	f->s.xsaves = true;
-	ipt_thread_switch_msrs(&f->s);
-	ipt_thread_area_init(&f->s, &f->t);
-	preempt_disable();
-	local_irq_save(flags);
-	arm(&f->t);
+	use_xsaves(f);
+	pin_arm(&f->t, &flags);
 	loaded = ipt_thread_load(&f->t);
 	xsaves_empty = true;
 	nr_recs = 0;
@@ -445,11 +466,7 @@ static void xsaves_unload_fallback(struct kunit *test)
 	xsaves_empty = false;
 	loaded = loaded && ipt_thread_load(&f->t);
 	n2 = nr_recs;
-	if (loaded)
-		ipt_thread_unload(&f->t);
-	disarm(&f->t);
-	local_irq_restore(flags);
-	preempt_enable();
+	unpin(&f->t, loaded, flags);
 
 	KUNIT_ASSERT_TRUE(test, loaded);
 	KUNIT_ASSERT_EQ(test, n1, 6u);
@@ -481,22 +498,14 @@ static void xsaves_load_fallback(struct kunit *test)
 	unsigned int n;
 	bool loaded;
 
-	f->s.xsaves = true;
-	ipt_thread_switch_msrs(&f->s);
-	ipt_thread_area_init(&f->s, &f->t);
-	preempt_disable();
-	local_irq_save(flags);
-	arm(&f->t);
+	use_xsaves(f);
+	pin_arm(&f->t, &flags);
 	regs_xss &= ~XFEATURE_MASK_PT;
 	fail_xrstors = true;
 	nr_recs = 0;
 	loaded = ipt_thread_load(&f->t);
 	n = nr_recs;
-	if (loaded)
-		ipt_thread_unload(&f->t);
-	disarm(&f->t);
-	local_irq_restore(flags);
-	preempt_enable();
+	unpin(&f->t, loaded, flags);
 
 	KUNIT_ASSERT_TRUE(test, loaded);
 	KUNIT_ASSERT_EQ(test, n, 6u);

@@ -231,6 +231,7 @@ static const struct gsym *sym_of_cached(const struct run *r, uint64_t ip)
 static bool load_run(struct run *r)
 {
 	char path[PATH_MAX + 64], line[PATH_MAX + 128];
+	struct image_line il;
 	size_t len, i;
 	FILE *f;
 
@@ -239,20 +240,16 @@ static bool load_run(struct run *r)
 	r->n = len / 8;
 	if (!r->ips || !r->n)
 		return false;
-	snprintf(path, sizeof(path), "%s/images.txt", r->dir);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f) && r->nimg < 64) {
-		unsigned long long s, e;
-		char name[256], ipath[PATH_MAX + 300];
+	f = images_open(r->dir);
+	while (r->nimg < 64 && images_next(f, &il)) {
+		char ipath[PATH_MAX + 300];
 		size_t ilen;
 
-		if (sscanf(line, "%llx %llx %255s", &s, &e, name) != 3)
-			continue;
-		snprintf(ipath, sizeof(ipath), "%s/%s", r->dir, name);
-		r->img[r->nimg].start = s;
-		r->img[r->nimg].end = e;
+		snprintf(ipath, sizeof(ipath), "%s/%s", r->dir, il.name);
+		r->img[r->nimg].start = il.start;
+		r->img[r->nimg].end = il.end;
 		r->img[r->nimg].bytes = (uint8_t *)slurp(ipath, &ilen);
-		if (r->img[r->nimg].bytes && ilen >= e - s)
+		if (r->img[r->nimg].bytes && ilen >= il.end - il.start)
 			r->nimg++;
 	}
 	if (f)
@@ -1515,23 +1512,18 @@ static void test_run(struct run *r, bool full)
 /* ptxed-style "--raw FILE:BASE ..." for @r's images. */
 static void raw_args(struct run *r, char *buf, size_t len, int skip)
 {
-	char path[PATH_MAX + 32], line[PATH_MAX + 64];
+	struct image_line il;
 	size_t o = 0;
 	int k = 0;
 	FILE *f;
 
 	buf[0] = 0;
-	snprintf(path, sizeof(path), "%s/images.txt", r->dir);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long s, e;
-		char name[256];
-
-		if (sscanf(line, "%llx %llx %255s", &s, &e, name) != 3)
-			continue;
+	f = images_open(r->dir);
+	while (images_next(f, &il)) {
 		if (k++ == skip)
 			continue;
-		o += (size_t)snprintf(buf + o, len - o, " --raw %s/%s:%#llx", r->dir, name, s);
+		o += (size_t)snprintf(buf + o, len - o, " --raw %s/%s:%#llx", r->dir, il.name,
+				      il.start);
 	}
 	if (f)
 		fclose(f);
@@ -1540,21 +1532,15 @@ static void raw_args(struct run *r, char *buf, size_t len, int skip)
 /* @r's code images as decode-ref takes them: " START:END:FILE" each, into @buf. */
 static void ref_images(struct run *r, char *buf, size_t len)
 {
-	char line[PATH_MAX + 128];
+	struct image_line il;
 	size_t at = 0;
 	FILE *f;
 
 	buf[0] = 0;
-	snprintf(line, sizeof(line), "%s/images.txt", r->dir);
-	f = fopen(line, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long a, b;
-		char name[256];
-
-		if (sscanf(line, "%llx %llx %255s", &a, &b, name) == 3)
-			at += (size_t)snprintf(buf + at, len - at, " %llx:%llx:%s/%s", a, b,
-					       r->dir, name);
-	}
+	f = images_open(r->dir);
+	while (images_next(f, &il))
+		at += (size_t)snprintf(buf + at, len - at, " %llx:%llx:%s/%s", il.start, il.end,
+				       r->dir, il.name);
 	if (f)
 		fclose(f);
 }

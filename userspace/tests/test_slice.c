@@ -117,6 +117,7 @@ static uint64_t timing_val(const struct run *r, const char *key)
 static bool load_run(struct run *r)
 {
 	char path[PATH_MAX + 64], line[PATH_MAX + 128];
+	struct image_line il;
 	size_t len, i;
 	FILE *f;
 
@@ -131,20 +132,16 @@ static bool load_run(struct run *r)
 		free(r->tm);
 		r->tm = NULL;
 	}
-	snprintf(path, sizeof(path), "%s/images.txt", r->dir);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f) && r->nimg < 64) {
-		unsigned long long s, e;
-		char name[256], ipath[PATH_MAX + 300];
+	f = images_open(r->dir);
+	while (r->nimg < 64 && images_next(f, &il)) {
+		char ipath[PATH_MAX + 300];
 		size_t ilen;
 
-		if (sscanf(line, "%llx %llx %255s", &s, &e, name) != 3)
-			continue;
-		snprintf(ipath, sizeof(ipath), "%s/%s", r->dir, name);
-		r->img[r->nimg].start = s;
-		r->img[r->nimg].end = e;
+		snprintf(ipath, sizeof(ipath), "%s/%s", r->dir, il.name);
+		r->img[r->nimg].start = il.start;
+		r->img[r->nimg].end = il.end;
 		r->img[r->nimg].bytes = (uint8_t *)slurp(ipath, &ilen);
-		if (r->img[r->nimg].bytes && ilen >= e - s)
+		if (r->img[r->nimg].bytes && ilen >= il.end - il.start)
 			r->nimg++;
 	}
 	if (f)
@@ -473,6 +470,29 @@ static uint64_t to_ns(const struct run *r, uint64_t tsc)
 }
 
 /*
+ * The clean cuts of @r's ground truth: each k after a system call at
+ * k - 1 where the highest time of the instructions before k - 1 (the high
+ * ends of their windows, time.bin; premax[k - 1]) is 3 or more below the
+ * lowest of those from k on (the low ends; sufmin[k]).  @premax, @sufmin
+ * and @cuts hold r->n + 1 each; returns the number of cuts.
+ */
+static size_t clean_cuts(const struct run *r, uint64_t *premax, uint64_t *sufmin, size_t *cuts)
+{
+	size_t k, ncut = 0;
+
+	premax[0] = 0;
+	for (k = 0; k < r->n; k++)
+		premax[k + 1] = premax[k] > r->tm[3 * k + 2] ? premax[k] : r->tm[3 * k + 2];
+	sufmin[r->n] = UINT64_MAX;
+	for (k = r->n; k-- > 0;)
+		sufmin[k] = sufmin[k + 1] < r->tm[3 * k + 1] ? sufmin[k + 1] : r->tm[3 * k + 1];
+	for (k = 1; k < r->n; k++)
+		if (r->kind[k - 1] == 3 && premax[k - 1] + 2 < sufmin[k])
+			cuts[ncut++] = k;
+	return ncut;
+}
+
+/*
  * --time: an instruction's time is the decoder's when it starts the block
  * holding it (decode.rst): after the block before, so at most the high
  * end of the window (time.bin) of that block's last instruction, and
@@ -486,19 +506,11 @@ static uint64_t to_ns(const struct run *r, uint64_t tsc)
 static void test_time(struct run *r)
 {
 	uint64_t *premax = calloc(r->n + 1, 8), *sufmin = calloc(r->n + 1, 8), t0, lo, hi;
-	size_t *cuts = calloc(r->n + 1, sizeof(size_t)), ncut = 0, k, k1, k2, got, first;
+	size_t *cuts = calloc(r->n + 1, sizeof(size_t)), ncut, k1, k2, got, first;
 	char slice[128];
 	int st;
 
-	premax[0] = 0;
-	for (k = 0; k < r->n; k++)
-		premax[k + 1] = premax[k] > r->tm[3 * k + 2] ? premax[k] : r->tm[3 * k + 2];
-	sufmin[r->n] = UINT64_MAX;
-	for (k = r->n; k-- > 0;)
-		sufmin[k] = sufmin[k + 1] < r->tm[3 * k + 1] ? sufmin[k + 1] : r->tm[3 * k + 1];
-	for (k = 1; k < r->n; k++)
-		if (r->kind[k - 1] == 3 && premax[k - 1] + 2 < sufmin[k])
-			cuts[ncut++] = k;
+	ncut = clean_cuts(r, premax, sufmin, cuts);
 	CHECK(ncut >= 3, "%s: the ground truth has %zu clean cuts after system calls (want 3)",
 	      r->name, ncut);
 	if (ncut < 3)
@@ -620,20 +632,12 @@ static void test_time_forms(struct run *r)
 {
 	uint64_t *premax = calloc(r->n + 1, 8), *sufmin = calloc(r->n + 1, 8), ns0, span, lo[4],
 		 hi[4], *want = calloc(r->n + 1, 8);
-	size_t *cuts = calloc(r->n + 1, sizeof(size_t)), ncut = 0, k, c[4], got, first, nw = 0;
+	size_t *cuts = calloc(r->n + 1, sizeof(size_t)), ncut, k, c[4], got, first, nw = 0;
 	char slice[256], p[4][40];
 	bool wide = true;
 	int st, i;
 
-	premax[0] = 0;
-	for (k = 0; k < r->n; k++)
-		premax[k + 1] = premax[k] > r->tm[3 * k + 2] ? premax[k] : r->tm[3 * k + 2];
-	sufmin[r->n] = UINT64_MAX;
-	for (k = r->n; k-- > 0;)
-		sufmin[k] = sufmin[k + 1] < r->tm[3 * k + 1] ? sufmin[k + 1] : r->tm[3 * k + 1];
-	for (k = 1; k < r->n; k++)
-		if (r->kind[k - 1] == 3 && premax[k - 1] + 2 < sufmin[k])
-			cuts[ncut++] = k;
+	ncut = clean_cuts(r, premax, sufmin, cuts);
 	st = decode(F(r, "tf"), F(r, "err"), "-j decode %s -F time --insn=%s", r->dir,
 		    F(r, "tf.insn"));
 	span = newest_ns(F(r, "tf.insn"));
@@ -1127,6 +1131,7 @@ static void test_jsonl(struct run *r)
 static void test_cpus(struct run *r)
 {
 	char cap[1500], raws[8192], line[PATH_MAX + 64], path[PATH_MAX + 64];
+	struct image_line il;
 	size_t o = 0;
 	FILE *f;
 	int st;
@@ -1151,16 +1156,10 @@ static void test_cpus(struct run *r)
 	}
 	sh("cp %s %s/meta.json", F(r, "cpus.meta"), cap);
 	raws[0] = 0;
-	snprintf(path, sizeof(path), "%s/images.txt", r->dir);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long s, e;
-		char name[256];
-
-		if (sscanf(line, "%llx %llx %255s", &s, &e, name) == 3)
-			o += (size_t)snprintf(raws + o, sizeof(raws) - o, " --raw %s/%s:%#llx", r->dir,
-					      name, s);
-	}
+	f = images_open(r->dir);
+	while (images_next(f, &il))
+		o += (size_t)snprintf(raws + o, sizeof(raws) - o, " --raw %s/%s:%#llx", r->dir,
+				      il.name, il.start);
 	if (f)
 		fclose(f);
 	snprintf(line, sizeof(line), "%s%s", cap, raws);

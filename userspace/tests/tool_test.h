@@ -75,6 +75,32 @@ static inline char *slurp(const char *path, size_t *len)
 	return p;
 }
 
+/* A line of a ptgen run's images.txt: a code image, START END NAME (hex addresses). */
+struct image_line {
+	unsigned long long start, end;
+	char name[256];
+};
+
+/* DIR/images.txt, open for reading, or NULL. */
+static inline FILE *images_open(const char *dir)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/images.txt", dir);
+	return fopen(path, "r");
+}
+
+/* The next image in @f (NULL: none), lines of another form passed over; false at the end. */
+static inline bool images_next(FILE *f, struct image_line *im)
+{
+	char line[PATH_MAX + 128];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %llx %255s", &im->start, &im->end, im->name) == 3)
+			return true;
+	return false;
+}
+
 /* Run the decoder (ipttool-san ARGS): stdout to @out, stderr to @err.  Exit status. */
 static inline int decode(const char *out, const char *err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

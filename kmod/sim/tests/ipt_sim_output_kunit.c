@@ -15,29 +15,54 @@
 
 /* ---- ToPA and single-range output ------------------------------------ */
 
+/**
+ * struct two_regions - a one-table ToPA ring of two output regions
+ * @tpa: the table's address
+ * @len: the bytes the unit wrote
+ * @ref: the reference stream: what the regions must hold, in order
+ * @r0: the first region, 4 KiB
+ * @r1: the second
+ */
+struct two_regions {
+	u64 tpa, len;
+	u8 *ref, *r0, *r1;
+};
+
+/*
+ * Unit @c, an "icl", started with CTL_TOPA on a ring of a 4 KiB region
+ * and one of 4 KiB << @order1, and run for 6000 bytes of trace; *@tr says
+ * where they went and what they must be.
+ */
+static void two_regions_6000(struct kunit *test, struct ipt_sim_cpu *c,
+			     unsigned int order1, struct two_regions *tr)
+{
+	u64 pa0, pa1, *table;
+
+	tr->len = sim_reference(test, "icl", CTL_TOPA, 6000, &tr->ref);
+	table = (u64 *)sim_mem(test, 0, &tr->tpa);
+	tr->r0 = sim_mem(test, 0, &pa0);
+	tr->r1 = sim_mem(test, order1, &pa1);
+	table[0] = topa_entry(pa0, 0, 0);
+	table[1] = topa_entry(pa1, order1, 0);
+	table[2] = topa_entry(tr->tpa, 0, IPT_TOPA_END);
+	sim_start(test, c, tr->tpa, 0x7f, CTL_TOPA);
+	sim_produce(c, 6000);
+	KUNIT_ASSERT_EQ(test, c->stats.bytes, tr->len);
+}
+
 /* Region to region inside one table, byte-exact against the reference. */
 static void topa_region_to_region(struct kunit *test)
 {
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
-	u64 tpa, pa0, pa1, len;
-	u8 *ref, *r0, *r1;
-	u64 *table;
+	struct two_regions tr;
 
-	len = sim_reference(test, "icl", CTL_TOPA, 6000, &ref);
-	table = (u64 *)sim_mem(test, 0, &tpa);
-	r0 = sim_mem(test, 0, &pa0);
-	r1 = sim_mem(test, 1, &pa1);
-	table[0] = topa_entry(pa0, 0, 0);
-	table[1] = topa_entry(pa1, 1, 0);
-	table[2] = topa_entry(tpa, 0, IPT_TOPA_END);
-	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
-	sim_produce(c, 6000);
-	KUNIT_ASSERT_EQ(test, c->stats.bytes, len);
-	KUNIT_EXPECT_EQ(test, memcmp(r0, ref, SZ_4K), 0);
-	KUNIT_EXPECT_EQ(test, memcmp(r1, ref + SZ_4K, len - SZ_4K), 0);
-	KUNIT_EXPECT_EQ(test, c->output_base, tpa);
+	two_regions_6000(test, c, 1, &tr);
+	KUNIT_EXPECT_EQ(test, memcmp(tr.r0, tr.ref, SZ_4K), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(tr.r1, tr.ref + SZ_4K, tr.len - SZ_4K),
+			0);
+	KUNIT_EXPECT_EQ(test, c->output_base, tr.tpa);
 	KUNIT_EXPECT_EQ(test, out_index(c), 1ULL);
-	KUNIT_EXPECT_EQ(test, out_offset(c), len - SZ_4K);
+	KUNIT_EXPECT_EQ(test, out_offset(c), tr.len - SZ_4K);
 	KUNIT_EXPECT_EQ(test, c->status & RTIT_STATUS_ERROR, 0ULL);
 }
 
@@ -422,38 +447,28 @@ static void op_err_forced(struct kunit *test)
 static void hold_until_traceen_clear(struct kunit *test)
 {
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
-	u64 tpa, pa0, pa1, len, in1;
-	u8 *ref, *r0, *r1;
-	u64 *table;
+	struct two_regions tr;
+	u64 in1;
 
 	c->hold = kunit_kzalloc(test, sizeof(*c->hold), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, c->hold);
 	c->hold->limit = 3000;
-	len = sim_reference(test, "icl", CTL_TOPA, 6000, &ref);
-	table = (u64 *)sim_mem(test, 0, &tpa);
-	r0 = sim_mem(test, 0, &pa0);
-	r1 = sim_mem(test, 0, &pa1);
-	table[0] = topa_entry(pa0, 0, 0);
-	table[1] = topa_entry(pa1, 0, 0);
-	table[2] = topa_entry(tpa, 0, IPT_TOPA_END);
-	sim_start(test, c, tpa, 0x7f, CTL_TOPA);
-	sim_produce(c, 6000);
-	KUNIT_ASSERT_EQ(test, c->stats.bytes, len);
-	in1 = len - SZ_4K;
+	two_regions_6000(test, c, 0, &tr);
+	in1 = tr.len - SZ_4K;
 	KUNIT_ASSERT_LT(test, in1, 3000ULL);
 	/* the position is past them; the last 3000 bytes are not in memory */
 	KUNIT_EXPECT_EQ(test, out_index(c), 1ULL);
 	KUNIT_EXPECT_EQ(test, out_offset(c), in1);
 	KUNIT_EXPECT_EQ(test, c->hold->len, 3000u);
-	KUNIT_EXPECT_EQ(test, memcmp(r0, ref, SZ_4K - (3000 - in1)), 0);
-	KUNIT_EXPECT_TRUE(test, !memchr_inv(r0 + SZ_4K - (3000 - in1), 0,
+	KUNIT_EXPECT_EQ(test, memcmp(tr.r0, tr.ref, SZ_4K - (3000 - in1)), 0);
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(tr.r0 + SZ_4K - (3000 - in1), 0,
 					    3000 - in1));
-	KUNIT_EXPECT_TRUE(test, !memchr_inv(r1, 0, in1));
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(tr.r1, 0, in1));
 	/* clearing TraceEn flushes them */
 	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_TOPA & ~RTIT_CTL_TRACEEN);
 	KUNIT_EXPECT_EQ(test, c->hold->len, 0u);
-	KUNIT_EXPECT_EQ(test, memcmp(r0, ref, SZ_4K), 0);
-	KUNIT_EXPECT_EQ(test, memcmp(r1, ref + SZ_4K, in1), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(tr.r0, tr.ref, SZ_4K), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(tr.r1, tr.ref + SZ_4K, in1), 0);
 }
 
 /* debugfs "gp_ctl": the next clear, or set, of TraceEn is #GP, once. */

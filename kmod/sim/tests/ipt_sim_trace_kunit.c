@@ -11,6 +11,7 @@
 #include <linux/sizes.h>
 #include <linux/string.h>
 
+#include "../ipt_sim_feed.h"
 #include "ipt_sim_test.h"
 
 /* A 32 KiB single range for packet tests; returns its kernel address. */
@@ -21,6 +22,35 @@ static u8 *pkt_start(struct kunit *test, struct ipt_sim_cpu *c, u64 ctl)
 
 	sim_start(test, c, pa, SZ_32K - 1, ctl);
 	return out;
+}
+
+/* A zeroed feed of @cap bytes for unit @c, no record in it yet. */
+static void feed_init(struct kunit *test, struct ipt_sim_cpu *c, size_t cap)
+{
+	c->feed.buf = kunit_kzalloc(test, cap, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, c->feed.buf);
+	c->feed.cap = cap;
+	c->feed.len = 0;
+}
+
+/*
+ * Append a record to @c's feed (struct ipt_sim_feed_hdr): @n bytes of
+ * @payload, @flags, and @ip, where execution is after them.
+ */
+static void feed_rec(struct kunit *test, struct ipt_sim_cpu *c, u16 flags,
+		     u64 ip, const u8 *payload, u16 n)
+{
+	struct ipt_sim_feed_hdr h = {
+		.len = cpu_to_le16(n),
+		.flags = cpu_to_le16(flags),
+		.ip = cpu_to_le64(ip),
+	};
+
+	KUNIT_ASSERT_LE(test, c->feed.len + sizeof(h) + n, c->feed.cap);
+	memcpy(c->feed.buf + c->feed.len, &h, sizeof(h));
+	if (n)
+		memcpy(c->feed.buf + c->feed.len + sizeof(h), payload, n);
+	c->feed.len += sizeof(h) + n;
 }
 
 /* PacketByteCnt = 0: PSB+ (without FUP), then TIP.PGE. */
@@ -263,29 +293,21 @@ static void pkt_time_idle_wake(struct kunit *test)
  */
 static void pkt_time_feed(struct kunit *test)
 {
-	static const u8 feed[] = {
-		/* len 0: IP 0x400100 */
-		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0x00, 0x01, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-		/* len 15: 4 TNT-8, TIP 0x400200, 4 TNT-8 */
-		0x0f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+	/* 4 TNT-8, TIP 0x400200, 4 TNT-8 */
+	static const u8 tnt_tip_tnt[] = {
 		0x06, 0x06, 0x06, 0x06, 0x6d, 0x00, 0x02, 0x40, 0x00, 0x00,
 		0x00, 0x06, 0x06, 0x06, 0x06,
 	};
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
-	u8 *out, *buf;
+	u8 *out;
 
-	buf = kunit_kzalloc(test, sizeof(feed), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, buf);
-	memcpy(buf, feed, sizeof(feed));
-	c->feed.buf = buf;
-	c->feed.len = sizeof(feed);
-	c->feed.cap = sizeof(feed);
+	feed_init(test, c, 2 * IPT_SIM_FEED_HDR + sizeof(tnt_tip_tnt));
+	feed_rec(test, c, 0, 0x400100, NULL, 0);
+	feed_rec(test, c, 0, 0x400200, tnt_tip_tnt, sizeof(tnt_tip_tnt));
 	out = pkt_start(test, c, CTL_RANGE | RTIT_CTL_MTC_EN |
 			FIELD_PREP(RTIT_CTL_MTC_RANGE, 3));
 	ipt_sim_run(c, 100);
-	KUNIT_EXPECT_EQ(test, c->feed.pos, sizeof(feed));
+	KUNIT_EXPECT_EQ(test, c->feed.pos, c->feed.len);
 	/* TSC 416 (CTC 8) is reached running the sixth TNT-8. */
 	EXPECT_BYTES(test, out + 31, 0x06, 0x06, 0x06, 0x06,
 		     0x6d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00,
@@ -300,25 +322,21 @@ static void pkt_time_feed(struct kunit *test)
  */
 static void pkt_feed(struct kunit *test)
 {
-	static const u8 feed[] = {
-		/* len 0: set the IP to 0x400100 */
-		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0x00, 0x01, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-		/* len 8: TNT-8 (T), TIP 0x400200 (IPBytes 011) */
-		0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
+	/* TNT-8 (T), TIP 0x400200 (IPBytes 011) */
+	static const u8 tnt_tip[] = {
 		0x06, 0x6d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00,
 	};
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
-	u8 *out, *buf;
+	size_t whole;
+	u8 *out;
 
-	buf = kunit_kzalloc(test, sizeof(feed) + 8, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, buf);
-	memcpy(buf, feed, sizeof(feed));
-	/* A partial header at the end waits for more. */
-	c->feed.buf = buf;
-	c->feed.len = sizeof(feed) + 8;
-	c->feed.cap = sizeof(feed) + 8;
+	feed_init(test, c, 2 * IPT_SIM_FEED_HDR + sizeof(tnt_tip) + 8);
+	/* set the IP to 0x400100 */
+	feed_rec(test, c, 0, 0x400100, NULL, 0);
+	feed_rec(test, c, 0, 0x400200, tnt_tip, sizeof(tnt_tip));
+	whole = c->feed.len;
+	/* A partial header (zeros) at the end waits for more. */
+	c->feed.len += 8;
 	ipt_sim_run(c, 100);	/* TraceEn = 0: nothing consumed */
 	KUNIT_EXPECT_EQ(test, c->feed.pos, (size_t)0);
 	out = pkt_start(test, c, CTL_RANGE);
@@ -326,7 +344,7 @@ static void pkt_feed(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c->feed.pos, (size_t)16);
 	EXPECT_BYTES(test, out + 24, 0x71, 0x00, 0x01, 0x40, 0x00, 0x00, 0x00);
 	ipt_sim_run(c, 100);
-	KUNIT_EXPECT_EQ(test, c->feed.pos, sizeof(feed));
+	KUNIT_EXPECT_EQ(test, c->feed.pos, whole);
 	KUNIT_EXPECT_EQ(test, c->stats.bytes, 31ULL + 8);
 	EXPECT_BYTES(test, out + 31, 0x06, 0x6d, 0x00, 0x02, 0x40, 0x00, 0x00, 0x00);
 	KUNIT_EXPECT_EQ(test, c->ip, 0x400200ULL);
@@ -341,27 +359,19 @@ static void pkt_feed(struct kunit *test)
  */
 static void pkt_feed_ctx_off(struct kunit *test)
 {
-	static const u8 feed[] = {
-		/* len 0: start at 0x400100 */
-		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0x00, 0x01, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-		/* len 1, CTX_OFF: TIP.PGD without IP; at 0x400200 */
-		0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0x00, 0x02, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0x01,
-	};
+	/* TIP.PGD without IP */
+	static const u8 pgd[] = { 0x01 };
 	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
-	u8 *out, *buf;
+	u8 *out;
 
-	buf = kunit_kzalloc(test, sizeof(feed), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, buf);
-	memcpy(buf, feed, sizeof(feed));
-	c->feed.buf = buf;
-	c->feed.len = sizeof(feed);
-	c->feed.cap = sizeof(feed);
+	feed_init(test, c, 2 * IPT_SIM_FEED_HDR + sizeof(pgd));
+	/* start at 0x400100 */
+	feed_rec(test, c, 0, 0x400100, NULL, 0);
+	/* CTX_OFF; at 0x400200 */
+	feed_rec(test, c, IPT_SIM_FEED_CTX_OFF, 0x400200, pgd, sizeof(pgd));
 	out = pkt_start(test, c, CTL_RANGE);
 	ipt_sim_run(c, 100);
-	KUNIT_EXPECT_EQ(test, c->feed.pos, sizeof(feed));
+	KUNIT_EXPECT_EQ(test, c->feed.pos, c->feed.len);
 	KUNIT_EXPECT_TRUE(test, c->feed_ctx_off);
 	KUNIT_EXPECT_EQ(test, out[31], 0x01);
 	/* Disable: nothing more is written. */

@@ -504,19 +504,30 @@ static void stream_start(struct __test_metadata *_metadata, int fd,
 	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_START));
 }
 
-/* Stop, read and release what is left; unmap. */
-static void stream_finish(struct __test_metadata *_metadata, int fd,
-			  struct consumer *cons, struct ipt_trace_state *ts)
+/*
+ * Stop; of the status bits @clear and @set, exactly @set are set then.
+ * Read and release what is left; unmap.
+ */
+static void stream_stop_read(struct __test_metadata *_metadata, int fd,
+			     struct consumer *cons, struct ipt_trace_state *ts,
+			     uint64_t clear, uint64_t set)
 {
 	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_state(fd, 0, ts));
-	EXPECT_FALSE(ts->status & IPT_TS_RUNNING);
+	EXPECT_EQ(set, ts->status & (clear | set));
 	consume(cons, ts->bytes_captured);
 	ASSERT_EQ(0, release(fd, 0, ts->bytes_captured));
 	ASSERT_EQ(0, ipt_state(fd, 0, ts));
 	EXPECT_EQ(ts->bytes_captured, ts->released);
 	EXPECT_EQ(0, ts->bytes_valid);
 	munmap((void *)cons->map, cons->size);
+}
+
+/* Stop, read and release what is left; unmap. */
+static void stream_finish(struct __test_metadata *_metadata, int fd,
+			  struct consumer *cons, struct ipt_trace_state *ts)
+{
+	stream_stop_read(_metadata, fd, cons, ts, IPT_TS_RUNNING, 0);
 }
 
 /*
@@ -1209,16 +1220,28 @@ static int wait_tstatus(int fd, uint64_t status, struct ipt_trace_state *ts)
 }
 
 /*
+ * A per-thread case: the traced worker and its thread, the consumer of
+ * its trace, and the simulator's sums of "bytes" and "stopped" just
+ * before the start.
+ */
+struct tcase {
+	struct tworker w;
+	pthread_t th;
+	struct consumer cons;
+	uint64_t bytes, stopped;
+};
+
+/*
  * Start the worker on CPU @cpu, configure a per-thread stream of @size in
- * @regions, attach the worker, map its trace and start; *@bytes and
- * *@stopped get the simulator's sums just before.
+ * @regions, attach the worker, map its trace and start.
  */
 static void tstream_start(struct __test_metadata *_metadata, int fd,
-			  uint64_t size, uint32_t regions, struct tworker *w,
-			  pthread_t *th, int cpu, struct consumer *cons,
-			  uint64_t *bytes, uint64_t *stopped)
+			  uint64_t size, uint32_t regions, int cpu,
+			  struct tcase *t)
 {
 	struct ipt_attach a = { .size = sizeof(a) };
+	struct consumer *cons = &t->cons;
+	struct tworker *w = &t->w;
 	struct ipt_trace_state ts;
 	struct ipt_config c;
 	void *map;
@@ -1227,7 +1250,7 @@ static void tstream_start(struct __test_metadata *_metadata, int fd,
 	atomic_store(&w->want, -1);
 	w->cpu = cpu;
 	ASSERT_EQ(0, pipe(w->pipe));
-	ASSERT_EQ(0, pthread_create(th, NULL, tworker_fn, w));
+	ASSERT_EQ(0, pthread_create(&t->th, NULL, tworker_fn, w));
 	/* Bounded (30 s, never reached when all is well): no hang. */
 	for (int i = 0; i < 10 * POLLS && !atomic_load(&w->ready); i++)
 		msleep(1);
@@ -1246,35 +1269,87 @@ static void tstream_start(struct __test_metadata *_metadata, int fd,
 	memset(cons, 0, sizeof(*cons));
 	cons->map = map;
 	cons->size = size;
-	*bytes = sim_sum("bytes");
-	*stopped = sim_sum("stopped");
+	t->bytes = sim_sum("bytes");
+	t->stopped = sim_sum("stopped");
 	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_START));
+}
+
+/*
+ * A 64 KiB stream in 8 regions, the worker on CPU 0, run until the unit
+ * paused and lost bytes; *@ts is the state at the pause.  Returns the
+ * bytes captured then.
+ */
+static uint64_t tstream_paused(struct __test_metadata *_metadata, int fd,
+			       struct tcase *t, struct ipt_trace_state *ts)
+{
+	tstream_start(_metadata, fd, 64 * KIB, 8, 0, t);
+	ASSERT_TRUE(wait_tstatus(fd, IPT_TS_PAUSED, ts));
+	ASSERT_TRUE(wait_sum_above("stopped", t->stopped));
+	return ts->bytes_captured;
+}
+
+/*
+ * The worker quits (woken if it blocks in its read) and is joined; *@ts
+ * is its trace's state once marked EXITED.
+ */
+static void tworker_exit(struct __test_metadata *_metadata, int fd,
+			 struct tcase *t, struct ipt_trace_state *ts)
+{
+	atomic_store(&t->w.quit, 1);
+	if (write(t->w.pipe[1], "q", 1) != 1)
+		TH_LOG("could not wake the worker");
+	pthread_join(t->th, NULL);
+	EXPECT_EQ(0, t->w.err);
+	/* Marked at its last switch-out, after the join may return. */
+	ASSERT_TRUE(wait_tstatus(fd, IPT_TS_EXITED, ts));
+}
+
+/* The worker's pipe closed and the trace unmapped. */
+static void tstream_close(struct tcase *t)
+{
+	close(t->w.pipe[0]);
+	close(t->w.pipe[1]);
+	munmap((void *)t->cons.map, t->cons.size);
+}
+
+/*
+ * The trace's one gap is closed and starts at @at; returns its bytes
+ * lost.
+ */
+static uint64_t one_closed_gap(struct __test_metadata *_metadata, int fd,
+			       uint64_t at)
+{
+	struct ipt_gap e[4];
+	struct ipt_gaps g;
+
+	ASSERT_EQ(0, get_gaps(fd, 0, 0, e, 4, &g));
+	ASSERT_EQ(1, g.nr_entries);
+	EXPECT_EQ(at, e[0].offset);
+	EXPECT_NE(0, e[0].tsc_end);
+	EXPECT_LE(e[0].tsc_start, e[0].tsc_end);
+	return e[0].bytes_lost;
+}
+
+/*
+ * Every byte the units wrote since the start was read, and the bytes they
+ * lost while stopped are @gap_bytes.
+ */
+static void tstream_accounted(struct __test_metadata *_metadata,
+			      const struct tcase *t, uint64_t gap_bytes)
+{
+	EXPECT_EQ(sim_sum("bytes") - t->bytes, t->cons.read);
+	EXPECT_EQ(sim_sum("stopped") - t->stopped, gap_bytes);
 }
 
 /* The worker quits and is joined; the session stops; the rest is read. */
 static void tstream_finish(struct __test_metadata *_metadata, int fd,
-			   struct tworker *w, pthread_t th,
-			   struct consumer *cons, struct ipt_trace_state *ts)
+			   struct tcase *t, struct ipt_trace_state *ts)
 {
-	atomic_store(&w->quit, 1);
-	if (write(w->pipe[1], "q", 1) != 1)
-		TH_LOG("could not wake the worker");
-	pthread_join(th, NULL);
-	EXPECT_EQ(0, w->err);
-	close(w->pipe[0]);
-	close(w->pipe[1]);
-	/* Marked at its last switch-out, after the join may return. */
-	ASSERT_TRUE(wait_tstatus(fd, IPT_TS_EXITED, ts));
-	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_STOP));
-	ASSERT_EQ(0, ipt_state(fd, 0, ts));
-	EXPECT_FALSE(ts->status & (IPT_TS_RUNNING | IPT_TS_PAUSED));
-	EXPECT_TRUE(ts->status & IPT_TS_EXITED);
-	consume(cons, ts->bytes_captured);
-	ASSERT_EQ(0, release(fd, 0, ts->bytes_captured));
-	ASSERT_EQ(0, ipt_state(fd, 0, ts));
-	EXPECT_EQ(ts->bytes_captured, ts->released);
-	EXPECT_EQ(0, ts->bytes_valid);
-	munmap((void *)cons->map, cons->size);
+	tworker_exit(_metadata, fd, t, ts);
+	close(t->w.pipe[0]);
+	close(t->w.pipe[1]);
+	stream_stop_read(_metadata, fd, &t->cons, ts,
+			 IPT_TS_RUNNING | IPT_TS_PAUSED, IPT_TS_EXITED);
 }
 
 /*
@@ -1290,13 +1365,11 @@ static void tstream_finish(struct __test_metadata *_metadata, int fd,
 TEST_F_TIMEOUT(stream, thread_lossless_migrating, 240)
 {
 	const uint64_t size = 64 * KIB;
-	uint64_t b_bytes, b_stopped, b_first, b_last;
+	uint64_t b_first, b_last;
 	int first = 0, last = nr_cpus() - 1, me;
 	struct ipt_trace_state ts;
-	struct consumer cons;
 	unsigned int round = 0, behind = 0;
-	struct tworker w;
-	pthread_t th;
+	struct tcase t;
 
 	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
 		SKIP(return, "needs the simulated unit with streaming");
@@ -1308,45 +1381,43 @@ TEST_F_TIMEOUT(stream, thread_lossless_migrating, 240)
 	ASSERT_EQ(0, pin(me));
 	b_first = ipt_sim_stat(first, "bytes");
 	b_last = ipt_sim_stat(last, "bytes");
-	tstream_start(_metadata, self->fd, size, 8, &w, &th, first, &cons,
-		      &b_bytes, &b_stopped);
-	while (cons.read < 10 * size + size / 2) {
+	tstream_start(_metadata, self->fd, size, 8, first, &t);
+	while (t.cons.read < 10 * size + size / 2) {
 		ASSERT_TRUE(poll_in(self->fd, POLL_MS))
 			TH_LOG("no data after %llu bytes",
-			       (unsigned long long)cons.read);
+			       (unsigned long long)t.cons.read);
 		if (++round % 3 == 0) {
 			ASSERT_TRUE(wait_sum_above("paced", sim_sum("paced")))
 				TH_LOG("the program never blocked at %llu",
-				       (unsigned long long)cons.read);
+				       (unsigned long long)t.cons.read);
 			behind++;
 		}
 		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 		ASSERT_FALSE(ts.status & IPT_TS_PAUSED)
 			TH_LOG("the paced program paused at %llu",
-			       (unsigned long long)cons.read);
+			       (unsigned long long)t.cons.read);
 		ASSERT_EQ(0, ts.nr_gaps);
-		ASSERT_EQ(cons.read, ts.released);
+		ASSERT_EQ(t.cons.read, ts.released);
 		ASSERT_LE(ts.bytes_captured - ts.released, size);
-		consume(&cons, ts.bytes_captured);
+		consume(&t.cons, ts.bytes_captured);
 		ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
 		if (round % 4 == 0) {
 			int to = me;
 
 			/* Everything released: room for the switches. */
-			me = w.cpu;
+			me = t.w.cpu;
 			ASSERT_EQ(0, pin(me));
-			ASSERT_TRUE(tworker_move(&w, to))
+			ASSERT_TRUE(tworker_move(&t.w, to))
 				TH_LOG("the worker did not move to CPU %d", to);
 		}
 	}
-	tstream_finish(_metadata, self->fd, &w, th, &cons, &ts);
+	tstream_finish(_metadata, self->fd, &t, &ts);
 	EXPECT_LE(3, behind);
-	EXPECT_LE(2, atomic_load(&w.moves));
+	EXPECT_LE(2, atomic_load(&t.w.moves));
 	/* Both CPUs traced the thread. */
 	EXPECT_LT(b_first, ipt_sim_stat(first, "bytes"));
 	EXPECT_LT(b_last, ipt_sim_stat(last, "bytes"));
-	EXPECT_EQ(sim_sum("bytes") - b_bytes, cons.read);
-	EXPECT_EQ(0, sim_sum("stopped") - b_stopped);
+	tstream_accounted(_metadata, &t, 0);
 	EXPECT_EQ(0, ts.nr_gaps);
 	EXPECT_EQ(0, ts.gap_bytes);
 	for (int cpu = 0; cpu < nr_cpus(); cpu++)
@@ -1365,33 +1436,30 @@ TEST_F_TIMEOUT(stream, thread_lossless_migrating, 240)
 TEST_F_TIMEOUT(stream, thread_overload_gaps_add_up, 240)
 {
 	struct ipt_gap e[IPT_STREAM_MAX_REGIONS];
-	uint64_t b_bytes, b_stopped, lost = 0;
+	uint64_t lost = 0;
 	struct ipt_trace_state ts, ts2;
 	int last = nr_cpus() - 1;
-	struct consumer cons;
 	struct ipt_gaps g;
-	struct tworker w;
+	struct tcase t;
 	unsigned int round, i;
-	pthread_t th;
 
 	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
 		SKIP(return, "needs the simulated unit with streaming");
 	if (nr_cpus() < 2)
 		SKIP(return, "needs two CPUs");
-	tstream_start(_metadata, self->fd, 64 * KIB, 8, &w, &th, 0, &cons,
-		      &b_bytes, &b_stopped);
+	tstream_start(_metadata, self->fd, 64 * KIB, 8, 0, &t);
 	for (round = 0; round < 3; round++) {
-		int to = w.cpu ? 0 : last;
+		int to = t.w.cpu ? 0 : last;
 		uint64_t stopped;
 
 		ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_PAUSED, &ts))
 			TH_LOG("round %u: the unit never paused", round);
 		EXPECT_EQ(ts.released + 64 * KIB, ts.bytes_captured);
-		stopped = ipt_sim_stat(w.cpu, "stopped");
-		ASSERT_EQ(0, ipt_sim_wait_stat(w.cpu, "stopped", stopped + 1))
+		stopped = ipt_sim_stat(t.w.cpu, "stopped");
+		ASSERT_EQ(0, ipt_sim_wait_stat(t.w.cpu, "stopped", stopped + 1))
 			TH_LOG("round %u: the paused unit lost nothing", round);
 		/* Moved while paused: still paused, the same pause. */
-		ASSERT_TRUE(tworker_move(&w, to));
+		ASSERT_TRUE(tworker_move(&t.w, to));
 		stopped = ipt_sim_stat(to, "stopped");
 		ASSERT_EQ(0, ipt_sim_wait_stat(to, "stopped", stopped + 1))
 			TH_LOG("round %u: paused on CPU %d, it lost nothing",
@@ -1407,13 +1475,13 @@ TEST_F_TIMEOUT(stream, thread_overload_gaps_add_up, 240)
 		EXPECT_EQ(0, e[g.total - 1].tsc_end);
 		EXPECT_EQ(IPT_GAP_BYTES_UNKNOWN, e[g.total - 1].bytes_lost);
 		EXPECT_EQ(ts2.bytes_captured, e[g.total - 1].offset);
-		consume(&cons, ts2.bytes_captured);
+		consume(&t.cons, ts2.bytes_captured);
 		ASSERT_EQ(0, release(self->fd, 0, ts2.bytes_captured));
 		ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 		EXPECT_EQ((uint64_t)round + 1,
 			  ts.nr_gaps - !!(ts.status & IPT_TS_PAUSED));
 	}
-	tstream_finish(_metadata, self->fd, &w, th, &cons, &ts);
+	tstream_finish(_metadata, self->fd, &t, &ts);
 	ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 64, &g));
 	EXPECT_EQ(ts.nr_gaps, g.total);
 	EXPECT_LE(3, g.total);
@@ -1426,8 +1494,7 @@ TEST_F_TIMEOUT(stream, thread_overload_gaps_add_up, 240)
 		if (e[i].bytes_lost != IPT_GAP_BYTES_UNKNOWN)
 			lost += e[i].bytes_lost;
 	}
-	EXPECT_EQ(sim_sum("bytes") - b_bytes, cons.read);
-	EXPECT_EQ(sim_sum("stopped") - b_stopped, lost);
+	tstream_accounted(_metadata, &t, lost);
 	EXPECT_EQ(lost, ts.gap_bytes);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
@@ -1440,52 +1507,39 @@ TEST_F_TIMEOUT(stream, thread_overload_gaps_add_up, 240)
  */
 TEST_F_TIMEOUT(stream, thread_release_switched_out, 180)
 {
-	uint64_t b_bytes, b_stopped, at;
+	uint64_t at, lost;
 	struct ipt_trace_state ts;
-	struct consumer cons;
-	struct ipt_gap e[4];
-	struct ipt_gaps g;
-	struct tworker w;
-	pthread_t th;
+	struct tcase t;
 
 	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
 		SKIP(return, "needs the simulated unit with streaming");
-	tstream_start(_metadata, self->fd, 64 * KIB, 8, &w, &th, 0, &cons,
-		      &b_bytes, &b_stopped);
-	ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_PAUSED, &ts));
-	at = ts.bytes_captured;
+	at = tstream_paused(_metadata, self->fd, &t, &ts);
 	EXPECT_EQ(64 * KIB, at);
-	ASSERT_TRUE(wait_sum_above("stopped", b_stopped));
-	atomic_store(&w.block, 1);
-	ASSERT_TRUE(wait_sleeping(w.tid));
+	atomic_store(&t.w.block, 1);
+	ASSERT_TRUE(wait_sleeping(t.w.tid));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 	EXPECT_EQ(IPT_TS_STREAM | IPT_TS_THREAD | IPT_TS_PAUSED, ts.status);
 	EXPECT_EQ(1, ts.nr_gaps);
 	/* a region released while it sleeps: the pause is over */
-	consume(&cons, 8 * KIB);
+	consume(&t.cons, 8 * KIB);
 	ASSERT_EQ(0, release(self->fd, 0, 8 * KIB));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 	EXPECT_EQ(IPT_TS_STREAM | IPT_TS_THREAD, ts.status);
 	EXPECT_EQ(at, ts.bytes_captured);
 	EXPECT_EQ(1, ts.nr_gaps);
-	ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 4, &g));
-	ASSERT_EQ(1, g.nr_entries);
-	EXPECT_EQ(at, e[0].offset);
-	EXPECT_NE(0, e[0].tsc_end);
-	EXPECT_LE(e[0].tsc_start, e[0].tsc_end);
+	lost = one_closed_gap(_metadata, self->fd, at);
 	/* it sleeps: nothing is lost any more, and the count is exact */
-	EXPECT_EQ(sim_sum("stopped") - b_stopped, e[0].bytes_lost);
-	EXPECT_LT(0, e[0].bytes_lost);
+	EXPECT_EQ(sim_sum("stopped") - t.stopped, lost);
+	EXPECT_LT(0, lost);
 	/* woken: it resumes at the head, a PSB+ first, up to STOP again */
-	ASSERT_EQ(1, write(w.pipe[1], "g", 1));
+	ASSERT_EQ(1, write(t.w.pipe[1], "g", 1));
 	ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_PAUSED, &ts));
 	EXPECT_EQ(at + 8 * KIB, ts.bytes_captured);
-	EXPECT_EQ(0x02, cons.map[at % (64 * KIB)]);
-	EXPECT_EQ(0x82, cons.map[at % (64 * KIB) + 1]);
-	tstream_finish(_metadata, self->fd, &w, th, &cons, &ts);
-	EXPECT_EQ(sim_sum("bytes") - b_bytes, cons.read);
+	EXPECT_EQ(0x02, t.cons.map[at % (64 * KIB)]);
+	EXPECT_EQ(0x82, t.cons.map[at % (64 * KIB) + 1]);
+	tstream_finish(_metadata, self->fd, &t, &ts);
+	tstream_accounted(_metadata, &t, ts.gap_bytes);
 	EXPECT_EQ(2, ts.nr_gaps);
-	EXPECT_EQ(sim_sum("stopped") - b_stopped, ts.gap_bytes);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
@@ -1496,37 +1550,21 @@ TEST_F_TIMEOUT(stream, thread_release_switched_out, 180)
  */
 TEST_F_TIMEOUT(stream, thread_exit_while_paused, 180)
 {
-	uint64_t b_bytes, b_stopped, at;
+	uint64_t at, lost;
 	struct ipt_trace_state ts;
-	struct consumer cons;
-	struct ipt_gap e[4];
-	struct ipt_gaps g;
-	struct tworker w;
-	pthread_t th;
+	struct tcase t;
 
 	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
 		SKIP(return, "needs the simulated unit with streaming");
-	tstream_start(_metadata, self->fd, 64 * KIB, 8, &w, &th, 0, &cons,
-		      &b_bytes, &b_stopped);
-	ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_PAUSED, &ts));
-	at = ts.bytes_captured;
-	ASSERT_TRUE(wait_sum_above("stopped", b_stopped));
-	atomic_store(&w.quit, 1);
-	pthread_join(th, NULL);
-	EXPECT_EQ(0, w.err);
-	/* Marked at its last switch-out, after the join may return. */
-	ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_EXITED, &ts));
+	at = tstream_paused(_metadata, self->fd, &t, &ts);
+	tworker_exit(_metadata, self->fd, &t, &ts);
 	EXPECT_EQ(IPT_TS_STREAM | IPT_TS_THREAD | IPT_TS_EXITED, ts.status);
 	EXPECT_EQ(at, ts.bytes_captured);
 	EXPECT_EQ(64 * KIB, ts.bytes_valid);
 	EXPECT_EQ(1, ts.nr_gaps);
-	ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 4, &g));
-	ASSERT_EQ(1, g.nr_entries);
-	EXPECT_EQ(at, e[0].offset);
-	EXPECT_NE(0, e[0].tsc_end);
-	EXPECT_LE(e[0].tsc_start, e[0].tsc_end);
-	EXPECT_EQ(sim_sum("stopped") - b_stopped, e[0].bytes_lost);
-	consume(&cons, at);
+	lost = one_closed_gap(_metadata, self->fd, at);
+	EXPECT_EQ(sim_sum("stopped") - t.stopped, lost);
+	consume(&t.cons, at);
 	ASSERT_EQ(0, release(self->fd, 0, at));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 	EXPECT_EQ(0, ts.bytes_valid);
@@ -1534,11 +1572,8 @@ TEST_F_TIMEOUT(stream, thread_exit_while_paused, 180)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
 	EXPECT_EQ(at, ts.bytes_captured);
-	EXPECT_EQ(sim_sum("bytes") - b_bytes, cons.read);
-	EXPECT_EQ(sim_sum("stopped") - b_stopped, ts.gap_bytes);
-	close(w.pipe[0]);
-	close(w.pipe[1]);
-	munmap((void *)cons.map, cons.size);
+	tstream_accounted(_metadata, &t, ts.gap_bytes);
+	tstream_close(&t);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
