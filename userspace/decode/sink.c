@@ -231,6 +231,71 @@ void dec_json_str(FILE *f, const char *s)
 	fputc_unlocked('"', f);
 }
 
+void dec_obuf_init(struct dec_obuf *b, FILE *f)
+{
+	b->f = f;
+	b->len = 0;
+	b->cap = DEC_OBUF_SIZE;
+	b->s = dec_xrealloc(NULL, b->cap);
+}
+
+void dec_obuf_flush(struct dec_obuf *b)
+{
+	if (b->len)
+		fwrite_unlocked(b->s, 1, b->len, b->f);
+	b->len = 0;
+}
+
+char *dec_obuf_grow(struct dec_obuf *b, size_t n)
+{
+	dec_obuf_flush(b);
+	if (n > b->cap) {
+		b->cap = n;
+		b->s = dec_xrealloc(b->s, b->cap);
+	}
+	return b->s;
+}
+
+void dec_obuf_free(struct dec_obuf *b)
+{
+	dec_obuf_flush(b);
+	free(b->s);
+	b->s = NULL;
+	b->cap = 0;
+}
+
+void dec_obuf_json_str(struct dec_obuf *b, const char *s)
+{
+	static const char hx[] = "0123456789abcdef";
+	char *p;
+
+	dec_obuf_put(b, "\"", 1);
+	for (;;) {
+		const char *e = s;
+
+		while (*e && *e != '"' && *e != '\\' && (unsigned char)*e >= 0x20)
+			e++;
+		if (e > s)
+			dec_obuf_put(b, s, (size_t)(e - s));
+		if (!*e)
+			break;
+		p = dec_obuf_room(b, 6);
+		if (*e == '"' || *e == '\\') {
+			*p++ = '\\';
+			*p++ = *e;
+		} else {
+			/* "\\u%04x" of a control character */
+			memcpy(p, "\\u00", 4);
+			p[4] = hx[(unsigned char)*e >> 4];
+			p[5] = hx[*e & 15];
+			p += 6;
+		}
+		dec_obuf_done(b, p);
+		s = e + 1;
+	}
+	dec_obuf_put(b, "\"", 1);
+}
+
 /*
  * The time column of --calls for @tsc: seconds (to the nanosecond) since
  * the run's first TSC, or TSC ticks since it when the TSC's frequency is
