@@ -77,6 +77,23 @@ struct dec_fmtc {
 	char buf[512];			/* dec_sym_fmt_at()'s buffer size */
 };
 
+/*
+ * dec_stream_sym()'s answers by address, behind the one-function cache
+ * st->sc: a block that calls out and is returned to looks its function up
+ * again at each call and return (--folded, --perfetto), and st->sc then
+ * holds the callee's.  An entry is (address, st->sym_gen) and the
+ * dec_symc that dec_symc_lookup() made for that address: a function of
+ * the address, the process and the time only.
+ */
+#define SYMCC_SIZE	4096		/* entries, a power of 2 */
+
+struct dec_symcc {
+	struct symcc_ent {
+		uint64_t ip, gen;
+		struct dec_symc sc;
+	} e[SYMCC_SIZE];
+};
+
 /* The instruction walks of runs of blocks (walk()): a direct-mapped cache. */
 #define WALKC_SIZE	16384		/* entries, a power of 2 */
 #define WALKC_MAX	4096		/* longer runs are walked each time */
@@ -139,7 +156,21 @@ const char *dec_stream_fmt_fast(struct dec_stream *st, uint64_t ip, size_t *len)
 
 const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip)
 {
+	struct symcc_ent *e;
+
+	if (ip >= st->sc.start && ip < st->sc.end)
+		return &st->sc;
+	if (!st->symcc)
+		st->symcc = dec_xcalloc(1, sizeof(*st->symcc));
+	e = &st->symcc->e[(ip ^ (ip >> 12) ^ (ip >> 24)) & (SYMCC_SIZE - 1)];
+	if (e->gen == st->sym_gen && e->ip == ip) {
+		st->sc = e->sc;
+		return &st->sc;
+	}
 	dec_symc_lookup(&st->sc, st->c->syms, ip, st->pid, st->time);
+	e->ip = ip;
+	e->gen = st->sym_gen;
+	e->sc = st->sc;
 	return &st->sc;
 }
 
@@ -819,12 +850,14 @@ void dec_render_end(struct dec_render *r)
 	if (!r)
 		return;
 	r->st.pid = 0;	/* the whole-run outputs span every process */
+	r->st.sym_gen++;	/* no cached text or symbol of another process answers */
 	r->mute = false;
 	EACH(r, k)
 		k->ops->end(k, &r->st);
 	dec_slicer_free(r->sl);
 	free(r->st.frames);
 	free(r->st.fmtc);
+	free(r->st.symcc);
 	if (r->st.walkc)
 		for (size_t i = 0; i < WALKC_SIZE; i++)
 			free(r->st.walkc->e[i].sizes);

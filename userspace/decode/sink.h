@@ -48,6 +48,7 @@ struct dec_stream {
 	 */
 	uint64_t sym_gen;
 	struct dec_fmtc *fmtc;		/* dec_stream_fmt_fast()'s cache (sink.c) */
+	struct dec_symcc *symcc;	/* dec_stream_sym()'s cache behind @sc (sink.c) */
 	struct dec_walkc *walkc;	/* the instruction walks of blocks (sink.c) */
 	/*
 	 * The open calls, [0, @depth): the call instruction and its target,
