@@ -34,6 +34,12 @@ struct dec_render {
 	 * reference's instruction flavour prints them.)
 	 */
 	bool merge;
+	/*
+	 * No slice, and no sink wants instructions or blocks (only calls,
+	 * returns and events: --calls, --perfetto): blocks are not gathered
+	 * into runs (on_block_lean()).
+	 */
+	bool lean;
 	bool have_run;
 	struct dec_item run;
 	/*
@@ -374,6 +380,7 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	stream_where(&r->st);
 	r->st.time_ok = c->timed && dec_tsc_ns(c, c->t0, &r->st.ns0);
 	r->merge = !c->opt.insn_decoder;
+	r->lean = !r->sl;
 	for (i = 0; i < OUT_NR; i++)
 		if (o->f[i]) {
 			/* --jsonl: --insn and --calls as JSON Lines (sink_json.c) */
@@ -384,8 +391,14 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 			else
 				r->sinks[r->nr] = make[i](&r->st, o->f[i]);
 			r->needs |= r->sinks[r->nr]->ops->needs;
+			if (r->sinks[r->nr]->ops->block || r->sinks[r->nr]->ops->insn ||
+			    r->sinks[r->nr]->ops->insns || r->sinks[r->nr]->ops->run ||
+			    r->sinks[r->nr]->ops->unshown)
+				r->lean = false;
 			r->nr++;
 		}
+	if (r->needs & (DEC_NEED_INSNS | DEC_NEED_EVERY_INSN))
+		r->lean = false;
 	return r;
 }
 
@@ -671,6 +684,31 @@ static void on_block(struct dec_render *r, const struct dec_item *it)
 		r->pending = 2;
 }
 
+/*
+ * on_block() when r->lean: no sink is told of blocks or instructions, so
+ * a block's instructions are counted at once rather than when its run is
+ * flushed; every hook still sees the same st->idx (a run is flushed
+ * before any call, return or event is told).
+ */
+static void on_block_lean(struct dec_render *r, const struct dec_item *it)
+{
+	call_ret(r, it);
+	r->st.idx += it->ninsn;
+	r->slice_insns += it->ninsn;
+	r->last_end = it->end_ip;
+	if (it->tsc)
+		r->st.prev_tsc = r->st.now_tsc = it->tsc;
+	r->st.call_pending = it->iclass == ptic_call;
+	r->st.call_ip = it->end_ip;
+	r->st.have_last = true;
+	r->st.last_ip = it->end_ip;
+	r->st.last_iclass = it->iclass;
+	if (it->iclass == ptic_call)
+		r->pending = 1;
+	else if (it->iclass == ptic_return)
+		r->pending = 2;
+}
+
 struct split {
 	uint32_t k;			/* the instruction wanted */
 	uint32_t n;
@@ -787,7 +825,9 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 		const struct dec_item *it = &seg->items[i];
 
 		if (it->kind == DI_BLOCK) {
-			if (r->sl)
+			if (r->lean)
+				on_block_lean(r, it);
+			else if (r->sl)
 				sliced_block(r, it);
 			else
 				on_block(r, it);
