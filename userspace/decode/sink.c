@@ -34,6 +34,12 @@ struct dec_render {
 	 * reference's instruction flavour prints them.)
 	 */
 	bool merge;
+	/*
+	 * No slice, and no sink wants instructions or blocks (only calls,
+	 * returns and events: --calls, --perfetto): blocks are not gathered
+	 * into runs (on_block_lean()).
+	 */
+	bool lean;
 	bool have_run;
 	struct dec_item run;
 	/*
@@ -75,6 +81,23 @@ struct dec_fmtc {
 		char s[FMTC_LEN];
 	} e[FMTC_SIZE];
 	char buf[512];			/* dec_sym_fmt_at()'s buffer size */
+};
+
+/*
+ * dec_stream_sym()'s answers by address, behind the one-function cache
+ * st->sc: a block that calls out and is returned to looks its function up
+ * again at each call and return (--folded, --perfetto), and st->sc then
+ * holds the callee's.  An entry is (address, st->sym_gen) and the
+ * dec_symc that dec_symc_lookup() made for that address: a function of
+ * the address, the process and the time only.
+ */
+#define SYMCC_SIZE	4096		/* entries, a power of 2 */
+
+struct dec_symcc {
+	struct symcc_ent {
+		uint64_t ip, gen;
+		struct dec_symc sc;
+	} e[SYMCC_SIZE];
 };
 
 /* The instruction walks of runs of blocks (walk()): a direct-mapped cache. */
@@ -139,7 +162,21 @@ const char *dec_stream_fmt_fast(struct dec_stream *st, uint64_t ip, size_t *len)
 
 const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip)
 {
+	struct symcc_ent *e;
+
+	if (ip >= st->sc.start && ip < st->sc.end)
+		return &st->sc;
+	if (!st->symcc)
+		st->symcc = dec_xcalloc(1, sizeof(*st->symcc));
+	e = &st->symcc->e[(ip ^ (ip >> 12) ^ (ip >> 24)) & (SYMCC_SIZE - 1)];
+	if (e->gen == st->sym_gen && e->ip == ip) {
+		st->sc = e->sc;
+		return &st->sc;
+	}
 	dec_symc_lookup(&st->sc, st->c->syms, ip, st->pid, st->time);
+	e->ip = ip;
+	e->gen = st->sym_gen;
+	e->sc = st->sc;
 	return &st->sc;
 }
 
@@ -231,6 +268,71 @@ void dec_json_str(FILE *f, const char *s)
 	fputc_unlocked('"', f);
 }
 
+void dec_obuf_init(struct dec_obuf *b, FILE *f)
+{
+	b->f = f;
+	b->len = 0;
+	b->cap = DEC_OBUF_SIZE;
+	b->s = dec_xrealloc(NULL, b->cap);
+}
+
+void dec_obuf_flush(struct dec_obuf *b)
+{
+	if (b->len)
+		fwrite_unlocked(b->s, 1, b->len, b->f);
+	b->len = 0;
+}
+
+char *dec_obuf_grow(struct dec_obuf *b, size_t n)
+{
+	dec_obuf_flush(b);
+	if (n > b->cap) {
+		b->cap = n;
+		b->s = dec_xrealloc(b->s, b->cap);
+	}
+	return b->s;
+}
+
+void dec_obuf_free(struct dec_obuf *b)
+{
+	dec_obuf_flush(b);
+	free(b->s);
+	b->s = NULL;
+	b->cap = 0;
+}
+
+void dec_obuf_json_str(struct dec_obuf *b, const char *s)
+{
+	static const char hx[] = "0123456789abcdef";
+	char *p;
+
+	dec_obuf_put(b, "\"", 1);
+	for (;;) {
+		const char *e = s;
+
+		while (*e && *e != '"' && *e != '\\' && (unsigned char)*e >= 0x20)
+			e++;
+		if (e > s)
+			dec_obuf_put(b, s, (size_t)(e - s));
+		if (!*e)
+			break;
+		p = dec_obuf_room(b, 6);
+		if (*e == '"' || *e == '\\') {
+			*p++ = '\\';
+			*p++ = *e;
+		} else {
+			/* "\\u%04x" of a control character */
+			memcpy(p, "\\u00", 4);
+			p[4] = hx[(unsigned char)*e >> 4];
+			p[5] = hx[*e & 15];
+			p += 6;
+		}
+		dec_obuf_done(b, p);
+		s = e + 1;
+	}
+	dec_obuf_put(b, "\"", 1);
+}
+
 /*
  * The time column of --calls for @tsc: seconds (to the nanosecond) since
  * the run's first TSC, or TSC ticks since it when the TSC's frequency is
@@ -278,6 +380,7 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 	stream_where(&r->st);
 	r->st.time_ok = c->timed && dec_tsc_ns(c, c->t0, &r->st.ns0);
 	r->merge = !c->opt.insn_decoder;
+	r->lean = !r->sl;
 	for (i = 0; i < OUT_NR; i++)
 		if (o->f[i]) {
 			/* --jsonl: --insn and --calls as JSON Lines (sink_json.c) */
@@ -288,8 +391,14 @@ struct dec_render *dec_render_begin(struct dec_ctx *c, const struct dec_outputs 
 			else
 				r->sinks[r->nr] = make[i](&r->st, o->f[i]);
 			r->needs |= r->sinks[r->nr]->ops->needs;
+			if (r->sinks[r->nr]->ops->block || r->sinks[r->nr]->ops->insn ||
+			    r->sinks[r->nr]->ops->insns || r->sinks[r->nr]->ops->run ||
+			    r->sinks[r->nr]->ops->unshown)
+				r->lean = false;
 			r->nr++;
 		}
+	if (r->needs & (DEC_NEED_INSNS | DEC_NEED_EVERY_INSN))
+		r->lean = false;
 	return r;
 }
 
@@ -575,6 +684,31 @@ static void on_block(struct dec_render *r, const struct dec_item *it)
 		r->pending = 2;
 }
 
+/*
+ * on_block() when r->lean: no sink is told of blocks or instructions, so
+ * a block's instructions are counted at once rather than when its run is
+ * flushed; every hook still sees the same st->idx (a run is flushed
+ * before any call, return or event is told).
+ */
+static void on_block_lean(struct dec_render *r, const struct dec_item *it)
+{
+	call_ret(r, it);
+	r->st.idx += it->ninsn;
+	r->slice_insns += it->ninsn;
+	r->last_end = it->end_ip;
+	if (it->tsc)
+		r->st.prev_tsc = r->st.now_tsc = it->tsc;
+	r->st.call_pending = it->iclass == ptic_call;
+	r->st.call_ip = it->end_ip;
+	r->st.have_last = true;
+	r->st.last_ip = it->end_ip;
+	r->st.last_iclass = it->iclass;
+	if (it->iclass == ptic_call)
+		r->pending = 1;
+	else if (it->iclass == ptic_return)
+		r->pending = 2;
+}
+
 struct split {
 	uint32_t k;			/* the instruction wanted */
 	uint32_t n;
@@ -691,7 +825,9 @@ void dec_render_segment(struct dec_render *r, const struct dec_segment *seg)
 		const struct dec_item *it = &seg->items[i];
 
 		if (it->kind == DI_BLOCK) {
-			if (r->sl)
+			if (r->lean)
+				on_block_lean(r, it);
+			else if (r->sl)
 				sliced_block(r, it);
 			else
 				on_block(r, it);
@@ -754,12 +890,14 @@ void dec_render_end(struct dec_render *r)
 	if (!r)
 		return;
 	r->st.pid = 0;	/* the whole-run outputs span every process */
+	r->st.sym_gen++;	/* no cached text or symbol of another process answers */
 	r->mute = false;
 	EACH(r, k)
 		k->ops->end(k, &r->st);
 	dec_slicer_free(r->sl);
 	free(r->st.frames);
 	free(r->st.fmtc);
+	free(r->st.symcc);
 	if (r->st.walkc)
 		for (size_t i = 0; i < WALKC_SIZE; i++)
 			free(r->st.walkc->e[i].sizes);

@@ -11,6 +11,8 @@
 #ifndef IPT_DECODE_SINK_H
 #define IPT_DECODE_SINK_H
 
+#include <string.h>
+
 #include "decode.h"
 #include "internal.h"
 
@@ -46,6 +48,7 @@ struct dec_stream {
 	 */
 	uint64_t sym_gen;
 	struct dec_fmtc *fmtc;		/* dec_stream_fmt_fast()'s cache (sink.c) */
+	struct dec_symcc *symcc;	/* dec_stream_sym()'s cache behind @sc (sink.c) */
 	struct dec_walkc *walkc;	/* the instruction walks of blocks (sink.c) */
 	/*
 	 * The open calls, [0, @depth): the call instruction and its target,
@@ -106,6 +109,49 @@ long dec_stream_tid(const struct dec_stream *st);
 void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which, uint64_t tsc);
 /* @s as a JSON string to @f. */
 void dec_json_str(FILE *f, const char *s);
+
+/*
+ * A sink's own output buffer: lines are formatted straight into it and
+ * written with one fwrite per DEC_OBUF_SIZE bytes, not one (or several)
+ * per line.  A sink that also writes to its FILE by other means
+ * (fprintf, dec_stream_fields) calls dec_obuf_flush() before, so that
+ * the bytes keep their order; dec_obuf_free() flushes the rest.
+ */
+#define DEC_OBUF_SIZE	65536
+
+struct dec_obuf {
+	FILE *f;
+	char *s;
+	size_t len, cap;
+};
+
+void dec_obuf_init(struct dec_obuf *b, FILE *f);
+void dec_obuf_flush(struct dec_obuf *b);
+void dec_obuf_free(struct dec_obuf *b);
+/* Make room for @n more bytes (flushing, or growing for one long line). */
+char *dec_obuf_grow(struct dec_obuf *b, size_t n);
+
+/* Room for @n bytes at the end of @b; dec_obuf_done() says how many were written. */
+static inline char *dec_obuf_room(struct dec_obuf *b, size_t n)
+{
+	return b->len + n <= b->cap ? b->s + b->len : dec_obuf_grow(b, n);
+}
+
+static inline void dec_obuf_done(struct dec_obuf *b, const char *end)
+{
+	b->len = (size_t)(end - b->s);
+}
+
+static inline void dec_obuf_put(struct dec_obuf *b, const void *s, size_t n)
+{
+	char *p = dec_obuf_room(b, n);
+
+	memcpy(p, s, n);
+	b->len += n;
+}
+
+/* dec_json_str() into @b. */
+void dec_obuf_json_str(struct dec_obuf *b, const char *s);
 
 /*
  * One output.  Every hook may be NULL.  The stream calls, for each trace,

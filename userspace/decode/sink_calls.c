@@ -11,9 +11,17 @@
 #include "internal.h"
 #include "sink.h"
 
+struct calls_sink {
+	struct dec_sink k;
+	struct dec_obuf out;		/* the lines, written a buffer at a time */
+};
+
 static void calls_trace_begin(struct dec_sink *k, struct dec_stream *st, size_t i)
 {
+	struct calls_sink *s = (struct calls_sink *)k;
+
 	(void)i;
+	dec_obuf_flush(&s->out);
 	if (st->c->nr_res > 1)
 		fprintf(k->f, "[trace %s]\n", st->res->trace->file);
 }
@@ -37,23 +45,27 @@ static char *put_dec(char *p, uint64_t v, int width)
 
 /*
  * INSN [TIME] <indent> @dir SYMBOL TARGET, formatted by hand (the symbol
- * text from the stream's per-address cache) and written in one unlocked
- * write: "%10" PRIu64 " ", "%14s ", "%*s%c %s %#" PRIx64 "\n" as before.
+ * text from the stream's per-address cache) straight into the sink's
+ * output buffer: "%10" PRIu64 " ", "%14s ", "%*s%c %s %#" PRIx64 "\n" as
+ * before.  No allocation per line, however deep the indent.
  */
 static void calls_line(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
 		       unsigned int depth, char dir)
 {
 	static const char hx[] = "0123456789abcdef";
-	char buf[256], tbuf[32], *p = buf, *line = buf;
+	struct calls_sink *s = (struct calls_sink *)k;
+	char tbuf[32], *p;
 	size_t sl, need;
 	const char *sym = dec_stream_fmt_fast(st, b->ip, &sl);
 	uint64_t ip = b->ip;
 	int n;
 
-	dec_stream_fields(st, k->f, DEC_FIELD_TID | DEC_FIELD_CPU, 0);
-	need = 10 + 1 + 32 + 2 * (size_t)depth + 2 + sl + 1 + 18 + 1;
-	if (need > sizeof(buf))
-		line = p = dec_xrealloc(NULL, need);
+	if (st->o->fields & (DEC_FIELD_TID | DEC_FIELD_CPU)) {
+		dec_obuf_flush(&s->out);
+		dec_stream_fields(st, k->f, DEC_FIELD_TID | DEC_FIELD_CPU, 0);
+	}
+	need = 20 + 1 + 32 + 2 * (size_t)depth + 2 + sl + 1 + 18 + 1;
+	p = dec_obuf_room(&s->out, need);
 	p = put_dec(p, st->idx, 10);
 	*p++ = ' ';
 	if (st->c->timed) {
@@ -86,9 +98,7 @@ static void calls_line(struct dec_sink *k, struct dec_stream *st, const struct d
 		*p++ = '0';
 	}
 	*p++ = '\n';
-	fwrite_unlocked(line, 1, (size_t)(p - line), k->f);
-	if (line != buf)
-		free(line);
+	dec_obuf_done(&s->out, p);
 }
 
 static void calls_call(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
@@ -106,8 +116,12 @@ static void calls_ret(struct dec_sink *k, struct dec_stream *st, const struct de
 
 static void calls_event(struct dec_sink *k, struct dec_stream *st, const struct dec_item *it)
 {
+	struct calls_sink *s = (struct calls_sink *)k;
 	char g[96];
 
+	if (it->kind != DI_GAP)
+		return;
+	dec_obuf_flush(&s->out);
 	if (it->kind == DI_GAP)
 		dec_stream_fields(st, k->f, DEC_FIELD_TID | DEC_FIELD_CPU, 0);
 	if (it->kind == DI_GAP && it->gap == GAP_STREAM) {
@@ -120,8 +134,11 @@ static void calls_event(struct dec_sink *k, struct dec_stream *st, const struct 
 
 static void calls_end(struct dec_sink *k, struct dec_stream *st)
 {
+	struct calls_sink *s = (struct calls_sink *)k;
+
 	(void)st;
-	free(k);
+	dec_obuf_free(&s->out);
+	free(s);
 }
 
 static const struct dec_sink_ops calls_ops = {
@@ -136,10 +153,11 @@ static const struct dec_sink_ops calls_ops = {
 
 struct dec_sink *dec_sink_calls(struct dec_stream *st, FILE *f)
 {
-	struct dec_sink *k = dec_xcalloc(1, sizeof(*k));
+	struct calls_sink *s = dec_xcalloc(1, sizeof(*s));
 
 	(void)st;
-	k->ops = &calls_ops;
-	k->f = f;
-	return k;
+	s->k.ops = &calls_ops;
+	s->k.f = f;
+	dec_obuf_init(&s->out, f);
+	return &s->k;
 }

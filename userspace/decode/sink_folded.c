@@ -35,7 +35,7 @@ static uint64_t shash_more(uint64_t h, const char *s, size_t n)
 	return h;
 }
 
-/* Add @v to string @s (hash @h: shash_more(SHASH_BASIS, s, strlen(s))); takes @s. */
+/* Add @v to string @s (hash @h: shash_more(SHASH_BASIS, s, strlen(s))); @s stays the caller's. */
 static void smap_add(struct smap *m, char *s, uint64_t h, uint64_t v, uint32_t node)
 {
 	size_t i;
@@ -69,7 +69,6 @@ static void smap_add(struct smap *m, char *s, uint64_t h, uint64_t v, uint32_t n
 		}
 		if (m->t[i].h == h && !strcmp(m->t[i].s, s)) {
 			m->t[i].v += v;
-			free(s);
 			return;
 		}
 	}
@@ -124,6 +123,9 @@ struct folded_sink {
 	struct dec_map addr_ids;
 	char **addr_names;
 	size_t nr_addr_names;
+	/* at the end (folded_strings): each node's line, where made, and its length */
+	char **texts;
+	size_t *text_len;
 };
 
 static uint32_t fnode_get(struct folded_sink *r, uint32_t parent, const char *name)
@@ -189,19 +191,27 @@ static void fstack_rebuild(struct folded_sink *r)
 /*
  * The folded lines, "root;a;b;leaf COUNT", of every node counted as a
  * leaf.  Each node's text length and hash are made from its parent's
- * (a parent is made before its children: a lower index), so a leaf's
- * string is written once, from its end, and never scanned again but to
- * tell apart two equal hashes.
+ * (a parent is made before its children: a lower index), and so is its
+ * text: the parent's text, ';', its name (two copies per node, not one
+ * per frame of a line that may be hundreds of frames deep); a node
+ * neither counted nor a parent gets none.  A text is never scanned again
+ * but to tell apart two equal hashes.
  */
 static void folded_strings(struct folded_sink *r)
 {
 	size_t i, n = r->nr_fnodes;
-	size_t *len = malloc(n * sizeof(*len));
-	uint32_t *nlen = malloc(n * sizeof(*nlen));
-	uint64_t *h = malloc(n * sizeof(*h));
+	size_t *len = dec_xcalloc(n + 1, sizeof(*len));
+	uint32_t *nlen = malloc((n + 1) * sizeof(*nlen));
+	uint64_t *h = malloc((n + 1) * sizeof(*h));
+	bool *parent = calloc(n + 1, sizeof(*parent));
+	char **txt = dec_xcalloc(n + 1, sizeof(*txt));
 
-	if (!len || !nlen || !h)
+	if (!nlen || !h || !parent)
 		dec_nomem();
+	r->texts = txt;
+	r->text_len = len;
+	for (i = 1; i < n; i++)
+		parent[r->fnodes[i].parent] = true;
 	for (i = 0; i < n; i++) {
 		uint32_t pa = r->fnodes[i].parent;
 		bool top = !i || !pa;	/* node 0, or a frame of the empty stack */
@@ -217,27 +227,25 @@ static void folded_strings(struct folded_sink *r)
 		h[i] = shash_more(h[i], r->fnodes[i].name, nlen[i]);
 	}
 	for (i = 1; i < n; i++) {
-		char *buf, *p;
-		uint32_t id;
+		uint32_t pa = r->fnodes[i].parent;
+		char *p;
 
-		if (!r->fnodes[i].count)
+		if (!r->fnodes[i].count && !parent[i])
 			continue;
-		buf = malloc(len[i] + 1);
-		if (!buf)
-			dec_nomem();
-		p = buf + len[i];
-		*p = 0;
-		for (id = (uint32_t)i; id; id = r->fnodes[id].parent) {
-			p -= nlen[id];
-			memcpy(p, r->fnodes[id].name, nlen[id]);
-			if (p > buf)
-				*--p = ';';
+		p = txt[i] = dec_xrealloc(NULL, len[i] + 1);
+		if (pa && pa != UINT32_MAX) {	/* below a frame: the parent's line, ';' */
+			memcpy(p, txt[pa], len[pa]);
+			p += len[pa];
+			*p++ = ';';
 		}
-		smap_add(&r->folded, buf, h[i], r->fnodes[i].count, (uint32_t)i);
+		memcpy(p, r->fnodes[i].name, nlen[i]);
+		p[nlen[i]] = 0;
+		if (r->fnodes[i].count)
+			smap_add(&r->folded, txt[i], h[i], r->fnodes[i].count, (uint32_t)i);
 	}
-	free(len);
 	free(nlen);
 	free(h);
+	free(parent);
 }
 
 /*
@@ -621,10 +629,13 @@ static void folded_end(struct dec_sink *k, struct dec_stream *st)
 			v /= 10;
 		} while (v);
 		d[22 - nd] = ' ';
-		fwrite_unlocked(r->folded.t[i].s, 1, strlen(r->folded.t[i].s), k->f);
+		fwrite_unlocked(r->folded.t[i].s, 1, r->text_len[r->folded.t[i].node], k->f);
 		fwrite_unlocked(d + 22 - nd, 1, (size_t)nd + 2, k->f);
-		free(r->folded.t[i].s);
 	}
+	for (i = 0; i < r->nr_fnodes; i++)
+		free(r->texts[i]);
+	free(r->texts);
+	free(r->text_len);
 	free(r->folded.t);
 	free(r->fnodes);
 	free(r->fnode_ids.t);

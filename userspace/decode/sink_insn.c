@@ -23,6 +23,7 @@ struct tbuf {
 
 struct insn_sink {
 	struct dec_sink k;
+	struct dec_obuf out;		/* the lines, written a buffer at a time */
 	ZydisFormatter zf;
 	struct tbuf line;
 	struct run_ent {
@@ -39,7 +40,10 @@ struct insn_sink {
 
 static void insn_trace_begin(struct dec_sink *k, struct dec_stream *st, size_t i)
 {
+	struct insn_sink *s = (struct insn_sink *)k;
+
 	(void)i;
+	dec_obuf_flush(&s->out);
 	if (st->c->nr_res > 1)
 		fprintf(k->f, "[trace %s]\n", st->res->trace->file);
 }
@@ -124,11 +128,13 @@ static void insn_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, un
 	struct insn_sink *s = (struct insn_sink *)k;
 
 	(void)last;
-	if (st->o->fields)
+	if (st->o->fields) {
+		dec_obuf_flush(&s->out);
 		dec_stream_fields(st, k->f, ~0u, st->line_tsc);
+	}
 	s->line.len = 0;
 	insn_line(s, st, &s->line, ip, size, b);
-	fwrite_unlocked(s->line.s, 1, s->line.len, k->f);
+	dec_obuf_put(&s->out, s->line.s, s->line.len);
 }
 
 struct run_fill {
@@ -193,13 +199,14 @@ static bool insn_run(struct dec_sink *k, struct dec_stream *st, const struct dec
 		e->last_size = b->last_size;
 	}
 	e->used = ++s->clock;
-	fwrite_unlocked(e->text.s, 1, e->text.len, k->f);
+	dec_obuf_put(&s->out, e->text.s, e->text.len);
 	return true;
 }
 
 static void insn_unshown(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
 			 uint32_t n)
 {
+	dec_obuf_flush(&((struct insn_sink *)k)->out);
 	if (st->o->fields)
 		dec_stream_fields(st, k->f, ~0u, st->line_tsc);
 	fprintf(k->f, "[%" PRIu32 " instructions from %#" PRIx64
@@ -210,6 +217,7 @@ static void insn_event(struct dec_sink *k, struct dec_stream *st, const struct d
 {
 	FILE *f = k->f;
 
+	dec_obuf_flush(&((struct insn_sink *)k)->out);
 	if (st->o->fields && (it->kind != DI_PROCESS || it->code != st->shown_pid))
 		dec_stream_fields(st, f, ~0u, it->tsc ? it->tsc : st->now_tsc);
 	switch (it->kind) {
@@ -256,6 +264,7 @@ static void insn_end(struct dec_sink *k, struct dec_stream *st)
 	struct insn_sink *s = (struct insn_sink *)k;
 
 	(void)st;
+	dec_obuf_free(&s->out);
 	for (size_t i = 0; i < RUNC_SIZE; i++)
 		free(s->runc[i].text.s);
 	free(s->line.s);
@@ -280,6 +289,7 @@ struct dec_sink *dec_sink_insn(struct dec_stream *st, FILE *f)
 	(void)st;
 	s->k.ops = &insn_ops;
 	s->k.f = f;
+	dec_obuf_init(&s->out, f);
 	ZydisFormatterInit(&s->zf, ZYDIS_FORMATTER_STYLE_INTEL);
 	return &s->k;
 }

@@ -21,6 +21,7 @@ struct pspan {
 
 struct perfetto_sink {
 	struct dec_sink k;
+	struct dec_obuf out;		/* the events, written a buffer at a time */
 	struct pspan *pspans;		/* [depth - 1]: the innermost open call */
 	size_t pspans_cap;
 	unsigned int open;		/* spans open: pspans[0, open) */
@@ -57,9 +58,9 @@ static char *put_u64(char *p, uint64_t v)
 static void perfetto_ev(struct perfetto_sink *s, struct dec_stream *st, char ph,
 			const struct pspan *sp)
 {
-	FILE *f = s->k.f;
+	struct dec_obuf *o = &s->out;
 	uint64_t ns, ps;
-	char head[128], *p = head;
+	char *p = dec_obuf_room(o, 128);
 
 	/* "%s{\"ph\":\"%c\",\"pid\":%ld,\"tid\":%u,\"ts\":" by hand: one per call and return */
 	if (!s->first) {
@@ -82,7 +83,6 @@ static void perfetto_ev(struct perfetto_sink *s, struct dec_stream *st, char ph,
 	p = put_u64(p, st->tid);
 	memcpy(p, ",\"ts\":", 6);
 	p += 6;
-	fwrite_unlocked(head, 1, (size_t)(p - head), f);
 	if (st->time_ok) {
 		if (st->prev_tsc > s->ev_tsc)
 			s->ev_tsc = st->prev_tsc;
@@ -102,20 +102,19 @@ static void perfetto_ev(struct perfetto_sink *s, struct dec_stream *st, char ph,
 		s->ev_ps = ps;
 		s->have_ev_ps = true;
 		/* "%" PRIu64 ".%06" PRIu64 */
-		p = put_u64(head, ps / 1000000);
+		p = put_u64(p, ps / 1000000);
 		*p++ = '.';
 		for (int i = 5, fr = (int)(ps % 1000000); i >= 0; i--, fr /= 10)
 			p[i] = (char)('0' + fr % 10);
 		p += 6;
-		fwrite_unlocked(head, 1, (size_t)(p - head), f);
 	} else {
-		p = put_u64(head, st->idx);
-		fwrite_unlocked(head, 1, (size_t)(p - head), f);
+		p = put_u64(p, st->idx);
 	}
 	s->first = false;
-	fwrite_unlocked(",\"name\":", 1, 8, f);
+	memcpy(p, ",\"name\":", 8);
+	dec_obuf_done(o, p + 8);
 	if (sp->name) {
-		dec_json_str(f, sp->name);
+		dec_obuf_json_str(o, sp->name);
 	} else {
 		/* no symbol: DSO+offset (as --insn shows it), the address in args */
 		char buf[320];
@@ -124,10 +123,11 @@ static void perfetto_ev(struct perfetto_sink *s, struct dec_stream *st, char ph,
 			snprintf(buf, sizeof(buf), "%s+%#" PRIx64, sp->mod->name, sp->ip - sp->mod->bias);
 		else
 			snprintf(buf, sizeof(buf), "%#" PRIx64, sp->ip);
-		dec_json_str(f, buf);
-		fprintf(f, ",\"args\":{\"addr\":\"%#" PRIx64 "\"}", sp->ip);
+		dec_obuf_json_str(o, buf);
+		snprintf(buf, sizeof(buf), ",\"args\":{\"addr\":\"%#" PRIx64 "\"}", sp->ip);
+		dec_obuf_put(o, buf, strlen(buf));
 	}
-	fputc_unlocked('}', f);
+	dec_obuf_put(o, "}", 1);
 }
 
 /* Open a span for a call into @ip, at depth @depth + 1. */
@@ -192,6 +192,7 @@ static void perfetto_trace_begin(struct dec_sink *k, struct dec_stream *st, size
 	char name[128];
 	size_t n;
 
+	dec_obuf_flush(&s->out);
 	s->ev_tsc = 0;
 	s->open = 0;
 	s->ev_ps = 0;
@@ -255,6 +256,7 @@ static void perfetto_end(struct dec_sink *k, struct dec_stream *st)
 	struct perfetto_sink *s = (struct perfetto_sink *)k;
 
 	(void)st;
+	dec_obuf_free(&s->out);
 	fprintf(k->f, "\n]}\n");
 	free(s->pspans);
 	free(s->ppids);
@@ -282,6 +284,7 @@ struct dec_sink *dec_sink_perfetto(struct dec_stream *st, FILE *f)
 	s->k.ops = &perfetto_ops;
 	s->k.f = f;
 	s->first = true;
+	dec_obuf_init(&s->out, f);
 	/*
 	 * What "ts" is, in the trace-event format's free-form "otherData"
 	 * (chrome://tracing) and in "metadata" (Perfetto keeps it as
