@@ -387,6 +387,7 @@ long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret);
 bool ipt_stream_ready(const struct ipt_trace *t);
 void ipt_stream_thread_in(struct ipt_trace *t);
 void ipt_stream_thread_out(struct ipt_trace *t);
+void ipt_stream_thread_end(struct ipt_trace *t);
 void ipt_stream_thread_resume(struct ipt_trace *t, u64 released, bool final);
 void ipt_stream_thread_close(struct ipt_trace *t);
 

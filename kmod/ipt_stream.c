@@ -659,6 +659,28 @@ void ipt_stream_thread_out(struct ipt_trace *t)
 EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_out);
 
 /**
+ * ipt_stream_thread_end() - a thread's stream trace will not be loaded
+ * again: its thread exited (the scheduler hook saw it dead)
+ * @t: the trace, unloaded (ipt_stream_thread_out() ran for it)
+ *
+ * Data that did not fill a region is ready now, as a stopped trace's is
+ * (ipt_stream_ready(): no region end will follow), but the unload woke
+ * nobody for it: wake the pollers, through the trace's irq_work (the
+ * hook runs with the runqueue lock held, where a wake-up may not be
+ * done directly).  A detach wakes them itself (ipt_ioctl_detach()).
+ *
+ * Context: interrupts off (the sched_switch hook); the trace's session
+ * lives until its teardown, which waits for the irq_work
+ * (ipt_stream_sync()) after a grace period.
+ */
+void ipt_stream_thread_end(struct ipt_trace *t)
+{
+	lockdep_assert_irqs_disabled();
+	irq_work_queue(&t->stream.work);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_end);
+
+/**
  * ipt_stream_thread_resume() - a release of a thread's trace that is not
  * loaded: move STOP, resume a pause
  * @t: the trace

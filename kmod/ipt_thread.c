@@ -543,6 +543,9 @@ static void ipt_probe_switch(void *data, bool preempt,
 			raw_spin_lock(&ipt_thread_lock);
 			ipt_thread_unhash(t, IPT_TS_EXITED);
 			raw_spin_unlock(&ipt_thread_lock);
+			/* Its partial region is ready now: say so. */
+			if (t->s->stream)
+				ipt_stream_thread_end(t);
 		}
 	}
 	/* The trace, and so its session, lives while it is hashed. */
@@ -1371,7 +1374,8 @@ int ipt_ioctl_detach_pre(struct ipt_ioctl_call *c)
  * @c: the call
  *
  * The thread's state is saved and its trace stays readable and mapped
- * until the session is released.
+ * until the session is released; a stream session's pollers are woken
+ * (data short of a region is ready now: ipt_stream_ready()).
  *
  * Context: process context, sleeps; cpus read lock and device lock held.
  * Return: 0; -EINVAL (not a per-thread session); -ENOENT (no such trace);
@@ -1400,8 +1404,11 @@ long ipt_ioctl_detach(struct ipt_ioctl_call *c)
 	if (!ret) {
 		synchronize_rcu();
 		ipt_thread_settle(t);
-		if (s->stream)
+		if (s->stream) {
 			ipt_thread_stream_close(t);
+			/* Data short of a region is ready now. */
+			wake_up_all(&s->wq);
+		}
 	}
 	return ret;
 }
