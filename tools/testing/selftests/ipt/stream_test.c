@@ -21,7 +21,9 @@
  *  - CPU hotplug: a paused CPU going offline closes its gap, a release
  *    while it is offline rearms it, and it resumes when it comes back;
  *  - faults (sim cpuN/gp_ctl): a stop that faults changes nothing, a
- *    restart that faults leaves the release done and the trace cut;
+ *    restart that faults leaves the release done and the trace cut; per
+ *    thread too, on the CPU a running thread is loaded on (gp_ctl bit 2:
+ *    the cross-CPU call's and the PMI's writes, not a switch's);
  *  - the unit's internal buffer (sim cpuN/hold): what is announced is in
  *    memory;
  *  - a poller blocked in another thread wakes on a release that changes
@@ -317,6 +319,8 @@ FIXTURE_SETUP(stream)
 		ASSERT_EQ(0, sim_cpu_write(0, "pace", 0));
 		ASSERT_EQ(0, sim_cpu_write(0, "gp_ctl", 0));
 		ASSERT_EQ(0, sim_cpu_write(0, "hold", 0));
+		if (nr_cpus() > 1)
+			ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", 0));
 		ipt_sim_feed_off(0);
 		/* The per-thread cases pace every CPU. */
 		for (int cpu = 1; cpu < nr_cpus(); cpu++)
@@ -333,6 +337,9 @@ FIXTURE_TEARDOWN(stream)
 		sim_cpu_write(0, "pace", 0);
 		sim_cpu_write(0, "gp_ctl", 0);
 		sim_cpu_write(0, "hold", 0);
+		if (nr_cpus() > 1)
+			sim_cpu_write(1, "gp_ctl", 0);
+		ipt_write_file("/sys/module/ipt/parameters/force_msr", "0");
 		ipt_sim_feed_off(0);
 		ipt_sim_set_rate(1 * MIB);
 		for (int cpu = 1; cpu < nr_cpus(); cpu++)
@@ -1714,6 +1721,132 @@ TEST_F_TIMEOUT(stream, thread_exit_partial_wakes_poller, 120)
 	close(w.pipe[0]);
 	close(w.pipe[1]);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * The per-thread fault cases: the traced thread on CPU 1, with a program
+ * of @n bytes (sim task_feed), the test's thread on CPU 0; the MSR
+ * switching path (ipt's force_msr: gp_ctl faults WRMSRs only, and an
+ * XSAVES clears TraceEn without one); a 64 KiB stream in 8 regions, no
+ * TSC.  @gp is written to cpu1/gp_ctl before the thread runs.  The thread
+ * spins in user mode until told to quit, so it stays loaded on CPU 1,
+ * where a release stops and restarts the unit in a cross-CPU call, in
+ * hard-interrupt context, as the PMI handler runs: gp_ctl with bit 2
+ * (IRQ) faults there and never in a context switch.  *@bytes: the sims'
+ * byte count before the start.
+ */
+#define FORCE_MSR "/sys/module/ipt/parameters/force_msr"
+#define GP_CLEAR 1
+#define GP_SET 2
+#define GP_IRQ 4
+
+static void tfault_start(struct __test_metadata *_metadata, int fd,
+			 struct fworker *w, pthread_t *th, uint64_t n,
+			 uint64_t gp, uint64_t *bytes)
+{
+	ASSERT_EQ(0, ipt_write_file(FORCE_MSR, "1"));
+	ASSERT_EQ(0, pin(0));
+	fworker_start(_metadata, w, th, n, 1, 1);
+	fworker_attach(_metadata, fd, w, 64 * KIB, 8);
+	ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", gp));
+	*bytes = sim_sum("bytes");
+	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_START));
+	ASSERT_EQ(1, write(w->pipe[1], "g", 1));
+}
+
+/*
+ * Three regions ready (its 28 KiB program ran, up to where no region
+ * ends: no PMI comes any more); then release up to the next region end
+ * with gp_ctl = @gp (with GP_IRQ).  A release done in place (the thread
+ * was off its CPU just then: the fault not taken, gp_ctl unchanged) is
+ * tried again a region on.  Returns the release's result; *@pos its
+ * position, *@ts the state before it.
+ */
+static int tfault_release(struct __test_metadata *_metadata, int fd,
+			  uint64_t gp, uint64_t *pos,
+			  struct ipt_trace_state *ts)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < POLLS; i++) {
+		ASSERT_EQ(0, ipt_state(fd, 0, ts));
+		if (ts->bytes_captured >= 24 * KIB)
+			break;
+		msleep(10);
+	}
+	/* announced (24 KiB), or exact when it is switched out */
+	ASSERT_LE(24 * KIB, ts->bytes_captured);
+	ASSERT_GT(32 * KIB, ts->bytes_captured);
+	ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", gp));
+	for (*pos = 8 * KIB; *pos <= 24 * KIB; *pos += 8 * KIB) {
+		ret = release(fd, 0, *pos);
+		if (ret || sim_cpu_read(1, "gp_ctl") != gp)
+			break;
+		ASSERT_EQ(0, ipt_state(fd, 0, ts));
+	}
+	ASSERT_GE(24 * KIB, *pos)
+		TH_LOG("the thread was off its CPU at every release");
+	return ret;
+}
+
+/*
+ * The thread quits and is joined, the session stops: every byte the
+ * units wrote is in the trace (none written untracked).
+ */
+static void tfault_finish(struct __test_metadata *_metadata, int fd,
+			  struct fworker *w, pthread_t th, uint64_t bytes,
+			  struct ipt_trace_state *ts)
+{
+	atomic_store(&w->quit, 1);
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, w->err);
+	close(w->pipe[0]);
+	close(w->pipe[1]);
+	ASSERT_TRUE(wait_tstatus(fd, IPT_TS_EXITED, ts));
+	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(fd, 0, ts));
+	EXPECT_EQ(sim_sum("bytes") - bytes, ts->bytes_captured);
+	EXPECT_EQ(0, ts->nr_gaps);
+	ipt_write_file(FORCE_MSR, "0");
+}
+
+/*
+ * A release of a running thread whose stop faults (the WRMSR clearing
+ * TraceEn is #GP, TraceEn stays set) fails with EIO and changes nothing:
+ * the release position, the thread loaded (no failed load, not cut, the
+ * unit writing into its trace: every byte it wrote is there at the end).
+ * Retried, it works.
+ */
+TEST_F_TIMEOUT(stream, thread_release_stop_fault_changes_nothing, 120)
+{
+	struct ipt_trace_state ts, ts2;
+	uint64_t bytes, pos;
+	struct fworker w;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs two CPUs");
+	tfault_start(_metadata, self->fd, &w, &th, 28 * KIB, 0, &bytes);
+	EXPECT_EQ(-EIO, tfault_release(_metadata, self->fd,
+				       GP_IRQ | GP_CLEAR, &pos, &ts));
+	EXPECT_EQ(GP_IRQ, sim_cpu_read(1, "gp_ctl"));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_FALSE(ts2.status & (IPT_TS_CUT | IPT_TS_PAUSED));
+	EXPECT_EQ(ts.released, ts2.released);
+	EXPECT_LE(24 * KIB, ts2.bytes_captured);
+	EXPECT_EQ(ts.busy, ts2.busy);
+	/* retried: done */
+	ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", 0));
+	EXPECT_EQ(0, release(self->fd, 0, pos));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_EQ(pos, ts2.released);
+	EXPECT_FALSE(ts2.status & IPT_TS_CUT);
+	EXPECT_EQ(ts.busy, ts2.busy);
+	tfault_finish(_metadata, self->fd, &w, th, bytes, &ts);
+	EXPECT_FALSE(ts.status & IPT_TS_CUT);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
