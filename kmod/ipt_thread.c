@@ -1044,7 +1044,11 @@ struct ipt_thread_move {
  * that faults (the WRMSR clearing TraceEn is #GP and TraceEn reads back
  * set) moves nothing and leaves the thread loaded, the unit writing into
  * its buffer as before: the release fails with -EIO, as a per-CPU
- * release's does (ipt_cpu_stream_move()).
+ * release's does (ipt_cpu_stream_move()).  Once the unit is off the
+ * release holds: a reload that fails (the unit someone else's, a CTL
+ * write that faults) leaves the thread untraced until its next switch-in
+ * and the trace cut (IPT_TS_CUT: bytes it did not write), as a per-CPU
+ * restart that fails does; the release returns 0.
  */
 static void ipt_thread_stream_move_on_cpu(void *arg)
 {
@@ -1061,7 +1065,13 @@ static void ipt_thread_stream_move_on_cpu(void *arg)
 	raw_spin_lock(&t->th.lock);
 	ipt_thread_stream_rearm(t, m->released, false);
 	raw_spin_unlock(&t->th.lock);
-	ipt_thread_load(t);
+	if (ipt_thread_load(t))
+		return;
+	raw_spin_lock(&t->th.lock);
+	write_seqcount_begin(&t->th.seq);
+	t->cut = true;
+	write_seqcount_end(&t->th.seq);
+	raw_spin_unlock(&t->th.lock);
 }
 
 /**
@@ -1080,9 +1090,8 @@ static void ipt_thread_stream_move_on_cpu(void *arg)
  *
  * Context: process context; cpus read lock and device lock held.
  * Return: 0, or -EIO: the loaded thread's unit could not be stopped, and
- * nothing changed.  A reload that finds the unit someone else's leaves
- * the thread untraced until its next switch-in, as any load
- * (@t->th.busy).
+ * nothing changed.  A reload that fails leaves the thread untraced until
+ * its next switch-in, as any load (@t->th.busy), and the trace cut.
  */
 static int ipt_thread_stream_move(struct ipt_trace *t, u64 released)
 {

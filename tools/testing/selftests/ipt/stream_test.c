@@ -1850,4 +1850,35 @@ TEST_F_TIMEOUT(stream, thread_release_stop_fault_changes_nothing, 120)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
+/*
+ * A release of a running thread whose reload faults (the WRMSR setting
+ * TraceEn is #GP) holds, as a per-CPU restart that fails: it returns 0,
+ * the release is done, and the trace is cut (IPT_TS_CUT): the thread ran
+ * untraced until its next switch-in.
+ */
+TEST_F_TIMEOUT(stream, thread_release_reload_fault_cuts, 120)
+{
+	struct ipt_trace_state ts, ts2;
+	uint64_t bytes, pos;
+	struct fworker w;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs two CPUs");
+	tfault_start(_metadata, self->fd, &w, &th, 28 * KIB, 0, &bytes);
+	EXPECT_EQ(0, tfault_release(_metadata, self->fd, GP_IRQ | GP_SET,
+				    &pos, &ts));
+	EXPECT_EQ(GP_IRQ, sim_cpu_read(1, "gp_ctl"));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_TRUE(ts2.status & IPT_TS_CUT)
+		TH_LOG("a failed reload left the trace uncut");
+	EXPECT_EQ(pos, ts2.released);
+	EXPECT_EQ(ts.busy + 1, ts2.busy);
+	tfault_finish(_metadata, self->fd, &w, th, bytes, &ts);
+	EXPECT_TRUE(ts.status & IPT_TS_CUT);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
 TEST_HARNESS_MAIN
