@@ -1881,4 +1881,37 @@ TEST_F_TIMEOUT(stream, thread_release_reload_fault_cuts, 120)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
+/*
+ * A PMI whose restart faults (the handler stops the unit to read where
+ * it is; re-enabling it is #GP) leaves the unit off while the thread
+ * runs on: its unload on the MSR path, which writes CTL without reading
+ * it, marks the trace cut, as a per-CPU stop that finds TraceEn clear.
+ */
+TEST_F_TIMEOUT(stream, thread_pmi_restart_fault_cuts, 120)
+{
+	struct ipt_trace_state ts;
+	struct fworker w;
+	uint64_t bytes, gp;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs two CPUs");
+	gp = ipt_sim_stat(1, "gp");
+	/* 12 KiB: one region ends, one PMI */
+	tfault_start(_metadata, self->fd, &w, &th, 12 * KIB, GP_IRQ | GP_SET,
+		     &bytes);
+	ASSERT_EQ(0, ipt_sim_wait_stat(1, "gp", gp + 1))
+		TH_LOG("no PMI restart faulted");
+	EXPECT_EQ(GP_IRQ, sim_cpu_read(1, "gp_ctl"));
+	tfault_finish(_metadata, self->fd, &w, th, bytes, &ts);
+	EXPECT_TRUE(ts.status & IPT_TS_CUT)
+		TH_LOG("the unit was off since the PMI, the trace not cut");
+	/* a switch-in may have enabled it again: its program ran to the end */
+	EXPECT_LE(8 * KIB, ts.bytes_captured);
+	EXPECT_GT(16 * KIB, ts.bytes_captured);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
 TEST_HARNESS_MAIN
