@@ -101,17 +101,22 @@ struct ipt_thread {
  * @lost: per-thread: bytes the backend lost for the open pause on the
  *        CPUs the thread left since (ipt_stream_thread_out())
  * @out_tsc: per-thread: TSC when the thread was last unloaded
+ * @restart_failed: the PMI handler could not re-enable the unit after
+ *        its stop (ipt_stream_pmi()): the unit has been off since, and
+ *        the next unload of a thread's trace marks it cut
  *
  * Locking: everything under the device lock, the cross-CPU calls of
  * ipt_cpu.c writing while the caller holds it and waits; but @paused,
- * @paused_tsc and @announced, which the PMI handler (NMI) also writes
- * with WRITE_ONCE (@paused and @paused_tsc only when @paused is clear),
- * and which are read with READ_ONCE.  A thread's trace: @head, @lost,
- * @lost_base, @out_tsc, @paused and @paused_tsc are also written by its
- * loads and unloads under &struct ipt_thread.lock (@head inside its
- * @seq); @released, the STOP marker and the gap records only with the
- * device lock held too, and only while the thread is not loaded (a
- * release rearms it off the CPU, or unloads and reloads it on its CPU).
+ * @paused_tsc, @announced and @restart_failed, which the PMI handler
+ * (NMI) also writes with WRITE_ONCE (@paused and @paused_tsc only when
+ * @paused is clear), and which are read with READ_ONCE; a thread's load
+ * and unload clear @restart_failed on the handler's CPU, interrupts off.
+ * A thread's trace: @head, @lost, @lost_base, @out_tsc, @paused and
+ * @paused_tsc are also written by its loads and unloads under &struct
+ * ipt_thread.lock (@head inside its @seq); @released, the STOP marker
+ * and the gap records only with the device lock held too, and only while
+ * the thread is not loaded (a release rearms it off the CPU, or unloads
+ * and reloads it on its CPU).
  */
 struct ipt_stream {
 	struct ipt_gap *gaps;
@@ -126,6 +131,7 @@ struct ipt_stream {
 	struct irq_work work;
 	u64 lost;
 	u64 out_tsc;
+	bool restart_failed;
 };
 
 /**
@@ -387,6 +393,7 @@ long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret);
 bool ipt_stream_ready(const struct ipt_trace *t);
 void ipt_stream_thread_in(struct ipt_trace *t);
 void ipt_stream_thread_out(struct ipt_trace *t);
+void ipt_stream_thread_end(struct ipt_trace *t);
 void ipt_stream_thread_resume(struct ipt_trace *t, u64 released, bool final);
 void ipt_stream_thread_close(struct ipt_trace *t);
 

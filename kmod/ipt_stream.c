@@ -272,7 +272,9 @@ static u64 ipt_stream_where(const struct ipt_trace *t,
  * interrupting it; VMXON cleared it) is left off: its position is final.
  * A stop that faults announces nothing new.  A restart that faults
  * leaves the unit off: the next stop finds TraceEn clear and cuts the
- * trace (ipt_trace_stop_on_cpu()).  A barrier orders the flushed bytes
+ * trace (ipt_trace_stop_on_cpu()); a thread's unload on the MSR path,
+ * which writes CTL without reading it first, learns it from
+ * @t->stream.restart_failed (ipt_stream_thread_out()).  A barrier orders the flushed bytes
  * before the announcement, as pt_config_stop() does (pt.c:555-563).  A
  * trace not running here is left alone: the handler already returned
  * for a unit that is not ipt's (ipt_own_here()), and a trace ipt is not
@@ -305,8 +307,8 @@ void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw)
 	if (!hw->read_msr(MSR_IA32_RTIT_STATUS, &status))
 		stopped = status & RTIT_STATUS_STOPPED;
 	where = ipt_stream_where(t, hw, &stopped);
-	if (on && flushed)
-		hw->write_msr(MSR_IA32_RTIT_CTL, ctl);
+	if (on && flushed && hw->write_msr(MSR_IA32_RTIT_CTL, ctl))
+		WRITE_ONCE(st->restart_failed, true);
 	if (where != IPT_STREAM_NONE && flushed)
 		WRITE_ONCE(st->announced, where);
 	/* The position before the pause: ipt_stream_fill() reads them back. */
@@ -344,6 +346,7 @@ void ipt_stream_started_here(struct ipt_trace *t)
 	lockdep_assert_irqs_disabled();
 	/* Announced from here on: never behind @head. */
 	WRITE_ONCE(t->stream.announced, IPT_STREAM_NONE);
+	WRITE_ONCE(t->stream.restart_failed, false);
 	t->stream.lost_base = hw->lost_bytes ? hw->lost_bytes() : 0;
 	if (stopped)
 		WRITE_ONCE(t->stream.paused_tsc, ipt_stream_tsc(hw));
@@ -608,6 +611,7 @@ void ipt_stream_thread_in(struct ipt_trace *t)
 	lockdep_assert_irqs_disabled();
 	lockdep_assert_held(&t->th.lock);
 	WRITE_ONCE(st->announced, IPT_STREAM_NONE);
+	WRITE_ONCE(st->restart_failed, false);
 	st->lost_base = hw->lost_bytes ? hw->lost_bytes() : 0;
 	if ((t->status & t->s->hwcfg.status_keep & RTIT_STATUS_STOPPED) &&
 	    !READ_ONCE(st->paused)) {
@@ -624,8 +628,11 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_in);
  *
  * Settles the head, as at a per-CPU stop; a unit Stopped at STOP stays
  * paused (opened here if no PMI said so yet), and what this CPU lost for
- * it is added to @lost.  Wakes the pollers when a region ended or the
- * unit is paused: the thread may not run again for a long time.
+ * it is added to @lost.  A unit the PMI handler could not re-enable
+ * (@restart_failed) was off since: the trace is cut (IPT_TS_CUT), as a
+ * per-CPU stop that finds TraceEn clear cuts it.  Wakes the pollers when
+ * a region ended or the unit is paused: the thread may not run again for
+ * a long time.
  *
  * Context: interrupts off, on the CPU, &@t->th.lock held, inside
  * @t->th.seq.
@@ -645,6 +652,10 @@ void ipt_stream_thread_out(struct ipt_trace *t)
 					       READ_ONCE(st->released), off,
 					       full);
 	WRITE_ONCE(st->announced, IPT_STREAM_NONE);
+	if (READ_ONCE(st->restart_failed)) {
+		WRITE_ONCE(st->restart_failed, false);
+		t->cut = true;
+	}
 	lost = ipt_stream_lost_since(hw, st->lost_base);
 	if (lost != IPT_GAP_BYTES_UNKNOWN)
 		st->lost += lost;
@@ -657,6 +668,28 @@ void ipt_stream_thread_out(struct ipt_trace *t)
 		irq_work_queue(&st->work);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_out);
+
+/**
+ * ipt_stream_thread_end() - a thread's stream trace will not be loaded
+ * again: its thread exited (the scheduler hook saw it dead)
+ * @t: the trace, unloaded (ipt_stream_thread_out() ran for it)
+ *
+ * Data that did not fill a region is ready now, as a stopped trace's is
+ * (ipt_stream_ready(): no region end will follow), but the unload woke
+ * nobody for it: wake the pollers, through the trace's irq_work (the
+ * hook runs with the runqueue lock held, where a wake-up may not be
+ * done directly).  A detach wakes them itself (ipt_ioctl_detach()).
+ *
+ * Context: interrupts off (the sched_switch hook); the trace's session
+ * lives until its teardown, which waits for the irq_work
+ * (ipt_stream_sync()) after a grace period.
+ */
+void ipt_stream_thread_end(struct ipt_trace *t)
+{
+	lockdep_assert_irqs_disabled();
+	irq_work_queue(&t->stream.work);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_end);
 
 /**
  * ipt_stream_thread_resume() - a release of a thread's trace that is not

@@ -337,27 +337,12 @@ static bool ipt_thread_xsaves(const struct ipt_hw_ops *hw, struct ipt_trace *t)
 	return READ_ONCE(*xcomp_bv) & XFEATURE_MASK_PT;
 }
 
-/**
- * ipt_thread_unload() - save the state of the thread loaded on this CPU
- * @t: this CPU's loaded trace
- *
- * On this CPU's XSAVES path, XSAVES, which clears TraceEn when it saves
- * PT.  When it did not (see ipt_thread_xsaves()), or on the MSR path, CTL
- * without TraceEn and then OUTPUT_BASE, OUTPUT_MASK_PTRS and STATUS; on
- * the XSAVES path that is a fallback: counted, this CPU stays on the MSR
- * path, and the trace's XSAVES area is rebuilt from the registers read so
- * that an XRSTORS elsewhere resumes from there.  So the unit is off on
- * return either way.  A TraceEn found clear (the saved CTL lacks it, or a
- * read of CTL where its write faulted or, on a part without PT in VMX
- * operation, the CPU is in VMX operation and a write would #GP) was
- * cleared by someone else: VMXON there clears it.  The position is read
- * all the same and the trace marked cut.  Then the ToPA PMI is settled
- * (ipt_pmi_settle_here()): one raised by this thread's output but not yet
- * handled is counted for @t, neither lost nor counted for the next thread.
- *
- * Context: interrupts off, on the CPU @t is loaded on.
+/*
+ * ipt_thread_unload(); with @keep, a stop that faults while TraceEn stays
+ * set (or cannot be read back) changes nothing and returns false: the
+ * unit still writes into @t, which stays loaded, its PMI armed.
  */
-VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
+static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
 {
 	const struct ipt_session *s = t->s;
 	const struct ipt_hw_ops *hw = s->hw;
@@ -390,6 +375,8 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 		else if (!ipt_th_rd(hw, MSR_IA32_RTIT_CTL, &ctl) &&
 			 !(ctl & RTIT_CTL_TRACEEN))
 			cut = true;
+		else if (keep)
+			return false;
 		off = off || cut;
 	}
 	if (off) {
@@ -424,6 +411,34 @@ VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
 	this_cpu_write(ipt_thread_loaded, NULL);
 	this_cpu_inc(ipt_switch_stats.unloads);
 	ipt_life_mark_off();
+	return true;
+}
+
+/**
+ * ipt_thread_unload() - save the state of the thread loaded on this CPU
+ * @t: this CPU's loaded trace
+ *
+ * On this CPU's XSAVES path, XSAVES, which clears TraceEn when it saves
+ * PT.  When it did not (see ipt_thread_xsaves()), or on the MSR path, CTL
+ * without TraceEn and then OUTPUT_BASE, OUTPUT_MASK_PTRS and STATUS; on
+ * the XSAVES path that is a fallback: counted, this CPU stays on the MSR
+ * path, and the trace's XSAVES area is rebuilt from the registers read so
+ * that an XRSTORS elsewhere resumes from there.  So the unit is off on
+ * return either way, unless its stop faulted and TraceEn reads back set:
+ * a switch cannot fail, and the unit is left as it is (a release's stop
+ * fails instead, ipt_thread_stream_move_on_cpu()).  A TraceEn found
+ * clear (the saved CTL lacks it, or a read of CTL where its write faulted
+ * or, on a part without PT in VMX operation, the CPU is in VMX operation
+ * and a write would #GP) was cleared by someone else: VMXON there clears it.  The position is read
+ * all the same and the trace marked cut.  Then the ToPA PMI is settled
+ * (ipt_pmi_settle_here()): one raised by this thread's output but not yet
+ * handled is counted for @t, neither lost nor counted for the next thread.
+ *
+ * Context: interrupts off, on the CPU @t is loaded on.
+ */
+VISIBLE_IF_KUNIT void ipt_thread_unload(struct ipt_trace *t)
+{
+	ipt_thread_unload_or_keep(t, false);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_thread_unload);
 
@@ -543,6 +558,9 @@ static void ipt_probe_switch(void *data, bool preempt,
 			raw_spin_lock(&ipt_thread_lock);
 			ipt_thread_unhash(t, IPT_TS_EXITED);
 			raw_spin_unlock(&ipt_thread_lock);
+			/* Its partial region is ready now: say so. */
+			if (t->s->stream)
+				ipt_stream_thread_end(t);
 		}
 	}
 	/* The trace, and so its session, lives while it is hashed. */
@@ -1002,12 +1020,15 @@ static void ipt_thread_stream_rearm(struct ipt_trace *t, u64 released,
  * struct ipt_thread_move - a release carried to the CPU of a loaded thread
  * @t: the trace
  * @released: the new release position
- * @done: the trace was still loaded there, and was rearmed
+ * @done: the trace was still loaded there, and was rearmed or its stop
+ *        failed (@ret)
+ * @ret: 0, or -EIO: the unit could not be stopped, nothing changed
  */
 struct ipt_thread_move {
 	struct ipt_trace *t;
 	u64 released;
 	bool done;
+	int ret;
 };
 
 /*
@@ -1019,7 +1040,15 @@ struct ipt_thread_move {
  * with a PSB+.  Markers move only with TraceEn = 0, as the SDM wants
  * the ToPA of an enabled unit left alone (vol. 3C, 33.2.7.2: the unit
  * may cache table entries) and as Linux 6.1's perf moves them after
- * pt_config_stop() (arch/x86/events/intel/pt.c:1514-1530).
+ * pt_config_stop() (arch/x86/events/intel/pt.c:1514-1530).  So a stop
+ * that faults (the WRMSR clearing TraceEn is #GP and TraceEn reads back
+ * set) moves nothing and leaves the thread loaded, the unit writing into
+ * its buffer as before: the release fails with -EIO, as a per-CPU
+ * release's does (ipt_cpu_stream_move()).  Once the unit is off the
+ * release holds: a reload that fails (the unit someone else's, a CTL
+ * write that faults) leaves the thread untraced until its next switch-in
+ * and the trace cut (IPT_TS_CUT: bytes it did not write), as a per-CPU
+ * restart that fails does; the release returns 0.
  */
 static void ipt_thread_stream_move_on_cpu(void *arg)
 {
@@ -1028,12 +1057,21 @@ static void ipt_thread_stream_move_on_cpu(void *arg)
 
 	if (this_cpu_read(ipt_thread_loaded) != t)
 		return;
-	ipt_thread_unload(t);
+	m->done = true;
+	if (!ipt_thread_unload_or_keep(t, true)) {
+		m->ret = -EIO;
+		return;
+	}
 	raw_spin_lock(&t->th.lock);
 	ipt_thread_stream_rearm(t, m->released, false);
 	raw_spin_unlock(&t->th.lock);
-	ipt_thread_load(t);
-	m->done = true;
+	if (ipt_thread_load(t))
+		return;
+	raw_spin_lock(&t->th.lock);
+	write_seqcount_begin(&t->th.seq);
+	t->cut = true;
+	write_seqcount_end(&t->th.seq);
+	raw_spin_unlock(&t->th.lock);
 }
 
 /**
@@ -1051,8 +1089,9 @@ static void ipt_thread_stream_move_on_cpu(void *arg)
  * exited or was detached while paused) ends where it was last unloaded.
  *
  * Context: process context; cpus read lock and device lock held.
- * Return: 0.  A reload that finds the unit someone else's leaves the
- * thread untraced until its next switch-in, as any load (@t->th.busy).
+ * Return: 0, or -EIO: the loaded thread's unit could not be stopped, and
+ * nothing changed.  A reload that fails leaves the thread untraced until
+ * its next switch-in, as any load (@t->th.busy), and the trace cut.
  */
 static int ipt_thread_stream_move(struct ipt_trace *t, u64 released)
 {
@@ -1074,7 +1113,7 @@ static int ipt_thread_stream_move(struct ipt_trace *t, u64 released)
 		smp_call_function_single(cpu, ipt_thread_stream_move_on_cpu,
 					 &m, 1);
 		if (m.done)
-			return 0;
+			return m.ret;
 		cond_resched();
 	}
 }
@@ -1371,7 +1410,8 @@ int ipt_ioctl_detach_pre(struct ipt_ioctl_call *c)
  * @c: the call
  *
  * The thread's state is saved and its trace stays readable and mapped
- * until the session is released.
+ * until the session is released; a stream session's pollers are woken
+ * (data short of a region is ready now: ipt_stream_ready()).
  *
  * Context: process context, sleeps; cpus read lock and device lock held.
  * Return: 0; -EINVAL (not a per-thread session); -ENOENT (no such trace);
@@ -1400,8 +1440,11 @@ long ipt_ioctl_detach(struct ipt_ioctl_call *c)
 	if (!ret) {
 		synchronize_rcu();
 		ipt_thread_settle(t);
-		if (s->stream)
+		if (s->stream) {
 			ipt_thread_stream_close(t);
+			/* Data short of a region is ready now. */
+			wake_up_all(&s->wq);
+		}
 	}
 	return ret;
 }

@@ -292,7 +292,8 @@ struct ipt_sim_hold {
  *        property of the program, so a reset keeps it
  * @gp_ctl: fault injection (debugfs "gp_ctl"): the next write of
  *        IA32_RTIT_CTL that clears TraceEn (bit 0) or sets it (bit 1) is
- *        #GP, once
+ *        #GP, once; with bit 2, only one made in hard-interrupt context
+ *        (ipt_sim_op() hides bits 0 and 1 from any other)
  * @hold: the unit's internal buffer (struct ipt_sim_hold), or NULL: no
  *        buffering; like @feed, kept by a reset
  * @lost_before: @stats.stopped summed over earlier resets, so that the
@@ -340,6 +341,8 @@ struct ipt_sim_cpu {
 /* struct ipt_sim_cpu.gp_ctl bits */
 #define IPT_SIM_GP_CTL_CLEAR	BIT(0)
 #define IPT_SIM_GP_CTL_SET	BIT(1)
+/* Only a write in hard-interrupt context (a cross-CPU call) faults. */
+#define IPT_SIM_GP_CTL_IRQ	BIT(2)
 
 extern const struct ipt_sim_model ipt_sim_models[];
 extern const unsigned int ipt_sim_nr_models;

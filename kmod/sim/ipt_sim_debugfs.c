@@ -237,11 +237,14 @@ DEFINE_IPT_SIM_KNOB_ATTRIBUTE(ipt_sim_reset_fops, NULL, ipt_sim_reset_rule);
 
 /*
  * Fault injection: the next write of IA32_RTIT_CTL that clears TraceEn
- * (bit 0) or sets it (bit 1) is #GP, once each.
+ * (bit 0) or sets it (bit 1) is #GP, once each; with bit 2, the next one
+ * made in hard-interrupt context (a cross-CPU call), so that a context
+ * switch on that CPU in between does not take it.
  */
 static int ipt_sim_gp_ctl_rule(struct ipt_sim_pcpu *pc, u64 val)
 {
-	if (val & ~(u64)(IPT_SIM_GP_CTL_CLEAR | IPT_SIM_GP_CTL_SET))
+	if (val & ~(u64)(IPT_SIM_GP_CTL_CLEAR | IPT_SIM_GP_CTL_SET |
+			 IPT_SIM_GP_CTL_IRQ))
 		return -EINVAL;
 	pc->st.gp_ctl = val;
 	return 0;

@@ -19,6 +19,7 @@
 #include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
+#include <linux/preempt.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <kunit/visibility.h>
@@ -132,16 +133,22 @@ static int ipt_sim_op(enum ipt_sim_op op, u32 msr, u64 val, void *area)
 	struct ipt_sim_pcpu *pc = ipt_sim_this_cpu();
 	unsigned long flags;
 	bool on, pmi;
+	u8 hide = 0;
 	int ret;
 
 	raw_spin_lock_irqsave(&pc->lock, flags);
 	ipt_sim_clock(pc);
+	/* gp_ctl bit 2: a write outside hard-interrupt context does not fault. */
+	if ((pc->st.gp_ctl & IPT_SIM_GP_CTL_IRQ) && !in_hardirq())
+		hide = pc->st.gp_ctl & (IPT_SIM_GP_CTL_CLEAR | IPT_SIM_GP_CTL_SET);
+	pc->st.gp_ctl &= ~hide;
 	if (op == IPT_SIM_WRMSR)
 		ret = ipt_sim_wrmsr(&pc->st, msr, val);
 	else if (op == IPT_SIM_XSAVES)
 		ret = ipt_sim_xsaves(&pc->st, area);
 	else
 		ret = ipt_sim_xrstors(&pc->st, area);
+	pc->st.gp_ctl |= hide;
 	on = pc->st.ctl & RTIT_CTL_TRACEEN;
 	pmi = pc->st.pmi_pending;
 	ipt_sim_kick(pc, on, pmi);

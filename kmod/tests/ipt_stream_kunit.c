@@ -778,7 +778,10 @@ static void stream_thread_release_op(struct kunit *test)
 
 /*
  * A thread that exited while paused: its pause ends where it was last
- * unloaded, whether a lookup closes it or a release resumes it.
+ * unloaded, whether a lookup closes it or a release resumes it.  Through
+ * IPT_IOC_STREAM_RELEASE the lookup (ipt_thread_trace()) closes it before
+ * the release; the mode's stream_move, called alone after the exit, ends
+ * it itself (ipt_stream_thread_resume() with @final).
  */
 static void stream_thread_exit_paused(struct kunit *test)
 {
@@ -803,6 +806,28 @@ static void stream_thread_exit_paused(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_end, 1700ULL);
 	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].bytes_lost, 10ULL);
 	KUNIT_EXPECT_FALSE(test, f->t.status & RTIT_STATUS_STOPPED);
+
+	/* the release's own path: no lookup closed the pause first */
+	f = fake_thread(test);
+	fake_thread_in(f);
+	fake_at(f, 0, true);
+	fake_lost = 20;
+	fake_now = 2500;
+	fake_thread_out(f);
+	f->t.th.flags = IPT_TS_EXITED;
+	fake_now = 9000;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, f->s.mops->stream_move(&f->t, SZ_4K), 0);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_start, 2500ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_end, 2500ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].bytes_lost, 20ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, (u64)SZ_4K);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
 }
 
 static struct kunit_case stream_cases[] = {

@@ -21,11 +21,14 @@
  *  - CPU hotplug: a paused CPU going offline closes its gap, a release
  *    while it is offline rearms it, and it resumes when it comes back;
  *  - faults (sim cpuN/gp_ctl): a stop that faults changes nothing, a
- *    restart that faults leaves the release done and the trace cut;
+ *    restart that faults leaves the release done and the trace cut; per
+ *    thread too, on the CPU a running thread is loaded on (gp_ctl bit 2:
+ *    the cross-CPU call's and the PMI's writes, not a switch's);
  *  - the unit's internal buffer (sim cpuN/hold): what is announced is in
  *    memory;
  *  - a poller blocked in another thread wakes on a release that changes
- *    what is ready, and sees EPOLLHUP when the session stops or ends.
+ *    what is ready, and sees EPOLLHUP when the session stops or ends;
+ *    and when a traced thread exits with less than a region written.
  * Every wait is on an event (poll(), a state, a counter), bounded at 30 s.
  */
 #define _GNU_SOURCE
@@ -209,9 +212,13 @@ static int poll_in(int fd, int ms)
 }
 
 /*
- * A thread blocked in poll() on @fd, for up to POLL_MS; @blocked is set
+ * A thread blocked in poll() on @fd, for up to POLL_MS; @tid is set
  * once its tid is known, and the test waits until the thread is inside
  * the poll system call (/proc/self/task/TID/syscall) before acting.
+ * @ms: how long it was in poll(): a poll that reaches its bound still
+ * reports the events its last look found (fs/select.c do_poll() looks
+ * once more when the time is up), so a readiness that nothing woke it
+ * for shows only as a poll that lasted POLL_MS.
  */
 struct poller {
 	pthread_t th;
@@ -219,16 +226,22 @@ struct poller {
 	int tid;
 	int ret;
 	short revents;
+	long ms;
 };
 
 static void *poller_run(void *arg)
 {
 	struct poller *p = arg;
 	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+	struct timespec t0, t1;
 
 	__atomic_store_n(&p->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	p->ret = poll(&pfd, 1, POLL_MS);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	p->revents = pfd.revents;
+	p->ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+		(t1.tv_nsec - t0.tv_nsec) / 1000000;
 	return NULL;
 }
 
@@ -261,9 +274,11 @@ static int poller_start(struct poller *p, int fd)
 	return in;
 }
 
-static void poller_join(struct poller *p)
+/* Join the poller; 1 when something woke it before its bound. */
+static int poller_join(struct poller *p)
 {
 	pthread_join(p->th, NULL);
+	return p->ms < POLL_MS;
 }
 
 static uint64_t sim_cpu_read(int cpu, const char *file)
@@ -304,6 +319,8 @@ FIXTURE_SETUP(stream)
 		ASSERT_EQ(0, sim_cpu_write(0, "pace", 0));
 		ASSERT_EQ(0, sim_cpu_write(0, "gp_ctl", 0));
 		ASSERT_EQ(0, sim_cpu_write(0, "hold", 0));
+		if (nr_cpus() > 1)
+			ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", 0));
 		ipt_sim_feed_off(0);
 		/* The per-thread cases pace every CPU. */
 		for (int cpu = 1; cpu < nr_cpus(); cpu++)
@@ -320,6 +337,9 @@ FIXTURE_TEARDOWN(stream)
 		sim_cpu_write(0, "pace", 0);
 		sim_cpu_write(0, "gp_ctl", 0);
 		sim_cpu_write(0, "hold", 0);
+		if (nr_cpus() > 1)
+			sim_cpu_write(1, "gp_ctl", 0);
+		ipt_write_file("/sys/module/ipt/parameters/force_msr", "0");
 		ipt_sim_feed_off(0);
 		ipt_sim_set_rate(1 * MIB);
 		for (int cpu = 1; cpu < nr_cpus(); cpu++)
@@ -1008,7 +1028,8 @@ TEST_F_TIMEOUT(stream, release_restart_fault_cuts_and_wakes, 120)
 		TH_LOG("the poller never slept in poll()");
 	consume(&cons, 8 * KIB);
 	EXPECT_EQ(0, release(self->fd, 0, 8 * KIB));
-	poller_join(&p);
+	EXPECT_TRUE(poller_join(&p))
+		TH_LOG("nothing woke the poller: it slept to its bound");
 	EXPECT_EQ(1, p.ret);
 	EXPECT_TRUE(p.revents & POLLIN);
 	EXPECT_FALSE(p.revents & POLLHUP);
@@ -1050,7 +1071,8 @@ TEST_F_TIMEOUT(stream, poll_hup_on_stop_and_teardown, 120)
 	ASSERT_TRUE(poller_start(&p, self->fd))
 		TH_LOG("the poller never slept in poll()");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
-	poller_join(&p);
+	EXPECT_TRUE(poller_join(&p))
+		TH_LOG("nothing woke the poller: it slept to its bound");
 	EXPECT_EQ(1, p.ret);
 	EXPECT_EQ(POLLIN | POLLHUP, p.revents);
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
@@ -1065,7 +1087,8 @@ TEST_F_TIMEOUT(stream, poll_hup_on_stop_and_teardown, 120)
 	ASSERT_TRUE(poller_start(&p, self->fd))
 		TH_LOG("the poller never slept in poll()");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
-	poller_join(&p);
+	EXPECT_TRUE(poller_join(&p))
+		TH_LOG("nothing woke the poller: it slept to its bound");
 	EXPECT_EQ(1, p.ret);
 	EXPECT_EQ(POLLHUP, p.revents);
 }
@@ -1574,6 +1597,357 @@ TEST_F_TIMEOUT(stream, thread_exit_while_paused, 180)
 	EXPECT_EQ(at, ts.bytes_captured);
 	tstream_accounted(_metadata, &t, ts.gap_bytes);
 	tstream_close(&t);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A thread with a program of its own (sim task_feed): @n bytes of branch
+ * content, installed before the trace starts, on CPU @cpu (-1: any).  It
+ * runs it once the test writes to @pipe: until the simulator says it ran
+ * to its end (@done set then), or with @spin until @quit, spinning in
+ * user mode, then it exits.
+ */
+struct fworker {
+	int pipe[2];
+	uint64_t n;
+	int cpu;
+	int spin;
+	pid_t tid;
+	atomic_int ready;
+	atomic_int done;
+	atomic_int quit;
+	int err;
+};
+
+/* Whether the calling thread's program ran to its end; -1: unknown. */
+static int fworker_fed(int tf)
+{
+	size_t pos, len;
+	char line[64];
+	ssize_t n;
+
+	n = read(tf, line, sizeof(line) - 1);
+	if (n <= 0)
+		return -1;
+	line[n] = '\0';
+	if (sscanf(line, "%zu %zu", &pos, &len) != 2)
+		return -1;
+	return pos == len;
+}
+
+static void *fworker_fn(void *arg)
+{
+	static uint8_t rec[16 + FEED_REC];
+	struct fworker *w = arg;
+	struct timespec t0, t;
+	int tf = -1, fed = 0;
+	uint64_t i;
+	char b;
+
+	w->tid = syscall(SYS_gettid);
+	if (w->cpu >= 0 && pin(w->cpu)) {
+		w->err = __LINE__;
+		goto out;
+	}
+	tf = open(IPT_SIM_DEBUGFS "/task_feed", O_RDWR | O_TRUNC);
+	if (tf < 0) {
+		w->err = __LINE__;
+		goto out;
+	}
+	ipt_sim_feed_tnt_rec(rec, FEED_REC);
+	for (i = 0; !w->err && i < w->n / FEED_REC; i++)
+		if (write(tf, rec, sizeof(rec)) != sizeof(rec))
+			w->err = __LINE__;
+	atomic_store(&w->ready, 1);
+	if (w->err)
+		goto out;
+	if (read(w->pipe[0], &b, 1) != 1) {
+		w->err = __LINE__;
+		goto out;
+	}
+	/* Its program runs while it does: spin until it ends (30 s). */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!w->spin && fed == 0) {
+		fed = fworker_fed(tf);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 30)
+			break;
+	}
+	if (!w->spin && fed != 1)
+		w->err = __LINE__;
+	atomic_store(&w->done, 1);
+	while (w->spin && !atomic_load(&w->quit))
+		;
+out:
+	if (tf >= 0)
+		close(tf);
+	atomic_store(&w->ready, 1);
+	return NULL;
+}
+
+/* Start @w (a program of @n bytes, on @cpu) and wait until it is ready. */
+static void fworker_start(struct __test_metadata *_metadata,
+			  struct fworker *w, pthread_t *th, uint64_t n,
+			  int cpu, int spin)
+{
+	memset(w, 0, sizeof(*w));
+	w->n = n;
+	w->cpu = cpu;
+	w->spin = spin;
+	ASSERT_EQ(0, pipe(w->pipe));
+	ASSERT_EQ(0, pthread_create(th, NULL, fworker_fn, w));
+	while (!atomic_load(&w->ready))
+		msleep(1);
+	ASSERT_EQ(0, w->err);
+}
+
+/* Configure a per-thread stream of @size in @regions, no TSC, for @w. */
+static void fworker_attach(struct __test_metadata *_metadata, int fd,
+			   struct fworker *w, uint64_t size, uint32_t regions)
+{
+	struct ipt_attach a = { .size = sizeof(a) };
+	struct ipt_config c;
+
+	cfg_thread_stream(&c, size, regions);
+	c.trace_flags &= ~IPT_TRACE_TSC;
+	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c));
+	a.tid = w->tid;
+	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_ATTACH, &a));
+	ASSERT_EQ(0, a.trace);
+}
+
+/*
+ * A thread that exits with less than a region written wakes a poller
+ * that blocked in poll() before it wrote anything: its data is ready now
+ * (no region end will follow it), and no PMI or release says so.  The
+ * poller's bound is POLL_MS (30 s): without the wake it sleeps to it.
+ */
+TEST_F_TIMEOUT(stream, thread_exit_partial_wakes_poller, 120)
+{
+	struct ipt_trace_state ts;
+	struct fworker w;
+	struct poller p;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	fworker_start(_metadata, &w, &th, 2 * KIB, -1, 0);
+	/* 16 KiB regions; no TSC: its program's packets and PSB+ only */
+	fworker_attach(_metadata, self->fd, &w, 64 * KIB, 4);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	/* it waits in read(): nothing written, nothing ready */
+	ASSERT_TRUE(wait_sleeping(w.tid));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	ASSERT_EQ(0, ts.bytes_captured);
+	ASSERT_TRUE(poller_start(&p, self->fd))
+		TH_LOG("the poller never slept in poll()");
+	ASSERT_EQ(1, write(w.pipe[1], "g", 1));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, w.err);
+	EXPECT_TRUE(poller_join(&p))
+		TH_LOG("nothing woke the poller: it slept to its bound");
+	EXPECT_EQ(1, p.ret);
+	EXPECT_EQ(POLLIN, p.revents);
+	ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_EXITED, &ts));
+	EXPECT_EQ(IPT_TS_STREAM | IPT_TS_THREAD | IPT_TS_EXITED, ts.status);
+	EXPECT_LT(w.n, ts.bytes_captured);
+	EXPECT_GT(16 * KIB, ts.bytes_captured);
+	EXPECT_EQ(0, ts.nr_gaps);
+	ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+	EXPECT_FALSE(poll_in(self->fd, 0));
+	close(w.pipe[0]);
+	close(w.pipe[1]);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * The per-thread fault cases: the traced thread on CPU 1, with a program
+ * of @n bytes (sim task_feed), the test's thread on CPU 0; the MSR
+ * switching path (ipt's force_msr: gp_ctl faults WRMSRs only, and an
+ * XSAVES clears TraceEn without one); a 64 KiB stream in 8 regions, no
+ * TSC.  @gp is written to cpu1/gp_ctl before the thread runs.  The thread
+ * spins in user mode until told to quit, so it stays loaded on CPU 1,
+ * where a release stops and restarts the unit in a cross-CPU call, in
+ * hard-interrupt context, as the PMI handler runs: gp_ctl with bit 2
+ * (IRQ) faults there and never in a context switch.  *@bytes: the sims'
+ * byte count before the start.
+ */
+#define FORCE_MSR "/sys/module/ipt/parameters/force_msr"
+#define GP_CLEAR 1
+#define GP_SET 2
+#define GP_IRQ 4
+
+static void tfault_start(struct __test_metadata *_metadata, int fd,
+			 struct fworker *w, pthread_t *th, uint64_t n,
+			 uint64_t gp, uint64_t *bytes)
+{
+	ASSERT_EQ(0, ipt_write_file(FORCE_MSR, "1"));
+	ASSERT_EQ(0, pin(0));
+	fworker_start(_metadata, w, th, n, 1, 1);
+	fworker_attach(_metadata, fd, w, 64 * KIB, 8);
+	ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", gp));
+	*bytes = sim_sum("bytes");
+	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_START));
+	ASSERT_EQ(1, write(w->pipe[1], "g", 1));
+}
+
+/*
+ * Three regions ready (its 28 KiB program ran, up to where no region
+ * ends: no PMI comes any more); then release up to the next region end
+ * with gp_ctl = @gp (with GP_IRQ).  A release done in place (the thread
+ * was off its CPU just then: the fault not taken, gp_ctl unchanged) is
+ * tried again a region on.  Returns the release's result; *@pos its
+ * position, *@ts the state before it.
+ */
+static int tfault_release(struct __test_metadata *_metadata, int fd,
+			  uint64_t gp, uint64_t *pos,
+			  struct ipt_trace_state *ts)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < POLLS; i++) {
+		ASSERT_EQ(0, ipt_state(fd, 0, ts));
+		if (ts->bytes_captured >= 24 * KIB)
+			break;
+		msleep(10);
+	}
+	/* announced (24 KiB), or exact when it is switched out */
+	ASSERT_LE(24 * KIB, ts->bytes_captured);
+	ASSERT_GT(32 * KIB, ts->bytes_captured);
+	ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", gp));
+	for (*pos = 8 * KIB; *pos <= 24 * KIB; *pos += 8 * KIB) {
+		ret = release(fd, 0, *pos);
+		if (ret || sim_cpu_read(1, "gp_ctl") != gp)
+			break;
+		ASSERT_EQ(0, ipt_state(fd, 0, ts));
+	}
+	ASSERT_GE(24 * KIB, *pos)
+		TH_LOG("the thread was off its CPU at every release");
+	return ret;
+}
+
+/*
+ * The thread quits and is joined, the session stops: every byte the
+ * units wrote is in the trace (none written untracked).
+ */
+static void tfault_finish(struct __test_metadata *_metadata, int fd,
+			  struct fworker *w, pthread_t th, uint64_t bytes,
+			  struct ipt_trace_state *ts)
+{
+	atomic_store(&w->quit, 1);
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, w->err);
+	close(w->pipe[0]);
+	close(w->pipe[1]);
+	ASSERT_TRUE(wait_tstatus(fd, IPT_TS_EXITED, ts));
+	ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_state(fd, 0, ts));
+	EXPECT_EQ(sim_sum("bytes") - bytes, ts->bytes_captured);
+	EXPECT_EQ(0, ts->nr_gaps);
+	ipt_write_file(FORCE_MSR, "0");
+}
+
+/*
+ * A release of a running thread whose stop faults (the WRMSR clearing
+ * TraceEn is #GP, TraceEn stays set) fails with EIO and changes nothing:
+ * the release position, the thread loaded (no failed load, not cut, the
+ * unit writing into its trace: every byte it wrote is there at the end).
+ * Retried, it works.
+ */
+TEST_F_TIMEOUT(stream, thread_release_stop_fault_changes_nothing, 120)
+{
+	struct ipt_trace_state ts, ts2;
+	uint64_t bytes, pos;
+	struct fworker w;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs two CPUs");
+	tfault_start(_metadata, self->fd, &w, &th, 28 * KIB, 0, &bytes);
+	EXPECT_EQ(-EIO, tfault_release(_metadata, self->fd,
+				       GP_IRQ | GP_CLEAR, &pos, &ts));
+	EXPECT_EQ(GP_IRQ, sim_cpu_read(1, "gp_ctl"));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_FALSE(ts2.status & (IPT_TS_CUT | IPT_TS_PAUSED));
+	EXPECT_EQ(ts.released, ts2.released);
+	EXPECT_LE(24 * KIB, ts2.bytes_captured);
+	EXPECT_EQ(ts.busy, ts2.busy);
+	/* retried: done */
+	ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", 0));
+	EXPECT_EQ(0, release(self->fd, 0, pos));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_EQ(pos, ts2.released);
+	EXPECT_FALSE(ts2.status & IPT_TS_CUT);
+	EXPECT_EQ(ts.busy, ts2.busy);
+	tfault_finish(_metadata, self->fd, &w, th, bytes, &ts);
+	EXPECT_FALSE(ts.status & IPT_TS_CUT);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A release of a running thread whose reload faults (the WRMSR setting
+ * TraceEn is #GP) holds, as a per-CPU restart that fails: it returns 0,
+ * the release is done, and the trace is cut (IPT_TS_CUT): the thread ran
+ * untraced until its next switch-in.
+ */
+TEST_F_TIMEOUT(stream, thread_release_reload_fault_cuts, 120)
+{
+	struct ipt_trace_state ts, ts2;
+	uint64_t bytes, pos;
+	struct fworker w;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs two CPUs");
+	tfault_start(_metadata, self->fd, &w, &th, 28 * KIB, 0, &bytes);
+	EXPECT_EQ(0, tfault_release(_metadata, self->fd, GP_IRQ | GP_SET,
+				    &pos, &ts));
+	EXPECT_EQ(GP_IRQ, sim_cpu_read(1, "gp_ctl"));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
+	EXPECT_TRUE(ts2.status & IPT_TS_CUT)
+		TH_LOG("a failed reload left the trace uncut");
+	EXPECT_EQ(pos, ts2.released);
+	EXPECT_EQ(ts.busy + 1, ts2.busy);
+	tfault_finish(_metadata, self->fd, &w, th, bytes, &ts);
+	EXPECT_TRUE(ts.status & IPT_TS_CUT);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A PMI whose restart faults (the handler stops the unit to read where
+ * it is; re-enabling it is #GP) leaves the unit off while the thread
+ * runs on: its unload on the MSR path, which writes CTL without reading
+ * it, marks the trace cut, as a per-CPU stop that finds TraceEn clear.
+ */
+TEST_F_TIMEOUT(stream, thread_pmi_restart_fault_cuts, 120)
+{
+	struct ipt_trace_state ts;
+	struct fworker w;
+	uint64_t bytes, gp;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	if (nr_cpus() < 2)
+		SKIP(return, "needs two CPUs");
+	gp = ipt_sim_stat(1, "gp");
+	/* 12 KiB: one region ends, one PMI */
+	tfault_start(_metadata, self->fd, &w, &th, 12 * KIB, GP_IRQ | GP_SET,
+		     &bytes);
+	ASSERT_EQ(0, ipt_sim_wait_stat(1, "gp", gp + 1))
+		TH_LOG("no PMI restart faulted");
+	EXPECT_EQ(GP_IRQ, sim_cpu_read(1, "gp_ctl"));
+	tfault_finish(_metadata, self->fd, &w, th, bytes, &ts);
+	EXPECT_TRUE(ts.status & IPT_TS_CUT)
+		TH_LOG("the unit was off since the PMI, the trace not cut");
+	/* a switch-in may have enabled it again: its program ran to the end */
+	EXPECT_LE(8 * KIB, ts.bytes_captured);
+	EXPECT_GT(16 * KIB, ts.bytes_captured);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
