@@ -942,13 +942,34 @@ long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret)
 
 /* ---- poll ------------------------------------------------------------- */
 
+/*
+ * Whether no region end will follow @t's data: the session stopped; a
+ * CPU's unit stopped for good (offline, or a restart that failed: cut);
+ * a thread exited or was detached.  A live thread switched out is not
+ * over: it writes on, to a region end, when it runs again (and a thread
+ * whose reload failed is loaded again at its next switch-in).
+ */
+static bool ipt_stream_over(const struct ipt_trace *t)
+{
+	if (t->s->state != IPT_STATE_TRACING)
+		return true;
+	if (t->s->mode == IPT_MODE_THREAD)
+		return READ_ONCE(t->th.flags) &
+		       (IPT_TS_EXITED | IPT_TS_DETACHED);
+	return !READ_ONCE(t->running);
+}
+
 /**
  * ipt_stream_ready() - whether a stream trace has something for its consumer
  * @t: a trace of a stream session that is not IDLE
  *
  * A region ready, a pause, or data not released that no region end will
- * follow: the session stopped, or the trace itself did (a restart that
- * failed: cut).
+ * follow (ipt_stream_over()).  A thread's partial region is not ready
+ * while the thread lives, switched out or not: poll() would otherwise
+ * return at once whenever any traced thread sleeps, and a consumer that
+ * releases whole regions would spin.  Every event that makes it ready
+ * wakes the pollers: a region end or pause (the PMI), a thread's exit
+ * (ipt_stream_thread_end()) or detach, a stop.
  *
  * Context: device lock held.
  * Return: true when it is ready.
@@ -959,5 +980,5 @@ bool ipt_stream_ready(const struct ipt_trace *t)
 
 	lockdep_assert_held(&t->s->idev->lock);
 	return ready >= t->buf->region_size || ipt_stream_paused(t) ||
-	       (ready && (t->s->state != IPT_STATE_TRACING || !t->running));
+	       (ready && ipt_stream_over(t));
 }

@@ -245,33 +245,46 @@ static void *poller_run(void *arg)
 	return NULL;
 }
 
+/*
+ * Whether thread @tid sleeps in system call @nr (/proc's syscall file:
+ * its number while blocked, "running" while it runs): 1, or 0 when it
+ * did not within POLLS tries (30 s, never reached when all is well).
+ */
+static int wait_in_syscall(pid_t tid, int nr)
+{
+	char path[64], line[64], want[16];
+	int i, in = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	snprintf(want, sizeof(want), "%d ", nr);
+	for (i = 0; i < POLLS && !in; i++) {
+		f = fopen(path, "r");
+		if (f && fgets(line, sizeof(line), f))
+			in = !strncmp(line, want, strlen(want));
+		if (f)
+			fclose(f);
+		if (!in)
+			msleep(10);
+	}
+	return in;
+}
+
 /* Start a poller and wait until it sleeps in poll(); 0 on timeout. */
 static int poller_start(struct poller *p, int fd)
 {
-	char path[64], line[64];
-	int i, tid = 0, in = 0;
-	FILE *f;
+	int i, tid = 0;
 
 	memset(p, 0, sizeof(*p));
 	p->fd = fd;
 	if (pthread_create(&p->th, NULL, poller_run, p))
 		return 0;
-	for (i = 0; i < POLLS && !in; i++) {
+	for (i = 0; i < POLLS && !tid; i++) {
 		tid = __atomic_load_n(&p->tid, __ATOMIC_ACQUIRE);
-		if (tid) {
-			snprintf(path, sizeof(path), "/proc/self/task/%d/syscall",
-				 tid);
-			f = fopen(path, "r");
-			/* "7 ..." (poll) while it sleeps in it */
-			if (f && fgets(line, sizeof(line), f))
-				in = !strncmp(line, "7 ", 2);
-			if (f)
-				fclose(f);
-		}
-		if (!in)
+		if (!tid)
 			msleep(10);
 	}
-	return in;
+	return tid && wait_in_syscall(tid, SYS_poll);
 }
 
 /* Join the poller; 1 when something woke it before its bound. */
@@ -1607,11 +1620,16 @@ TEST_F_TIMEOUT(stream, thread_exit_while_paused, 180)
  * to its end (@done set then), or with @spin until @quit, spinning in
  * user mode, then it exits.
  */
+/* What an fworker does after its program: exit, spin, wait for a byte. */
+#define FW_EXIT 0
+#define FW_SPIN 1
+#define FW_HOLD 2
+
 struct fworker {
 	int pipe[2];
 	uint64_t n;
 	int cpu;
-	int spin;
+	int spin;	/* FW_EXIT, FW_SPIN or FW_HOLD */
 	pid_t tid;
 	atomic_int ready;
 	atomic_int done;
@@ -1667,17 +1685,20 @@ static void *fworker_fn(void *arg)
 	}
 	/* Its program runs while it does: spin until it ends (30 s). */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (!w->spin && fed == 0) {
+	while (w->spin != FW_SPIN && fed == 0) {
 		fed = fworker_fed(tf);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (t.tv_sec - t0.tv_sec > 30)
 			break;
 	}
-	if (!w->spin && fed != 1)
+	if (w->spin != FW_SPIN && fed != 1)
 		w->err = __LINE__;
 	atomic_store(&w->done, 1);
-	while (w->spin && !atomic_load(&w->quit))
+	while (w->spin == FW_SPIN && !atomic_load(&w->quit))
 		;
+	/* FW_HOLD: waits in read() again until its next byte. */
+	if (w->spin == FW_HOLD && read(w->pipe[0], &b, 1) != 1)
+		w->err = __LINE__;
 out:
 	if (tf >= 0)
 		close(tf);
@@ -1731,7 +1752,7 @@ TEST_F_TIMEOUT(stream, thread_exit_partial_wakes_poller, 120)
 
 	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
 		SKIP(return, "needs the simulated unit with streaming");
-	fworker_start(_metadata, &w, &th, 2 * KIB, -1, 0);
+	fworker_start(_metadata, &w, &th, 2 * KIB, -1, FW_EXIT);
 	/* 16 KiB regions; no TSC: its program's packets and PSB+ only */
 	fworker_attach(_metadata, self->fd, &w, 64 * KIB, 4);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
@@ -1753,6 +1774,52 @@ TEST_F_TIMEOUT(stream, thread_exit_partial_wakes_poller, 120)
 	EXPECT_LT(w.n, ts.bytes_captured);
 	EXPECT_GT(16 * KIB, ts.bytes_captured);
 	EXPECT_EQ(0, ts.nr_gaps);
+	ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
+	EXPECT_FALSE(poll_in(self->fd, 0));
+	close(w.pipe[0]);
+	close(w.pipe[1]);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_STOP));
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
+}
+
+/*
+ * A live thread that went to sleep with less than a region written is
+ * not ready: a region end follows when it runs again.  poll() said ready
+ * whenever a traced thread was switched out, so a consumer that releases
+ * whole regions spun in poll(), GET_TRACE, poll().  Its exit makes the
+ * data ready (thread_exit_partial_wakes_poller: and wakes the pollers).
+ */
+TEST_F_TIMEOUT(stream, thread_asleep_partial_not_ready, 120)
+{
+	struct ipt_trace_state ts;
+	struct fworker w;
+	pthread_t th;
+
+	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
+		SKIP(return, "needs the simulated unit with streaming");
+	fworker_start(_metadata, &w, &th, 2 * KIB, -1, FW_HOLD);
+	/* 16 KiB regions; no TSC: its program's packets and PSB+ only */
+	fworker_attach(_metadata, self->fd, &w, 64 * KIB, 4);
+	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_START));
+	ASSERT_EQ(1, write(w.pipe[1], "g", 1));
+	/* Bounded (30 s, never reached when all is well): no hang. */
+	for (int i = 0; i < 10 * POLLS && !atomic_load(&w.done); i++)
+		msleep(1);
+	ASSERT_TRUE(atomic_load(&w.done));
+	ASSERT_EQ(0, w.err);
+	/* its program ran to its end; it waits in read() again */
+	ASSERT_TRUE(wait_in_syscall(w.tid, SYS_read));
+	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts));
+	ASSERT_EQ(IPT_TS_STREAM | IPT_TS_THREAD, ts.status);
+	ASSERT_LT(w.n, ts.bytes_captured);
+	ASSERT_GT(16 * KIB, ts.bytes_captured);
+	EXPECT_FALSE(poll_in(self->fd, 0))
+		TH_LOG("a sleeping thread's partial region polled ready");
+	ASSERT_EQ(1, write(w.pipe[1], "q", 1));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, w.err);
+	ASSERT_TRUE(wait_tstatus(self->fd, IPT_TS_EXITED, &ts));
+	EXPECT_TRUE(poll_in(self->fd, 0));
 	ASSERT_EQ(0, release(self->fd, 0, ts.bytes_captured));
 	EXPECT_FALSE(poll_in(self->fd, 0));
 	close(w.pipe[0]);
@@ -1784,7 +1851,7 @@ static void tfault_start(struct __test_metadata *_metadata, int fd,
 {
 	ASSERT_EQ(0, ipt_write_file(FORCE_MSR, "1"));
 	ASSERT_EQ(0, pin(0));
-	fworker_start(_metadata, w, th, n, 1, 1);
+	fworker_start(_metadata, w, th, n, 1, FW_SPIN);
 	fworker_attach(_metadata, fd, w, 64 * KIB, 8);
 	ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", gp));
 	*bytes = sim_sum("bytes");
