@@ -2229,6 +2229,103 @@ static void test_stream_gap(struct run *r)
 	free(offs);
 }
 
+/*
+ * Names are bytes (a file name, a symbol, a thread's comm), JSON is
+ * UTF-8: the code images under names with a byte that is not UTF-8
+ * (0xff) and with well-formed UTF-8 ("é", 0xc3 0xa9).  --jsonl and
+ * --perfetto must stay valid JSON: the 0xff becomes U+FFFD, the "é"
+ * stays as it is.
+ */
+/* @s (@n bytes) as one strict JSON value whose strings are valid UTF-8, or NULL. */
+static struct json_object *json_utf8(const char *s, size_t n)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *o;
+
+	if (!tok)
+		return NULL;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, s, (int)n);
+	if (o && (json_tokener_get_error(tok) != json_tokener_success ||
+		  json_tokener_get_parse_end(tok) < n)) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+static void test_json_names(struct run *r)
+{
+	static const char *const pfx[2] = { "n\xff" "x-", "n\xc3\xa9-" };
+	static const char *const want[2] = { "n\xef\xbf\xbd" "x-", "n\xc3\xa9-" };
+	char raws[16384], cap[PATH_MAX + 32], path[PATH_MAX + 64], line[PATH_MAX + 64];
+	size_t tlen = 0;
+	char *trace;
+	int v;
+
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	trace = slurp(path, &tlen);
+	snprintf(cap, sizeof(cap), "%s/%s.names-capture", work, r->name);
+	if (!trace) {
+		CHECK(0, "%s: json names: no trace.pt", r->name);
+		return;
+	}
+	make_capture(r, cap, trace, tlen);
+	free(trace);
+	for (v = 0; v < 2; v++) {
+		size_t o = 0, lines = 0, bad = 0, named = 0;
+		struct json_object *pf;
+		FILE *f;
+		int st;
+
+		raws[0] = 0;
+		snprintf(path, sizeof(path), "%s/images.txt", r->dir);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long long a, e;
+			char name[256];
+
+			if (sscanf(line, "%llx %llx %255s", &a, &e, name) != 3)
+				continue;
+			sh("cp %s/%s '%s/%s%s'", r->dir, name, work, pfx[v], name);
+			o += (size_t)snprintf(raws + o, sizeof(raws) - o, " --raw '%s/%s%s:%#llx'",
+					      work, pfx[v], name, a);
+		}
+		if (f)
+			fclose(f);
+		st = decode(F(r, "jn"), F(r, "ejn"), "decode %s%s --insn=%s --jsonl --perfetto=%s -J 1",
+			    cap, raws, F(r, "jn.jsonl"), F(r, "jn.pf"));
+		f = fopen(F(r, "jn.jsonl"), "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			struct json_object *l = json_utf8(line, strcspn(line, "\n")), *d;
+
+			lines++;
+			if (!l)
+				bad++;
+			else if (json_object_object_get_ex(l, "dso", &d) &&
+				 json_object_is_type(d, json_type_string) &&
+				 !strncmp(json_object_get_string(d), want[v], strlen(want[v])))
+				named++;
+			json_object_put(l);
+		}
+		if (f)
+			fclose(f);
+		trace = slurp(F(r, "jn.pf"), &tlen);
+		pf = trace ? json_utf8(trace, strlen(trace)) : NULL;
+		free(trace);
+		CHECK(st == 0 && clean_stderr(F(r, "ejn")) && lines && !bad && named,
+		      "%s: json names, a name with %s: every --jsonl line is valid JSON, its strings "
+		      "valid UTF-8 (%zu of %zu bad), the name reads \"%s...\" (%zu lines)", r->name,
+		      v ? "\"\\xc3\\xa9\" (UTF-8, kept)" : "0xff (becomes U+FFFD)", bad, lines,
+		      v ? "n\\u00e9-" : "n\\ufffdx-", named);
+		CHECK(pf != NULL, "%s: json names, a name with %s: the --perfetto file is valid "
+		      "JSON, its strings valid UTF-8",
+		      r->name, v ? "UTF-8" : "0xff");
+		json_object_put(pf);
+	}
+}
+
 /* ---- corrupted input, under ASan/UBSan ----------------------------------------------------- */
 
 /*
@@ -4190,7 +4287,8 @@ int main(int argc, char **argv)
 	int status;
 	/*
 	 * IPT_DECODE_TEST=stream-gap: only the streamed-capture test, on the
-	 * first run; =switching-syms: only test_switching_syms(), on sw-*.
+	 * first run; =json-names: only test_json_names(), on the first run;
+	 * =switching-syms: only test_switching_syms(), on sw-*.
 	 */
 	const char *only = getenv("IPT_DECODE_TEST");
 	bool only_sw = only && !strcmp(only, "switching-syms");
@@ -4217,7 +4315,7 @@ int main(int argc, char **argv)
 		      "(objects %s, exit %s)", objs ? "missing" : "found",
 		      calls ? "not called" : "called");
 	}
-	if (only && !strcmp(only, "stream-gap"))
+	if (only && (!strcmp(only, "stream-gap") || !strcmp(only, "json-names")))
 		nr = 1;
 	/* ptgen, two at a time (each tracer/tracee pair keeps a CPU busy) */
 	for (i = 0; i < nr; i++) {
@@ -4256,7 +4354,10 @@ int main(int argc, char **argv)
 		if (only_sw)
 			continue;
 		if (only) {
-			test_stream_gap(&runs[i]);
+			if (!strcmp(only, "json-names"))
+				test_json_names(&runs[i]);
+			else
+				test_stream_gap(&runs[i]);
 			return tap_done();
 		}
 		if (!strcmp(runs[i].name, "calls-timed"))
@@ -4329,6 +4430,7 @@ int main(int argc, char **argv)
 		json_object_put(o);
 		test_inputs(&runs[0]);
 		test_stream_gap(&runs[0]);
+		test_json_names(&runs[0]);
 		test_kcore(&runs[0]);
 		test_kcore_modules(&runs[1]);
 		/* --folded-time without TSC packets: says so, counts instructions */
