@@ -1060,12 +1060,17 @@ static int jget_u64(struct json_object *o, const char *k, bool null_ok, uint64_t
 
 /*
  * A streamed capture's traces[@i].gaps (Documentation/capture-format.rst,
- * "Streamed captures") into @tr, in offset order.  0, or -1 with @msg.
+ * "Streamed captures") into @tr, in offset order.  0, or -1 with @msg
+ * naming the field: gaps out of order, two at one offset, a tsc_end
+ * before its tsc_start, an offset past the end of the trace's file.
  */
 static int load_sgaps(struct dec_trace *tr, struct json_object *t, size_t i, const char *path,
 		      char *msg, size_t len)
 {
 	struct json_object *gaps;
+	bool have_size = false;
+	uint64_t size = 0;
+	struct stat st;
 	size_t k, n;
 
 	if (!json_object_object_get_ex(t, "gaps", &gaps) || !gaps)
@@ -1075,6 +1080,10 @@ static int load_sgaps(struct dec_trace *tr, struct json_object *t, size_t i, con
 		return -1;
 	}
 	n = json_object_array_length(gaps);
+	if (n && !stat(tr->file, &st)) {
+		have_size = true;
+		size = (uint64_t)st.st_size;
+	}
 	tr->sgaps = n ? dec_xrealloc(NULL, n * sizeof(*tr->sgaps)) : NULL;
 	for (k = 0; k < n; k++) {
 		struct json_object *g = json_object_array_get_idx(gaps, k);
@@ -1101,6 +1110,24 @@ static int load_sgaps(struct dec_trace *tr, struct json_object *t, size_t i, con
 			sg->lost = UINT64_MAX;
 		if (k && sg->off < tr->sgaps[k - 1].off) {
 			snprintf(msg, len, "%s: \"traces[%zu].gaps\" are not in offset order", path, i);
+			return -1;
+		}
+		/* the recorder makes one gap per pause, each after data */
+		if (k && sg->off == tr->sgaps[k - 1].off) {
+			snprintf(msg, len, "%s: \"traces[%zu].gaps[%zu].offset\": %" PRIu64
+				 ", the offset of the gap before it", path, i, k, sg->off);
+			return -1;
+		}
+		if (sg->tsc_end && sg->tsc_end < sg->tsc_start) {
+			snprintf(msg, len, "%s: \"traces[%zu].gaps[%zu].tsc_end\": %#" PRIx64
+				 " before its tsc_start %#" PRIx64, path, i, k, sg->tsc_end,
+				 sg->tsc_start);
+			return -1;
+		}
+		if (have_size && sg->off > size) {
+			snprintf(msg, len, "%s: \"traces[%zu].gaps[%zu].offset\": %" PRIu64
+				 " is past the end of %s (%" PRIu64 " bytes)", path, i, k, sg->off,
+				 tr->file, size);
 			return -1;
 		}
 		tr->nr_sgaps++;

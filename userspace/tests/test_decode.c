@@ -2326,6 +2326,75 @@ static void test_json_names(struct run *r)
 	}
 }
 
+/*
+ * A streamed capture's gap records that cannot be right are refused with
+ * one line naming the field (exit 2): two gaps at one offset, a tsc_end
+ * before its tsc_start, an offset past the end of the file.  And
+ * --jsonl or -F without --insn or --calls is a usage error (exit 2).
+ */
+static void test_meta_gaps(struct run *r)
+{
+	static const struct {
+		const char *what, *field;
+		int64_t off[2], t0[2], t1[2];
+		int n;
+	} bad[] = {
+		{ "two gaps at one offset", "gaps[1].offset", { 64, 64 }, { 1, 5 }, { 2, 6 }, 2 },
+		{ "a tsc_end before its tsc_start", "gaps[0].tsc_end", { 64 }, { 200 }, { 100 }, 1 },
+		{ "an offset past the end of the file", "gaps[0].offset", { 1 << 30 }, { 1 }, { 2 }, 1 },
+	};
+	char cap[PATH_MAX + 32], path[PATH_MAX + 64];
+	size_t tlen = 0, k;
+	char *trace;
+	int st, i;
+
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	trace = slurp(path, &tlen);
+	snprintf(cap, sizeof(cap), "%s/%s.gaps-capture", work, r->name);
+	if (!trace) {
+		CHECK(0, "%s: meta gaps: no trace.pt", r->name);
+		return;
+	}
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct json_object *m, *t = NULL, *gaps = json_object_new_array();
+		char *e;
+		bool one_line;
+
+		make_capture(r, cap, trace, tlen);
+		snprintf(path, sizeof(path), "%s/meta.json", cap);
+		m = json_object_from_file(path);
+		json_object_object_get_ex(m, "traces", &t);
+		t = json_object_array_get_idx(t, 0);
+		for (i = 0; i < bad[k].n; i++) {
+			struct json_object *g = json_object_new_object();
+
+			json_object_object_add(g, "offset", json_object_new_int64(bad[k].off[i]));
+			json_object_object_add(g, "tsc_start", json_object_new_int64(bad[k].t0[i]));
+			json_object_object_add(g, "tsc_end", json_object_new_int64(bad[k].t1[i]));
+			json_object_object_add(g, "bytes_lost", json_object_new_int64(10));
+			json_object_object_add(g, "cpu", json_object_new_int64(0));
+			json_object_array_add(gaps, g);
+		}
+		json_object_object_add(t, "gaps", gaps);
+		json_object_to_file(path, m);
+		json_object_put(m);
+		st = decode(F(r, "mg"), F(r, "emg"), "decode %s --insn=%s", cap, F(r, "mg.insn"));
+		e = slurp(F(r, "emg"), NULL);
+		one_line = e && strchr(e, '\n') && !strchr(e, '\n')[1];
+		CHECK(st == 2 && one_line && strstr(e, bad[k].field),
+		      "%s: meta gaps: %s: refused, exit 2 (%d), one line naming \"%s\": %s", r->name,
+		      bad[k].what, st, bad[k].field, e ? e : "");
+		free(e);
+	}
+	free(trace);
+	st = decode(F(r, "mj"), F(r, "emj"), "decode %s --jsonl", r->dir);
+	CHECK(st == 2 && file_contains(F(r, "emj"), "--jsonl goes with --insn or --calls"),
+	      "%s: --jsonl without --insn or --calls: a usage error, exit 2 (%d)", r->name, st);
+	st = decode(F(r, "mf"), F(r, "emf"), "decode %s -F tid --profile", r->dir);
+	CHECK(st == 2 && file_contains(F(r, "emf"), "-F/--fields goes with --insn or --calls"),
+	      "%s: -F without --insn or --calls: a usage error, exit 2 (%d)", r->name, st);
+}
+
 /* ---- corrupted input, under ASan/UBSan ----------------------------------------------------- */
 
 /*
@@ -4287,7 +4356,8 @@ int main(int argc, char **argv)
 	int status;
 	/*
 	 * IPT_DECODE_TEST=stream-gap: only the streamed-capture test, on the
-	 * first run; =json-names: only test_json_names(), on the first run;
+	 * first run; =json-names, =meta-gaps: only test_json_names(),
+	 * test_meta_gaps(), on the first run;
 	 * =switching-syms: only test_switching_syms(), on sw-*.
 	 */
 	const char *only = getenv("IPT_DECODE_TEST");
@@ -4315,7 +4385,8 @@ int main(int argc, char **argv)
 		      "(objects %s, exit %s)", objs ? "missing" : "found",
 		      calls ? "not called" : "called");
 	}
-	if (only && (!strcmp(only, "stream-gap") || !strcmp(only, "json-names")))
+	if (only && (!strcmp(only, "stream-gap") || !strcmp(only, "json-names") ||
+		     !strcmp(only, "meta-gaps")))
 		nr = 1;
 	/* ptgen, two at a time (each tracer/tracee pair keeps a CPU busy) */
 	for (i = 0; i < nr; i++) {
@@ -4356,6 +4427,8 @@ int main(int argc, char **argv)
 		if (only) {
 			if (!strcmp(only, "json-names"))
 				test_json_names(&runs[i]);
+			else if (!strcmp(only, "meta-gaps"))
+				test_meta_gaps(&runs[i]);
 			else
 				test_stream_gap(&runs[i]);
 			return tap_done();
@@ -4431,6 +4504,7 @@ int main(int argc, char **argv)
 		test_inputs(&runs[0]);
 		test_stream_gap(&runs[0]);
 		test_json_names(&runs[0]);
+		test_meta_gaps(&runs[0]);
 		test_kcore(&runs[0]);
 		test_kcore_modules(&runs[1]);
 		/* --folded-time without TSC packets: says so, counts instructions */
