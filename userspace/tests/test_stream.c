@@ -17,11 +17,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../ipttool/ipttool.h"
@@ -860,6 +862,67 @@ static struct json_object *read_meta(const char *dir)
 	return json_object_from_file(p);
 }
 
+/*
+ * SIGHUP (the terminal closed) ends a recording as SIGINT does: the
+ * capture is written, complete.  The recording runs "sleep 100" in a
+ * child process of the test; the test waits for its first meta.json (the
+ * moment record says it may be signalled), sends SIGHUP, and expects a
+ * clean exit, not death by the signal.
+ */
+static void test_record_sighup(void)
+{
+	struct ipttool t = { .device = FAKE_PATH };
+	char dir[300], meta[320];
+	struct json_object *m;
+	int i, wst = 0;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/hup", tmpdir);
+	snprintf(meta, sizeof(meta), "%s/meta.json", dir);
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.record_mode = true;
+	fk.stream_feature = true;
+	fk.start_bytes = 1000;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "record", "-a", "--no-sideband", "--size", "64K", "-o", dir, "-q",
+				 "--", "sleep", "100", NULL };
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		_exit(cmd_record(&t, 11, argv));
+	}
+	/* a bounded wait on a state (30 s, never reached when all is well) */
+	for (i = 0; pid > 0 && i < 3000 && access(meta, F_OK); i++)
+		usleep(10000);
+	CHECK(pid > 0 && !access(meta, F_OK), "record SIGHUP: the capture is begun");
+	if (pid > 0) {
+		kill(pid, SIGHUP);
+		waitpid(pid, &wst, 0);
+	}
+	m = read_meta(dir);
+	CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0 && m &&
+	      json_object_get_boolean(jget(m, "complete")),
+	      "record SIGHUP: ends the recording, exit 0, capture complete (%s %d)",
+	      WIFEXITED(wst) ? "exit" : "signal", WIFEXITED(wst) ? WEXITSTATUS(wst) :
+	      WTERMSIG(wst));
+	json_object_put(m);
+	fk.record_mode = false;
+	fk.start_bytes = 0;
+	{
+		const char *names[] = { "cpu0.pt", "cpu1.pt", "meta.json" };
+
+		for (i = 0; i < 3; i++) {
+			snprintf(meta, sizeof(meta), "%s/%s", dir, names[i]);
+			unlink(meta);
+		}
+		rmdir(dir);
+	}
+}
+
 static void test_record(void)
 {
 	char dir[300];
@@ -1042,6 +1105,7 @@ int main(void)
 	test_threads_empty_first();
 	test_files_excl();
 	test_record();
+	test_record_sighup();
 	clean_dir();
 	rmdir(tmpdir);
 	return tap_done();
