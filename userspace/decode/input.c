@@ -18,6 +18,7 @@
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <dirent.h>
 #endif
 
 #include "decode.h"
@@ -1135,6 +1136,55 @@ static int load_sgaps(struct dec_trace *tr, struct json_object *t, size_t i, con
 	return 0;
 }
 
+/* What ipttool record's first meta.json says until the recording ends. */
+#define UNFINISHED "the recording did not finish"
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/*
+ * A capture whose recording never finished (killed, power lost) has its
+ * first meta.json, which lists no trace: decode the trace files it left
+ * ("cpuN.pt", "thread-TID[.N].pt"), with a warning (exit 3).  Gaps the
+ * recording did not get to write down are unknown.  The number added.
+ */
+static size_t load_unfinished(struct dec_input *in, const char *dir)
+{
+	struct dirent **e = NULL;
+	int n = scandir(dir, &e, NULL, by_name), i;
+	size_t added = 0;
+
+	for (i = 0; i < n; i++) {
+		const char *name = e[i]->d_name;
+		unsigned int a, b;
+		char tail[8], path[PATH_MAX + 64];
+		int cpu = -1;
+		long tid = -1;
+
+		if (sscanf(name, "cpu%u%7s", &a, tail) == 2 && !strcmp(tail, ".pt"))
+			cpu = (int)a;
+		else if ((sscanf(name, "thread-%u%7s", &a, tail) == 2 && !strcmp(tail, ".pt")) ||
+			 (sscanf(name, "thread-%u.%u%7s", &a, &b, tail) == 3 && !strcmp(tail, ".pt")))
+			tid = (long)a;
+		else
+			goto next;
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		dec_input_add_trace(in, path, cpu);
+		in->traces[in->nr_traces - 1].tid = tid;
+		added++;
+next:
+		free(e[i]);
+	}
+	free(e);
+	if (added)
+		dec_input_warn(in, "%s: the recording did not finish; decoding what it left (%zu "
+			       "trace file%s, gaps it did not write down unknown)", dir, added,
+			       added == 1 ? "" : "s");
+	return added;
+}
+
 static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t len)
 {
 	char path[PATH_MAX];
@@ -1212,6 +1262,10 @@ static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t
 		if (load_sgaps(&in->traces[in->nr_traces - 1], t, i, path, msg, len))
 			goto fail;
 	}
+	if (!json_object_array_length(traces) &&
+	    json_object_object_get_ex(o, "incomplete_reason", &v) && v &&
+	    !strcmp(json_object_get_string(v), UNFINISHED))
+		load_unfinished(in, dir);
 	{
 		struct json_object *mode = NULL, *prog = NULL;
 

@@ -2395,6 +2395,46 @@ static void test_meta_gaps(struct run *r)
 	      "%s: -F without --insn or --calls: a usage error, exit 2 (%d)", r->name, st);
 }
 
+/*
+ * A recording killed before it ended leaves its first meta.json: "traces"
+ * empty, incomplete, "the recording did not finish".  decode says so and
+ * decodes the trace files it left, exit 3 (incomplete).
+ */
+static void test_unfinished(struct run *r)
+{
+	char raws[16384], cap[PATH_MAX + 32], path[PATH_MAX + 64];
+	struct json_object *m;
+	size_t tlen = 0;
+	char *trace;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	trace = slurp(path, &tlen);
+	snprintf(cap, sizeof(cap), "%s/%s.unfinished-capture", work, r->name);
+	if (!trace) {
+		CHECK(0, "%s: unfinished: no trace.pt", r->name);
+		return;
+	}
+	make_capture(r, cap, trace, tlen);
+	free(trace);
+	snprintf(path, sizeof(path), "%s/meta.json", cap);
+	m = json_object_from_file(path);
+	json_object_object_add(m, "traces", json_object_new_array());
+	json_object_object_add(m, "complete", json_object_new_boolean(0));
+	json_object_object_add(m, "incomplete_reason",
+			       json_object_new_string("the recording did not finish"));
+	json_object_to_file(path, m);
+	json_object_put(m);
+	raw_args(r, raws, sizeof(raws), -1);
+	st = decode(F(r, "uf"), F(r, "euf"), "-j decode %s%s", cap, raws);
+	CHECK(st == 3 && clean_stderr(F(r, "euf")) &&
+	      file_contains(F(r, "euf"), "the recording did not finish; decoding what it left") &&
+	      json_int(F(r, "uf"), "instructions") == (int64_t)r->n,
+	      "%s: unfinished capture (no trace listed): says so, decodes cpu0.pt (%" PRId64
+	      " of %zu instructions), exit 3 (%d)", r->name, json_int(F(r, "uf"), "instructions"),
+	      r->n, st);
+}
+
 /* ---- corrupted input, under ASan/UBSan ----------------------------------------------------- */
 
 /*
@@ -4356,8 +4396,8 @@ int main(int argc, char **argv)
 	int status;
 	/*
 	 * IPT_DECODE_TEST=stream-gap: only the streamed-capture test, on the
-	 * first run; =json-names, =meta-gaps: only test_json_names(),
-	 * test_meta_gaps(), on the first run;
+	 * first run; =json-names, =meta-gaps, =unfinished: only that test
+	 * (test_json_names(), ...), on the first run;
 	 * =switching-syms: only test_switching_syms(), on sw-*.
 	 */
 	const char *only = getenv("IPT_DECODE_TEST");
@@ -4386,7 +4426,7 @@ int main(int argc, char **argv)
 		      calls ? "not called" : "called");
 	}
 	if (only && (!strcmp(only, "stream-gap") || !strcmp(only, "json-names") ||
-		     !strcmp(only, "meta-gaps")))
+		     !strcmp(only, "meta-gaps") || !strcmp(only, "unfinished")))
 		nr = 1;
 	/* ptgen, two at a time (each tracer/tracee pair keeps a CPU busy) */
 	for (i = 0; i < nr; i++) {
@@ -4429,6 +4469,8 @@ int main(int argc, char **argv)
 				test_json_names(&runs[i]);
 			else if (!strcmp(only, "meta-gaps"))
 				test_meta_gaps(&runs[i]);
+			else if (!strcmp(only, "unfinished"))
+				test_unfinished(&runs[i]);
 			else
 				test_stream_gap(&runs[i]);
 			return tap_done();
@@ -4505,6 +4547,7 @@ int main(int argc, char **argv)
 		test_stream_gap(&runs[0]);
 		test_json_names(&runs[0]);
 		test_meta_gaps(&runs[0]);
+		test_unfinished(&runs[0]);
 		test_kcore(&runs[0]);
 		test_kcore_modules(&runs[1]);
 		/* --folded-time without TSC packets: says so, counts instructions */
