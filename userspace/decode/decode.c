@@ -21,12 +21,12 @@ void dec_sgap_text(const struct dec_item *it, char *buf, size_t len)
 {
 	char lost[32], end[24];
 
-	if (it->end_ip == UINT64_MAX)
+	if (it->sgap_lost == UINT64_MAX)
 		snprintf(lost, sizeof(lost), "unknown bytes");
 	else
-		snprintf(lost, sizeof(lost), "%" PRIu64 " bytes", it->end_ip);
-	if (it->ip)
-		snprintf(end, sizeof(end), "%#" PRIx64, it->ip);
+		snprintf(lost, sizeof(lost), "%" PRIu64 " bytes", it->sgap_lost);
+	if (it->sgap_tsc_end)
+		snprintf(end, sizeof(end), "%#" PRIx64, it->sgap_tsc_end);
 	else
 		snprintf(end, sizeof(end), "?");
 	snprintf(buf, len, "gap: %s lost, tsc %#" PRIx64 "..%s", lost, it->tsc, end);

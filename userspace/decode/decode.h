@@ -248,13 +248,21 @@ enum dec_gap {
 
 /*
  * A DI_GAP of GAP_STREAM (the unit paused): @off is where the data after
- * it begins, @tsc when it paused, @ip when it resumed (0: unknown),
- * @end_ip the bytes the unit could not write (UINT64_MAX: unknown),
- * @skipped 0 (no byte of the file is skipped).
+ * it begins, @tsc when it paused, @sgap_tsc_end when it resumed (0:
+ * unknown), @sgap_lost the bytes the unit could not write (UINT64_MAX:
+ * unknown), @skipped 0 (no byte of the file is skipped).  It has no IP:
+ * its @sgap_* fields share the storage of @ip and @end_ip, which only
+ * other items have.
  */
 struct dec_item {
-	uint64_t ip;
-	uint64_t end_ip;
+	union {
+		uint64_t ip;
+		uint64_t sgap_tsc_end;	/* DI_GAP of GAP_STREAM */
+	};
+	union {
+		uint64_t end_ip;
+		uint64_t sgap_lost;	/* DI_GAP of GAP_STREAM */
+	};
 	uint64_t off;		/* trace offset */
 	uint64_t tsc;		/* 0: unknown */
 	uint64_t skipped;	/* DI_GAP: trace bytes skipped */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <dirent.h>
 #endif
 
 #include "decode.h"
@@ -1060,12 +1061,17 @@ static int jget_u64(struct json_object *o, const char *k, bool null_ok, uint64_t
 
 /*
  * A streamed capture's traces[@i].gaps (Documentation/capture-format.rst,
- * "Streamed captures") into @tr, in offset order.  0, or -1 with @msg.
+ * "Streamed captures") into @tr, in offset order.  0, or -1 with @msg
+ * naming the field: gaps out of order, two at one offset, a tsc_end
+ * before its tsc_start, an offset past the end of the trace's file.
  */
 static int load_sgaps(struct dec_trace *tr, struct json_object *t, size_t i, const char *path,
 		      char *msg, size_t len)
 {
 	struct json_object *gaps;
+	bool have_size = false;
+	uint64_t size = 0;
+	struct stat st;
 	size_t k, n;
 
 	if (!json_object_object_get_ex(t, "gaps", &gaps) || !gaps)
@@ -1075,6 +1081,10 @@ static int load_sgaps(struct dec_trace *tr, struct json_object *t, size_t i, con
 		return -1;
 	}
 	n = json_object_array_length(gaps);
+	if (n && !stat(tr->file, &st)) {
+		have_size = true;
+		size = (uint64_t)st.st_size;
+	}
 	tr->sgaps = n ? dec_xrealloc(NULL, n * sizeof(*tr->sgaps)) : NULL;
 	for (k = 0; k < n; k++) {
 		struct json_object *g = json_object_array_get_idx(gaps, k);
@@ -1103,9 +1113,76 @@ static int load_sgaps(struct dec_trace *tr, struct json_object *t, size_t i, con
 			snprintf(msg, len, "%s: \"traces[%zu].gaps\" are not in offset order", path, i);
 			return -1;
 		}
+		/* the recorder makes one gap per pause, each after data */
+		if (k && sg->off == tr->sgaps[k - 1].off) {
+			snprintf(msg, len, "%s: \"traces[%zu].gaps[%zu].offset\": %" PRIu64
+				 ", the offset of the gap before it", path, i, k, sg->off);
+			return -1;
+		}
+		if (sg->tsc_end && sg->tsc_end < sg->tsc_start) {
+			snprintf(msg, len, "%s: \"traces[%zu].gaps[%zu].tsc_end\": %#" PRIx64
+				 " before its tsc_start %#" PRIx64, path, i, k, sg->tsc_end,
+				 sg->tsc_start);
+			return -1;
+		}
+		if (have_size && sg->off > size) {
+			snprintf(msg, len, "%s: \"traces[%zu].gaps[%zu].offset\": %" PRIu64
+				 " is past the end of %s (%" PRIu64 " bytes)", path, i, k, sg->off,
+				 tr->file, size);
+			return -1;
+		}
 		tr->nr_sgaps++;
 	}
 	return 0;
+}
+
+/* What ipttool record's first meta.json says until the recording ends. */
+#define UNFINISHED "the recording did not finish"
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/*
+ * A capture whose recording never finished (killed, power lost) has its
+ * first meta.json, which lists no trace: decode the trace files it left
+ * ("cpuN.pt", "thread-TID[.N].pt"), with a warning (exit 3).  Gaps the
+ * recording did not get to write down are unknown.  The number added.
+ */
+static size_t load_unfinished(struct dec_input *in, const char *dir)
+{
+	struct dirent **e = NULL;
+	int n = scandir(dir, &e, NULL, by_name), i;
+	size_t added = 0;
+
+	for (i = 0; i < n; i++) {
+		const char *name = e[i]->d_name;
+		unsigned int a, b;
+		char tail[8], path[PATH_MAX + 64];
+		int cpu = -1;
+		long tid = -1;
+
+		if (sscanf(name, "cpu%u%7s", &a, tail) == 2 && !strcmp(tail, ".pt"))
+			cpu = (int)a;
+		else if ((sscanf(name, "thread-%u%7s", &a, tail) == 2 && !strcmp(tail, ".pt")) ||
+			 (sscanf(name, "thread-%u.%u%7s", &a, &b, tail) == 3 && !strcmp(tail, ".pt")))
+			tid = (long)a;
+		else
+			goto next;
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		dec_input_add_trace(in, path, cpu);
+		in->traces[in->nr_traces - 1].tid = tid;
+		added++;
+next:
+		free(e[i]);
+	}
+	free(e);
+	if (added)
+		dec_input_warn(in, "%s: the recording did not finish; decoding what it left (%zu "
+			       "trace file%s, gaps it did not write down unknown)", dir, added,
+			       added == 1 ? "" : "s");
+	return added;
 }
 
 static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t len)
@@ -1185,6 +1262,10 @@ static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t
 		if (load_sgaps(&in->traces[in->nr_traces - 1], t, i, path, msg, len))
 			goto fail;
 	}
+	if (!json_object_array_length(traces) &&
+	    json_object_object_get_ex(o, "incomplete_reason", &v) && v &&
+	    !strcmp(json_object_get_string(v), UNFINISHED))
+		load_unfinished(in, dir);
 	{
 		struct json_object *mode = NULL, *prog = NULL;
 

@@ -246,24 +246,73 @@ void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which,
 		fprintf(f, "%14s ", st->c->timed ? dec_stream_time(st, tsc, tb, sizeof(tb)) : "-");
 }
 
-/* Each run of characters that need no escape in one write (--perfetto writes a name per event). */
+/*
+ * The length of the well-formed UTF-8 sequence at @p (Unicode 15, table
+ * 3-7: no overlong form, no surrogate, nothing past U+10FFFF), 0 if the
+ * bytes there are not one.
+ */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (p[0] == 0xe0)
+		lo = 0xa0;
+	else if (p[0] == 0xed)
+		hi = 0x9f;
+	else if (p[0] == 0xf0)
+		lo = 0x90;
+	else if (p[0] == 0xf4)
+		hi = 0x8f;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * @s as a JSON string.  Each run of characters that need no escape goes
+ * in one write (--perfetto writes a name per event); well-formed UTF-8 is
+ * kept as it is, a byte that is not part of any (a name from a binary or
+ * a thread's comm is bytes, not text) becomes U+FFFD, so the output is
+ * always valid JSON.
+ */
 void dec_json_str(FILE *f, const char *s)
 {
 	fputc_unlocked('"', f);
 	for (;;) {
-		const char *e = s;
+		const unsigned char *e = (const unsigned char *)s;
+		size_t n;
 
-		while (*e && *e != '"' && *e != '\\' && (unsigned char)*e >= 0x20)
-			e++;
-		if (e > s)
-			fwrite_unlocked(s, 1, (size_t)(e - s), f);
+		for (;;) {
+			if (*e >= 0x20 && *e < 0x80 && *e != '"' && *e != '\\')
+				e++;
+			else if (*e >= 0x80 && (n = utf8_len(e)))
+				e += n;
+			else
+				break;
+		}
+		if ((const char *)e > s)
+			fwrite_unlocked(s, 1, (size_t)((const char *)e - s), f);
 		if (!*e)
 			break;
 		if (*e == '"' || *e == '\\')
 			fprintf(f, "\\%c", *e);
+		else if (*e >= 0x80)
+			fputs("\\ufffd", f);
 		else
 			fprintf(f, "\\u%04x", *e);
-		s = e + 1;
+		s = (const char *)e + 1;
 	}
 	fputc_unlocked('"', f);
 }

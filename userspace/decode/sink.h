@@ -107,7 +107,7 @@ const char *dec_stream_time(const struct dec_stream *st, uint64_t tsc, char *buf
 long dec_stream_tid(const struct dec_stream *st);
 /* --fields' columns (tid, cpu, time at @tsc) of a line of @st to @f, if any. */
 void dec_stream_fields(const struct dec_stream *st, FILE *f, unsigned int which, uint64_t tsc);
-/* @s as a JSON string to @f. */
+/* @s as a JSON string to @f; bytes that are not well-formed UTF-8 become \ufffd. */
 void dec_json_str(FILE *f, const char *s);
 
 /*

@@ -856,8 +856,8 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 		it->gap = GAP_STREAM;
 		it->off = g->off;
 		it->tsc = g->tsc_start;
-		it->ip = g->tsc_end;
-		it->end_ip = g->lost;
+		it->sgap_tsc_end = g->tsc_end;
+		it->sgap_lost = g->lost;
 	}
 	if (c->profile_only)
 		s->prof = dec_prof_new();

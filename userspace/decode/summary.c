@@ -91,14 +91,17 @@ struct json_object *dec_summary_json(const struct dec_ctx *c)
 			if (it->code < 0)
 				json_object_object_add(e, "error", json_object_new_string(
 					pt_errstr(pt_errcode(it->code))));
-			if (it->ip)
+			/* a stream gap has no IP: its TSCs and bytes lost instead */
+			if (it->gap != GAP_STREAM && it->ip)
 				json_object_object_add(e, "ip", json_hex(it->ip));
 			if (it->tsc)
 				json_object_object_add(e, "tsc", json_hex(it->tsc));
 			if (it->gap == GAP_STREAM) {
-				json_object_object_add(e, "tsc_end", it->ip ? json_hex(it->ip) : NULL);
-				json_object_object_add(e, "bytes_lost", it->end_ip == UINT64_MAX ?
-						       NULL : json_object_new_int64((int64_t)it->end_ip));
+				json_object_object_add(e, "tsc_end", it->sgap_tsc_end ?
+						       json_hex(it->sgap_tsc_end) : NULL);
+				json_object_object_add(e, "bytes_lost", it->sgap_lost == UINT64_MAX ?
+						       NULL :
+						       json_object_new_int64((int64_t)it->sgap_lost));
 			}
 			json_object_object_add(e, "bytes_skipped",
 					       json_object_new_int64((int64_t)it->skipped));

@@ -428,9 +428,12 @@ void iptcap_stream_close(struct iptcap_stream *s);
 /*
  * The default sink: every trace's bytes into a file of @dir at their
  * stream offsets, "cpuN.pt" per CPU, "thread-TID.pt" per thread
- * ("thread-TID.TRACE.pt" for a TID's later traces), as ipttool's capture
- * directory (Documentation/capture-format.rst) names them.  Its @data
- * callback is iptcap_stream_files_data() with the handle as @user.
+ * ("thread-TID.TRACE.pt" for a TID's later traces, and for a trace whose
+ * "thread-TID.pt" exists already), as ipttool's capture directory
+ * (Documentation/capture-format.rst) names them.  Files are created with
+ * O_EXCL: the sink never truncates an existing file (a "cpuN.pt" that
+ * exists is an EEXIST write error).  Its @data callback is
+ * iptcap_stream_files_data() with the handle as @user.
  */
 struct iptcap_stream_files;
 
@@ -443,6 +446,19 @@ int iptcap_stream_files_data(const struct iptcap_stream_trace *tr, uint64_t offs
  */
 const char *iptcap_stream_files_get(const struct iptcap_stream_files *f, unsigned int trace,
 				    uint64_t *written, int *write_errno);
+/*
+ * Create @tr's file if no byte came for it: an empty file, named by the
+ * same rule as one with data, so that names never collide.
+ */
+enum iptcap_err iptcap_stream_files_touch(struct iptcap_stream_files *f,
+					  const struct iptcap_stream_trace *tr);
+/*
+ * With the stream finished: fsync and close every file, then fsync the
+ * directory.  0, or the first errno; a file's fsync or close error
+ * becomes its write_errno (iptcap_stream_files_get()).  Data arriving
+ * afterwards is refused (EBADF).
+ */
+int iptcap_stream_files_sync(struct iptcap_stream_files *f);
 /* Close the files: 0, or the errno of the first failed write or close. */
 int iptcap_stream_files_close(struct iptcap_stream_files *f);
 

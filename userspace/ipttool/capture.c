@@ -620,17 +620,18 @@ uint64_t capture_nr_gaps(const struct capture *c)
 }
 
 int capture_collect_stream(struct iptcap *ipt, struct capture *c,
-			   const struct iptcap_stream_files *files)
+			   struct iptcap_stream_files *files)
 {
 	unsigned int cpu, count = c->per_thread ? c->config.max_threads : c->caps.nr_cpus;
 	enum iptcap_err err;
+	size_t i;
 	int rc;
 
 	c->nr_traces = 0;
 	memset(c->traces, 0, (count ? count : 1) * sizeof(*c->traces));
 	for (cpu = 0; cpu < count; cpu++) {
 		struct capture_trace *tr = &c->traces[c->nr_traces];
-		const char *name;
+		struct iptcap_stream_trace st;
 
 		err = iptcap_trace_state(ipt, cpu, &tr->ts);
 		if (err == IPTCAP_ERR_NO_SUCH_CPU)
@@ -640,6 +641,7 @@ int capture_collect_stream(struct iptcap *ipt, struct capture *c,
 		tr->cpu = cpu;
 		c->nr_traces++;
 		if (err) {
+			tr->read_failed = true;
 			capture_incomplete(c, "reading the state of %s%u failed: %s",
 					   c->per_thread ? "trace " : "cpu", cpu, iptcap_strerror(err));
 			continue;
@@ -649,17 +651,37 @@ int capture_collect_stream(struct iptcap *ipt, struct capture *c,
 			tr->nr_gaps = c->slots[cpu].nr_gaps;
 			tr->gaps_unlisted = c->slots[cpu].unlisted;
 		}
-		name = iptcap_stream_files_get(files, cpu, &tr->written, &tr->write_errno);
-		if (name) {
-			snprintf(tr->file, sizeof(tr->file), "%s", name);
-		} else {
-			/* No byte came: an empty file, named as the sink would have. */
-			if (c->per_thread)
-				capture_thread_file(c->traces, c->nr_traces - 1);
-			rc = capture_write_trace(c, tr, NULL, NULL, 0);
-			if (rc)
-				ipt_err("writing %s/%s: %s", c->dir, tr->file, strerror(rc));
+		/*
+		 * No byte came: an empty file, created by the sink so that its
+		 * one naming rule names it (never over another trace's file).
+		 */
+		st.trace = cpu;
+		st.cpu = c->per_thread ? IPT_TRACE_NONE : cpu;
+		st.tid = c->per_thread ? tr->ts.tid : 0;
+		if (!iptcap_stream_files_get(files, cpu, NULL, NULL)) {
+			err = iptcap_stream_files_touch(files, &st);
+			if (err)
+				ipt_err("creating the file of %s%u in %s: %s",
+					c->per_thread ? "trace " : "cpu", cpu, c->dir,
+					iptcap_strerror(err));
 		}
+	}
+	/* The data on disk before the metadata that says it is there. */
+	iptcap_stream_files_sync(files);
+	for (i = 0; i < c->nr_traces; i++) {
+		struct capture_trace *tr = &c->traces[i];
+		const char *name;
+
+		if (tr->read_failed)
+			continue;
+		name = iptcap_stream_files_get(files, tr->cpu, &tr->written, &tr->write_errno);
+		if (!name) {
+			snprintf(tr->file, sizeof(tr->file), "%s", "");
+			capture_incomplete(c, "no file for %s%u", c->per_thread ? "trace " : "cpu",
+					   tr->cpu);
+			continue;
+		}
+		snprintf(tr->file, sizeof(tr->file), "%s", name);
 		if (tr->write_errno)
 			capture_incomplete(c, "writing %s failed after %" PRIu64 " bytes: %s",
 					   tr->file, tr->written, strerror(tr->write_errno));

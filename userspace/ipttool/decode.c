@@ -840,6 +840,12 @@ int cmd_decode(struct ipttool *t, int argc, char **argv)
 			"with --pt FILE)", argv[optind]);
 		goto out;
 	}
+	/* they shape the --insn and --calls lines: alone they would do nothing */
+	if ((jsonl || slice.fields) && !spec[OUT_INSN].on && !spec[OUT_CALLS].on) {
+		ipt_err("decode: %s goes with --insn or --calls (it shapes their lines)",
+			jsonl ? "--jsonl" : "-F/--fields");
+		goto out;
+	}
 	if (!dir && !npt) {
 		ipt_err("decode: nothing to decode: give a capture or ptgen directory, or --pt FILE");
 		decode_usage(stderr);

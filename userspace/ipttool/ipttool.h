@@ -171,6 +171,7 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
  * @gaps: streamed: the pauses of the unit, @nr_gaps of them, in order
  *        (owned by the capture's struct capture_stream)
  * @gaps_unlisted: streamed: gaps the kernel counted but no longer itemised
+ * @read_failed: its final state could not be read (no file)
  */
 struct capture_trace {
 	unsigned int cpu;
@@ -181,6 +182,7 @@ struct capture_trace {
 	const struct ipt_gap *gaps;
 	size_t nr_gaps;
 	uint64_t gaps_unlisted;
+	bool read_failed;
 };
 
 /**
@@ -315,11 +317,13 @@ int capture_stream_gap(const struct iptcap_stream_trace *tr, const struct ipt_ga
 int capture_stream_unlisted(const struct iptcap_stream_trace *tr, uint64_t nr, void *user);
 /*
  * Streamed, the session stopped and drained into @files: the final state
- * of every trace, its file (an empty one for a trace that got no byte) and
+ * of every trace, its file (an empty one, created by @files' naming rule,
+ * for a trace that got no byte), every file fsync'd and closed (a failure
+ * makes the trace's write_errno and the capture incomplete), then
  * meta.json, as capture_collect().  Returns 0 when complete, else 1.
  */
 int capture_collect_stream(struct iptcap *ipt, struct capture *c,
-			   const struct iptcap_stream_files *files);
+			   struct iptcap_stream_files *files);
 /* Gaps of every trace, not itemised ones included. */
 uint64_t capture_nr_gaps(const struct capture *c);
 

@@ -522,6 +522,17 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+/*
+ * SIGPIPE (stderr or a progress pipe closed) is caught, not fatal: the
+ * write fails with EPIPE, and the recording ends as with any write
+ * error, its capture saying so.  A caught signal is SIG_DFL again in the
+ * command after exec.
+ */
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+}
+
 static uint64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -1353,15 +1364,19 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	c.meta_reserve = 4096 + 1024 * (c.per_thread ? (nr_slots < 16 ? nr_slots : 16) :
 					(size_t)caps.nr_cpus);
 	/*
-	 * From the moment the capture exists on disk a SIGINT or SIGTERM ends
-	 * the recording cleanly (the loop below sees stop_signal): whoever
-	 * waits for meta.json to appear may signal at once.
+	 * From the moment the capture exists on disk a SIGINT, SIGTERM or
+	 * SIGHUP (the terminal closed) ends the recording cleanly (the loop
+	 * below sees stop_signal): whoever waits for meta.json to appear may
+	 * signal at once.
 	 */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_sigpipe;
+	sigaction(SIGPIPE, &sa, NULL);
 
 	/* Until the end, the capture on disk says it is incomplete. */
 	c.complete = false;

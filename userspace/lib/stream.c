@@ -346,6 +346,34 @@ enum iptcap_err iptcap_stream_files_open(const char *dir, struct iptcap_stream_f
 	return IPTCAP_OK;
 }
 
+/*
+ * The one naming rule of a capture's trace files: "cpuN.pt" per CPU;
+ * per thread "thread-TID.pt" for the first of a thread's traces that gets a
+ * file, "thread-TID.TRACE.pt" for its later ones (TRACE, the trace index,
+ * is unique in the session).  A file is created with O_EXCL: an existing
+ * file is never truncated; a thread's first name being taken (by a file
+ * not of this sink) falls back to the unique one.
+ */
+static int open_trace_file(struct iptcap_stream_files *f, struct stream_file *sf,
+			   const struct iptcap_stream_trace *tr, bool again)
+{
+	const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+
+	if (tr->cpu != IPT_TRACE_NONE) {
+		snprintf(sf->name, sizeof(sf->name), "cpu%u.pt", tr->trace);
+	} else if (!again) {
+		snprintf(sf->name, sizeof(sf->name), "thread-%u.pt", tr->tid);
+		sf->fd = openat(f->dirfd, sf->name, flags, 0644);
+		if (sf->fd >= 0 || errno != EEXIST)
+			return sf->fd;
+		snprintf(sf->name, sizeof(sf->name), "thread-%u.%u.pt", tr->tid, tr->trace);
+	} else {
+		snprintf(sf->name, sizeof(sf->name), "thread-%u.%u.pt", tr->tid, tr->trace);
+	}
+	sf->fd = openat(f->dirfd, sf->name, flags, 0644);
+	return sf->fd;
+}
+
 static struct stream_file *file_of(struct iptcap_stream_files *f,
 				   const struct iptcap_stream_trace *tr)
 {
@@ -372,17 +400,43 @@ static struct stream_file *file_of(struct iptcap_stream_files *f,
 	memset(sf, 0, sizeof(*sf));
 	sf->trace = tr->trace;
 	sf->tid = tr->tid;
-	if (tr->cpu != IPT_TRACE_NONE)
-		snprintf(sf->name, sizeof(sf->name), "cpu%u.pt", tr->trace);
-	else if (again)
-		snprintf(sf->name, sizeof(sf->name), "thread-%u.%u.pt", tr->tid, tr->trace);
-	else
-		snprintf(sf->name, sizeof(sf->name), "thread-%u.pt", tr->tid);
-	sf->fd = openat(f->dirfd, sf->name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (sf->fd < 0)
+	if (open_trace_file(f, sf, tr, again) < 0)
 		return NULL;
 	f->nr++;
 	return sf;
+}
+
+enum iptcap_err iptcap_stream_files_touch(struct iptcap_stream_files *f,
+					  const struct iptcap_stream_trace *tr)
+{
+	errno = 0;
+	if (!file_of(f, tr))
+		return iptcap_err_from_errno(errno ? errno : ENOMEM);
+	return IPTCAP_OK;
+}
+
+int iptcap_stream_files_sync(struct iptcap_stream_files *f)
+{
+	int e = 0;
+	size_t i;
+
+	for (i = 0; i < f->nr; i++) {
+		struct stream_file *sf = &f->f[i];
+
+		if (sf->fd < 0)
+			continue;
+		/* EINVAL: a file that cannot be synced (not on a disk) */
+		if (fsync(sf->fd) && errno != EINVAL && !sf->write_errno)
+			sf->write_errno = errno;
+		if (close(sf->fd) && errno != EINTR && !sf->write_errno)
+			sf->write_errno = errno;
+		sf->fd = -1;
+		if (!e)
+			e = sf->write_errno;
+	}
+	if (fsync(f->dirfd) && errno != EINVAL && !e)
+		e = errno;
+	return e;
 }
 
 int iptcap_stream_files_data(const struct iptcap_stream_trace *tr, uint64_t offset,
@@ -396,6 +450,8 @@ int iptcap_stream_files_data(const struct iptcap_stream_trace *tr, uint64_t offs
 		return errno ? errno : ENOMEM;
 	if (sf->write_errno)
 		return sf->write_errno;
+	if (sf->fd < 0)		/* synced and closed: the recording is over */
+		return EBADF;
 	while (done < len) {
 		ssize_t n = pwrite(sf->fd, (const char *)data + done, len - done,
 				   (off_t)(offset + done));
@@ -442,7 +498,7 @@ int iptcap_stream_files_close(struct iptcap_stream_files *f)
 	for (i = 0; i < f->nr; i++) {
 		if (!e && f->f[i].write_errno)
 			e = f->f[i].write_errno;
-		if (close(f->f[i].fd) && !e)
+		if (f->f[i].fd >= 0 && close(f->f[i].fd) && errno != EINTR && !e)
 			e = errno;
 	}
 	close(f->dirfd);

@@ -331,6 +331,48 @@ static int64_t json_int(const char *path, const char *key)
 	return r;
 }
 
+/*
+ * The keys of the first "stream_gap" entry of the -j summary in @path's
+ * "traces"[*]."errors", sorted, comma-separated, into @buf ("" if none).
+ */
+static void sgap_keys(const char *path, char *buf, size_t len)
+{
+	struct json_object *o = json_object_from_file(path), *ts = NULL, *errs, *e, *rs;
+	const char *keys[16];
+	size_t n = 0, i, j, k;
+
+	buf[0] = '\0';
+	if (!o || !json_object_object_get_ex(o, "traces", &ts))
+		goto out;
+	for (i = 0; i < json_object_array_length(ts) && !n; i++) {
+		if (!json_object_object_get_ex(json_object_array_get_idx(ts, i), "errors", &errs))
+			continue;
+		for (j = 0; j < json_object_array_length(errs) && !n; j++) {
+			e = json_object_array_get_idx(errs, j);
+			if (!json_object_object_get_ex(e, "reason", &rs) ||
+			    strcmp(json_object_get_string(rs), "stream_gap"))
+				continue;
+			json_object_object_foreach(e, key, val) {
+				(void)val;
+				if (n < 16)
+					keys[n++] = key;
+			}
+			for (k = 1; k < n; k++)
+				for (size_t m = k; m > 0 && strcmp(keys[m - 1], keys[m]) > 0; m--) {
+					const char *x = keys[m];
+
+					keys[m] = keys[m - 1];
+					keys[m - 1] = x;
+				}
+			for (k = 0; k < n; k++)
+				snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", k ? "," : "",
+					 keys[k]);
+		}
+	}
+out:
+	json_object_put(o);
+}
+
 /* ---- expectations from the ground truth ------------------------------------------------ */
 
 /* --calls lines: "IDX <indent>[><] SYM ADDR" */
@@ -2081,6 +2123,7 @@ static void test_stream_gap(struct run *r)
 	char pa[PATH_MAX + 64], pb[PATH_MAX + 64], exp[PATH_MAX + 64];
 	size_t tlen = 0, *offs = NULL, n = 0, p1, p2, o;
 	struct json_object *m, *t, *gaps, *g;
+	char keys[256];
 	char *trace, *cut;
 	int st, j;
 
@@ -2162,10 +2205,220 @@ static void test_stream_gap(struct run *r)
 		      file_contains(F(r, out), "\"tsc_end\":\"0xc8\""),
 		      "%s: stream gap, -J %d: the summary counts 1 stream gap, 0 errors, and lists "
 		      "it with its TSCs", r->name, j);
+		sgap_keys(F(r, out), keys, sizeof(keys));
+		CHECK(!strcmp(keys, "bytes_lost,bytes_skipped,offset,reason,tsc,tsc_end"),
+		      "%s: stream gap, -J %d: its summary entry has its TSCs and bytes lost, no "
+		      "\"ip\" (%s)", r->name, j, keys);
 	}
 	free(trace);
 	free(cut);
 	free(offs);
+}
+
+/*
+ * Names are bytes (a file name, a symbol, a thread's comm), JSON is
+ * UTF-8: the code images under names with a byte that is not UTF-8
+ * (0xff) and with well-formed UTF-8 ("é", 0xc3 0xa9).  --jsonl and
+ * --perfetto must stay valid JSON: the 0xff becomes U+FFFD, the "é"
+ * stays as it is.
+ */
+/* @s (@n bytes) as one strict JSON value whose strings are valid UTF-8, or NULL. */
+static struct json_object *json_utf8(const char *s, size_t n)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *o;
+
+	if (!tok)
+		return NULL;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, s, (int)n);
+	if (o && (json_tokener_get_error(tok) != json_tokener_success ||
+		  json_tokener_get_parse_end(tok) < n)) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+static void test_json_names(struct run *r)
+{
+	static const char *const pfx[2] = { "n\xff" "x-", "n\xc3\xa9-" };
+	static const char *const want[2] = { "n\xef\xbf\xbd" "x-", "n\xc3\xa9-" };
+	char raws[16384], cap[PATH_MAX + 32], path[PATH_MAX + 64], line[PATH_MAX + 64];
+	size_t tlen = 0;
+	char *trace;
+	int v;
+
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	trace = slurp(path, &tlen);
+	snprintf(cap, sizeof(cap), "%s/%s.names-capture", work, r->name);
+	if (!trace) {
+		CHECK(0, "%s: json names: no trace.pt", r->name);
+		return;
+	}
+	make_capture(r, cap, trace, tlen);
+	free(trace);
+	for (v = 0; v < 2; v++) {
+		size_t o = 0, lines = 0, bad = 0, named = 0;
+		struct json_object *pf;
+		FILE *f;
+		int st;
+
+		raws[0] = 0;
+		snprintf(path, sizeof(path), "%s/images.txt", r->dir);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long long a, e;
+			char name[256];
+
+			if (sscanf(line, "%llx %llx %255s", &a, &e, name) != 3)
+				continue;
+			sh("cp %s/%s '%s/%s%s'", r->dir, name, work, pfx[v], name);
+			o += (size_t)snprintf(raws + o, sizeof(raws) - o, " --raw '%s/%s%s:%#llx'",
+					      work, pfx[v], name, a);
+		}
+		if (f)
+			fclose(f);
+		st = decode(F(r, "jn"), F(r, "ejn"), "decode %s%s --insn=%s --jsonl --perfetto=%s -J 1",
+			    cap, raws, F(r, "jn.jsonl"), F(r, "jn.pf"));
+		f = fopen(F(r, "jn.jsonl"), "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			struct json_object *l = json_utf8(line, strcspn(line, "\n")), *d;
+
+			lines++;
+			if (!l)
+				bad++;
+			else if (json_object_object_get_ex(l, "dso", &d) &&
+				 json_object_is_type(d, json_type_string) &&
+				 !strncmp(json_object_get_string(d), want[v], strlen(want[v])))
+				named++;
+			json_object_put(l);
+		}
+		if (f)
+			fclose(f);
+		trace = slurp(F(r, "jn.pf"), &tlen);
+		pf = trace ? json_utf8(trace, strlen(trace)) : NULL;
+		free(trace);
+		CHECK(st == 0 && clean_stderr(F(r, "ejn")) && lines && !bad && named,
+		      "%s: json names, a name with %s: every --jsonl line is valid JSON, its strings "
+		      "valid UTF-8 (%zu of %zu bad), the name reads \"%s...\" (%zu lines)", r->name,
+		      v ? "\"\\xc3\\xa9\" (UTF-8, kept)" : "0xff (becomes U+FFFD)", bad, lines,
+		      v ? "n\\u00e9-" : "n\\ufffdx-", named);
+		CHECK(pf != NULL, "%s: json names, a name with %s: the --perfetto file is valid "
+		      "JSON, its strings valid UTF-8",
+		      r->name, v ? "UTF-8" : "0xff");
+		json_object_put(pf);
+	}
+}
+
+/*
+ * A streamed capture's gap records that cannot be right are refused with
+ * one line naming the field (exit 2): two gaps at one offset, a tsc_end
+ * before its tsc_start, an offset past the end of the file.  And
+ * --jsonl or -F without --insn or --calls is a usage error (exit 2).
+ */
+static void test_meta_gaps(struct run *r)
+{
+	static const struct {
+		const char *what, *field;
+		int64_t off[2], t0[2], t1[2];
+		int n;
+	} bad[] = {
+		{ "two gaps at one offset", "gaps[1].offset", { 64, 64 }, { 1, 5 }, { 2, 6 }, 2 },
+		{ "a tsc_end before its tsc_start", "gaps[0].tsc_end", { 64 }, { 200 }, { 100 }, 1 },
+		{ "an offset past the end of the file", "gaps[0].offset", { 1 << 30 }, { 1 }, { 2 }, 1 },
+	};
+	char cap[PATH_MAX + 32], path[PATH_MAX + 64];
+	size_t tlen = 0, k;
+	char *trace;
+	int st, i;
+
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	trace = slurp(path, &tlen);
+	snprintf(cap, sizeof(cap), "%s/%s.gaps-capture", work, r->name);
+	if (!trace) {
+		CHECK(0, "%s: meta gaps: no trace.pt", r->name);
+		return;
+	}
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct json_object *m, *t = NULL, *gaps = json_object_new_array();
+		char *e;
+		bool one_line;
+
+		make_capture(r, cap, trace, tlen);
+		snprintf(path, sizeof(path), "%s/meta.json", cap);
+		m = json_object_from_file(path);
+		json_object_object_get_ex(m, "traces", &t);
+		t = json_object_array_get_idx(t, 0);
+		for (i = 0; i < bad[k].n; i++) {
+			struct json_object *g = json_object_new_object();
+
+			json_object_object_add(g, "offset", json_object_new_int64(bad[k].off[i]));
+			json_object_object_add(g, "tsc_start", json_object_new_int64(bad[k].t0[i]));
+			json_object_object_add(g, "tsc_end", json_object_new_int64(bad[k].t1[i]));
+			json_object_object_add(g, "bytes_lost", json_object_new_int64(10));
+			json_object_object_add(g, "cpu", json_object_new_int64(0));
+			json_object_array_add(gaps, g);
+		}
+		json_object_object_add(t, "gaps", gaps);
+		json_object_to_file(path, m);
+		json_object_put(m);
+		st = decode(F(r, "mg"), F(r, "emg"), "decode %s --insn=%s", cap, F(r, "mg.insn"));
+		e = slurp(F(r, "emg"), NULL);
+		one_line = e && strchr(e, '\n') && !strchr(e, '\n')[1];
+		CHECK(st == 2 && one_line && strstr(e, bad[k].field),
+		      "%s: meta gaps: %s: refused, exit 2 (%d), one line naming \"%s\": %s", r->name,
+		      bad[k].what, st, bad[k].field, e ? e : "");
+		free(e);
+	}
+	free(trace);
+	st = decode(F(r, "mj"), F(r, "emj"), "decode %s --jsonl", r->dir);
+	CHECK(st == 2 && file_contains(F(r, "emj"), "--jsonl goes with --insn or --calls"),
+	      "%s: --jsonl without --insn or --calls: a usage error, exit 2 (%d)", r->name, st);
+	st = decode(F(r, "mf"), F(r, "emf"), "decode %s -F tid --profile", r->dir);
+	CHECK(st == 2 && file_contains(F(r, "emf"), "-F/--fields goes with --insn or --calls"),
+	      "%s: -F without --insn or --calls: a usage error, exit 2 (%d)", r->name, st);
+}
+
+/*
+ * A recording killed before it ended leaves its first meta.json: "traces"
+ * empty, incomplete, "the recording did not finish".  decode says so and
+ * decodes the trace files it left, exit 3 (incomplete).
+ */
+static void test_unfinished(struct run *r)
+{
+	char raws[16384], cap[PATH_MAX + 32], path[PATH_MAX + 64];
+	struct json_object *m;
+	size_t tlen = 0;
+	char *trace;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/trace.pt", r->dir);
+	trace = slurp(path, &tlen);
+	snprintf(cap, sizeof(cap), "%s/%s.unfinished-capture", work, r->name);
+	if (!trace) {
+		CHECK(0, "%s: unfinished: no trace.pt", r->name);
+		return;
+	}
+	make_capture(r, cap, trace, tlen);
+	free(trace);
+	snprintf(path, sizeof(path), "%s/meta.json", cap);
+	m = json_object_from_file(path);
+	json_object_object_add(m, "traces", json_object_new_array());
+	json_object_object_add(m, "complete", json_object_new_boolean(0));
+	json_object_object_add(m, "incomplete_reason",
+			       json_object_new_string("the recording did not finish"));
+	json_object_to_file(path, m);
+	json_object_put(m);
+	raw_args(r, raws, sizeof(raws), -1);
+	st = decode(F(r, "uf"), F(r, "euf"), "-j decode %s%s", cap, raws);
+	CHECK(st == 3 && clean_stderr(F(r, "euf")) &&
+	      file_contains(F(r, "euf"), "the recording did not finish; decoding what it left") &&
+	      json_int(F(r, "uf"), "instructions") == (int64_t)r->n,
+	      "%s: unfinished capture (no trace listed): says so, decodes cpu0.pt (%" PRId64
+	      " of %zu instructions), exit 3 (%d)", r->name, json_int(F(r, "uf"), "instructions"),
+	      r->n, st);
 }
 
 /* ---- corrupted input, under ASan/UBSan ----------------------------------------------------- */
@@ -4129,7 +4382,9 @@ int main(int argc, char **argv)
 	int status;
 	/*
 	 * IPT_DECODE_TEST=stream-gap: only the streamed-capture test, on the
-	 * first run; =switching-syms: only test_switching_syms(), on sw-*.
+	 * first run; =json-names, =meta-gaps, =unfinished: only that test
+	 * (test_json_names(), ...), on the first run;
+	 * =switching-syms: only test_switching_syms(), on sw-*.
 	 */
 	const char *only = getenv("IPT_DECODE_TEST");
 	bool only_sw = only && !strcmp(only, "switching-syms");
@@ -4156,7 +4411,8 @@ int main(int argc, char **argv)
 		      "(objects %s, exit %s)", objs ? "missing" : "found",
 		      calls ? "not called" : "called");
 	}
-	if (only && !strcmp(only, "stream-gap"))
+	if (only && (!strcmp(only, "stream-gap") || !strcmp(only, "json-names") ||
+		     !strcmp(only, "meta-gaps") || !strcmp(only, "unfinished")))
 		nr = 1;
 	/* ptgen, two at a time (each tracer/tracee pair keeps a CPU busy) */
 	for (i = 0; i < nr; i++) {
@@ -4195,7 +4451,14 @@ int main(int argc, char **argv)
 		if (only_sw)
 			continue;
 		if (only) {
-			test_stream_gap(&runs[i]);
+			if (!strcmp(only, "json-names"))
+				test_json_names(&runs[i]);
+			else if (!strcmp(only, "meta-gaps"))
+				test_meta_gaps(&runs[i]);
+			else if (!strcmp(only, "unfinished"))
+				test_unfinished(&runs[i]);
+			else
+				test_stream_gap(&runs[i]);
 			return tap_done();
 		}
 		if (!strcmp(runs[i].name, "calls-timed"))
@@ -4268,6 +4531,9 @@ int main(int argc, char **argv)
 		json_object_put(o);
 		test_inputs(&runs[0]);
 		test_stream_gap(&runs[0]);
+		test_json_names(&runs[0]);
+		test_meta_gaps(&runs[0]);
+		test_unfinished(&runs[0]);
 		test_kcore(&runs[0]);
 		test_kcore_modules(&runs[1]);
 		/* --folded-time without TSC packets: says so, counts instructions */

@@ -17,11 +17,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../ipttool/ipttool.h"
@@ -30,6 +32,32 @@
 
 #define FAKE_PATH "/dev/ipt-stream-test"
 #include "fake_ipt.h"
+
+/*
+ * fsync() of the test's own: with fail_pt_fsync set, an fsync of a ".pt"
+ * file fails with EIO (a disk that loses the trace's last bytes); every
+ * call on a ".pt" file is counted.
+ */
+static int fail_pt_fsync;
+static unsigned int pt_fsyncs;
+
+int fsync(int fd)
+{
+	int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+	char link[64], target[512];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n > 3 && !memcmp(target + n - 3, ".pt", 3)) {
+		pt_fsyncs++;
+		if (fail_pt_fsync) {
+			errno = fail_pt_fsync;
+			return -1;
+		}
+	}
+	return real(fd);
+}
 
 #define FK_SIZE (64 * 1024)	/* buffer per trace */
 #define FK_TRACES 4
@@ -297,7 +325,8 @@ static char tmpdir[] = "/tmp/test_stream.XXXXXX";
 static void clean_dir(void)
 {
 	const char *names[] = { "cpu0.pt", "cpu1.pt", "cpu2.pt", "cpu3.pt", "thread-100.pt",
-				"thread-100.2.pt", "thread-101.pt" };
+				"thread-100.0.pt", "thread-100.1.pt", "thread-100.2.pt",
+				"thread-101.pt", "meta.json" };
 	char p[256];
 	size_t i;
 
@@ -655,6 +684,92 @@ out:
 	iptcap_close(ipt);
 }
 
+/*
+ * Per-thread: a thread's first trace got no byte, its later one did.  The
+ * sink names the later one thread-TID.pt; the empty file made at collect
+ * time must take another name, never truncate it.
+ */
+static void test_threads_empty_first(void)
+{
+	struct iptcap *ipt = session(true);
+	struct iptcap_stream *s = NULL;
+	struct capture c;
+	struct rec r;
+	uint64_t from[1] = { 0 }, to[1];
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	memset(&c, 0, sizeof(c));
+	if (!ipt || iptcap_stream_files_open(tmpdir, &r.files) ||
+	    iptcap_stream_open(ipt, &rec_ops, &r, &s)) {
+		CHECK(0, "threads, empty first: open");
+		goto out;
+	}
+	iptcap_start(ipt);
+	fk.tr[0].exists = fk.tr[1].exists = true;
+	fk.tr[0].tid = 100;	/* attached, nothing traced */
+	fk.tr[1].tid = 100;	/* the same thread again (reattached, or its id reused) */
+	fk_produce(1, 7000);
+	iptcap_stop(ipt);
+	CHECK(!iptcap_stream_finish(s), "threads, empty first: finish");
+	c.dir = tmpdir;
+	c.per_thread = true;
+	c.stream = true;
+	c.complete = true;
+	c.config.max_threads = FK_TRACES;
+	c.meta_reserve = 8192;
+	c.nr_slots = FK_TRACES;
+	c.traces = calloc(FK_TRACES, sizeof(*c.traces));
+	c.slots = calloc(FK_TRACES, sizeof(*c.slots));
+	if (c.traces && c.slots)
+		rc = capture_collect_stream(ipt, &c, r.files);
+	CHECK(rc == 0 && c.complete && c.nr_traces == 2, "threads, empty first: collected, complete");
+	CHECK(c.nr_traces == 2 && strcmp(c.traces[0].file, c.traces[1].file) &&
+	      !strcmp(c.traces[1].file, "thread-100.pt") &&
+	      !strcmp(c.traces[0].file, "thread-100.0.pt"),
+	      "threads, empty first: two files, the data one thread-100.pt, the empty one "
+	      "thread-100.0.pt (%s, %s)", c.traces[0].file, c.traces[1].file);
+	to[0] = 7000;
+	CHECK(file_is("thread-100.pt", 1, from, to, 1),
+	      "threads, empty first: the later trace's data survives collecting the empty one");
+	to[0] = 0;
+	CHECK(file_is("thread-100.0.pt", 0, from, to, 0), "threads, empty first: the empty file");
+out:
+	free(c.traces);
+	free(c.slots);
+	iptcap_stream_close(s);
+	iptcap_stream_files_close(r.files);
+	iptcap_close(ipt);
+}
+
+/* The sink creates with O_EXCL: it never truncates a file already there. */
+static void test_files_excl(void)
+{
+	struct iptcap_stream_files *f = NULL;
+	struct iptcap_stream_trace tr = { .trace = 3, .cpu = 3, .tid = 0 };
+	struct stat st;
+	char p[300];
+	int fd, e, made;
+
+	clean_dir();
+	snprintf(p, sizeof(p), "%s/cpu3.pt", tmpdir);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	made = fd >= 0 && write(fd, "keep", 4) == 4;
+	if (fd >= 0)
+		close(fd);
+	CHECK(made, "excl: a cpu3.pt exists");
+	if (iptcap_stream_files_open(tmpdir, &f)) {
+		CHECK(0, "excl: open the sink");
+		return;
+	}
+	e = iptcap_stream_files_data(&tr, 0, "x", 1, f);
+	CHECK(e == EEXIST, "excl: writing cpu3 fails with EEXIST (%s)", strerror(e));
+	e = iptcap_stream_files_close(f);
+	CHECK(e == 0, "excl: close (%s)", strerror(e));
+	CHECK(!stat(p, &st) && st.st_size == 4, "excl: cpu3.pt kept its 4 bytes");
+	clean_dir();
+}
+
 /* The release and gap calls themselves. */
 static void test_calls(void)
 {
@@ -747,6 +862,67 @@ static struct json_object *read_meta(const char *dir)
 	return json_object_from_file(p);
 }
 
+/*
+ * SIGHUP (the terminal closed) ends a recording as SIGINT does: the
+ * capture is written, complete.  The recording runs "sleep 100" in a
+ * child process of the test; the test waits for its first meta.json (the
+ * moment record says it may be signalled), sends SIGHUP, and expects a
+ * clean exit, not death by the signal.
+ */
+static void test_record_sighup(void)
+{
+	struct ipttool t = { .device = FAKE_PATH };
+	char dir[300], meta[320];
+	struct json_object *m;
+	int i, wst = 0;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/hup", tmpdir);
+	snprintf(meta, sizeof(meta), "%s/meta.json", dir);
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.record_mode = true;
+	fk.stream_feature = true;
+	fk.start_bytes = 1000;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "record", "-a", "--no-sideband", "--size", "64K", "-o", dir, "-q",
+				 "--", "sleep", "100", NULL };
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		_exit(cmd_record(&t, 11, argv));
+	}
+	/* a bounded wait on a state (30 s, never reached when all is well) */
+	for (i = 0; pid > 0 && i < 3000 && access(meta, F_OK); i++)
+		usleep(10000);
+	CHECK(pid > 0 && !access(meta, F_OK), "record SIGHUP: the capture is begun");
+	if (pid > 0) {
+		kill(pid, SIGHUP);
+		waitpid(pid, &wst, 0);
+	}
+	m = read_meta(dir);
+	CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0 && m &&
+	      json_object_get_boolean(jget(m, "complete")),
+	      "record SIGHUP: ends the recording, exit 0, capture complete (%s %d)",
+	      WIFEXITED(wst) ? "exit" : "signal", WIFEXITED(wst) ? WEXITSTATUS(wst) :
+	      WTERMSIG(wst));
+	json_object_put(m);
+	fk.record_mode = false;
+	fk.start_bytes = 0;
+	{
+		const char *names[] = { "cpu0.pt", "cpu1.pt", "meta.json" };
+
+		for (i = 0; i < 3; i++) {
+			snprintf(meta, sizeof(meta), "%s/%s", dir, names[i]);
+			unlink(meta);
+		}
+		rmdir(dir);
+	}
+}
+
 static void test_record(void)
 {
 	char dir[300];
@@ -763,9 +939,11 @@ static void test_record(void)
 
 	/* Lossless: half a buffer on CPU 0, a sixth on CPU 1. */
 	fk.start_bytes = FK_SIZE / 2;
+	pt_fsyncs = 0;
 	rc = run_record(dir, NULL);
 	m = read_meta(dir);
 	CHECK(rc == 0, "record: a stream without gaps exits 0 (%d): %s", rc, errtext);
+	CHECK(pt_fsyncs == 2, "record: both trace files fsync'd (%u)", pt_fsyncs);
 	CHECK(m && !strcmp(jstr(m, "config.buffer"), "stream") &&
 	      json_object_get_boolean(jget(m, "stream.enabled")) && !jget(m, "stream.fallback") &&
 	      jint(m, "stream.gaps") == 0 && jint(m, "stream.bytes") == FK_SIZE / 2 + FK_SIZE / 6,
@@ -779,6 +957,20 @@ static void test_record(void)
 	CHECK(file_is("cap/cpu0.pt", 0, from, to, 1), "record: cap/cpu0.pt is the stream");
 	to[0] = FK_SIZE / 6;
 	CHECK(file_is("cap/cpu1.pt", 1, from, to, 1), "record: cap/cpu1.pt is the stream");
+	json_object_put(m);
+
+	/* The disk fails the trace files' fsync: incomplete, said, exit 1. */
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fail_pt_fsync = EIO;
+	rc = run_record(dir, NULL);
+	fail_pt_fsync = 0;
+	m = read_meta(dir);
+	CHECK(rc == 1 && m && !json_object_get_boolean(jget(m, "complete")) &&
+	      strstr(jstr(m, "incomplete_reason"), "cpu0.pt") &&
+	      strstr(jstr(m, "incomplete_reason"), strerror(EIO)),
+	      "record: a trace file's failed fsync: exit 1, meta.json incomplete and why (%d, %s)",
+	      rc, m ? jstr(m, "incomplete_reason") : "no meta.json");
 	json_object_put(m);
 
 	/* Overload: three buffers at once on CPU 0, a gap of two and 100 bytes. */
@@ -910,7 +1102,10 @@ int main(void)
 	test_gap_records();
 	test_sink_error();
 	test_threads();
+	test_threads_empty_first();
+	test_files_excl();
 	test_record();
+	test_record_sighup();
 	clean_dir();
 	rmdir(tmpdir);
 	return tap_done();

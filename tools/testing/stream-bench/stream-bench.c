@@ -101,8 +101,15 @@ static int time_sink(const unsigned char *buf, size_t size, unsigned int regions
 		unsigned int k;
 		int rc = 0;
 
-		if (dir && iptcap_stream_files_open(dir, &f))
-			return -1;
+		if (dir) {
+			char p[4096];
+
+			/* the sink creates its files exclusively: the last run's goes first */
+			snprintf(p, sizeof(p), "%s/cpu0.pt", dir);
+			unlink(p);
+			if (iptcap_stream_files_open(dir, &f))
+				return -1;
+		}
 		c0 = cpu_secs();
 		t0 = now();
 		/* 4 buffers' worth, a region at a time, as a drain hands them out */
