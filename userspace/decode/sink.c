@@ -281,38 +281,69 @@ static size_t utf8_len(const unsigned char *p)
 }
 
 /*
+ * The length of the run at @s that a JSON string holds as it is: ASCII
+ * other than controls, '"' and '\\', and well-formed UTF-8.
+ */
+static size_t json_plain_len(const char *s)
+{
+	const unsigned char *e = (const unsigned char *)s;
+	size_t n;
+
+	for (;;) {
+		if (*e >= 0x20 && *e < 0x80 && *e != '"' && *e != '\\')
+			e++;
+		else if (*e >= 0x80 && (n = utf8_len(e)))
+			e += n;
+		else
+			return (size_t)((const char *)e - s);
+	}
+}
+
+/*
+ * The escape of @c, the byte that ends a json_plain_len() run (not NUL),
+ * into @p (at least 6 bytes); returns its length.  A byte that is not
+ * part of well-formed UTF-8 (a name from a binary or a thread's comm is
+ * bytes, not text) becomes U+FFFD, so the output is always valid JSON.
+ */
+static size_t json_escape(unsigned char c, char *p)
+{
+	static const char hx[] = "0123456789abcdef";
+
+	if (c == '"' || c == '\\') {
+		p[0] = '\\';
+		p[1] = (char)c;
+		return 2;
+	}
+	if (c >= 0x80) {
+		memcpy(p, "\\ufffd", 6);
+		return 6;
+	}
+	memcpy(p, "\\u00", 4);
+	p[4] = hx[c >> 4];
+	p[5] = hx[c & 15];
+	return 6;
+}
+
+/*
  * @s as a JSON string.  Each run of characters that need no escape goes
  * in one write (--perfetto writes a name per event); well-formed UTF-8 is
- * kept as it is, a byte that is not part of any (a name from a binary or
- * a thread's comm is bytes, not text) becomes U+FFFD, so the output is
- * always valid JSON.
+ * kept as it is, anything else escaped (json_escape()).
  */
 void dec_json_str(FILE *f, const char *s)
 {
+	char esc[6];
+	size_t n;
+
 	fputc_unlocked('"', f);
 	for (;;) {
-		const unsigned char *e = (const unsigned char *)s;
-		size_t n;
-
-		for (;;) {
-			if (*e >= 0x20 && *e < 0x80 && *e != '"' && *e != '\\')
-				e++;
-			else if (*e >= 0x80 && (n = utf8_len(e)))
-				e += n;
-			else
-				break;
-		}
-		if ((const char *)e > s)
-			fwrite_unlocked(s, 1, (size_t)((const char *)e - s), f);
-		if (!*e)
+		n = json_plain_len(s);
+		if (n)
+			fwrite_unlocked(s, 1, n, f);
+		s += n;
+		if (!*s)
 			break;
-		if (*e == '"' || *e == '\\')
-			fprintf(f, "\\%c", *e);
-		else if (*e >= 0x80)
-			fputs("\\ufffd", f);
-		else
-			fprintf(f, "\\u%04x", *e);
-		s = (const char *)e + 1;
+		fwrite_unlocked(esc, 1, json_escape((unsigned char)*s, esc), f);
+		s++;
 	}
 	fputc_unlocked('"', f);
 }
@@ -352,32 +383,20 @@ void dec_obuf_free(struct dec_obuf *b)
 
 void dec_obuf_json_str(struct dec_obuf *b, const char *s)
 {
-	static const char hx[] = "0123456789abcdef";
+	size_t n;
 	char *p;
 
 	dec_obuf_put(b, "\"", 1);
 	for (;;) {
-		const char *e = s;
-
-		while (*e && *e != '"' && *e != '\\' && (unsigned char)*e >= 0x20)
-			e++;
-		if (e > s)
-			dec_obuf_put(b, s, (size_t)(e - s));
-		if (!*e)
+		n = json_plain_len(s);
+		if (n)
+			dec_obuf_put(b, s, n);
+		s += n;
+		if (!*s)
 			break;
 		p = dec_obuf_room(b, 6);
-		if (*e == '"' || *e == '\\') {
-			*p++ = '\\';
-			*p++ = *e;
-		} else {
-			/* "\\u%04x" of a control character */
-			memcpy(p, "\\u00", 4);
-			p[4] = hx[(unsigned char)*e >> 4];
-			p[5] = hx[*e & 15];
-			p += 6;
-		}
-		dec_obuf_done(b, p);
-		s = e + 1;
+		dec_obuf_done(b, p + json_escape((unsigned char)*s, p));
+		s++;
 	}
 	dec_obuf_put(b, "\"", 1);
 }
