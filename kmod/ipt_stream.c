@@ -671,16 +671,19 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_out);
 
 /**
  * ipt_stream_thread_end() - a thread's stream trace will not be loaded
- * again: its thread exited (the scheduler hook saw it dead)
+ * again: its thread exited (the scheduler hook saw it dead) or exec'd an
+ * image its session may not follow it into (detached by the exec hook)
  * @t: the trace, unloaded (ipt_stream_thread_out() ran for it)
  *
  * Data that did not fill a region is ready now, as a stopped trace's is
  * (ipt_stream_ready(): no region end will follow), but the unload woke
  * nobody for it: wake the pollers, through the trace's irq_work (the
- * hook runs with the runqueue lock held, where a wake-up may not be
- * done directly).  A detach wakes them itself (ipt_ioctl_detach()).
+ * switch hook runs with the runqueue lock held, where a wake-up may not
+ * be done directly).  IPT_IOC_DETACH wakes them itself
+ * (ipt_ioctl_detach()).
  *
- * Context: interrupts off (the sched_switch hook); the trace's session
+ * Context: interrupts off (the sched_switch hook, or the exec hook with
+ * interrupts saved); the trace was found in the RCU hash; its session
  * lives until its teardown, which waits for the irq_work
  * (ipt_stream_sync()) after a grace period.
  */

@@ -624,6 +624,9 @@ static void ipt_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
 	raw_spin_lock(&ipt_thread_lock);
 	ipt_thread_unhash(t, IPT_TS_DETACHED);
 	raw_spin_unlock(&ipt_thread_lock);
+	/* Its partial region is ready now: say so, as at an exit. */
+	if (t->s->stream)
+		ipt_stream_thread_end(t);
 	local_irq_restore(flags);
 }
 

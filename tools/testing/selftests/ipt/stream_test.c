@@ -41,13 +41,14 @@
 #include <time.h>
 
 #include "ipt_lib.h"
+#include "ipt_poller.h"
 #include "kselftest_harness.h"
 
 #define KIB 1024ULL
 #define MIB (1024 * KIB)
 /* Polls of a state or counter, 10 ms apart: a 30 s bound. */
-#define POLLS 3000
-#define POLL_MS 30000
+#define POLLS IPT_POLLS
+#define POLL_MS IPT_POLL_MS
 #define CSUM_WEIGHT(i) ((2 * (uint64_t)(i) + 1) * 0x9e3779b97f4a7c15ULL)
 
 static void msleep(unsigned int ms)
@@ -209,89 +210,6 @@ static int poll_in(int fd, int ms)
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
 	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
-}
-
-/*
- * A thread blocked in poll() on @fd, for up to POLL_MS; @tid is set
- * once its tid is known, and the test waits until the thread is inside
- * the poll system call (/proc/self/task/TID/syscall) before acting.
- * @ms: how long it was in poll(): a poll that reaches its bound still
- * reports the events its last look found (fs/select.c do_poll() looks
- * once more when the time is up), so a readiness that nothing woke it
- * for shows only as a poll that lasted POLL_MS.
- */
-struct poller {
-	pthread_t th;
-	int fd;
-	int tid;
-	int ret;
-	short revents;
-	long ms;
-};
-
-static void *poller_run(void *arg)
-{
-	struct poller *p = arg;
-	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
-	struct timespec t0, t1;
-
-	__atomic_store_n(&p->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	p->ret = poll(&pfd, 1, POLL_MS);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	p->revents = pfd.revents;
-	p->ms = (t1.tv_sec - t0.tv_sec) * 1000 +
-		(t1.tv_nsec - t0.tv_nsec) / 1000000;
-	return NULL;
-}
-
-/*
- * Whether thread @tid sleeps in system call @nr (/proc's syscall file:
- * its number while blocked, "running" while it runs): 1, or 0 when it
- * did not within POLLS tries (30 s, never reached when all is well).
- */
-static int wait_in_syscall(pid_t tid, int nr)
-{
-	char path[64], line[64], want[16];
-	int i, in = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	snprintf(want, sizeof(want), "%d ", nr);
-	for (i = 0; i < POLLS && !in; i++) {
-		f = fopen(path, "r");
-		if (f && fgets(line, sizeof(line), f))
-			in = !strncmp(line, want, strlen(want));
-		if (f)
-			fclose(f);
-		if (!in)
-			msleep(10);
-	}
-	return in;
-}
-
-/* Start a poller and wait until it sleeps in poll(); 0 on timeout. */
-static int poller_start(struct poller *p, int fd)
-{
-	int i, tid = 0;
-
-	memset(p, 0, sizeof(*p));
-	p->fd = fd;
-	if (pthread_create(&p->th, NULL, poller_run, p))
-		return 0;
-	for (i = 0; i < POLLS && !tid; i++) {
-		tid = __atomic_load_n(&p->tid, __ATOMIC_ACQUIRE);
-		if (!tid)
-			msleep(10);
-	}
-	return tid && wait_in_syscall(tid, SYS_poll);
-}
-
-/* Join the poller; 1 when something woke it before its bound. */
-static int poller_join(struct poller *p)
-{
-	pthread_join(p->th, NULL);
-	return p->ms < POLL_MS;
 }
 
 static uint64_t sim_cpu_read(int cpu, const char *file)
@@ -1852,6 +1770,12 @@ static void tfault_start(struct __test_metadata *_metadata, int fd,
 	ASSERT_EQ(0, ipt_write_file(FORCE_MSR, "1"));
 	ASSERT_EQ(0, pin(0));
 	fworker_start(_metadata, w, th, n, 1, FW_SPIN);
+	/*
+	 * Off CPU 1 (blocked in read()) before the fault is armed: START's
+	 * kick, a cross-CPU call, must not load it and take the fault meant
+	 * for what the case does after.
+	 */
+	ASSERT_TRUE(wait_in_syscall(w->tid, SYS_read));
 	fworker_attach(_metadata, fd, w, 64 * KIB, 8);
 	ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", gp));
 	*bytes = sim_sum("bytes");

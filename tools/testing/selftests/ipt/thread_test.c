@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "ipt_lib.h"
+#include "ipt_poller.h"
 #include "kselftest_harness.h"
 
 #define KIB 1024ULL
@@ -696,16 +697,23 @@ static int wait_exited(int fd, uint32_t t, struct ipt_trace_state *ts)
  * failed; the session is released.
  */
 static int exec_as_user(int fd, const char *path, bool user_configures,
-			bool root_attaches, struct ipt_trace_state *ts,
-			uint64_t *before)
+			bool root_attaches, bool stream,
+			struct ipt_trace_state *ts, uint64_t *before)
 {
 	int ready[2], go[2], up[2], go2[2], status, i, ret = 0;
+	bool polling = false;
 	uint64_t after_exec;
 	struct ipt_config c;
+	struct poller p;
 	pid_t child;
 	char ch;
 
 	cfg_thread(&c, 1, 1 * MIB);
+	if (stream) {
+		/* 256 KiB regions: what it writes before the exec is less */
+		c.buffer_flags = IPT_BUFFER_STREAM;
+		c.nr_regions = 4;
+	}
 	if (!user_configures && (ipt_ioctl(fd, IPT_IOC_CONFIGURE, &c) ||
 				 ipt_cmd(fd, IPT_IOC_START)))
 		return __LINE__;
@@ -752,8 +760,22 @@ static int exec_as_user(int fd, const char *path, bool user_configures,
 		msleep(10);
 	}
 	*before = ts->bytes_captured;
-	if (!*before || (ts->status & IPT_TS_DETACHED) ||
-	    write(go[1], "g", 1) != 1) {
+	if (!*before || (ts->status & IPT_TS_DETACHED)) {
+		ret = __LINE__;
+		goto out_kill;
+	}
+	/*
+	 * Streamed: a poller waits (the sleeping thread's partial region is
+	 * not ready); the detach makes it ready and must wake it.
+	 */
+	if (stream && !root_attaches) {
+		polling = poller_start(&p, fd);
+		if (!polling) {
+			ret = __LINE__;
+			goto out_kill;
+		}
+	}
+	if (write(go[1], "g", 1) != 1) {
 		ret = __LINE__;
 		goto out_kill;
 	}
@@ -769,6 +791,14 @@ static int exec_as_user(int fd, const char *path, bool user_configures,
 	if (!(ts->status & IPT_TS_DETACHED) == !root_attaches) {
 		ret = __LINE__;
 		goto out_kill;
+	}
+	if (polling) {
+		polling = false;
+		if (!poller_join(&p) || !(p.revents & POLLIN)) {
+			/* nothing woke it: it slept to its bound */
+			ret = __LINE__;
+			goto out_kill;
+		}
 	}
 	if (write(go2[1], "g", 1) != 1) {
 		ret = __LINE__;
@@ -787,7 +817,8 @@ static int exec_as_user(int fd, const char *path, bool user_configures,
 		ret = __LINE__;
 	else if (!root_attaches &&
 		 (ts->bytes_captured != after_exec ||
-		  ts->status != (IPT_TS_THREAD | IPT_TS_DETACHED)))
+		  ts->status != (IPT_TS_THREAD | IPT_TS_DETACHED |
+				 (stream ? IPT_TS_STREAM : 0))))
 		ret = __LINE__;
 	goto out;
 
@@ -797,6 +828,8 @@ out_kill:
 out:
 	ipt_cmd(fd, IPT_IOC_STOP);
 	ipt_cmd(fd, IPT_IOC_RELEASE);
+	if (polling)
+		poller_join(&p);	/* the stop woke it */
 	close(ready[0]);
 	close(up[0]);
 	for (i = 0; i < 2; i++) {
@@ -811,7 +844,9 @@ out:
  * (04755) or execute-only (0111), so not user-dumpable - ends DETACHED with
  * no bytes after the exec: in a session an unprivileged user configured,
  * and in one root configured and handed on (the thread's attach was not
- * privileged).
+ * privileged); streamed too, where the detach must wake a poller (what
+ * the thread wrote is less than a region: ready now, and no region end
+ * or exit of a traced thread would say so).
  */
 TEST_F_TIMEOUT(abi, exec_of_what_the_user_may_not_read_detaches, 120)
 {
@@ -820,8 +855,9 @@ TEST_F_TIMEOUT(abi, exec_of_what_the_user_may_not_read_detaches, 120)
 	};
 	char dir[] = "/tmp/ipt-thread-test.XXXXXX", path[64];
 	struct ipt_trace_state ts = { 0 };
+	unsigned int b, u, st, streams;
+	struct ipt_caps caps = { 0 };
 	struct statvfs sv;
-	unsigned int b, u;
 	uint64_t before = 0;
 	int ret;
 
@@ -834,17 +870,24 @@ TEST_F_TIMEOUT(abi, exec_of_what_the_user_may_not_read_detaches, 120)
 		rmdir(dir);
 		SKIP(return, "%s is mounted nosuid", dir);
 	}
+	caps.size = sizeof(caps);
+	ASSERT_EQ(0, ipt_ioctl(self->fd, IPT_IOC_GET_CAPS, &caps));
+	streams = caps.features & IPT_FEAT_STREAM ? 2 : 1;
 	for (b = 0; b < 2; b++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, bins[b].name);
 		ASSERT_EQ(0, copy_self(path, bins[b].mode));
 		for (u = 0; u < 2; u++) {
-			ret = exec_as_user(self->fd, path, u, false, &ts, &before);
-			EXPECT_EQ(0, ret) TH_LOG("%s (%04o), session configured by %s: status %#llx, %llu bytes before the exec, %llu at the end",
-						 bins[b].name, bins[b].mode,
-						 u ? "the user" : "root",
-						 (unsigned long long)ts.status,
-						 (unsigned long long)before,
-						 (unsigned long long)ts.bytes_captured);
+			for (st = 0; st < streams; st++) {
+				ret = exec_as_user(self->fd, path, u, false, st,
+						   &ts, &before);
+				EXPECT_EQ(0, ret) TH_LOG("%s (%04o), session configured by %s%s: status %#llx, %llu bytes before the exec, %llu at the end",
+							 bins[b].name, bins[b].mode,
+							 u ? "the user" : "root",
+							 st ? ", streamed" : "",
+							 (unsigned long long)ts.status,
+							 (unsigned long long)before,
+							 (unsigned long long)ts.bytes_captured);
+			}
 		}
 		unlink(path);
 	}
@@ -876,7 +919,7 @@ TEST_F_TIMEOUT(abi, exec_followed_when_session_and_attach_are_privileged, 60)
 	}
 	snprintf(path, sizeof(path), "%s/setuid", dir);
 	ASSERT_EQ(0, copy_self(path, 04755));
-	ret = exec_as_user(self->fd, path, false, true, &ts, &before);
+	ret = exec_as_user(self->fd, path, false, true, false, &ts, &before);
 	EXPECT_EQ(0, ret) TH_LOG("status %#llx, %llu bytes before the exec, %llu at the end",
 				 (unsigned long long)ts.status,
 				 (unsigned long long)before,
