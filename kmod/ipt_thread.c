@@ -402,8 +402,14 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
 	t->running = false;
 	if (cut)
 		t->cut = true;
-	/* Saved with MSRs: the area an XRSTORS resumes from says so too. */
-	if (s->xsaves && !saved)
+	/*
+	 * Saved with MSRs: the area an XRSTORS resumes from says so too.
+	 * Saved with XSAVES from a unit found off (a VMXON, a PMI restart
+	 * that faulted): its CTL lacks TraceEn and every XRSTORS would
+	 * resume the unit off; rebuilt, the next load traces again, as the
+	 * MSR path's does.
+	 */
+	if (s->xsaves && (!saved || cut))
 		ipt_thread_area_init(s, t);
 	write_seqcount_end(&t->th.seq);
 	raw_spin_unlock(&t->th.lock);

@@ -32,6 +32,7 @@ static unsigned int nr_recs;
 static u32 fail_msr;		/* a write to this MSR faults (0: none) */
 static bool fail_xrstors;
 static bool xsaves_empty;	/* XSAVES saves nothing: IA32_XSS lost bit 8 */
+static bool xsaves_ctl_off;	/* XSAVES finds TraceEn clear (unit off) */
 static u64 regs_base, regs_mask, regs_status, regs_gs, regs_xss;
 
 static void rec(enum rec_op op, u32 msr, u64 val)
@@ -93,6 +94,8 @@ static int fake_xsaves(void *area)
 	f[IPT_XSAVE_OUTPUT_BASE] = regs_base;
 	f[IPT_XSAVE_OUTPUT_MASK] = regs_mask;
 	f[IPT_XSAVE_STATUS] = regs_status;
+	if (xsaves_ctl_off)
+		f[IPT_XSAVE_CTL] &= ~RTIT_CTL_TRACEEN;
 	return 0;
 }
 
@@ -157,6 +160,7 @@ static int thread_test_init(struct kunit *test)
 	fail_msr = 0;
 	fail_xrstors = false;
 	xsaves_empty = false;
+	xsaves_ctl_off = false;
 	regs_xss = 0;
 	regs_base = 0x5678000;
 	regs_mask = IPT_RTIT_MASK_LOW | (5ULL << 7) | (0x10ULL << 32);
@@ -487,6 +491,32 @@ static void xsaves_unload_fallback(struct kunit *test)
 }
 
 /*
+ * XSAVES path, the unit found off at the unload (a VMXON, or a PMI whose
+ * restart faulted, cleared TraceEn): the trace is cut, and the area is
+ * rebuilt from the saved position with TraceEn set, so that the next
+ * XRSTORS traces again, as the MSR path's next load does; the saved CTL
+ * would restore the unit off at every switch-in from then on.
+ */
+static void xsaves_unload_found_off(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	u64 *v = f->t.th.xsave + IPT_XSAVE_PT_OFFSET;
+
+	use_xsaves(f);
+	KUNIT_ASSERT_TRUE(test, load(&f->t));
+	xsaves_ctl_off = true;
+	nr_recs = 0;
+	unload(&f->t);
+	EXPECT_REC(0, REC_XSAVES, 0, 0);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+	KUNIT_EXPECT_FALSE(test, f->t.running);
+	KUNIT_EXPECT_EQ(test, f->t.base, regs_base);
+	KUNIT_EXPECT_EQ(test, v[IPT_XSAVE_CTL], CTL | RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, v[IPT_XSAVE_OUTPUT_BASE], regs_base);
+	KUNIT_EXPECT_EQ(test, v[IPT_XSAVE_OUTPUT_MASK], regs_mask);
+}
+
+/*
  * XSAVES path, IA32_XSS lost bit 8 while the thread was out: XRSTORS of
  * its area faults; IA32_XSS, read only then, says why, and the load is
  * done with MSRs instead of counting as busy.
@@ -591,6 +621,7 @@ static struct kunit_case thread_cases[] = {
 	KUNIT_CASE(msr_load_filters),
 	KUNIT_CASE(xsaves_load_unload),
 	KUNIT_CASE(xsaves_unload_fallback),
+	KUNIT_CASE(xsaves_unload_found_off),
 	KUNIT_CASE(xsaves_load_fallback),
 	KUNIT_CASE(xsave_area_layout),
 	KUNIT_CASE(xsaves_path_choice),
