@@ -711,6 +711,22 @@ static void set_mute(struct dec_render *r, bool mute)
 	r->st.shown_pid = r->st.pid;
 }
 
+
+/* What every block leaves for the next one: time, last IP, a call or return to tell. */
+static void block_after(struct dec_render *r, const struct dec_item *it)
+{
+	if (it->tsc)
+		r->st.prev_tsc = r->st.now_tsc = it->tsc;
+	r->st.call_pending = it->iclass == ptic_call;
+	r->st.call_ip = it->end_ip;
+	r->st.have_last = true;
+	r->st.last_ip = it->end_ip;
+	r->st.last_iclass = it->iclass;
+	if (it->iclass == ptic_call)
+		r->pending = 1;
+	else if (it->iclass == ptic_return)
+		r->pending = 2;
+}
 static void on_block(struct dec_render *r, const struct dec_item *it)
 {
 	struct dec_sink *k;
@@ -739,17 +755,7 @@ static void on_block(struct dec_render *r, const struct dec_item *it)
 	r->last_end = it->end_ip;
 	if (!r->merge || r->run.iclass != ptic_other)
 		flush_run(r);
-	if (it->tsc)
-		r->st.prev_tsc = r->st.now_tsc = it->tsc;
-	r->st.call_pending = it->iclass == ptic_call;
-	r->st.call_ip = it->end_ip;
-	r->st.have_last = true;
-	r->st.last_ip = it->end_ip;
-	r->st.last_iclass = it->iclass;
-	if (it->iclass == ptic_call)
-		r->pending = 1;
-	else if (it->iclass == ptic_return)
-		r->pending = 2;
+	block_after(r, it);
 }
 
 /*
@@ -764,17 +770,7 @@ static void on_block_lean(struct dec_render *r, const struct dec_item *it)
 	r->st.idx += it->ninsn;
 	r->slice_insns += it->ninsn;
 	r->last_end = it->end_ip;
-	if (it->tsc)
-		r->st.prev_tsc = r->st.now_tsc = it->tsc;
-	r->st.call_pending = it->iclass == ptic_call;
-	r->st.call_ip = it->end_ip;
-	r->st.have_last = true;
-	r->st.last_ip = it->end_ip;
-	r->st.last_iclass = it->iclass;
-	if (it->iclass == ptic_call)
-		r->pending = 1;
-	else if (it->iclass == ptic_return)
-		r->pending = 2;
+	block_after(r, it);
 }
 
 struct split {
