@@ -300,10 +300,11 @@ struct ipt_session {
  * @stream_move: a stream session's: the consumer released @t up to
  *         @released, past a region boundary its release position is not
  *         (checked by the caller): move STOP with the unit writing into
- *         @t off, resume a pause and record its gap.  Per-CPU: the
- *         error of a stop that faulted (nothing changed); a restart that
- *         fails cuts the trace (IPT_TS_CUT) and is no error, the release
- *         holds.  Per-thread: 0 (the fault cases are not reported yet).
+ *         @t off, resume a pause and record its gap.  The error of a
+ *         stop that faulted (-EIO), or per thread of a thread that was
+ *         on another CPU at every try (-EAGAIN), with nothing changed; a
+ *         restart that fails cuts the trace (IPT_TS_CUT) and is no
+ *         error, the release holds.
  *
  * The state machine keeps @s->state; the operations do not change it.
  *

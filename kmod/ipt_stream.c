@@ -800,8 +800,10 @@ static struct ipt_trace *ipt_stream_trace(struct ipt_session *s, u32 idx)
  *
  * Context: process context; cpus read lock and device lock held.
  * Return: 0; -EINVAL (IDLE, not a stream session, the position behind
- * the current one or beyond the ready one), -ENOENT (no such trace), or
- * -EIO (the unit could not be stopped), with nothing changed.
+ * the current one or beyond the ready one), -ENOENT (no such trace),
+ * -EIO (the unit could not be stopped) or -EAGAIN (a thread's trace: the
+ * thread was on another CPU each time it was looked for), with nothing
+ * changed.
  */
 long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 {

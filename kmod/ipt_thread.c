@@ -1025,6 +1025,12 @@ static void ipt_thread_stream_rearm(struct ipt_trace *t, u64 released,
 	write_seqcount_end(&t->th.seq);
 }
 
+/*
+ * How many times a release looks for the CPU its thread is loaded on
+ * (ipt_thread_stream_move()) before it gives up with -EAGAIN.
+ */
+#define IPT_THREAD_MOVE_TRIES	16
+
 /**
  * struct ipt_thread_move - a release carried to the CPU of a loaded thread
  * @t: the trace
@@ -1094,22 +1100,27 @@ static void ipt_thread_stream_move_on_cpu(void *arg)
  * markers and the resumed state; a loaded one is rearmed on its CPU
  * (ipt_thread_stream_move_on_cpu()), the lock dropped first: that CPU
  * may be spinning on it with interrupts off.  A thread that left that
- * CPU meanwhile is looked at again.  A finished thread's pause (it
- * exited or was detached while paused) ends where it was last unloaded.
+ * CPU meanwhile is looked at again, IPT_THREAD_MOVE_TRIES times in all:
+ * each try that misses needs the thread to have left the CPU between the
+ * look and the call, and a thread that does so every time (it sleeps and
+ * wakes elsewhere constantly, or the user moves it) must not keep the
+ * caller in the kernel for good.  A finished thread's pause (it exited or
+ * was detached while paused) ends where it was last unloaded.
  *
  * Context: process context; cpus read lock and device lock held.
- * Return: 0, or -EIO: the loaded thread's unit could not be stopped, and
- * nothing changed.  A reload that fails leaves the thread untraced until
+ * Return: 0; -EIO: the loaded thread's unit could not be stopped; or
+ * -EAGAIN: the thread was on another CPU at every try; nothing changed
+ * on either error.  A reload that fails leaves the thread untraced until
  * its next switch-in, as any load (@t->th.busy), and the trace cut.
  */
 static int ipt_thread_stream_move(struct ipt_trace *t, u64 released)
 {
 	struct ipt_thread_move m = { .t = t, .released = released };
-	unsigned int cpu;
+	unsigned int cpu, tries;
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&t->s->idev->lock);
-	for (;;) {
+	for (tries = 0; tries < IPT_THREAD_MOVE_TRIES; tries++) {
 		raw_spin_lock_irq(&t->th.lock);
 		if (!t->running) {
 			ipt_thread_stream_rearm(t, released,
@@ -1125,6 +1136,7 @@ static int ipt_thread_stream_move(struct ipt_trace *t, u64 released)
 			return m.ret;
 		cond_resched();
 	}
+	return -EAGAIN;
 }
 
 /*

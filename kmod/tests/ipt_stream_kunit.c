@@ -16,6 +16,7 @@
  */
 #include <kunit/test.h>
 #include <linux/bitfield.h>
+#include <linux/cpumask.h>
 #include <linux/irq_work.h>
 #include <linux/sizes.h>
 #include <linux/wait.h>
@@ -830,6 +831,54 @@ static void stream_thread_exit_paused(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
 }
 
+/*
+ * A release of a thread that is on another CPU each time it is looked
+ * for: the thread reads as loaded (running, on a CPU) where it is not, as
+ * when it leaves that CPU between the look and the cross-CPU call every
+ * time.  The release gives up with -EAGAIN after a bounded number of
+ * tries instead of looping, and changes nothing: still paused, no gap,
+ * STOP and the release position where they were.  Found off, the same
+ * release holds.
+ */
+static void stream_thread_release_migrating(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_thread(test);
+	struct ipt_stream_release r = { .size = sizeof(r), .released = SZ_4K };
+	struct ipt_ioctl_call c = { .s = &f->s, .arg = &r };
+	long ret;
+
+	fake_thread_in(f);
+	fake_at(f, 0, true);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	fake_thread_out(f);
+	KUNIT_ASSERT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	/* seen running on a CPU that does not hold it, at every look */
+	f->t.cpu = cpumask_first(cpu_online_mask);
+	f->t.running = true;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	ret = ipt_ioctl_stream_release(&c);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_EXPECT_EQ(test, ret, (long)-EAGAIN);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, 0ULL);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 0ULL);
+	KUNIT_EXPECT_EQ(test, f->t.buf->stop_region, 7u);
+	KUNIT_EXPECT_TRUE(test, f->t.status & RTIT_STATUS_STOPPED);
+	/* switched out after all: the release holds */
+	f->t.running = false;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	ret = ipt_ioctl_stream_release(&c);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_EXPECT_EQ(test, ret, 0L);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, (u64)SZ_4K);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, f->t.buf->stop_region, 0u);
+}
+
 static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_check_fields),
 	KUNIT_CASE(stream_regions),
@@ -846,6 +895,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_thread_pause_at_unload),
 	KUNIT_CASE(stream_thread_release_op),
 	KUNIT_CASE(stream_thread_exit_paused),
+	KUNIT_CASE(stream_thread_release_migrating),
 	{}
 };
 
