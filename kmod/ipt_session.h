@@ -293,7 +293,11 @@ struct ipt_session {
  * @cpu_online: the hotplug callback of @cpu, which came online.
  * @cpu_offline: the hotplug callback of @cpu, which goes offline.
  * @trace: the trace IPT_IOC_GET_TRACE names by @idx (a CPU or a trace
- *         index), or NULL.
+ *         index), or NULL; a lookup only, nothing changed.
+ * @settle: optional; called by a command that reports or releases @t
+ *         (IPT_IOC_GET_TRACE, IPT_IOC_STREAM_RELEASE, IPT_IOC_GET_GAPS)
+ *         once it can no longer fail: bring @t's state up to date before
+ *         it is read (a thread's pause that no load will end is closed).
  * @fill: that trace's state, for IPT_IOC_GET_TRACE: the position
  *         (ipt_pos_fill()) and what the mode adds; @ts's state,
  *         mmap_offset and parent (IPT_TRACE_NONE) are set already.
@@ -309,7 +313,7 @@ struct ipt_session {
  * The state machine keeps @s->state; the operations do not change it.
  *
  * Locking: every operation is called with the device lock held; all but
- * @trace and @fill also with CPU hotplug excluded (the cpus read lock, or
+ * @trace, @settle and @fill also with CPU hotplug excluded (the cpus read lock, or
  * the hotplug callback @cpu_online and @cpu_offline run in).
  */
 struct ipt_mode_ops {
@@ -321,6 +325,7 @@ struct ipt_mode_ops {
 	void (*cpu_online)(struct ipt_session *s, unsigned int cpu);
 	void (*cpu_offline)(struct ipt_session *s, unsigned int cpu);
 	struct ipt_trace *(*trace)(struct ipt_session *s, u32 idx);
+	void (*settle)(struct ipt_trace *t);
 	void (*fill)(const struct ipt_trace *t, struct ipt_trace_state *ts);
 	int (*stream_move)(struct ipt_trace *t, u64 released);
 };

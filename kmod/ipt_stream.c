@@ -819,8 +819,11 @@ long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 	if (IS_ERR(t))
 		return PTR_ERR(t);
 	old = t->stream.released;
+	/* Closing a finished thread's pause moves neither position. */
 	if (r->released < old || r->released > ipt_stream_captured(t))
 		return -EINVAL;
+	if (s->mops->settle)
+		s->mops->settle(t);
 	rsize = t->buf->region_size;
 	/* The region floor stays: a loaded thread's switch may read it. */
 	if (r->released / rsize == old / rsize)
@@ -858,6 +861,28 @@ int ipt_ioctl_get_gaps_pre(struct ipt_ioctl_call *c)
 	return g->entry_size > PAGE_SIZE ? -E2BIG : 0;
 }
 
+/*
+ * How many gap entries from @first on, @room at most, @t has; the gaps so
+ * far (the open pause included) and the index of the oldest one kept in
+ * *@total and *@oldest if asked.  Device lock held.
+ */
+static u32 ipt_stream_gaps_wanted(const struct ipt_trace *t, u64 first,
+				  u32 room, u64 *total, u64 *oldest)
+{
+	const struct ipt_stream *st = &t->stream;
+	u64 all = st->nr_gaps + ipt_stream_paused(t);
+	u64 old = st->nr_gaps > IPT_STREAM_GAPS ?
+		  st->nr_gaps - IPT_STREAM_GAPS : 0;
+
+	lockdep_assert_held(&t->s->idev->lock);
+	if (total)
+		*total = all;
+	if (oldest)
+		*oldest = old;
+	first = max(first, old);
+	return first < all ? min_t(u64, all - first, room) : 0;
+}
+
 /**
  * ipt_ioctl_get_gaps() - IPT_IOC_GET_GAPS: a stream trace's gaps
  * @c: the call; on success @c->data holds the entries for
@@ -886,19 +911,27 @@ long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c)
 	if (IS_ERR(t))
 		return PTR_ERR(t);
 	st = &t->stream;
-	total = st->nr_gaps + ipt_stream_paused(t);
-	oldest = st->nr_gaps > IPT_STREAM_GAPS ?
-		 st->nr_gaps - IPT_STREAM_GAPS : 0;
+	/*
+	 * Room for the entries first, then the trace brought up to date: an
+	 * error changes nothing.  Closing a pause keeps @total and may only
+	 * raise @oldest: no more entries after it than before.
+	 */
+	n = ipt_stream_gaps_wanted(t, g->first, g->nr_entries, NULL, NULL);
+	e = n ? kcalloc(n, sizeof(*e), GFP_KERNEL) : NULL;
+	if (n && !e)
+		return -ENOMEM;
+	if (s->mops->settle)
+		s->mops->settle(t);
+	n = ipt_stream_gaps_wanted(t, g->first, g->nr_entries, &total,
+				   &oldest);
 	first = max(g->first, oldest);
-	n = first < total ? min_t(u64, total - first, g->nr_entries) : 0;
 	g->total = total;
 	g->oldest = oldest;
 	g->nr_entries = n;
-	if (!n)
+	if (!n) {
+		kfree(e);
 		return 0;
-	e = kcalloc(n, sizeof(*e), GFP_KERNEL);
-	if (!e)
-		return -ENOMEM;
+	}
 	for (i = 0; i < n; i++) {
 		u64 idx = first + i;
 

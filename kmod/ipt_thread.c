@@ -1530,24 +1530,35 @@ static void ipt_thread_fill(const struct ipt_trace *t,
  * @s: a per-thread session
  * @idx: the index
  *
- * A stream trace whose thread exited while paused has its pause closed
- * here, as of the thread's last unload (the exit happens in the scheduler
- * hook, which cannot take the device lock the gap records are under).
- *
  * Context: device lock held.
  * Return: the trace or NULL.
  */
 static struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx)
 {
-	struct ipt_trace *t;
-
 	lockdep_assert_held(&s->idev->lock);
 	if (idx >= ipt_thread_nr_used(s))
 		return NULL;
-	t = &s->traces[idx];
-	if (s->stream && !ipt_thread_live(t))
+	return &s->traces[idx];
+}
+
+/**
+ * ipt_thread_trace_settle() - bring a trace up to date before a command
+ * reads or releases it (struct ipt_mode_ops.settle)
+ * @t: a trace ipt_thread_trace() returned
+ *
+ * A stream trace whose thread exited or was detached while paused has its
+ * pause closed here, as of the thread's last unload (the exit happens in
+ * the scheduler hook, which cannot take the device lock the gap records
+ * are under).  Called once the command cannot fail any more, so that an
+ * error leaves the pause open, as it was.
+ *
+ * Context: device lock held.
+ */
+static void ipt_thread_trace_settle(struct ipt_trace *t)
+{
+	lockdep_assert_held(&t->s->idev->lock);
+	if (t->s->stream && !ipt_thread_live(t))
 		ipt_thread_stream_close(t);
-	return t;
 }
 
 const struct ipt_mode_ops ipt_thread_mode_ops = {
@@ -1558,6 +1569,7 @@ const struct ipt_mode_ops ipt_thread_mode_ops = {
 	.cpu_online = ipt_thread_cpu_online,
 	.cpu_offline = ipt_thread_cpu_offline,
 	.trace = ipt_thread_trace,
+	.settle = ipt_thread_trace_settle,
 	.fill = ipt_thread_fill,
 	.stream_move = ipt_thread_stream_move,
 };

@@ -832,6 +832,55 @@ static void stream_thread_exit_paused(struct kunit *test)
 }
 
 /*
+ * A release that fails its argument checks on the trace of a thread that
+ * exited while paused changes nothing: the pause stays open (the lookup
+ * no longer closes it), no gap is recorded; the next call that succeeds
+ * closes it as of the last unload, as before.
+ */
+static void stream_thread_exit_paused_bad_release(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_thread(test);
+	struct ipt_stream_release r = { .size = sizeof(r) };
+	struct ipt_ioctl_call c = { .s = &f->s, .arg = &r };
+	const u64 size = 8 * SZ_4K;
+	long ret;
+
+	fake_thread_in(f);
+	fake_at(f, 0, true);
+	fake_lost = 30;
+	fake_now = 1900;
+	fake_thread_out(f);
+	f->t.th.flags = IPT_TS_EXITED;
+	fake_now = 9000;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	/* beyond what is ready */
+	r.released = size + 1;
+	ret = ipt_ioctl_stream_release(&c);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_EXPECT_EQ(test, ret, (long)-EINVAL);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 0ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.lost, 30ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, 0ULL);
+	/* a release inside the region: the pause closed at the unload */
+	r.released = 100;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	ret = ipt_ioctl_stream_release(&c);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_EXPECT_EQ(test, ret, 0L);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_start, 1900ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_end, 1900ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].bytes_lost, 30ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, 100ULL);
+}
+
+/*
  * A release of a thread that is on another CPU each time it is looked
  * for: the thread reads as loaded (running, on a CPU) where it is not, as
  * when it leaves that CPU between the look and the cross-CPU call every
@@ -896,6 +945,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_thread_release_op),
 	KUNIT_CASE(stream_thread_exit_paused),
 	KUNIT_CASE(stream_thread_release_migrating),
+	KUNIT_CASE(stream_thread_exit_paused_bad_release),
 	{}
 };
 
