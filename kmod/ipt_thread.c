@@ -397,8 +397,8 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
 	t->status = status;
 	t->pmis_at_stop = atomic64_read(&t->pmis);
 	t->sample_at_stop = READ_ONCE(t->sample);
-	if (s->stream)
-		ipt_stream_thread_out(t);
+	if (s->stream && ipt_stream_thread_out(t))
+		cut = true;	/* the position lost: registers rebuilt */
 	t->running = false;
 	if (cut)
 		t->cut = true;

@@ -600,6 +600,59 @@ static void stream_gap_lost_went_back(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->t.stream.gap_bytes, 300ULL);
 }
 
+/*
+ * A stop whose output registers are not in the buffer (written under
+ * ipt): the head may not fall behind what the consumer was told of and
+ * released, or bytes_valid would wrap and every later release be EINVAL.
+ * It stays at the furthest of the last head, the last announcement and
+ * the release; the trace is cut and the registers rebuilt there.  A stop
+ * whose registers cannot be read at all (ipt_stream_stopped_lost()) does
+ * the same, and closes an open pause as a gap.
+ */
+static void stream_stop_position_lost(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_stream(test);
+	const u64 rs = SZ_4K, size = 8 * SZ_4K;
+	u64 base, mask;
+
+	fake_start(f);
+	fake_at(f, rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_ASSERT_EQ(test, fake_captured(f), rs);
+	/* the consumer took 100 bytes of region 0 */
+	f->t.stream.released = 100;
+	fake_base = 0x1000;
+	fake_stop(f);
+	f->t.running = false;
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, rs);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), rs);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+	ipt_topa_pos(f->t.buf, rs, &base, &mask);
+	KUNIT_EXPECT_EQ(test, f->t.base, base);
+	KUNIT_EXPECT_EQ(test, f->t.mask, mask);
+	KUNIT_EXPECT_EQ(test, f->t.status, 0ULL);
+
+	/* paused at STOP, then registers that cannot be read */
+	f = fake_stream(test);
+	fake_start(f);
+	fake_at(f, 0, true);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_ASSERT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	f->t.stream.released = 50;
+	local_irq_disable();
+	ipt_stream_stopped_lost(&f->t);
+	local_irq_enable();
+	f->t.running = false;
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, size);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), size);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	/* still at STOP: Stopped kept, the next release resumes it */
+	KUNIT_EXPECT_EQ(test, f->t.status, RTIT_STATUS_STOPPED);
+	irq_work_sync(&f->t.stream.work);
+}
+
 /* ---- per-thread traces ---------------------------------------------- */
 
 /* A thread's stream trace on the fake buffer, switched out. */
@@ -832,6 +885,35 @@ static void stream_thread_exit_paused(struct kunit *test)
 }
 
 /*
+ * A switch-out whose saved output registers are not in the buffer: as a
+ * per-CPU stop (stream_stop_position_lost), the head stays at what the
+ * consumer was told of and released, the trace is cut, and what the next
+ * load writes back is rebuilt at the head.
+ */
+static void stream_thread_out_position_lost(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_thread(test);
+	const u64 rs = SZ_4K;
+	u64 base, mask;
+
+	fake_thread_in(f);
+	fake_at(f, 2 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_ASSERT_EQ(test, fake_captured(f), 2 * rs);
+	f->t.stream.released = rs + 7;
+	fake_base = 0x1000;
+	fake_thread_out(f);
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, 2 * rs);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 2 * rs);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+	ipt_topa_pos(f->t.buf, 2 * rs, &base, &mask);
+	KUNIT_EXPECT_EQ(test, f->t.base, base);
+	KUNIT_EXPECT_EQ(test, f->t.mask, mask);
+	KUNIT_EXPECT_EQ(test, f->t.status, 0ULL);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+}
+
+/*
  * A release that fails its argument checks on the trace of a thread that
  * exited while paused changes nothing: the pause stays open (the lookup
  * no longer closes it), no gap is recorded; the next call that succeeds
@@ -940,12 +1022,14 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_pmi_torn_read),
 	KUNIT_CASE(stream_pmi_flushes),
 	KUNIT_CASE(stream_gap_lost_went_back),
+	KUNIT_CASE(stream_stop_position_lost),
 	KUNIT_CASE(stream_thread_pause_survives_switch),
 	KUNIT_CASE(stream_thread_pause_at_unload),
 	KUNIT_CASE(stream_thread_release_op),
 	KUNIT_CASE(stream_thread_exit_paused),
 	KUNIT_CASE(stream_thread_release_migrating),
 	KUNIT_CASE(stream_thread_exit_paused_bad_release),
+	KUNIT_CASE(stream_thread_out_position_lost),
 	{}
 };
 
