@@ -369,6 +369,7 @@ int ipt_life_init(struct ipt_device *idev);
 void ipt_life_exit(void);
 void ipt_life_mark_on(void);
 void ipt_life_mark_off(void);
+bool ipt_life_on_here(void);
 int ipt_life_may_start(void);
 bool ipt_life_paused(void);
 bool ipt_life_gap_of(const struct ipt_session *s);

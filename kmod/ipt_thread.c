@@ -416,7 +416,14 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
 
 	this_cpu_write(ipt_thread_loaded, NULL);
 	this_cpu_inc(ipt_switch_stats.unloads);
-	ipt_life_mark_off();
+	/*
+	 * A unit whose stop faulted may still write into @t's buffer: it
+	 * stays marked on, so that a release frees no buffer while this CPU
+	 * is offline (or reads TraceEn set, online) and panic clears it
+	 * (ipt_life_release(), ipt_life_panic_here()).  XSAVES cleared it.
+	 */
+	if (saved || off)
+		ipt_life_mark_off();
 	return true;
 }
 
@@ -432,7 +439,10 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
  * that an XRSTORS elsewhere resumes from there.  So the unit is off on
  * return either way, unless its stop faulted and TraceEn reads back set:
  * a switch cannot fail, and the unit is left as it is (a release's stop
- * fails instead, ipt_thread_stream_move_on_cpu()).  A TraceEn found
+ * fails instead, ipt_thread_stream_move_on_cpu()), still marked on
+ * (ipt_life_mark_on()): it may write into @t's buffer until someone
+ * clears TraceEn, so no release frees a buffer while this CPU is offline
+ * or reads TraceEn set, and a panic clears it.  A TraceEn found
  * clear (the saved CTL lacks it, or a read of CTL where its write faulted
  * or, on a part without PT in VMX operation, the CPU is in VMX operation
  * and a write would #GP) was cleared by someone else: VMXON there clears it.  The position is read
