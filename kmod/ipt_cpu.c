@@ -117,6 +117,8 @@ static void ipt_trace_stop_on_cpu(void *arg)
 		ret = hw->read_msr(MSR_IA32_RTIT_STATUS, &t->status);
 	if (!ret && t->s->stream)
 		ipt_stream_stopped_here(t);
+	else if (t->s->stream)
+		ipt_stream_stopped_lost(t);
 	t->err = ret;
 }
 

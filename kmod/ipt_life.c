@@ -20,6 +20,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <kunit/visibility.h>
 #include <linux/atomic.h>
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
@@ -105,6 +106,20 @@ void ipt_life_mark_off(void)
 	lockdep_assert_irqs_disabled();
 	this_cpu_write(ipt_life_on, false);
 }
+
+/**
+ * ipt_life_on_here() - whether ipt takes this CPU's unit to have TraceEn
+ * set by it (marked on, not marked off since)
+ *
+ * Context: interrupts off, on the CPU.
+ * Return: the mark.
+ */
+bool ipt_life_on_here(void)
+{
+	lockdep_assert_irqs_disabled();
+	return this_cpu_read(ipt_life_on);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_life_on_here);
 
 /**
  * ipt_life_may_start() - whether a session may start tracing now

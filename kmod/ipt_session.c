@@ -801,6 +801,9 @@ int ipt_ioctl_get_trace_pre(struct ipt_ioctl_call *c)
  * @c: the call; on success with a chunk array wanted, @c->data holds the
  *     chunk orders for ipt_ioctl_get_trace_post() to copy out
  *
+ * The trace is brought up to date (struct ipt_mode_ops.settle) only once
+ * nothing can fail: an error changes nothing.
+ *
  * Context: process context; device lock held.
  * Return: 0; -EINVAL (IDLE), -ENOENT (no such trace), -ENOMEM.
  */
@@ -817,23 +820,25 @@ long ipt_ioctl_get_trace(struct ipt_ioctl_call *c)
 	t = s->mops->trace(s, ts->cpu);
 	if (!t)
 		return -ENOENT;
+	if (ts->chunks_ptr) {
+		/* Copied out after the lock: no user access under it. */
+		n = min_t(u32, ts->chunks_len, t->buf->nr_chunks);
+		orders = kvcalloc(n ?: 1, sizeof(*orders), GFP_KERNEL);
+		if (!orders)
+			return -ENOMEM;
+		for (i = 0; i < n; i++)
+			orders[i] = t->buf->chunks[i].shift;
+		c->data = orders;
+		c->data_len = n;
+	}
+	if (s->mops->settle)
+		s->mops->settle(t);
 	ts->state = s->state;
 	ts->mmap_offset = t->mmap_offset;
 	ts->parent = IPT_TRACE_NONE;
 	s->mops->fill(t, ts);
 	if (ipt_life_gap_of(s))
 		ts->status |= IPT_TS_SUSPENDED;
-	if (!ts->chunks_ptr)
-		return 0;
-	/* Copied out after the lock: no user access under it. */
-	n = min_t(u32, ts->chunks_len, t->buf->nr_chunks);
-	orders = kvcalloc(n ?: 1, sizeof(*orders), GFP_KERNEL);
-	if (!orders)
-		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		orders[i] = t->buf->chunks[i].shift;
-	c->data = orders;
-	c->data_len = n;
 	return 0;
 }
 

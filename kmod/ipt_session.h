@@ -293,22 +293,27 @@ struct ipt_session {
  * @cpu_online: the hotplug callback of @cpu, which came online.
  * @cpu_offline: the hotplug callback of @cpu, which goes offline.
  * @trace: the trace IPT_IOC_GET_TRACE names by @idx (a CPU or a trace
- *         index), or NULL.
+ *         index), or NULL; a lookup only, nothing changed.
+ * @settle: optional; called by a command that reports or releases @t
+ *         (IPT_IOC_GET_TRACE, IPT_IOC_STREAM_RELEASE, IPT_IOC_GET_GAPS)
+ *         once it can no longer fail: bring @t's state up to date before
+ *         it is read (a thread's pause that no load will end is closed).
  * @fill: that trace's state, for IPT_IOC_GET_TRACE: the position
  *         (ipt_pos_fill()) and what the mode adds; @ts's state,
  *         mmap_offset and parent (IPT_TRACE_NONE) are set already.
  * @stream_move: a stream session's: the consumer released @t up to
  *         @released, past a region boundary its release position is not
  *         (checked by the caller): move STOP with the unit writing into
- *         @t off, resume a pause and record its gap.  Per-CPU: the
- *         error of a stop that faulted (nothing changed); a restart that
- *         fails cuts the trace (IPT_TS_CUT) and is no error, the release
- *         holds.  Per-thread: 0 (the fault cases are not reported yet).
+ *         @t off, resume a pause and record its gap.  The error of a
+ *         stop that faulted (-EIO), or per thread of a thread that was
+ *         on another CPU at every try (-EAGAIN), with nothing changed; a
+ *         restart that fails cuts the trace (IPT_TS_CUT) and is no
+ *         error, the release holds.
  *
  * The state machine keeps @s->state; the operations do not change it.
  *
  * Locking: every operation is called with the device lock held; all but
- * @trace and @fill also with CPU hotplug excluded (the cpus read lock, or
+ * @trace, @settle and @fill also with CPU hotplug excluded (the cpus read lock, or
  * the hotplug callback @cpu_online and @cpu_offline run in).
  */
 struct ipt_mode_ops {
@@ -320,6 +325,7 @@ struct ipt_mode_ops {
 	void (*cpu_online)(struct ipt_session *s, unsigned int cpu);
 	void (*cpu_offline)(struct ipt_session *s, unsigned int cpu);
 	struct ipt_trace *(*trace)(struct ipt_session *s, u32 idx);
+	void (*settle)(struct ipt_trace *t);
 	void (*fill)(const struct ipt_trace *t, struct ipt_trace_state *ts);
 	int (*stream_move)(struct ipt_trace *t, u64 released);
 };
@@ -363,6 +369,7 @@ int ipt_life_init(struct ipt_device *idev);
 void ipt_life_exit(void);
 void ipt_life_mark_on(void);
 void ipt_life_mark_off(void);
+bool ipt_life_on_here(void);
 int ipt_life_may_start(void);
 bool ipt_life_paused(void);
 bool ipt_life_gap_of(const struct ipt_session *s);
@@ -382,6 +389,7 @@ void ipt_stream_sync(struct ipt_session *s);
 void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw);
 void ipt_stream_started_here(struct ipt_trace *t);
 void ipt_stream_stopped_here(struct ipt_trace *t);
+void ipt_stream_stopped_lost(struct ipt_trace *t);
 void ipt_stream_rearm(struct ipt_trace *t);
 u64 ipt_stream_captured(const struct ipt_trace *t);
 void ipt_stream_fill(const struct ipt_trace *t, struct ipt_trace_state *ts);
@@ -392,7 +400,7 @@ long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c);
 long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret);
 bool ipt_stream_ready(const struct ipt_trace *t);
 void ipt_stream_thread_in(struct ipt_trace *t);
-void ipt_stream_thread_out(struct ipt_trace *t);
+bool ipt_stream_thread_out(struct ipt_trace *t);
 void ipt_stream_thread_end(struct ipt_trace *t);
 void ipt_stream_thread_resume(struct ipt_trace *t, u64 released, bool final);
 void ipt_stream_thread_close(struct ipt_trace *t);

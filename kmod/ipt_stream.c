@@ -411,6 +411,67 @@ static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
 			   now, ipt_stream_lost_since(hw, st->lost_base));
 }
 
+/*
+ * Where a stream trace whose unit's position cannot be read stands: the
+ * unit is off, but its output registers are not in @t's buffer (someone
+ * wrote them under ipt) or could not be read.  Nothing past what was
+ * known is known to be in the buffer, and nothing before it may be taken
+ * back: the head is the furthest of the last settled head, the last
+ * position a PMI announced (flushed, ipt_stream_pmi()) and the release
+ * position (the consumer had all before it).  So the ready position
+ * never goes back, @released stays within it.  The trace is cut
+ * (IPT_TS_CUT): the bytes the unit wrote after that are lost.  The saved
+ * registers are rebuilt at the head, so that a restart or load writes
+ * into @t's buffer and nowhere else, Stopped (and waiting for a release)
+ * if the head is a whole buffer past the start of the region holding
+ * @released, with PacketByteCnt 0 for a PSB+.  Context: the unit off,
+ * interrupts off; the caller holds the device lock (or waits for the
+ * cross-CPU call that runs this), or for a thread &@t->th.lock.
+ * Return: the new head.
+ */
+static u64 ipt_stream_head_lost(struct ipt_trace *t)
+{
+	const struct ipt_buffer *buf = t->buf;
+	struct ipt_stream *st = &t->stream;
+	u64 released = READ_ONCE(st->released), a = READ_ONCE(st->announced);
+	u64 head = max(st->head, released);
+	u64 floor = released - released % buf->region_size;
+
+	if (a != IPT_STREAM_NONE)
+		head = max(head, ipt_stream_position(buf->size, buf->region_size,
+						     released, a % buf->size,
+						     a >= buf->size));
+	ipt_topa_pos(buf, head, &t->base, &t->mask);
+	t->status = head - floor == buf->size ? RTIT_STATUS_STOPPED : 0;
+	t->cut = true;
+	return head;
+}
+
+/**
+ * ipt_stream_stopped_lost() - the unit stopped tracing into @t, and where
+ * it stopped cannot be read (an MSR read faulted)
+ * @t: a stream trace
+ *
+ * As ipt_stream_stopped_here() with a position not in the buffer: the
+ * head stays at what was known (ipt_stream_head_lost()), the trace is
+ * cut, and a pause that was open is a closed gap.
+ *
+ * Context: cross-CPU call on @t's CPU, interrupts off; the caller holds
+ * the device lock and waits.
+ */
+void ipt_stream_stopped_lost(struct ipt_trace *t)
+{
+	struct ipt_stream *st = &t->stream;
+
+	lockdep_assert_irqs_disabled();
+	st->head = ipt_stream_head_lost(t);
+	WRITE_ONCE(st->announced, IPT_STREAM_NONE);
+	if (READ_ONCE(st->paused))
+		ipt_stream_gap(t, st->head);
+	WRITE_ONCE(st->paused, false);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_stream_stopped_lost);
+
 /**
  * ipt_stream_stopped_here() - the unit stopped tracing into @t
  * @t: a stream trace; @t->base, @t->mask and @t->status just read with
@@ -418,7 +479,9 @@ static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
  *
  * Settles the head; a unit Stopped at STOP ends a pause here: the gap is
  * recorded, with the bytes the backend counts as lost since the start or
- * resume (the count no longer moves with TraceEn = 0).
+ * resume (the count no longer moves with TraceEn = 0).  Output registers
+ * not in the buffer (written under ipt) say nothing of where the unit
+ * is: ipt_stream_stopped_lost().
  *
  * Context: cross-CPU call on @t's CPU, interrupts off; the caller holds
  * the device lock and waits.
@@ -430,8 +493,10 @@ void ipt_stream_stopped_here(struct ipt_trace *t)
 	u64 off;
 
 	lockdep_assert_irqs_disabled();
-	if (ipt_topa_offset(t->buf, t->base, t->mask, &off))
-		off = st->head;	/* not ours: the unit was reset under us */
+	if (ipt_topa_offset(t->buf, t->base, t->mask, &off)) {
+		ipt_stream_stopped_lost(t);
+		return;
+	}
 	st->head = ipt_stream_position(t->buf->size, t->buf->region_size,
 				       st->released, off, full);
 	/* A PMI announced a position behind @head, or none: forget it. */
@@ -628,29 +693,38 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_in);
  *
  * Settles the head, as at a per-CPU stop; a unit Stopped at STOP stays
  * paused (opened here if no PMI said so yet), and what this CPU lost for
- * it is added to @lost.  A unit the PMI handler could not re-enable
- * (@restart_failed) was off since: the trace is cut (IPT_TS_CUT), as a
- * per-CPU stop that finds TraceEn clear cuts it.  Wakes the pollers when
+ * it is added to @lost.  Saved output registers not in the buffer
+ * (written under ipt) leave the head at what was known, the saved
+ * registers rebuilt there and the trace cut (ipt_stream_head_lost()).  A
+ * unit the PMI handler could not re-enable (@restart_failed) was off
+ * since: the trace is cut (IPT_TS_CUT), as a per-CPU stop that finds
+ * TraceEn clear cuts it.  Wakes the pollers when
  * a region ended or the unit is paused: the thread may not run again for
  * a long time.
  *
  * Context: interrupts off, on the CPU, &@t->th.lock held, inside
  * @t->th.seq.
+ * Return: true if the saved registers were rebuilt (the position lost).
  */
-void ipt_stream_thread_out(struct ipt_trace *t)
+bool ipt_stream_thread_out(struct ipt_trace *t)
 {
 	const struct ipt_hw_ops *hw = t->s->hw;
 	const struct ipt_buffer *buf = t->buf;
 	struct ipt_stream *st = &t->stream;
-	bool full = t->status & RTIT_STATUS_STOPPED;
+	bool full = t->status & RTIT_STATUS_STOPPED, known;
 	u64 off, old = st->head, now = ipt_stream_tsc(hw), lost;
 
 	lockdep_assert_irqs_disabled();
 	lockdep_assert_held(&t->th.lock);
-	if (!ipt_topa_offset(buf, t->base, t->mask, &off))
+	known = !ipt_topa_offset(buf, t->base, t->mask, &off);
+	if (known) {
 		st->head = ipt_stream_position(buf->size, buf->region_size,
 					       READ_ONCE(st->released), off,
 					       full);
+	} else {
+		st->head = ipt_stream_head_lost(t);
+		full = t->status & RTIT_STATUS_STOPPED;
+	}
 	WRITE_ONCE(st->announced, IPT_STREAM_NONE);
 	if (READ_ONCE(st->restart_failed)) {
 		WRITE_ONCE(st->restart_failed, false);
@@ -666,6 +740,7 @@ void ipt_stream_thread_out(struct ipt_trace *t)
 	st->out_tsc = now;
 	if (full || st->head / buf->region_size != old / buf->region_size)
 		irq_work_queue(&st->work);
+	return !known;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_out);
 
@@ -800,8 +875,10 @@ static struct ipt_trace *ipt_stream_trace(struct ipt_session *s, u32 idx)
  *
  * Context: process context; cpus read lock and device lock held.
  * Return: 0; -EINVAL (IDLE, not a stream session, the position behind
- * the current one or beyond the ready one), -ENOENT (no such trace), or
- * -EIO (the unit could not be stopped), with nothing changed.
+ * the current one or beyond the ready one), -ENOENT (no such trace),
+ * -EIO (the unit could not be stopped) or -EAGAIN (a thread's trace: the
+ * thread was on another CPU each time it was looked for), with nothing
+ * changed.
  */
 long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 {
@@ -817,8 +894,11 @@ long ipt_ioctl_stream_release(struct ipt_ioctl_call *c)
 	if (IS_ERR(t))
 		return PTR_ERR(t);
 	old = t->stream.released;
+	/* Closing a finished thread's pause moves neither position. */
 	if (r->released < old || r->released > ipt_stream_captured(t))
 		return -EINVAL;
+	if (s->mops->settle)
+		s->mops->settle(t);
 	rsize = t->buf->region_size;
 	/* The region floor stays: a loaded thread's switch may read it. */
 	if (r->released / rsize == old / rsize)
@@ -856,6 +936,28 @@ int ipt_ioctl_get_gaps_pre(struct ipt_ioctl_call *c)
 	return g->entry_size > PAGE_SIZE ? -E2BIG : 0;
 }
 
+/*
+ * How many gap entries from @first on, @room at most, @t has; the gaps so
+ * far (the open pause included) and the index of the oldest one kept in
+ * *@total and *@oldest if asked.  Device lock held.
+ */
+static u32 ipt_stream_gaps_wanted(const struct ipt_trace *t, u64 first,
+				  u32 room, u64 *total, u64 *oldest)
+{
+	const struct ipt_stream *st = &t->stream;
+	u64 all = st->nr_gaps + ipt_stream_paused(t);
+	u64 old = st->nr_gaps > IPT_STREAM_GAPS ?
+		  st->nr_gaps - IPT_STREAM_GAPS : 0;
+
+	lockdep_assert_held(&t->s->idev->lock);
+	if (total)
+		*total = all;
+	if (oldest)
+		*oldest = old;
+	first = max(first, old);
+	return first < all ? min_t(u64, all - first, room) : 0;
+}
+
 /**
  * ipt_ioctl_get_gaps() - IPT_IOC_GET_GAPS: a stream trace's gaps
  * @c: the call; on success @c->data holds the entries for
@@ -884,19 +986,27 @@ long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c)
 	if (IS_ERR(t))
 		return PTR_ERR(t);
 	st = &t->stream;
-	total = st->nr_gaps + ipt_stream_paused(t);
-	oldest = st->nr_gaps > IPT_STREAM_GAPS ?
-		 st->nr_gaps - IPT_STREAM_GAPS : 0;
+	/*
+	 * Room for the entries first, then the trace brought up to date: an
+	 * error changes nothing.  Closing a pause keeps @total and may only
+	 * raise @oldest: no more entries after it than before.
+	 */
+	n = ipt_stream_gaps_wanted(t, g->first, g->nr_entries, NULL, NULL);
+	e = n ? kcalloc(n, sizeof(*e), GFP_KERNEL) : NULL;
+	if (n && !e)
+		return -ENOMEM;
+	if (s->mops->settle)
+		s->mops->settle(t);
+	n = ipt_stream_gaps_wanted(t, g->first, g->nr_entries, &total,
+				   &oldest);
 	first = max(g->first, oldest);
-	n = first < total ? min_t(u64, total - first, g->nr_entries) : 0;
 	g->total = total;
 	g->oldest = oldest;
 	g->nr_entries = n;
-	if (!n)
+	if (!n) {
+		kfree(e);
 		return 0;
-	e = kcalloc(n, sizeof(*e), GFP_KERNEL);
-	if (!e)
-		return -ENOMEM;
+	}
 	for (i = 0; i < n; i++) {
 		u64 idx = first + i;
 

@@ -397,8 +397,8 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
 	t->status = status;
 	t->pmis_at_stop = atomic64_read(&t->pmis);
 	t->sample_at_stop = READ_ONCE(t->sample);
-	if (s->stream)
-		ipt_stream_thread_out(t);
+	if (s->stream && ipt_stream_thread_out(t))
+		cut = true;	/* the position lost: registers rebuilt */
 	t->running = false;
 	if (cut)
 		t->cut = true;
@@ -416,7 +416,14 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
 
 	this_cpu_write(ipt_thread_loaded, NULL);
 	this_cpu_inc(ipt_switch_stats.unloads);
-	ipt_life_mark_off();
+	/*
+	 * A unit whose stop faulted may still write into @t's buffer: it
+	 * stays marked on, so that a release frees no buffer while this CPU
+	 * is offline (or reads TraceEn set, online) and panic clears it
+	 * (ipt_life_release(), ipt_life_panic_here()).  XSAVES cleared it.
+	 */
+	if (saved || off)
+		ipt_life_mark_off();
 	return true;
 }
 
@@ -432,7 +439,10 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
  * that an XRSTORS elsewhere resumes from there.  So the unit is off on
  * return either way, unless its stop faulted and TraceEn reads back set:
  * a switch cannot fail, and the unit is left as it is (a release's stop
- * fails instead, ipt_thread_stream_move_on_cpu()).  A TraceEn found
+ * fails instead, ipt_thread_stream_move_on_cpu()), still marked on
+ * (ipt_life_mark_on()): it may write into @t's buffer until someone
+ * clears TraceEn, so no release frees a buffer while this CPU is offline
+ * or reads TraceEn set, and a panic clears it.  A TraceEn found
  * clear (the saved CTL lacks it, or a read of CTL where its write faulted
  * or, on a part without PT in VMX operation, the CPU is in VMX operation
  * and a write would #GP) was cleared by someone else: VMXON there clears it.  The position is read
@@ -1025,6 +1035,12 @@ static void ipt_thread_stream_rearm(struct ipt_trace *t, u64 released,
 	write_seqcount_end(&t->th.seq);
 }
 
+/*
+ * How many times a release looks for the CPU its thread is loaded on
+ * (ipt_thread_stream_move()) before it gives up with -EAGAIN.
+ */
+#define IPT_THREAD_MOVE_TRIES	16
+
 /**
  * struct ipt_thread_move - a release carried to the CPU of a loaded thread
  * @t: the trace
@@ -1094,22 +1110,27 @@ static void ipt_thread_stream_move_on_cpu(void *arg)
  * markers and the resumed state; a loaded one is rearmed on its CPU
  * (ipt_thread_stream_move_on_cpu()), the lock dropped first: that CPU
  * may be spinning on it with interrupts off.  A thread that left that
- * CPU meanwhile is looked at again.  A finished thread's pause (it
- * exited or was detached while paused) ends where it was last unloaded.
+ * CPU meanwhile is looked at again, IPT_THREAD_MOVE_TRIES times in all:
+ * each try that misses needs the thread to have left the CPU between the
+ * look and the call, and a thread that does so every time (it sleeps and
+ * wakes elsewhere constantly, or the user moves it) must not keep the
+ * caller in the kernel for good.  A finished thread's pause (it exited or
+ * was detached while paused) ends where it was last unloaded.
  *
  * Context: process context; cpus read lock and device lock held.
- * Return: 0, or -EIO: the loaded thread's unit could not be stopped, and
- * nothing changed.  A reload that fails leaves the thread untraced until
+ * Return: 0; -EIO: the loaded thread's unit could not be stopped; or
+ * -EAGAIN: the thread was on another CPU at every try; nothing changed
+ * on either error.  A reload that fails leaves the thread untraced until
  * its next switch-in, as any load (@t->th.busy), and the trace cut.
  */
 static int ipt_thread_stream_move(struct ipt_trace *t, u64 released)
 {
 	struct ipt_thread_move m = { .t = t, .released = released };
-	unsigned int cpu;
+	unsigned int cpu, tries;
 
 	ipt_lockdep_assert_cpus_held();
 	lockdep_assert_held(&t->s->idev->lock);
-	for (;;) {
+	for (tries = 0; tries < IPT_THREAD_MOVE_TRIES; tries++) {
 		raw_spin_lock_irq(&t->th.lock);
 		if (!t->running) {
 			ipt_thread_stream_rearm(t, released,
@@ -1125,6 +1146,7 @@ static int ipt_thread_stream_move(struct ipt_trace *t, u64 released)
 			return m.ret;
 		cond_resched();
 	}
+	return -EAGAIN;
 }
 
 /*
@@ -1518,24 +1540,35 @@ static void ipt_thread_fill(const struct ipt_trace *t,
  * @s: a per-thread session
  * @idx: the index
  *
- * A stream trace whose thread exited while paused has its pause closed
- * here, as of the thread's last unload (the exit happens in the scheduler
- * hook, which cannot take the device lock the gap records are under).
- *
  * Context: device lock held.
  * Return: the trace or NULL.
  */
 static struct ipt_trace *ipt_thread_trace(struct ipt_session *s, u32 idx)
 {
-	struct ipt_trace *t;
-
 	lockdep_assert_held(&s->idev->lock);
 	if (idx >= ipt_thread_nr_used(s))
 		return NULL;
-	t = &s->traces[idx];
-	if (s->stream && !ipt_thread_live(t))
+	return &s->traces[idx];
+}
+
+/**
+ * ipt_thread_trace_settle() - bring a trace up to date before a command
+ * reads or releases it (struct ipt_mode_ops.settle)
+ * @t: a trace ipt_thread_trace() returned
+ *
+ * A stream trace whose thread exited or was detached while paused has its
+ * pause closed here, as of the thread's last unload (the exit happens in
+ * the scheduler hook, which cannot take the device lock the gap records
+ * are under).  Called once the command cannot fail any more, so that an
+ * error leaves the pause open, as it was.
+ *
+ * Context: device lock held.
+ */
+static void ipt_thread_trace_settle(struct ipt_trace *t)
+{
+	lockdep_assert_held(&t->s->idev->lock);
+	if (t->s->stream && !ipt_thread_live(t))
 		ipt_thread_stream_close(t);
-	return t;
 }
 
 const struct ipt_mode_ops ipt_thread_mode_ops = {
@@ -1546,6 +1579,7 @@ const struct ipt_mode_ops ipt_thread_mode_ops = {
 	.cpu_online = ipt_thread_cpu_online,
 	.cpu_offline = ipt_thread_cpu_offline,
 	.trace = ipt_thread_trace,
+	.settle = ipt_thread_trace_settle,
 	.fill = ipt_thread_fill,
 	.stream_move = ipt_thread_stream_move,
 };

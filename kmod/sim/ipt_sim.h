@@ -291,8 +291,9 @@ struct ipt_sim_hold {
  *        the region of a ToPA STOP entry (ipt_sim_run()); like @feed, a
  *        property of the program, so a reset keeps it
  * @gp_ctl: fault injection (debugfs "gp_ctl"): the next write of
- *        IA32_RTIT_CTL that clears TraceEn (bit 0) or sets it (bit 1) is
- *        #GP, once; with bit 2, only one made in hard-interrupt context
+ *        IA32_RTIT_CTL that clears TraceEn (bit 0: a 1 to 0 transition)
+ *        or sets it (bit 1: 0 to 1) is #GP, once; a write that leaves
+ *        TraceEn as it was does not count; with bit 2, only one made in hard-interrupt context
  *        (ipt_sim_op() hides bits 0 and 1 from any other)
  * @hold: the unit's internal buffer (struct ipt_sim_hold), or NULL: no
  *        buffering; like @feed, kept by a reset

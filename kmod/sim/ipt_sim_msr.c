@@ -287,9 +287,11 @@ void ipt_sim_global_ack(struct ipt_sim_cpu *c, u64 val)
  */
 int ipt_sim_wrmsr(struct ipt_sim_cpu *c, u32 msr, u64 val)
 {
+	bool on = c->ctl & RTIT_CTL_TRACEEN;
+	/* Only a write that changes TraceEn is a fault injection's. */
 	u8 gp = msr != MSR_IA32_RTIT_CTL ? 0 :
-		(val & RTIT_CTL_TRACEEN) ? IPT_SIM_GP_CTL_SET :
-		IPT_SIM_GP_CTL_CLEAR;
+		(val & RTIT_CTL_TRACEEN) ? (on ? 0 : IPT_SIM_GP_CTL_SET) :
+		(on ? IPT_SIM_GP_CTL_CLEAR : 0);
 
 	c->stats.wrmsr++;
 	if ((c->gp_ctl & gp) || ipt_sim_wrmsr_check(c, msr, val)) {

@@ -16,6 +16,7 @@
  */
 #include <kunit/test.h>
 #include <linux/bitfield.h>
+#include <linux/cpumask.h>
 #include <linux/irq_work.h>
 #include <linux/sizes.h>
 #include <linux/wait.h>
@@ -599,6 +600,59 @@ static void stream_gap_lost_went_back(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->t.stream.gap_bytes, 300ULL);
 }
 
+/*
+ * A stop whose output registers are not in the buffer (written under
+ * ipt): the head may not fall behind what the consumer was told of and
+ * released, or bytes_valid would wrap and every later release be EINVAL.
+ * It stays at the furthest of the last head, the last announcement and
+ * the release; the trace is cut and the registers rebuilt there.  A stop
+ * whose registers cannot be read at all (ipt_stream_stopped_lost()) does
+ * the same, and closes an open pause as a gap.
+ */
+static void stream_stop_position_lost(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_stream(test);
+	const u64 rs = SZ_4K, size = 8 * SZ_4K;
+	u64 base, mask;
+
+	fake_start(f);
+	fake_at(f, rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_ASSERT_EQ(test, fake_captured(f), rs);
+	/* the consumer took 100 bytes of region 0 */
+	f->t.stream.released = 100;
+	fake_base = 0x1000;
+	fake_stop(f);
+	f->t.running = false;
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, rs);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), rs);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+	ipt_topa_pos(f->t.buf, rs, &base, &mask);
+	KUNIT_EXPECT_EQ(test, f->t.base, base);
+	KUNIT_EXPECT_EQ(test, f->t.mask, mask);
+	KUNIT_EXPECT_EQ(test, f->t.status, 0ULL);
+
+	/* paused at STOP, then registers that cannot be read */
+	f = fake_stream(test);
+	fake_start(f);
+	fake_at(f, 0, true);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_ASSERT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	f->t.stream.released = 50;
+	local_irq_disable();
+	ipt_stream_stopped_lost(&f->t);
+	local_irq_enable();
+	f->t.running = false;
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, size);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), size);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	/* still at STOP: Stopped kept, the next release resumes it */
+	KUNIT_EXPECT_EQ(test, f->t.status, RTIT_STATUS_STOPPED);
+	irq_work_sync(&f->t.stream.work);
+}
+
 /* ---- per-thread traces ---------------------------------------------- */
 
 /* A thread's stream trace on the fake buffer, switched out. */
@@ -830,6 +884,132 @@ static void stream_thread_exit_paused(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
 }
 
+/*
+ * A switch-out whose saved output registers are not in the buffer: as a
+ * per-CPU stop (stream_stop_position_lost), the head stays at what the
+ * consumer was told of and released, the trace is cut, and what the next
+ * load writes back is rebuilt at the head.
+ */
+static void stream_thread_out_position_lost(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_thread(test);
+	const u64 rs = SZ_4K;
+	u64 base, mask;
+
+	fake_thread_in(f);
+	fake_at(f, 2 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_ASSERT_EQ(test, fake_captured(f), 2 * rs);
+	f->t.stream.released = rs + 7;
+	fake_base = 0x1000;
+	fake_thread_out(f);
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, 2 * rs);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 2 * rs);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+	ipt_topa_pos(f->t.buf, 2 * rs, &base, &mask);
+	KUNIT_EXPECT_EQ(test, f->t.base, base);
+	KUNIT_EXPECT_EQ(test, f->t.mask, mask);
+	KUNIT_EXPECT_EQ(test, f->t.status, 0ULL);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+}
+
+/*
+ * A release that fails its argument checks on the trace of a thread that
+ * exited while paused changes nothing: the pause stays open (the lookup
+ * no longer closes it), no gap is recorded; the next call that succeeds
+ * closes it as of the last unload, as before.
+ */
+static void stream_thread_exit_paused_bad_release(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_thread(test);
+	struct ipt_stream_release r = { .size = sizeof(r) };
+	struct ipt_ioctl_call c = { .s = &f->s, .arg = &r };
+	const u64 size = 8 * SZ_4K;
+	long ret;
+
+	fake_thread_in(f);
+	fake_at(f, 0, true);
+	fake_lost = 30;
+	fake_now = 1900;
+	fake_thread_out(f);
+	f->t.th.flags = IPT_TS_EXITED;
+	fake_now = 9000;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	/* beyond what is ready */
+	r.released = size + 1;
+	ret = ipt_ioctl_stream_release(&c);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_EXPECT_EQ(test, ret, (long)-EINVAL);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 0ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.lost, 30ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, 0ULL);
+	/* a release inside the region: the pause closed at the unload */
+	r.released = 100;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	ret = ipt_ioctl_stream_release(&c);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_EXPECT_EQ(test, ret, 0L);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_start, 1900ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_end, 1900ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].bytes_lost, 30ULL);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, 100ULL);
+}
+
+/*
+ * A release of a thread that is on another CPU each time it is looked
+ * for: the thread reads as loaded (running, on a CPU) where it is not, as
+ * when it leaves that CPU between the look and the cross-CPU call every
+ * time.  The release gives up with -EAGAIN after a bounded number of
+ * tries instead of looping, and changes nothing: still paused, no gap,
+ * STOP and the release position where they were.  Found off, the same
+ * release holds.
+ */
+static void stream_thread_release_migrating(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_thread(test);
+	struct ipt_stream_release r = { .size = sizeof(r), .released = SZ_4K };
+	struct ipt_ioctl_call c = { .s = &f->s, .arg = &r };
+	long ret;
+
+	fake_thread_in(f);
+	fake_at(f, 0, true);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	fake_thread_out(f);
+	KUNIT_ASSERT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	/* seen running on a CPU that does not hold it, at every look */
+	f->t.cpu = cpumask_first(cpu_online_mask);
+	f->t.running = true;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	ret = ipt_ioctl_stream_release(&c);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_EXPECT_EQ(test, ret, (long)-EAGAIN);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, 0ULL);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 0ULL);
+	KUNIT_EXPECT_EQ(test, f->t.buf->stop_region, 7u);
+	KUNIT_EXPECT_TRUE(test, f->t.status & RTIT_STATUS_STOPPED);
+	/* switched out after all: the release holds */
+	f->t.running = false;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	ret = ipt_ioctl_stream_release(&c);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	KUNIT_EXPECT_EQ(test, ret, 0L);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, (u64)SZ_4K);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_EXPECT_EQ(test, f->t.buf->stop_region, 0u);
+}
+
 static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_check_fields),
 	KUNIT_CASE(stream_regions),
@@ -842,10 +1022,14 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_pmi_torn_read),
 	KUNIT_CASE(stream_pmi_flushes),
 	KUNIT_CASE(stream_gap_lost_went_back),
+	KUNIT_CASE(stream_stop_position_lost),
 	KUNIT_CASE(stream_thread_pause_survives_switch),
 	KUNIT_CASE(stream_thread_pause_at_unload),
 	KUNIT_CASE(stream_thread_release_op),
 	KUNIT_CASE(stream_thread_exit_paused),
+	KUNIT_CASE(stream_thread_release_migrating),
+	KUNIT_CASE(stream_thread_exit_paused_bad_release),
+	KUNIT_CASE(stream_thread_out_position_lost),
 	{}
 };
 

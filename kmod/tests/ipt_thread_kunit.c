@@ -33,6 +33,7 @@ static u32 fail_msr;		/* a write to this MSR faults (0: none) */
 static bool fail_xrstors;
 static bool xsaves_empty;	/* XSAVES saves nothing: IA32_XSS lost bit 8 */
 static bool xsaves_ctl_off;	/* XSAVES finds TraceEn clear (unit off) */
+static bool ctl_reads_on;	/* IA32_RTIT_CTL reads TraceEn set */
 static u64 regs_base, regs_mask, regs_status, regs_gs, regs_xss;
 
 static void rec(enum rec_op op, u32 msr, u64 val)
@@ -58,7 +59,7 @@ static int fake_rd(u32 msr, u64 *val)
 		*val = regs_gs;
 		return 0;
 	case MSR_IA32_RTIT_CTL:
-		*val = 0;
+		*val = ctl_reads_on ? RTIT_CTL_TRACEEN : 0;
 		return 0;
 	case MSR_IA32_XSS:
 		*val = regs_xss;
@@ -161,6 +162,7 @@ static int thread_test_init(struct kunit *test)
 	fail_xrstors = false;
 	xsaves_empty = false;
 	xsaves_ctl_off = false;
+	ctl_reads_on = false;
 	regs_xss = 0;
 	regs_base = 0x5678000;
 	regs_mask = IPT_RTIT_MASK_LOW | (5ULL << 7) | (0x10ULL << 32);
@@ -315,6 +317,42 @@ static void msr_unload_order(struct kunit *test)
 	EXPECT_REC(2, REC_WR, MSR_IA32_RTIT_STATUS, regs_status);
 	unload(&f->t);
 	KUNIT_EXPECT_EQ(test, f->t.th.switches, 2ULL);
+}
+
+/*
+ * MSR path, a switch-out whose stop faults (the WRMSR clearing TraceEn is
+ * #GP and TraceEn reads back set): the switch cannot fail, the thread is
+ * unloaded, but the unit may still write into its buffer, so this CPU
+ * stays marked on: a release then frees no buffer while the CPU is
+ * offline, and panic clears TraceEn here.  A stop that works marks it
+ * off.
+ */
+static void msr_unload_stop_fault_stays_on(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	unsigned long flags;
+	bool on_after, on_ok;
+
+	ipt_thread_switch_msrs(&f->s);
+	pin_arm(&f->t, &flags);
+	KUNIT_EXPECT_TRUE(test, ipt_thread_load(&f->t));
+	KUNIT_EXPECT_TRUE(test, ipt_life_on_here());
+	fail_msr = MSR_IA32_RTIT_CTL;
+	ctl_reads_on = true;
+	ipt_thread_unload(&f->t);
+	on_after = ipt_life_on_here();
+	/* the unit cleared after all: the next switch-out marks it off */
+	fail_msr = 0;
+	ctl_reads_on = false;
+	KUNIT_EXPECT_TRUE(test, ipt_thread_load(&f->t));
+	ipt_thread_unload(&f->t);
+	on_ok = ipt_life_on_here();
+	disarm(&f->t);
+	local_irq_restore(flags);
+	preempt_enable();
+	KUNIT_EXPECT_TRUE(test, on_after);
+	KUNIT_EXPECT_FALSE(test, f->t.running);
+	KUNIT_EXPECT_FALSE(test, on_ok);
 }
 
 /*
@@ -616,6 +654,7 @@ static void xsaves_path_choice(struct kunit *test)
 static struct kunit_case thread_cases[] = {
 	KUNIT_CASE(msr_load_order),
 	KUNIT_CASE(msr_unload_order),
+	KUNIT_CASE(msr_unload_stop_fault_stays_on),
 	KUNIT_CASE(unload_settles_pending_pmi),
 	KUNIT_CASE(msr_load_busy),
 	KUNIT_CASE(msr_load_filters),

@@ -29,6 +29,44 @@ static void gp_ctl_while_tracing(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c->stats.gp, 1ULL);
 }
 
+/*
+ * Fault injection (struct ipt_sim_cpu.gp_ctl) counts only transitions:
+ * a write of CTL with TraceEn clear while it already is clears nothing
+ * and is no "write that clears TraceEn"; one with TraceEn set while it
+ * already is sets nothing.  Those writes succeed and leave the fault
+ * armed for the real transition, which takes it, once.
+ */
+static void gp_ctl_fault_transitions_only(struct kunit *test)
+{
+	struct ipt_sim_cpu *c = sim_cpu(test, "icl");
+	u64 pa;
+
+	sim_mem(test, 0, &pa);
+	c->gp_ctl = IPT_SIM_GP_CTL_CLEAR | IPT_SIM_GP_CTL_SET;
+	/* off, written off: no transition */
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_EQ(test, c->gp_ctl, IPT_SIM_GP_CTL_CLEAR | IPT_SIM_GP_CTL_SET);
+	/* off to on: the set fault, taken once */
+	c->gp_ctl = IPT_SIM_GP_CTL_SET;
+	sim_expect_ok(test, c, MSR_IA32_RTIT_OUTPUT_BASE, pa);
+	sim_expect_ok(test, c, MSR_IA32_RTIT_OUTPUT_MASK, SZ_4K - 1);
+	KUNIT_EXPECT_EQ(test, ipt_sim_wrmsr(c, MSR_IA32_RTIT_CTL, CTL_RANGE),
+			-EIO);
+	KUNIT_EXPECT_EQ(test, c->gp_ctl, 0);
+	KUNIT_EXPECT_FALSE(test, c->ctl & RTIT_CTL_TRACEEN);
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE);
+	/* on, written on (the identical value): no transition */
+	c->gp_ctl = IPT_SIM_GP_CTL_CLEAR | IPT_SIM_GP_CTL_SET;
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE);
+	KUNIT_EXPECT_EQ(test, c->gp_ctl, IPT_SIM_GP_CTL_CLEAR | IPT_SIM_GP_CTL_SET);
+	/* on to off: the clear fault, taken once; the unit still on */
+	KUNIT_EXPECT_EQ(test, ipt_sim_wrmsr(c, MSR_IA32_RTIT_CTL,
+					    CTL_RANGE & ~RTIT_CTL_TRACEEN), -EIO);
+	KUNIT_EXPECT_EQ(test, c->gp_ctl, IPT_SIM_GP_CTL_SET);
+	KUNIT_EXPECT_TRUE(test, c->ctl & RTIT_CTL_TRACEEN);
+	sim_expect_ok(test, c, MSR_IA32_RTIT_CTL, CTL_RANGE & ~RTIT_CTL_TRACEEN);
+}
+
 static void gp_ctl_reserved(struct kunit *test)
 {
 	static const unsigned int bits[] = {
@@ -330,6 +368,7 @@ static void gp_other_msrs(struct kunit *test)
 
 static struct kunit_case sim_gp_cases[] = {
 	KUNIT_CASE(gp_ctl_while_tracing),
+	KUNIT_CASE(gp_ctl_fault_transitions_only),
 	KUNIT_CASE(gp_ctl_reserved),
 	KUNIT_CASE(gp_ctl_unsupported_feature),
 	KUNIT_CASE(gp_ctl_encodings),
