@@ -909,6 +909,63 @@ static void test_speedscope(const char *label, const char *path, size_t ntracks,
 	free(s);
 }
 
+/*
+ * --folded at @path through speedscope's own importer of collapsed stacks
+ * (tools/testing/speedscope/import-trace.mjs --folded): no warning, and
+ * its profile has the file's total count and frames.
+ */
+static void test_speedscope_folded(const char *label, const char *path)
+{
+	static bool checked_bad;
+	char out[PATH_MAX + 16], *s;
+	struct json_object *o, *v;
+	const char *keys[][2] = { { "weight", "file_weight" }, { "frames", "file_frames" } };
+	bool ok;
+	int st;
+
+	if (sh("command -v node >/dev/null 2>&1")) {
+		SKIP("%s: speedscope's importer: node is not installed (run scripts/setup)", label);
+		return;
+	}
+	snprintf(out, sizeof(out), "%s.speedscope", path);
+	st = sh("node %s/tools/testing/speedscope/import-trace.mjs --folded %s >%s 2>&1",
+		IPT_SRCDIR, path, out);
+	s = slurp(out, NULL);
+	o = s ? json_tokener_parse(s) : NULL;
+	if (st == 77) {
+		SKIP("%s: speedscope's importer: %s", label,
+		     o && json_object_object_get_ex(o, "skip", &v) ? json_object_get_string(v) :
+		     "not installed");
+		json_object_put(o);
+		free(s);
+		return;
+	}
+	ok = st == 0 && o && json_object_object_get_ex(o, "nwarnings", &v) &&
+	     !json_object_get_int(v);
+	for (size_t i = 0; ok && i < 2; i++) {
+		struct json_object *a, *b;
+
+		ok = json_object_object_get_ex(o, keys[i][0], &a) &&
+		     json_object_object_get_ex(o, keys[i][1], &b) && json_object_get_int64(a) > 0 &&
+		     json_object_get_int64(a) == json_object_get_int64(b);
+	}
+	CHECK(ok, "%s: speedscope's own importer takes the folded stacks without a warning, with "
+	      "the file's total count and frames", label);
+	if (!ok)
+		printf("# speedscope: %.600s\n", s ? s : "(no output)");
+	json_object_put(o);
+	free(s);
+	if (!checked_bad) {
+		/* the check must be able to fail: a line without its count is refused */
+		checked_bad = true;
+		snprintf(out, sizeof(out), "%s.bad", path);
+		st = sh("printf 'a;b 3\\na;c\\n' >%s && node %s/tools/testing/speedscope/"
+			"import-trace.mjs --folded %s >/dev/null 2>&1", out, IPT_SRCDIR, out);
+		CHECK(st == 1, "the folded speedscope check refuses a line without a count (%d)",
+		      st);
+	}
+}
+
 /* The "otherData" and "metadata" of trace-event JSON @o say what "ts" is: @unit. */
 static bool perfetto_unit(struct json_object *o, const char *unit)
 {
@@ -1526,6 +1583,12 @@ static void test_run(struct run *r, bool full)
 	      "%s: --profile alone (counted in the workers), -J 1 and -J 3, equals the "
 	      "per-instruction walk", r->name);
 	test_calls(r, F(r, "s.calls"));
+	{
+		char label[96];
+
+		snprintf(label, sizeof(label), "%s --folded", r->name);
+		test_speedscope_folded(label, F(r, "s.folded"));
+	}
 	if (r->static_prog)
 		test_lines(r);
 	if (r->static_prog) {
