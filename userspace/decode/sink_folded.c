@@ -593,13 +593,17 @@ static int cmp_skv_rank(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-static void folded_end(struct dec_sink *k, struct dec_stream *st)
+/*
+ * The folded lines of the old way: every counted node's whole line made
+ * (folded_strings), merged by text, ordered by the tree's walk (tree_rank)
+ * and checked, sorted by strcmp where that check fails.  Memory as large
+ * as the output: only for names folded_walk() cannot order.
+ */
+static void folded_sorted(struct folded_sink *r, FILE *f)
 {
-	struct folded_sink *r = (struct folded_sink *)k;
 	size_t i, n = 0;
 	uint32_t *rank;
 
-	(void)st;
 	folded_strings(r);
 	for (i = 0; i < r->folded.cap; i++)
 		if (r->folded.t[i].s)
@@ -629,14 +633,153 @@ static void folded_end(struct dec_sink *k, struct dec_stream *st)
 			v /= 10;
 		} while (v);
 		d[22 - nd] = ' ';
-		fwrite_unlocked(r->folded.t[i].s, 1, r->text_len[r->folded.t[i].node], k->f);
-		fwrite_unlocked(d + 22 - nd, 1, (size_t)nd + 2, k->f);
+		fwrite_unlocked(r->folded.t[i].s, 1, r->text_len[r->folded.t[i].node], f);
+		fwrite_unlocked(d + 22 - nd, 1, (size_t)nd + 2, f);
 	}
 	for (i = 0; i < r->nr_fnodes; i++)
 		free(r->texts[i]);
 	free(r->texts);
 	free(r->text_len);
 	free(r->folded.t);
+}
+
+/*
+ * The folded lines written in strcmp order by one walk of the stack tree,
+ * each line made in one path buffer that holds its parent's line: memory
+ * and work beyond the output's own bytes are linear in the nodes, however
+ * deep the stacks (a trace of many runs in a row, each run's exit() a
+ * call that never returns, nests every run in the one before: the lines
+ * grow with the trace, and folded_sorted() made each one in memory).
+ * Nodes are merged by name under their merged parent (equal names at
+ * different pointers: one line, counts summed), and siblings visited as
+ * tree_rank() does: with no ';' in any name and every merge exact, that
+ * walk is strcmp's order of the lines and one node is one distinct line,
+ * so the output is folded_sorted()'s.  Otherwise nothing is written and
+ * false returned: the caller takes folded_sorted().
+ */
+static bool folded_walk(struct folded_sink *r, FILE *f)
+{
+	size_t n = r->nr_fnodes, i, sp = 0, cap = 256, len;
+	uint32_t *canon = malloc(n * sizeof(*canon)), *first = calloc(n + 1, sizeof(*first));
+	uint32_t *fill = malloc((n + 1) * sizeof(*fill)), *ent = malloc(2 * n * sizeof(*ent) + 4);
+	uint64_t *sum = calloc(n, sizeof(*sum));
+	bool *kids = calloc(n, sizeof(*kids)), ok = true;
+	struct { uint32_t node, at; size_t len; } *stk = malloc(n * sizeof(*stk));
+	struct dec_map byname = { 0 };
+	char *buf = malloc(cap);
+
+	if (!canon || !first || !fill || !ent || !sum || !kids || !stk || !buf)
+		dec_nomem();
+	canon[0] = 0;
+	for (i = 1; i < n && ok; i++) {
+		const char *name = r->fnodes[i].name, *cn;
+		uint32_t cp = canon[r->fnodes[i].parent];
+		size_t nl = strlen(name);
+		struct dec_kv *e;
+
+		if (memchr(name, ';', nl)) {
+			ok = false;
+			break;
+		}
+		e = dec_map_get(&byname, cp, shash_more(SHASH_BASIS, name, nl));
+		if (!e->v)
+			e->v = i + 1;
+		canon[i] = (uint32_t)(e->v - 1);
+		cn = r->fnodes[canon[i]].name;
+		if (cn != name && strcmp(cn, name))	/* two names of one hash */
+			ok = false;
+		sum[canon[i]] += r->fnodes[i].count;
+		if (canon[i] == i)
+			kids[cp] = true;
+	}
+	free(byname.t);
+	if (ok) {
+		/* per merged parent: its merged children's entries, as tree_rank() makes them */
+		for (i = 1; i < n; i++)
+			if (canon[i] == i)
+				first[canon[r->fnodes[i].parent] + 1] += !!sum[i] + kids[i];
+		for (i = 0; i < n; i++)
+			first[i + 1] += first[i];
+		memcpy(fill, first, (n + 1) * sizeof(*fill));
+		for (i = 1; i < n; i++) {
+			uint32_t pa = canon[r->fnodes[i].parent];
+
+			if (canon[i] != i)
+				continue;
+			if (sum[i])
+				ent[fill[pa]++] = (uint32_t)i << 1;
+			if (kids[i])
+				ent[fill[pa]++] = (uint32_t)i << 1 | 1;
+		}
+		tree_nodes = r->fnodes;
+		for (i = 0; i < n; i++)
+			if (first[i + 1] - first[i] > 1)
+				qsort(ent + first[i], first[i + 1] - first[i], sizeof(*ent),
+				      cmp_tree_ent);
+		stk[sp].node = 0;
+		stk[sp].at = first[0];
+		stk[sp++].len = 0;
+	}
+	while (ok && sp) {
+		uint32_t x = stk[sp - 1].node, e, y;
+		size_t nl;
+
+		if (stk[sp - 1].at == first[x + 1]) {
+			sp--;
+			continue;
+		}
+		e = ent[stk[sp - 1].at++];
+		y = e >> 1;
+		nl = strlen(r->fnodes[y].name);
+		len = stk[sp - 1].len;
+		if (len + nl + 32 > cap) {
+			cap = 2 * (len + nl + 32);
+			buf = dec_xrealloc(buf, cap);
+		}
+		if (x)	/* below a frame: the parent's line, ';' */
+			buf[len++] = ';';
+		memcpy(buf + len, r->fnodes[y].name, nl);
+		len += nl;
+		if (e & 1) {
+			stk[sp].node = y;
+			stk[sp].at = first[y];
+			stk[sp++].len = len;
+		} else {
+			char d[24];
+			int nd = 0;
+			uint64_t v = sum[y];
+
+			/* "%s %" PRIu64 "\n", without stdio's format parsing */
+			do {
+				d[nd++] = (char)('0' + v % 10);
+				v /= 10;
+			} while (v);
+			buf[len++] = ' ';
+			while (nd)
+				buf[len++] = d[--nd];
+			buf[len++] = '\n';
+			fwrite_unlocked(buf, 1, len, f);
+		}
+	}
+	free(canon);
+	free(first);
+	free(fill);
+	free(ent);
+	free(sum);
+	free(kids);
+	free(stk);
+	free(buf);
+	return ok;
+}
+
+static void folded_end(struct dec_sink *k, struct dec_stream *st)
+{
+	struct folded_sink *r = (struct folded_sink *)k;
+	size_t i;
+
+	(void)st;
+	if (r->nr_fnodes && !folded_walk(r, k->f))
+		folded_sorted(r, k->f);
 	free(r->fnodes);
 	free(r->fnode_ids.t);
 	for (i = 0; i < r->nr_addr_names; i++)

@@ -1002,6 +1002,62 @@ static int write_meta_in_place(const char *dst, const char *s, size_t len)
 	return err;
 }
 
+size_t capture_meta_reserve(const struct capture *c, size_t nr_traces)
+{
+	/*
+	 * The fixed keys; a trace's entry at its longest without itemised
+	 * gaps (about 700 bytes: test_capture's full-disk case); a CPU's
+	 * sideband entry; the command's arguments, each byte escaped at worst
+	 * as \u00XX, and the indentation of each.
+	 */
+	size_t n = 4096 + 1024 * nr_traces + 256 * (size_t)c->caps.nr_cpus, i;
+
+	for (i = 0; c->prog.argv && c->prog.argv[i]; i++)
+		n += 6 * strlen(c->prog.argv[i]) + 16;
+	return n;
+}
+
+/*
+ * The in-place rewrite when the metadata has outgrown the space meta.json
+ * holds (a full disk while the consumer fell behind adds a gap at a time,
+ * and the reserve was sized without them): the same metadata with every
+ * trace's gaps counted ("gaps_unlisted", and the totals of "stream") but
+ * not itemised, which capture_meta_reserve() sizes the reserve for; then
+ * also without indentation.  0, or ENOSPC when even that does not fit.
+ */
+static int write_meta_in_place_lean(const struct capture *c, const char *dst)
+{
+	struct capture lean = *c;
+	struct capture_trace *tr = calloc(c->nr_traces, sizeof(*tr));
+	struct json_object *o;
+	int err = ENOMEM;
+	size_t i;
+
+	if (!tr)
+		return err;
+	for (i = 0; i < c->nr_traces; i++) {
+		tr[i] = c->traces[i];
+		tr[i].gaps_unlisted += tr[i].nr_gaps;
+		tr[i].nr_gaps = 0;
+		tr[i].gaps = NULL;
+	}
+	lean.traces = tr;
+	o = capture_meta_json(&lean);
+	if (o) {
+		const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							       JSON_C_TO_STRING_SPACED);
+
+		err = write_meta_in_place(dst, s, strlen(s));
+		if (err == ENOSPC) {	/* and without the indentation */
+			s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+			err = write_meta_in_place(dst, s, strlen(s));
+		}
+		json_object_put(o);
+	}
+	free(tr);
+	return err;
+}
+
 int capture_write_meta(const struct capture *c)
 {
 	char tmp[4096], dst[4096];
@@ -1033,8 +1089,13 @@ int capture_write_meta(const struct capture *c)
 	if (err)
 		unlink(tmp);
 fallback:
-	if ((err == ENOSPC || err == EDQUOT) && !access(dst, F_OK))
-		err = write_meta_in_place(dst, s, len) ? err : 0;
+	if ((err == ENOSPC || err == EDQUOT) && !access(dst, F_OK)) {
+		int e = write_meta_in_place(dst, s, len);
+
+		if (e == ENOSPC && c->nr_traces)
+			e = write_meta_in_place_lean(c, dst);
+		err = e ? err : 0;
+	}
 	json_object_put(o);
 	return err;
 }

@@ -220,7 +220,10 @@ static bool parse_pct(const char *s, size_t len, uint64_t *v)
  * spaces, in order and not overlapping; or percentages of the decode's
  * time, comma-separated, all of one form: A%-B% (from A% to B%), A%/N
  * (the N-th slice of A%: from (N-1)A% to NA%), or one A% (A%/1).  Into
- * @a->times.  0, or -1.
+ * @a->times.  0; -1: not that form; -2: a range of zero width (A%-A%, one
+ * 0% -- perf's "0%/1", which its percent_slash_split() refuses,
+ * tools/perf/util/time-utils.c:244 in Linux 6.1 -- T-T, or -0: an open
+ * START is 0), which could only hold at one instant: a mistake.
  */
 static int parse_times(const char *arg, struct slice_args *a)
 {
@@ -270,6 +273,9 @@ static int parse_times(const char *arg, struct slice_args *a)
 			if (e && !*p)
 				return -1;
 		}
+		for (size_t i = 0; i < n; i++)
+			if (a->times[i].to == a->times[i].from)
+				return -2;
 		sl->times = a->times;
 		sl->nr_times = n;
 		sl->time_tsc = false;
@@ -301,6 +307,10 @@ static int parse_times(const char *arg, struct slice_args *a)
 	}
 	if (!n)
 		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (a->times[i].have_to && a->times[i].to == (a->times[i].have_from ?
+							      a->times[i].from : 0))
+			return -2;
 	sl->times = a->times;
 	sl->nr_times = n;
 	sl->time_tsc = tsc == 1;
@@ -315,8 +325,16 @@ static int slice_opt(int c, const char *arg, struct slice_args *a)
 	size_t alen;
 
 	switch (c) {
-	case O_SL_TIME:
-		if (parse_times(arg, a)) {
+	case O_SL_TIME: {
+		int pt = parse_times(arg, a);
+
+		if (pt == -2) {
+			ipt_err("--time %s: a slice of zero width selects nothing: want an END after "
+				"its START (open START is 0), e.g. --time 0%%-10%% or --time 1ms-2ms",
+				arg);
+			return -1;
+		}
+		if (pt) {
 			ipt_err("--time %s: want START-END, each end a time since the first TSC "
 				"(1.5, 200ms, 30us, 40ns) or TSC ticks (5000tsc), or left out "
 				"(START- or -END), END not before START (several: separated by "
@@ -325,6 +343,7 @@ static int slice_opt(int c, const char *arg, struct slice_args *a)
 			return -1;
 		}
 		return 1;
+	}
 	case O_SL_RANGE: {
 		char x[32];
 

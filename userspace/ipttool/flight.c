@@ -287,7 +287,7 @@ int cmd_start(struct ipttool *t, int argc, char **argv)
 	}
 	capture_time_conv(&c);
 	c.start_ns = realtime_ns();
-	c.meta_reserve = 4096 + 1024 * (size_t)c.caps.nr_cpus;
+	c.meta_reserve = capture_meta_reserve(&c, c.caps.nr_cpus);
 	err = iptcap_start(ipt);
 	if (err) {
 		err_session(t, err, "start", NULL);

@@ -366,9 +366,17 @@ int capture_sb_write_rec(struct capture *c, const struct iptcap_sb_rec *r);
 /* The metadata of @c as a JSON object (a new reference). */
 struct json_object *capture_meta_json(const struct capture *c);
 /*
+ * The bytes meta.json of @c is padded to for up to @nr_traces traces
+ * (@meta_reserve; @c's caps and prog set): room for every trace's entry
+ * with its gaps counted but not itemised, which is what
+ * capture_write_meta() falls back to on a full disk.
+ */
+size_t capture_meta_reserve(const struct capture *c, size_t nr_traces);
+/*
  * Write meta.json atomically (temporary file, fsync, rename); with no
  * space for that, overwrite it in place if it is large enough (see
- * @meta_reserve).  0 or errno.
+ * @meta_reserve), with the gaps only counted if they do not fit.  0 or
+ * errno.
  */
 int capture_write_meta(const struct capture *c);
 /* Read DIR/meta.json; NULL with one sentence in @msg on failure. */

@@ -1361,8 +1361,7 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		}
 	}
 	capture_time_conv(&c);
-	c.meta_reserve = 4096 + 1024 * (c.per_thread ? (nr_slots < 16 ? nr_slots : 16) :
-					(size_t)caps.nr_cpus);
+	c.meta_reserve = capture_meta_reserve(&c, c.per_thread ? nr_slots : caps.nr_cpus);
 	/*
 	 * From the moment the capture exists on disk a SIGINT, SIGTERM or
 	 * SIGHUP (the terminal closed) ends the recording cleanly (the loop

@@ -679,6 +679,91 @@ static void test_meta(const char *dir)
 	CHECK(!o && strstr(msg, "version 99"), "future version refused: %s", msg);
 }
 
+/*
+ * The final rewrite of meta.json on a full disk (the temporary file is a
+ * symlink to /dev/full: ENOSPC) goes in place, into the bytes the first
+ * write padded it to (capture_meta_reserve()): a streamed per-thread
+ * capture of 40 traces, every field at its longest, 100 gaps each, and a
+ * command of 20 arguments of 500 control characters each.  The
+ * gaps do not fit: they are counted, not itemised, and the rewrite
+ * succeeds with every trace in it.
+ */
+static void test_meta_full_disk(const char *dir)
+{
+	enum { NT = 40, NG = 100 };
+	static struct capture_trace tr[NT];
+	static struct ipt_gap gaps[NG];
+	static char arg[20][501], *argv[21];
+	struct json_object *o = NULL, *t, *a;
+	struct capture c;
+	char msg[512], tmp[512], path[512];
+	struct stat st;
+	size_t i, entries = 0, unlisted = 0, itemised = 0;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.dir = dir;
+	c.caps = sample_caps();
+	c.per_thread = true;
+	c.stream = true;
+	c.config.max_threads = NT;
+	c.traces = tr;
+	c.nr_traces = NT;
+	snprintf(c.reason, sizeof(c.reason), "%0*d", (int)sizeof(c.reason) - 1, 0);
+	/* the traced command: 20 arguments of 500 control characters (escaped as \u0001) */
+	for (i = 0; i < 20; i++) {
+		memset(arg[i], 1, sizeof(arg[i]) - 1);
+		argv[i] = arg[i];
+	}
+	c.prog.argv = argv;
+	for (i = 0; i < NG; i++)
+		gaps[i] = (struct ipt_gap){ .offset = UINT64_MAX, .tsc_start = UINT64_MAX,
+					    .tsc_end = UINT64_MAX, .bytes_lost = UINT64_MAX - 1,
+					    .cpu = UINT32_MAX };
+	for (i = 0; i < NT; i++) {
+		memset(&tr[i], 0xff, sizeof(tr[i]));
+		tr[i].cpu = (unsigned int)i;
+		memset(tr[i].file, 'f', sizeof(tr[i].file) - 1);
+		tr[i].file[sizeof(tr[i].file) - 1] = 0;
+		tr[i].write_errno = ENAMETOOLONG;
+		tr[i].read_failed = false;
+		tr[i].gaps = gaps;
+		tr[i].nr_gaps = NG;
+		tr[i].gaps_unlisted = UINT64_MAX - NG - 1;
+	}
+	/* the capture's first meta.json, as record writes it: small, padded */
+	c.meta_reserve = capture_meta_reserve(&c, NT);
+	c.nr_traces = 0;
+	rc = capture_write_meta(&c);
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	CHECK(rc == 0 && !stat(path, &st) && (size_t)st.st_size == c.meta_reserve,
+	      "full disk: the first meta.json is padded to %zu bytes", c.meta_reserve);
+	/* the final one, the disk full */
+	c.nr_traces = NT;
+	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", dir);
+	rc = symlink("/dev/full", tmp);
+	CHECK(rc == 0, "full disk: meta.json.tmp -> /dev/full");
+	rc = capture_write_meta(&c);
+	CHECK(rc == 0, "full disk: the final meta.json is written in place (%s)", strerror(rc));
+	CHECK(lstat(tmp, &st) && errno == ENOENT, "full disk: no meta.json.tmp left");
+	o = capture_read_meta(dir, msg, sizeof(msg));
+	if (o && json_object_object_get_ex(o, "traces", &a))
+		for (i = 0; i < json_object_array_length(a); i++) {
+			t = json_object_array_get_idx(a, i);
+			entries++;
+			/* capture.c writes counts as int64: the bits are the count's */
+			unlisted += (uint64_t)json_object_get_int64(jget(t, "gaps_unlisted")) ==
+				    UINT64_MAX - 1;
+			itemised += json_object_array_length(jget(t, "gaps"));
+		}
+	CHECK(o && entries == NT && unlisted == NT && itemised == 0,
+	      "full disk: all %zu traces listed (%zu), each with its %d gaps counted as unlisted "
+	      "(%zu), none itemised (%zu)", (size_t)NT, entries, NG, unlisted, itemised);
+	json_object_put(o);
+	unlink(tmp);
+	unlink(path);
+}
+
 /* A per-thread capture: file names, "mode":"thread", per-trace thread state. */
 static void test_meta_thread(const char *dir)
 {
@@ -1026,6 +1111,7 @@ int main(void)
 	test_meta(dir);
 	test_meta_thread(dir);
 	test_enospc(dir);
+	test_meta_full_disk(dir);
 	test_info_sideband(dir);
 	test_symbols(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -908,6 +909,63 @@ static void test_speedscope(const char *label, const char *path, size_t ntracks,
 	free(s);
 }
 
+/*
+ * --folded at @path through speedscope's own importer of collapsed stacks
+ * (tools/testing/speedscope/import-trace.mjs --folded): no warning, and
+ * its profile has the file's total count and frames.
+ */
+static void test_speedscope_folded(const char *label, const char *path)
+{
+	static bool checked_bad;
+	char out[PATH_MAX + 16], *s;
+	struct json_object *o, *v;
+	const char *keys[][2] = { { "weight", "file_weight" }, { "frames", "file_frames" } };
+	bool ok;
+	int st;
+
+	if (sh("command -v node >/dev/null 2>&1")) {
+		SKIP("%s: speedscope's importer: node is not installed (run scripts/setup)", label);
+		return;
+	}
+	snprintf(out, sizeof(out), "%s.speedscope", path);
+	st = sh("node %s/tools/testing/speedscope/import-trace.mjs --folded %s >%s 2>&1",
+		IPT_SRCDIR, path, out);
+	s = slurp(out, NULL);
+	o = s ? json_tokener_parse(s) : NULL;
+	if (st == 77) {
+		SKIP("%s: speedscope's importer: %s", label,
+		     o && json_object_object_get_ex(o, "skip", &v) ? json_object_get_string(v) :
+		     "not installed");
+		json_object_put(o);
+		free(s);
+		return;
+	}
+	ok = st == 0 && o && json_object_object_get_ex(o, "nwarnings", &v) &&
+	     !json_object_get_int(v);
+	for (size_t i = 0; ok && i < 2; i++) {
+		struct json_object *a, *b;
+
+		ok = json_object_object_get_ex(o, keys[i][0], &a) &&
+		     json_object_object_get_ex(o, keys[i][1], &b) && json_object_get_int64(a) > 0 &&
+		     json_object_get_int64(a) == json_object_get_int64(b);
+	}
+	CHECK(ok, "%s: speedscope's own importer takes the folded stacks without a warning, with "
+	      "the file's total count and frames", label);
+	if (!ok)
+		printf("# speedscope: %.600s\n", s ? s : "(no output)");
+	json_object_put(o);
+	free(s);
+	if (!checked_bad) {
+		/* the check must be able to fail: a line without its count is refused */
+		checked_bad = true;
+		snprintf(out, sizeof(out), "%s.bad", path);
+		st = sh("printf 'a;b 3\\na;c\\n' >%s && node %s/tools/testing/speedscope/"
+			"import-trace.mjs --folded %s >/dev/null 2>&1", out, IPT_SRCDIR, out);
+		CHECK(st == 1, "the folded speedscope check refuses a line without a count (%d)",
+		      st);
+	}
+}
+
 /* The "otherData" and "metadata" of trace-event JSON @o say what "ts" is: @unit. */
 static bool perfetto_unit(struct json_object *o, const char *unit)
 {
@@ -1525,6 +1583,12 @@ static void test_run(struct run *r, bool full)
 	      "%s: --profile alone (counted in the workers), -J 1 and -J 3, equals the "
 	      "per-instruction walk", r->name);
 	test_calls(r, F(r, "s.calls"));
+	{
+		char label[96];
+
+		snprintf(label, sizeof(label), "%s --folded", r->name);
+		test_speedscope_folded(label, F(r, "s.folded"));
+	}
 	if (r->static_prog)
 		test_lines(r);
 	if (r->static_prog) {
@@ -1785,6 +1849,110 @@ static bool make_real_capture(const char *dir, const void *trace, size_t tlen)
 	tr.cpu = 0;
 	tr.ts.buffer_size = tr.ts.bytes_valid = tlen;
 	return !capture_write_trace(&c, &tr, trace, &seg, 1) && !capture_write_meta(&c);
+}
+
+/*
+ * test_decode --peak-kb FILE PROG ARG..: run PROG (stderr to /dev/null) and
+ * write its exit status and peak resident size in KiB to FILE.  A process's
+ * ru_maxrss includes the memory it had before its exec (Linux's exec keeps
+ * the larger), so PROG must be forked from a small process: this one, just
+ * exec'd, not the test with its ground truths in memory.
+ */
+static int peak_kb_main(char **argv)
+{
+	struct rusage ru;
+	FILE *f;
+	pid_t pid = fork();
+	int ws = 0;
+
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0)
+			dup2(fd, 2);
+		execv(argv[1], argv + 1);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &ws, 0) != pid || getrusage(RUSAGE_CHILDREN, &ru))
+		return 1;
+	f = fopen(argv[0], "w");
+	if (!f)
+		return 1;
+	fprintf(f, "%d %ld\n", WIFEXITED(ws) ? WEXITSTATUS(ws) : 128, ru.ru_maxrss);
+	return fclose(f) ? 1 : 0;
+}
+
+/*
+ * --folded of a trace whose stacks grow with its length: @r's trace 64
+ * times in a row (each copy starts with tracing off and ends with TIP.PGD;
+ * the run's exit() never returns, so each copy's stacks nest under the one
+ * before and a line's length grows with the copies: ~140 MB of folded
+ * lines).  The lines must come out in strcmp order with every instruction
+ * counted, and the decoder's peak memory may exceed the summary decode's
+ * by less than half the output's size: making every line in memory (as
+ * before commit "decode: --folded writes its lines from one walk of the
+ * stack tree") costs more than the output itself.  Peak memory is what
+ * the kernel reports for the process (wait4), not a time; measured on the
+ * build without sanitizers (the other --folded tests run ipttool-san).
+ */
+static void test_folded_deep(struct run *r)
+{
+	char cmd[3 * PATH_MAX + 64], self[PATH_MAX], *line = NULL, *prev = NULL;
+	size_t cap = 0, pcap = 0, lines = 0, sorted = 1;
+	uint64_t bytes = 0, units = 0;
+	long kb[2] = { -1, -1 };
+	ssize_t n;
+	int st[2] = { -1, -1 };
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = 0;
+	sh("rm -rf %s && cp -r %s %s && for i in $(seq 64); do cat %s/trace.pt; done >%s/trace.pt",
+	   F(r, "deep"), r->dir, F(r, "deep"), r->dir, F(r, "deep"));
+	for (int k = 0; k < 2; k++) {
+		FILE *f;
+
+		/* without sanitizers: ASan's quarantine and shadow are not the decoder's */
+		snprintf(cmd, sizeof(cmd), "%s --peak-kb %s %s/userspace/ipttool decode %s%s", self,
+			 F(r, "deep.kb"), build, F(r, "deep"), k ? "" : " --folded=/dev/stdout");
+		f = popen(cmd, "r");
+		if (!f)
+			break;
+		while ((n = getline(&line, &cap, f)) > 0) {
+			char *sp = strrchr(line, ' ');
+
+			if (k)
+				continue;
+			bytes += (uint64_t)n;
+			lines++;
+			units += sp ? strtoull(sp + 1, NULL, 10) : 0;
+			if (sp)
+				*sp = 0;
+			if (prev && strcmp(prev, line) >= 0)
+				sorted = 0;
+			if ((size_t)n > pcap) {
+				pcap = (size_t)n;
+				prev = realloc(prev, pcap + 1);
+			}
+			if (prev)
+				strcpy(prev, line);
+		}
+		pclose(f);
+		f = fopen(F(r, "deep.kb"), "r");
+		if (!f || fscanf(f, "%d %ld", &st[k], &kb[k]) != 2)
+			st[k] = -1;
+		if (f)
+			fclose(f);
+		unlink(F(r, "deep.kb"));
+	}
+	free(line);
+	free(prev);
+	CHECK(st[0] == 0 && st[1] == 0 && sorted && lines > 64 && units == 64 * r->n,
+	      "%s x64 in a row: --folded gives %zu lines (%" PRIu64 " bytes) in strcmp order, "
+	      "%" PRIu64 " instructions (%zu expected)", r->name, lines, bytes, units, 64 * r->n);
+	CHECK(kb[0] > 0 && kb[1] > 0 && kb[0] - kb[1] < (long)(bytes / 2048),
+	      "%s x64 in a row: --folded's peak memory exceeds the summary's by %ld KiB (%ld "
+	      "against %ld), less than half its %" PRIu64 " KiB of output", r->name, kb[0] - kb[1],
+	      kb[0], kb[1], bytes / 1024);
 }
 
 /*
@@ -4384,11 +4552,14 @@ int main(int argc, char **argv)
 	 * IPT_DECODE_TEST=stream-gap: only the streamed-capture test, on the
 	 * first run; =json-names, =meta-gaps, =unfinished: only that test
 	 * (test_json_names(), ...), on the first run;
-	 * =switching-syms: only test_switching_syms(), on sw-*.
+	 * =switching-syms: only test_switching_syms(), on sw-*; =folded-deep:
+	 * only test_folded_deep(), on calls.
 	 */
 	const char *only = getenv("IPT_DECODE_TEST");
 	bool only_sw = only && !strcmp(only, "switching-syms");
 
+	if (argc > 3 && !strcmp(argv[1], "--peak-kb"))
+		return peak_kb_main(argv + 2);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!tool_test_setup(argc, argv, "decode-tests", &status))
 		return status;
@@ -4414,6 +4585,8 @@ int main(int argc, char **argv)
 	if (only && (!strcmp(only, "stream-gap") || !strcmp(only, "json-names") ||
 		     !strcmp(only, "meta-gaps") || !strcmp(only, "unfinished")))
 		nr = 1;
+	if (only && !strcmp(only, "folded-deep"))
+		nr = 2;
 	/* ptgen, two at a time (each tracer/tracee pair keeps a CPU busy) */
 	for (i = 0; i < nr; i++) {
 		char opts[128], prog[PATH_MAX + 64];
@@ -4450,6 +4623,11 @@ int main(int argc, char **argv)
 			continue;
 		if (only_sw)
 			continue;
+		if (only && !strcmp(only, "folded-deep")) {
+			if (i == 1)
+				test_folded_deep(&runs[i]);
+			continue;
+		}
 		if (only) {
 			if (!strcmp(only, "json-names"))
 				test_json_names(&runs[i]);
@@ -4468,6 +4646,8 @@ int main(int argc, char **argv)
 		if (strncmp(runs[i].name, "sw-", 3))
 			test_ptxed(&runs[i]);
 	}
+	if (only && !strcmp(only, "folded-deep"))
+		return tap_done();
 	{
 		struct run *sa = NULL, *sb = NULL;
 
@@ -4562,6 +4742,7 @@ int main(int argc, char **argv)
 		test_sideband(&runs[1]);
 		test_corrupt(&runs[1]);
 		test_exit(&runs[1]);
+		test_folded_deep(&runs[1]);
 	}
 	test_exit_threads();
 	test_modes(&runs[1]);

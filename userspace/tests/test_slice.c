@@ -1259,6 +1259,9 @@ static void test_errors(struct run *r, struct run *untimed)
 		"--time 5", "--time 2-1", "--time 5tsc-1us", "--time abc-", "--insn-range 9-3",
 		"--time 10%/11", "--time 10%,20%", "--time 20%-10%", "--time 101%", "--time 10%/0",
 		"--time '2us-3us 1us-4us'", "--time 10%-",
+		/* zero width: one instant, as perf refuses 0% (0%/1) */
+		"--time 0%", "--time 5%-5%", "--time 10%-20%,30%-30%", "--time 3ms-3ms",
+		"--time 7tsc-7tsc", "--time -0", "--time '1us-2us 5us-5us'",
 		"--insn-range x", "--tid 0", "--cpus -1", "--last 0", "--last-branches x",
 		"--fields tid,comm", "--symbol no_such_function_x",
 	};

@@ -5,6 +5,7 @@
 // what it made of it, for userspace/tests/test_decode.c.
 //
 //   node import-trace.mjs FILE.json
+//   node import-trace.mjs --folded FILE   (ipttool decode --folded)
 //
 // speedscope's npm package (1.25.0) ships only the web app's browser bundle
 // (dist/release/speedscope-*.js, one minified IIFE that exports nothing),
@@ -22,6 +23,16 @@
 // Where speedscope is: $SPEEDSCOPE_DIR, else ~/.cache/ipt/speedscope/
 // node_modules/speedscope (scripts/setup installs it there), else the
 // global npm root.  Not found: exit 77 with the reason on stdout.
+//
+// With --folded, the file goes through speedscope's importer of Brendan
+// Gregg's collapsed stacks (src/import/bg-flamegraph.ts,
+// importFromBGFlameGraph, found by the "Importing as collapsed stack
+// format" log line before its call), as the web app imports a
+// *.collapsedstack.txt file, and the output is one JSON object: version,
+// nwarnings, warnings, calls (frames its call tree opens), weight (its
+// profile's total weight), frames (distinct frames it made), and the same
+// counted from the file by this script: file_lines, file_weight,
+// file_frames (a line is "STACK COUNT", frames split at ';').
 //
 // Output: one JSON object on stdout:
 //   version    speedscope's version
@@ -67,20 +78,23 @@ function findSpeedscope() {
   skip('speedscope is not installed (run scripts/setup, or set SPEEDSCOPE_DIR); looked in ' + dirs.join(', '));
 }
 
-function loadImporter(dir) {
+function loadImporter(dir, folded) {
   const version = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version;
   const rel = path.join(dir, 'dist/release');
   const js = fs.existsSync(rel) && fs.readdirSync(rel).find(f => /^speedscope-[\w-]+\.js$/.test(f));
   if (!js) fail(`speedscope ${version}: no dist/release/speedscope-*.js bundle in ${dir}`);
   let src = fs.readFileSync(path.join(rel, js), 'utf8');
 
-  const call = /if\(([\w$]+)\(([\w$]+)\)\)return console\.log\("Importing as Trace Event Format profile"\),([\w$]+)\(\2\)/.exec(src);
+  const call = folded ?
+    /return console\.log\("Importing as collapsed stack format"\),()()[\w$]+\(([\w$]+)\([\w$]+\)\)/.exec(src) :
+    /if\(([\w$]+)\(([\w$]+)\)\)return console\.log\("Importing as Trace Event Format profile"\),([\w$]+)\(\2\)/.exec(src);
   const esm = /var ([\w$]+)=\(\w,\w\)=>\(\)=>\(\w&&\(\w=\w\(\w=0\)\),\w\)/.exec(src);
-  if (!call || !esm) fail(`speedscope ${version}: cannot find importTraceEvents in ${js}`);
+  const what = folded ? 'importFromBGFlameGraph' : 'importTraceEvents';
+  if (!call || !esm) fail(`speedscope ${version}: cannot find ${what} in ${js}`);
   const importer = call[3];
   const at = src.indexOf('function ' + importer + '(');
   const init = new RegExp('([\\w$]+)=' + esm[1].replace(/\$/g, '\\$') + '\\(\\(\\)=>\\{').exec(src.slice(at));
-  if (at < 0 || !init) fail(`speedscope ${version}: cannot find the initialiser of importTraceEvents in ${js}`);
+  if (at < 0 || !init) fail(`speedscope ${version}: cannot find the initialiser of ${what} in ${js}`);
 
   const head = '"use strict";(()=>{';
   if (!src.startsWith(head)) fail(`speedscope ${version}: ${js} is not one strict IIFE`);
@@ -123,10 +137,42 @@ function fileSpans(events) {
   return tracks;
 }
 
+// --folded: speedscope's collapsed-stack importer on FILE, against the file's own counts.
+function importFolded(file) {
+  const dir = findSpeedscope();
+  const {version, importTraceEvents: importFolded, warnings} = loadImporter(dir, true);
+  const text = fs.readFileSync(file, 'utf8');
+  const lines = text.split('\n');
+  if (lines.length && lines[lines.length - 1] === '') lines.pop();
+  const names = new Set();
+  let weight = 0;
+  for (const l of lines) {
+    const m = /^(.*) (\d+)$/.exec(l);
+    if (!m) fail(`${file}: not a folded line: ${l.slice(0, 200)}`);
+    weight += Number(m[2]);
+    for (const f of m[1].split(';')) names.add(f);
+  }
+  let p;
+  try {
+    p = importFolded({splitLines: () => lines[Symbol.iterator](), firstChunk: () => text.slice(0, 4096)});
+  } catch (e) {
+    fail(`speedscope ${version} could not import ${file}: ${e}`);
+  }
+  if (!p) fail(`speedscope ${version} found no samples in ${file}`);
+  let frames = 0, calls = 0;
+  p.forEachFrame(() => frames++);
+  p.forEachCall(() => calls++, () => {});
+  process.stdout.write(JSON.stringify({version, nwarnings: warnings.length, warnings: warnings.slice(0, 20),
+                                       calls, weight: p.getTotalWeight(), frames, file_lines: lines.length,
+                                       file_weight: weight, file_frames: names.size}) + '\n');
+  process.exit(0);
+}
+
+if (process.argv[2] === '--folded') importFolded(process.argv[3] || fail('usage: node import-trace.mjs --folded FILE'));
 const file = process.argv[2];
 if (!file) fail('usage: node import-trace.mjs FILE.json');
 const dir = findSpeedscope();
-const {version, importTraceEvents, warnings} = loadImporter(dir);
+const {version, importTraceEvents, warnings} = loadImporter(dir, false);
 const text = fs.readFileSync(file, 'utf8');
 const spans = fileSpans(JSON.parse(text).traceEvents || []);
 let group;
