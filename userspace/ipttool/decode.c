@@ -220,10 +220,11 @@ static bool parse_pct(const char *s, size_t len, uint64_t *v)
  * spaces, in order and not overlapping; or percentages of the decode's
  * time, comma-separated, all of one form: A%-B% (from A% to B%), A%/N
  * (the N-th slice of A%: from (N-1)A% to NA%), or one A% (A%/1).  Into
- * @a->times.  0; -1: not that form; -2: a range of zero width (A%-A%, one
- * 0% -- perf's "0%/1", which its percent_slash_split() refuses,
- * tools/perf/util/time-utils.c:244 in Linux 6.1 -- T-T, or -0: an open
- * START is 0), which could only hold at one instant: a mistake.
+ * @a->times.  0; -1: not that form; -2: a share of 0% (0% or 0%/N),
+ * which perf refuses too (percent_slash_split(), "pcnt <= 0",
+ * tools/perf/util/time-utils.c:244 in Linux 6.1).  Ranges that hold one
+ * instant only (T-T, A%-A%) are taken, as perf takes them: the ends are
+ * inclusive, and many blocks can share one time.
  */
 static int parse_times(const char *arg, struct slice_args *a)
 {
@@ -247,9 +248,11 @@ static int parse_times(const char *arg, struct slice_args *a)
 			r->pct = r->have_from = r->have_to = true;
 			if (slash) {
 				m = memchr(p, '/', len);
-				if (!m || !parse_pct(p, (size_t)(m - p), &x) || !x ||
+				if (!m || !parse_pct(p, (size_t)(m - p), &x) ||
 				    len - (size_t)(m - p) - 1 >= sizeof(num))
 					return -1;
+				if (!x)
+					return -2;
 				snprintf(num, sizeof(num), "%.*s", (int)(len - (size_t)(m - p) - 1), m + 1);
 				errno = 0;
 				y = strtoull(num, &end, 10);
@@ -267,15 +270,14 @@ static int parse_times(const char *arg, struct slice_args *a)
 			} else {
 				if (e || !parse_pct(p, len, &r->to))
 					return -1;	/* one A% only */
+				if (!r->to)
+					return -2;
 				r->from = 0;
 			}
 			p += len + (e ? 1 : 0);
 			if (e && !*p)
 				return -1;
 		}
-		for (size_t i = 0; i < n; i++)
-			if (a->times[i].to == a->times[i].from)
-				return -2;
 		sl->times = a->times;
 		sl->nr_times = n;
 		sl->time_tsc = false;
@@ -307,10 +309,6 @@ static int parse_times(const char *arg, struct slice_args *a)
 	}
 	if (!n)
 		return -1;
-	for (size_t i = 0; i < n; i++)
-		if (a->times[i].have_to && a->times[i].to == (a->times[i].have_from ?
-							      a->times[i].from : 0))
-			return -2;
 	sl->times = a->times;
 	sl->nr_times = n;
 	sl->time_tsc = tsc == 1;
@@ -329,9 +327,8 @@ static int slice_opt(int c, const char *arg, struct slice_args *a)
 		int pt = parse_times(arg, a);
 
 		if (pt == -2) {
-			ipt_err("--time %s: a slice of zero width selects nothing: want an END after "
-				"its START (open START is 0), e.g. --time 0%%-10%% or --time 1ms-2ms",
-				arg);
+			ipt_err("--time %s: a share of 0%% selects nothing (perf refuses it too): "
+				"want a share above 0, e.g. --time 10%% or --time 0%%-10%%", arg);
 			return -1;
 		}
 		if (pt) {
