@@ -325,8 +325,12 @@ int iptcap_fd(const struct iptcap *ipt);
 /*
  * Hand the data of a streamed trace back up to stream position @released
  * (IPT_IOC_STREAM_RELEASE): IPTCAP_ERR_INVALID when it is below the
- * current release position or beyond bytes_captured.
+ * current release position or beyond bytes_captured.  A thread's trace the
+ * kernel could not reach because the thread kept migrating (EAGAIN,
+ * nothing changed) is tried again, up to IPTCAP_RELEASE_TRIES times in
+ * all, yielding the CPU between tries; then IPTCAP_ERR_IO, errno EAGAIN.
  */
+#define IPTCAP_RELEASE_TRIES 64
 enum iptcap_err iptcap_stream_release(struct iptcap *ipt, unsigned int trace, uint64_t released);
 /*
  * Read up to @nr gap records of a streamed trace from gap index @first

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -970,12 +971,22 @@ int iptcap_fd(const struct iptcap *ipt)
 enum iptcap_err iptcap_stream_release(struct iptcap *ipt, unsigned int trace, uint64_t released)
 {
 	struct ipt_stream_release r;
+	int rc, tries = 0;
 
 	memset(&r, 0, sizeof(r));
 	r.size = sizeof(r);
 	r.trace = trace;
 	r.released = released;
-	if (ioctl(ipt->fd, IPT_IOC_STREAM_RELEASE, &r)) {
+	/*
+	 * EAGAIN: a thread's trace that kept migrating while the kernel tried
+	 * to reach the CPU it runs on; nothing changed, so the call may simply
+	 * be repeated (abi.rst).  A bounded number of times: each try needs
+	 * the thread to move again.
+	 */
+	while ((rc = ioctl(ipt->fd, IPT_IOC_STREAM_RELEASE, &r)) && errno == EAGAIN &&
+	       ++tries < IPTCAP_RELEASE_TRIES)
+		sched_yield();
+	if (rc) {
 		ipt->last_errno = errno;
 		if (errno == ENOENT)
 			return ipt->per_thread ? IPTCAP_ERR_NO_SUCH_TRACE : IPTCAP_ERR_NO_SUCH_CPU;

@@ -87,6 +87,8 @@ static struct {
 	uint64_t start_bytes;	/* the unit writes this much into traces 0 and 1 at start */
 	bool record_mode;	/* configure creates traces 0 and 1 (per-CPU ipttool record) */
 	bool stream_eopnotsupp;	/* streams, but not this session (per-thread on stream-k) */
+	unsigned int release_eagain;	/* the next releases fail EAGAIN, changing nothing */
+	unsigned int release_calls;	/* STREAM_RELEASE calls, failed ones too */
 } fk;
 
 static unsigned char gen(unsigned int t, uint64_t k)
@@ -235,6 +237,12 @@ static int fake_ioctl(unsigned long req, void *arg)
 			return fail(ENOENT);
 		if (r->released < x->released || r->released > x->captured)
 			return fail(EINVAL);
+		fk.release_calls++;
+		/* a thread that kept migrating: abi.rst, IPT_IOC_STREAM_RELEASE */
+		if (fk.release_eagain) {
+			fk.release_eagain--;
+			return fail(EAGAIN);
+		}
 		x->released = r->released;
 		fk.releases++;
 		if (x->paused && x->captured - x->released < FK_SIZE) {
@@ -633,6 +641,52 @@ static void test_sink_error(void)
 	CHECK(iptcap_stream_drain(s) == IPTCAP_ERR_ABI, "sink error: ready > buffer is IPTCAP_ERR_ABI");
 out:
 	iptcap_stream_close(s);
+	iptcap_close(ipt);
+}
+
+/*
+ * A release the kernel could not deliver to a migrating thread (EAGAIN,
+ * nothing changed) is tried again: a few such answers lose nothing; one
+ * that never ends is an error after IPTCAP_RELEASE_TRIES calls, not a
+ * loop without end.
+ */
+static void test_release_eagain(void)
+{
+	struct iptcap *ipt = session(false);
+	struct iptcap_stream *s = NULL;
+	struct rec r;
+	enum iptcap_err err;
+
+	memset(&r, 0, sizeof(r));
+	fk.tr[0].exists = true;
+	if (!ipt || iptcap_stream_files_open(tmpdir, &r.files) ||
+	    iptcap_stream_open(ipt, &rec_ops, &r, &s)) {
+		CHECK(0, "release EAGAIN: open");
+		goto out;
+	}
+	iptcap_start(ipt);
+	fk_produce(0, 1000);
+	fk.release_eagain = 5;
+	fk.release_calls = 0;
+	err = iptcap_stream_drain(s);
+	CHECK(!err && fk.tr[0].released == 1000 && fk.release_calls == 6,
+	      "release EAGAIN: 5 EAGAINs then the release: drained, released 1000 (%s, %llu, "
+	      "%u calls)", iptcap_strerror(err), (unsigned long long)fk.tr[0].released,
+	      fk.release_calls);
+	fk_produce(0, 1000);
+	fk.release_eagain = 1000;
+	fk.release_calls = 0;
+	err = iptcap_stream_drain(s);
+	CHECK(err == IPTCAP_ERR_IO && iptcap_last_errno(ipt) == EAGAIN &&
+	      fk.release_calls == IPTCAP_RELEASE_TRIES && fk.tr[0].released == 1000,
+	      "release EAGAIN for good: an error after %u calls (%s, %u calls, released %llu)",
+	      IPTCAP_RELEASE_TRIES, iptcap_strerror(err), fk.release_calls,
+	      (unsigned long long)fk.tr[0].released);
+	fk.release_eagain = 0;
+out:
+	iptcap_stream_close(s);
+	if (r.files)
+		iptcap_stream_files_close(r.files);
 	iptcap_close(ipt);
 }
 
@@ -1101,6 +1155,7 @@ int main(void)
 	test_overload();
 	test_gap_records();
 	test_sink_error();
+	test_release_eagain();
 	test_threads();
 	test_threads_empty_first();
 	test_files_excl();
