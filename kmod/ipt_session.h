@@ -296,8 +296,10 @@ struct ipt_session {
  *         index), or NULL; a lookup only, nothing changed.
  * @settle: optional; called by a command that reports or releases @t
  *         (IPT_IOC_GET_TRACE, IPT_IOC_STREAM_RELEASE, IPT_IOC_GET_GAPS)
- *         once it can no longer fail: bring @t's state up to date before
- *         it is read (a thread's pause that no load will end is closed).
+ *         once it can no longer fail (but for EFAULT copying the result
+ *         out, after which the next such call closes it the same way):
+ *         bring @t's state up to date before it is read (a thread's pause
+ *         that no load will end is closed).
  * @fill: that trace's state, for IPT_IOC_GET_TRACE: the position
  *         (ipt_pos_fill()) and what the mode adds; @ts's state,
  *         mmap_offset and parent (IPT_TRACE_NONE) are set already.
@@ -400,7 +402,7 @@ long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c);
 long ipt_ioctl_get_gaps_post(struct ipt_ioctl_call *c, long ret);
 bool ipt_stream_ready(const struct ipt_trace *t);
 void ipt_stream_thread_in(struct ipt_trace *t);
-bool ipt_stream_thread_out(struct ipt_trace *t);
+bool ipt_stream_thread_out(struct ipt_trace *t, bool lost);
 void ipt_stream_thread_end(struct ipt_trace *t);
 void ipt_stream_thread_resume(struct ipt_trace *t, u64 released, bool final);
 void ipt_stream_thread_close(struct ipt_trace *t);

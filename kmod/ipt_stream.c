@@ -690,6 +690,9 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_in);
  * ipt_stream_thread_out() - a thread's stream trace was unloaded here
  * @t: the trace; @t->base, @t->mask and @t->status just saved with
  *     TraceEn = 0, the PMI of this CPU settled
+ * @lost: the position could not be saved (the stop faulted with TraceEn
+ *     still set, or a read of the output registers faulted): the head is
+ *     settled as for saved registers not in the buffer
  *
  * Settles the head, as at a per-CPU stop; a unit Stopped at STOP stays
  * paused (opened here if no PMI said so yet), and what this CPU lost for
@@ -706,17 +709,17 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_in);
  * @t->th.seq.
  * Return: true if the saved registers were rebuilt (the position lost).
  */
-bool ipt_stream_thread_out(struct ipt_trace *t)
+bool ipt_stream_thread_out(struct ipt_trace *t, bool lost)
 {
 	const struct ipt_hw_ops *hw = t->s->hw;
 	const struct ipt_buffer *buf = t->buf;
 	struct ipt_stream *st = &t->stream;
 	bool full = t->status & RTIT_STATUS_STOPPED, known;
-	u64 off, old = st->head, now = ipt_stream_tsc(hw), lost;
+	u64 off, old = st->head, now = ipt_stream_tsc(hw), lost_bytes;
 
 	lockdep_assert_irqs_disabled();
 	lockdep_assert_held(&t->th.lock);
-	known = !ipt_topa_offset(buf, t->base, t->mask, &off);
+	known = !lost && !ipt_topa_offset(buf, t->base, t->mask, &off);
 	if (known) {
 		st->head = ipt_stream_position(buf->size, buf->region_size,
 					       READ_ONCE(st->released), off,
@@ -730,9 +733,9 @@ bool ipt_stream_thread_out(struct ipt_trace *t)
 		WRITE_ONCE(st->restart_failed, false);
 		t->cut = true;
 	}
-	lost = ipt_stream_lost_since(hw, st->lost_base);
-	if (lost != IPT_GAP_BYTES_UNKNOWN)
-		st->lost += lost;
+	lost_bytes = ipt_stream_lost_since(hw, st->lost_base);
+	if (lost_bytes != IPT_GAP_BYTES_UNKNOWN)
+		st->lost += lost_bytes;
 	if (full && !READ_ONCE(st->paused)) {
 		WRITE_ONCE(st->paused_tsc, now);
 		WRITE_ONCE(st->paused, true);

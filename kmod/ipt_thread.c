@@ -348,7 +348,7 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
 	const struct ipt_hw_ops *hw = s->hw;
 	u64 base = t->base, mask = t->mask, status = t->status, ctl;
 	unsigned int rd = 0, wr = 0;
-	bool saved = false, cut = false, off = false;
+	bool saved = false, cut = false, off = false, lost = false;
 
 	lockdep_assert_irqs_disabled();
 	if (s->xsaves && this_cpu_read(ipt_xsaves_here)) {
@@ -375,15 +375,22 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
 		else if (!ipt_th_rd(hw, MSR_IA32_RTIT_CTL, &ctl) &&
 			 !(ctl & RTIT_CTL_TRACEEN))
 			cut = true;
-		else if (keep)
+		else if (!keep)
+			lost = true;	/* still writing: where is not known */
+		else
 			return false;
 		off = off || cut;
 	}
-	if (off) {
-		ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_BASE, &base);
-		ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_MASK, &mask);
-		ipt_th_rd(hw, MSR_IA32_RTIT_STATUS, &status);
-	}
+	/*
+	 * A position not read now is not the trace's: what was written at
+	 * load (@t->base) is behind every byte written since.
+	 */
+	if (off && (ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_BASE, &base) ||
+		    ipt_th_rd(hw, MSR_IA32_RTIT_OUTPUT_MASK, &mask) ||
+		    ipt_th_rd(hw, MSR_IA32_RTIT_STATUS, &status)))
+		lost = true;
+	if (lost)
+		cut = true;
 
 	if (ipt_pmi_settle_here(t, mask, &rd, &wr))
 		this_cpu_inc(ipt_switch_stats.pmis);
@@ -397,7 +404,7 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
 	t->status = status;
 	t->pmis_at_stop = atomic64_read(&t->pmis);
 	t->sample_at_stop = READ_ONCE(t->sample);
-	if (s->stream && ipt_stream_thread_out(t))
+	if (s->stream && ipt_stream_thread_out(t, lost))
 		cut = true;	/* the position lost: registers rebuilt */
 	t->running = false;
 	if (cut)
@@ -419,8 +426,9 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
 	/*
 	 * A unit whose stop faulted may still write into @t's buffer: it
 	 * stays marked on, so that a release frees no buffer while this CPU
-	 * is offline (or reads TraceEn set, online) and panic clears it
-	 * (ipt_life_release(), ipt_life_panic_here()).  XSAVES cleared it.
+	 * is offline (or reads TraceEn set, online), and a panic on this CPU
+	 * clears it (ipt_life_release(), ipt_life_panic_here()).  XSAVES
+	 * cleared it.
 	 */
 	if (saved || off)
 		ipt_life_mark_off();
@@ -442,7 +450,10 @@ static bool ipt_thread_unload_or_keep(struct ipt_trace *t, bool keep)
  * fails instead, ipt_thread_stream_move_on_cpu()), still marked on
  * (ipt_life_mark_on()): it may write into @t's buffer until someone
  * clears TraceEn, so no release frees a buffer while this CPU is offline
- * or reads TraceEn set, and a panic clears it.  A TraceEn found
+ * or reads TraceEn set, and a panic on this CPU clears it.  Its position
+ * is not known then (nor when a read of the output registers faults):
+ * the trace is cut, and a stream trace's head settled as for a lost
+ * position (ipt_stream_thread_out()).  A TraceEn found
  * clear (the saved CTL lacks it, or a read of CTL where its write faulted
  * or, on a part without PT in VMX operation, the CPU is in VMX operation
  * and a write would #GP) was cleared by someone else: VMXON there clears it.  The position is read

@@ -219,6 +219,8 @@ static u64 fake_ctl;
 static unsigned int fake_ctl_writes, fake_unflushed_reads, fake_ctl_fault;
 /* The backend's lost-bytes count. */
 static u64 fake_lost;
+/* fake_thread_out(): the unload could not save the position. */
+static bool fake_out_lost;
 
 static int fake_wr(u32 msr, u64 val)
 {
@@ -307,6 +309,7 @@ static struct ipt_test_session *fake_stream(struct kunit *test)
 	fake_unflushed_reads = 0;
 	fake_ctl_fault = 0;
 	fake_lost = 0;
+	fake_out_lost = false;
 	fake_now = 1000;
 	return f;
 }
@@ -691,7 +694,7 @@ static void fake_thread_out(struct ipt_test_session *f)
 	raw_spin_lock(&f->t.th.lock);
 	write_seqcount_begin(&f->t.th.seq);
 	fake_save(f);
-	ipt_stream_thread_out(&f->t);
+	ipt_stream_thread_out(&f->t, fake_out_lost);
 	f->t.running = false;
 	write_seqcount_end(&f->t.th.seq);
 	raw_spin_unlock(&f->t.th.lock);
@@ -914,6 +917,35 @@ static void stream_thread_out_position_lost(struct kunit *test)
 }
 
 /*
+ * A switch-out whose stop faulted with TraceEn still set (or whose reads
+ * of the output registers faulted) has only the registers written at load
+ * (here: the load at 100, behind a PMI's announced 2 regions and a
+ * release past 1): the head is not taken from them (it would fall behind
+ * what was released, and bytes_valid wrap), but settled as for a lost
+ * position, and the trace cut.
+ */
+static void stream_thread_out_stop_faulted(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_thread(test);
+	const u64 rs = SZ_4K;
+
+	fake_at(f, 100, false);
+	fake_thread_in(f);
+	fake_at(f, 2 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_ASSERT_EQ(test, fake_captured(f), 2 * rs);
+	f->t.stream.released = rs + 7;
+	/* what the unload has: the registers of the load */
+	fake_at(f, 100, false);
+	fake_out_lost = true;
+	fake_thread_out(f);
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, 2 * rs);
+	KUNIT_EXPECT_GE(test, f->t.stream.head, f->t.stream.released);
+	KUNIT_EXPECT_EQ(test, fake_captured(f), 2 * rs);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+}
+
+/*
  * A release that fails its argument checks on the trace of a thread that
  * exited while paused changes nothing: the pause stays open (the lookup
  * no longer closes it), no gap is recorded; the next call that succeeds
@@ -1030,6 +1062,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_thread_release_migrating),
 	KUNIT_CASE(stream_thread_exit_paused_bad_release),
 	KUNIT_CASE(stream_thread_out_position_lost),
+	KUNIT_CASE(stream_thread_out_stop_faulted),
 	{}
 };
 

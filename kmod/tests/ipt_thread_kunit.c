@@ -324,14 +324,14 @@ static void msr_unload_order(struct kunit *test)
  * #GP and TraceEn reads back set): the switch cannot fail, the thread is
  * unloaded, but the unit may still write into its buffer, so this CPU
  * stays marked on: a release then frees no buffer while the CPU is
- * offline, and panic clears TraceEn here.  A stop that works marks it
- * off.
+ * offline, and a panic on this CPU clears TraceEn; where it writes is
+ * not known, so the trace is cut.  A stop that works marks it off.
  */
 static void msr_unload_stop_fault_stays_on(struct kunit *test)
 {
 	struct fixture *f = test->priv;
 	unsigned long flags;
-	bool on_after, on_ok;
+	bool on_after, on_ok, cut_after;
 
 	ipt_thread_switch_msrs(&f->s);
 	pin_arm(&f->t, &flags);
@@ -341,6 +341,8 @@ static void msr_unload_stop_fault_stays_on(struct kunit *test)
 	ctl_reads_on = true;
 	ipt_thread_unload(&f->t);
 	on_after = ipt_life_on_here();
+	/* its position not read: the trace is cut */
+	cut_after = f->t.cut;
 	/* the unit cleared after all: the next switch-out marks it off */
 	fail_msr = 0;
 	ctl_reads_on = false;
@@ -351,6 +353,7 @@ static void msr_unload_stop_fault_stays_on(struct kunit *test)
 	local_irq_restore(flags);
 	preempt_enable();
 	KUNIT_EXPECT_TRUE(test, on_after);
+	KUNIT_EXPECT_TRUE(test, cut_after);
 	KUNIT_EXPECT_FALSE(test, f->t.running);
 	KUNIT_EXPECT_FALSE(test, on_ok);
 }
