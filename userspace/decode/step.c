@@ -575,6 +575,67 @@ static bool stuck(struct dec_live *L, uint32_t ninsn, uint64_t *offp)
  * only, one block is counted); otherwise, counting only, the block
  * decoder counts blocks until an event, an error or 4096 instructions.
  */
+/*
+ * The count loop of live_step() between checkpoints: blocks until an
+ * error, an event, the end, endless code (stuck() by hand) or 4096
+ * instructions. A function of its own so that its state stays in
+ * registers (inside live_step() the compiler kept it on the stack): it
+ * runs once per block of the trace, and every instruction of it shows in
+ * the decode's time. The last block's end and mode are read once, after
+ * the loop; a block of no instructions (which ends it) leaves them as
+ * they were.
+ */
+struct count_run {
+	uint64_t moff, mins;	/* in and out: the endless-code rule's state */
+	uint64_t off;		/* out: the offset after the last block, or UINT64_MAX */
+	uint64_t err_ip;	/* out: the last block's end, or the empty block's ip */
+	uint32_t n;		/* out: instructions counted */
+	uint8_t mode;		/* in and out: the last block's mode */
+	bool loop;		/* out: endless code */
+};
+
+static __attribute__((noinline)) int count_blocks(struct pt_block_decoder *blk,
+						  struct pt_block *b, struct count_run *r)
+{
+	uint64_t moff = r->moff, mins = r->mins, off = UINT64_MAX;
+	uint32_t n = 0, k;
+	uint8_t mode = r->mode;
+	int st;
+
+	for (;;) {
+		st = pt_blk_next(blk, b, sizeof(*b));
+		k = b->ninsn;
+		if (!k)
+			break;
+		n += k;
+		mode = (uint8_t)b->mode;
+		if (st < 0)
+			break;
+		off = 0;	/* as ad_offset() */
+		pt_blk_get_offset(blk, &off);
+		if (off != moff) {
+			moff = off;
+			mins = 0;
+		}
+		mins += k;
+		if (mins > DEC_MAX_STUCK) {
+			r->loop = true;
+			break;
+		}
+		if ((st & (pts_event_pending | pts_eos)) || n >= 4096)
+			break;
+	}
+	if (!k || st < 0)
+		off = UINT64_MAX;
+	r->err_ip = k ? b->end_ip : b->ip;
+	r->off = off;
+	r->n = n;
+	r->mode = mode;
+	r->moff = moff;
+	r->mins = mins;
+	return st;
+}
+
 static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 {
 	struct dec_ctx *c = L->c;
@@ -683,54 +744,21 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 		 * loop (plus the endless-code rule); the step's hash is its
 		 * count and last block, never compared with a checkpoint.
 		 */
-		struct pt_block *b = &L->blk;
-		uint64_t moff = L->moff, mins = L->mins;
-		uint32_t n = 0, k;
-		uint8_t mode = L->mode;
-		bool loop = false;
+		struct count_run r = {
+			.moff = L->moff, .mins = L->mins, .mode = L->mode,
+		};
 
-		/*
-		 * stuck() by hand, with the counts in registers: this loop
-		 * runs once per block of the trace, and every instruction of
-		 * it shows in the decode's time.
-		 */
-		for (;;) {
-			st = pt_blk_next(d->blk, b, sizeof(*b));
-			k = b->ninsn;
-			if (!k) {
-				off = UINT64_MAX;
-				err_ip = b->ip;
-				break;
-			}
-			n += k;
-			err_ip = b->end_ip;
-			mode = (uint8_t)b->mode;
-			if (st >= 0) {
-				off = 0;	/* as ad_offset() */
-				pt_blk_get_offset(d->blk, &off);
-				if (off != moff) {
-					moff = off;
-					mins = 0;
-				}
-				mins += k;
-				if (mins > DEC_MAX_STUCK) {
-					loop = true;
-					break;
-				}
-			} else {
-				off = UINT64_MAX;
-			}
-			if (st < 0 || (st & (pts_event_pending | pts_eos)) || n >= 4096)
-				break;
-		}
-		s->insns += n;
-		L->insns += n;
-		L->mode = mode;
-		L->moff = moff;
-		L->mins = mins;
-		step_mix(L, s, n);
+		st = count_blocks(d->blk, &L->blk, &r);
+		off = r.off;
+		err_ip = r.err_ip;
+		s->insns += r.n;
+		L->insns += r.n;
+		L->mode = r.mode;
+		L->moff = r.moff;
+		L->mins = r.mins;
+		step_mix(L, s, r.n);
 		step_mix(L, s, err_ip);
-		if (loop)
+		if (r.loop)
 			goto loop;
 	} else {
 		uint32_t n = 0;
