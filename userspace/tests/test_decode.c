@@ -2625,9 +2625,22 @@ static void test_corrupt(struct run *r)
 	trace = slurp(path, &tlen);
 	raw_args(r, raws, sizeof(raws), -1);
 
-	/* truncated: the first half */
-	snprintf(path, sizeof(path), "%s/trunc.pt", work);
-	spew(path, trace, tlen / 2);
+	/*
+	 * truncated: the first half, cut inside the first PSB from there
+	 * (8 of its 16 bytes), so that the cut is inside a packet whatever
+	 * the trace: a cut at tlen / 2 alone lands on a packet boundary for
+	 * some traces (the program's stack, and so its trace, moves with the
+	 * environment), and a trace that ends there is a complete one.
+	 */
+	{
+		static const unsigned char psb[16] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+						       0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+						       0x02, 0x82, 0x02, 0x82 };
+		const char *m = memmem(trace + tlen / 2, tlen - tlen / 2, psb, sizeof(psb));
+
+		snprintf(path, sizeof(path), "%s/trunc.pt", work);
+		spew(path, trace, m ? (size_t)(m - trace) + 8 : tlen / 2);
+	}
 	st = decode(F(r, "t"), F(r, "et"), "decode --pt %s --cpu 6/126/5%s --insn", path, raws);
 	a = insn_addrs(F(r, "t"), &n);
 	first = 0;
