@@ -388,9 +388,18 @@ TEST_F_TIMEOUT(pf, perf_takes_a_cpu_while_offline, 120)
 {
 	uint64_t wrmsr;
 	int pfd, cpu = 1;
+	cpu_set_t set;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !cpu_hotpluggable(cpu))
 		SKIP(return, "needs a second CPU that can go offline");
+	/*
+	 * perf's per-task event below runs wherever this task runs: kept on
+	 * CPU 0, it writes nothing on CPU 1, the unit looked at (a CI run
+	 * saw the task moved to CPU 1 and perf's own writes there).
+	 */
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
 	ipt_cfg_cpu(&self->cfg, self->mask, cpu, 64 * KIB);
 	self->offline = cpu;
 	ASSERT_EQ(0, ipt_cpu_online_set(cpu, 0));
