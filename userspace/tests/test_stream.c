@@ -397,6 +397,7 @@ static struct iptcap *session(bool per_thread)
 	fk.thread_mode = per_thread;
 	fk.unknown_size = false;
 	fk.releases = 0;
+	fk.release_eagain = 0;
 	if (iptcap_open(FAKE_PATH, &ipt))
 		return NULL;
 	iptcap_config_init(&cfg);
@@ -574,23 +575,46 @@ out:
 	iptcap_close(ipt);
 }
 
+/*
+ * A per-CPU session holding trace 0, streamed through rec_ops into
+ * tmpdir's files, started; NULL (one failed point, "@what: open") if it
+ * cannot be.  stream_cpu0_done() undoes it, whatever came of it.
+ */
+static struct iptcap_stream *stream_cpu0(const char *what, struct rec *r, struct iptcap **ipt)
+{
+	struct iptcap_stream *s = NULL;
+
+	memset(r, 0, sizeof(*r));
+	*ipt = session(false);
+	fk.tr[0].exists = true;
+	if (!*ipt || iptcap_stream_files_open(tmpdir, &r->files) ||
+	    iptcap_stream_open(*ipt, &rec_ops, r, &s)) {
+		CHECK(0, "%s: open", what);
+		return NULL;
+	}
+	iptcap_start(*ipt);
+	return s;
+}
+
+static void stream_cpu0_done(struct iptcap_stream *s, struct rec *r, struct iptcap *ipt)
+{
+	iptcap_stream_close(s);
+	if (r->files)
+		iptcap_stream_files_close(r->files);
+	iptcap_close(ipt);
+}
+
 /* Open gaps wait; gaps the kernel no longer itemises are counted; unknown sizes. */
 static void test_gap_records(void)
 {
-	struct iptcap *ipt = session(false);
-	struct iptcap_stream *s = NULL;
+	struct iptcap *ipt;
 	struct iptcap_stream_stats st;
 	struct rec r;
+	struct iptcap_stream *s = stream_cpu0("gaps", &r, &ipt);
 	unsigned int i;
 
-	memset(&r, 0, sizeof(r));
-	fk.tr[0].exists = true;
-	if (!ipt || iptcap_stream_files_open(tmpdir, &r.files) ||
-	    iptcap_stream_open(ipt, &rec_ops, &r, &s)) {
-		CHECK(0, "gaps: open");
+	if (!s)
 		goto out;
-	}
-	iptcap_start(ipt);
 	/* 5 closed gaps recorded at once: the kernel keeps the last 3. */
 	for (i = 0; i < 5; i++)
 		fk_add_gap(0, 0, 10 + i, 20 + i, i == 4 ? IPT_GAP_BYTES_UNKNOWN : 100);
@@ -608,9 +632,7 @@ static void test_gap_records(void)
 	CHECK(st.gaps == 3 && st.gaps_unlisted == 3 && st.gaps_unknown == 2 &&
 	      st.gap_bytes == 400, "gaps: stats 3 itemised, 3 unlisted, 2 of unknown size, 400 bytes");
 out:
-	iptcap_stream_close(s);
-	iptcap_stream_files_close(r.files);
-	iptcap_close(ipt);
+	stream_cpu0_done(s, &r, ipt);
 }
 
 /* A failing sink: the error comes back, what it refused stays unreleased. */
@@ -652,19 +674,13 @@ out:
  */
 static void test_release_eagain(void)
 {
-	struct iptcap *ipt = session(false);
-	struct iptcap_stream *s = NULL;
+	struct iptcap *ipt;
 	struct rec r;
+	struct iptcap_stream *s = stream_cpu0("release EAGAIN", &r, &ipt);
 	enum iptcap_err err;
 
-	memset(&r, 0, sizeof(r));
-	fk.tr[0].exists = true;
-	if (!ipt || iptcap_stream_files_open(tmpdir, &r.files) ||
-	    iptcap_stream_open(ipt, &rec_ops, &r, &s)) {
-		CHECK(0, "release EAGAIN: open");
+	if (!s)
 		goto out;
-	}
-	iptcap_start(ipt);
 	fk_produce(0, 1000);
 	fk.release_eagain = 5;
 	fk.release_calls = 0;
@@ -684,10 +700,7 @@ static void test_release_eagain(void)
 	      (unsigned long long)fk.tr[0].released);
 	fk.release_eagain = 0;
 out:
-	iptcap_stream_close(s);
-	if (r.files)
-		iptcap_stream_files_close(r.files);
-	iptcap_close(ipt);
+	stream_cpu0_done(s, &r, ipt);
 }
 
 /* Per-thread: traces are found as they are handed out; files are named per thread. */
