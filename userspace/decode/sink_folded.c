@@ -501,86 +501,117 @@ static int cmp_tree_ent(const void *x, const void *y)
 }
 
 /*
- * @rank[node]: the place of the node's line in the walk.  Nodes are first
- * merged by text (@canon: the first node with the same name under the
- * same merged parent), so that frames of equal names at different
- * pointers (_start of ld.so and of the program) are one subtree.
+ * The stack tree in the walk's order.  Nodes are merged by text (@canon:
+ * the first node with the same name under the same merged parent), so
+ * that frames of equal names at different pointers (_start of ld.so and
+ * of the program) are one subtree, their counts summed (@sum, at the
+ * merged node); @ent[@first[x]..@first[x + 1]) are merged node x's
+ * children's entries (node << 1: its own line, if counted; | 1: its
+ * subtree, if any) in cmp_tree_ent() order.  @exact: no name holds a ';'
+ * and no two names were merged for sharing a hash, so that the walk is
+ * strcmp's order of the lines and one merged node one distinct line.
  */
-static void tree_rank(struct folded_sink *r, uint32_t *rank)
+struct tree_order {
+	uint32_t *canon, *first, *ent;
+	uint64_t *sum;
+	bool exact;
+};
+
+static void tree_order_make(struct folded_sink *r, struct tree_order *o)
 {
-	size_t n = r->nr_fnodes, i, nr = 0, sp = 0;
-	uint32_t *first = calloc(n + 1, sizeof(*first)), *ent = malloc(2 * n * sizeof(*ent) + 4);
-	uint32_t *fill = malloc((n + 1) * sizeof(*fill)), *canon = malloc(n * sizeof(*canon));
-	bool *counted = calloc(n, sizeof(*counted)), *kids = calloc(n, sizeof(*kids));
-	struct { uint32_t node, at; } *stk = malloc(n * sizeof(*stk));
+	size_t n = r->nr_fnodes, i;
+	uint32_t *fill = malloc((n + 1) * sizeof(*fill));
+	bool *kids = calloc(n, sizeof(*kids));
 	struct dec_map byname = { 0 };
 
-	if (!first || !ent || !fill || !canon || !counted || !kids || !stk)
+	o->canon = malloc(n * sizeof(*o->canon));
+	o->first = calloc(n + 1, sizeof(*o->first));
+	o->ent = malloc(2 * n * sizeof(*o->ent) + 4);
+	o->sum = calloc(n, sizeof(*o->sum));
+	o->exact = true;
+	if (!fill || !kids || !o->canon || !o->first || !o->ent || !o->sum)
 		dec_nomem();
-	canon[0] = 0;
+	o->canon[0] = 0;
 	for (i = 1; i < n; i++) {
-		const char *name = r->fnodes[i].name;
-		uint32_t cp = canon[r->fnodes[i].parent];
-		struct dec_kv *e = dec_map_get(&byname, cp,
-					       shash_more(SHASH_BASIS, name, strlen(name)));
+		const char *name = r->fnodes[i].name, *cn;
+		uint32_t cp = o->canon[r->fnodes[i].parent];
+		size_t nl = strlen(name);
+		struct dec_kv *e = dec_map_get(&byname, cp, shash_more(SHASH_BASIS, name, nl));
 
-		/* a hash of two names alike merges them: only the order's first guess */
 		if (!e->v)
 			e->v = i + 1;
-		canon[i] = (uint32_t)(e->v - 1);
-		if (r->fnodes[i].count)
-			counted[canon[i]] = true;
-		if (canon[i] == i)
+		o->canon[i] = (uint32_t)(e->v - 1);
+		cn = r->fnodes[o->canon[i]].name;
+		if (memchr(name, ';', nl) || (cn != name && strcmp(cn, name)))
+			o->exact = false;
+		o->sum[o->canon[i]] += r->fnodes[i].count;
+		if (o->canon[i] == i)
 			kids[cp] = true;
 	}
 	free(byname.t);
-	/* per merged parent: its merged children's entries (own line if counted, subtree if any) */
 	for (i = 1; i < n; i++)
-		if (canon[i] == i)
-			first[canon[r->fnodes[i].parent] + 1] += counted[i] + kids[i];
+		if (o->canon[i] == i)
+			o->first[o->canon[r->fnodes[i].parent] + 1] += !!o->sum[i] + kids[i];
 	for (i = 0; i < n; i++)
-		first[i + 1] += first[i];
-	memcpy(fill, first, (n + 1) * sizeof(*fill));
+		o->first[i + 1] += o->first[i];
+	memcpy(fill, o->first, (n + 1) * sizeof(*fill));
 	for (i = 1; i < n; i++) {
-		uint32_t pa = canon[r->fnodes[i].parent];
+		uint32_t pa = o->canon[r->fnodes[i].parent];
 
-		if (canon[i] != i)
+		if (o->canon[i] != i)
 			continue;
-		if (counted[i])
-			ent[fill[pa]++] = (uint32_t)i << 1;
+		if (o->sum[i])
+			o->ent[fill[pa]++] = (uint32_t)i << 1;
 		if (kids[i])
-			ent[fill[pa]++] = (uint32_t)i << 1 | 1;
+			o->ent[fill[pa]++] = (uint32_t)i << 1 | 1;
 	}
 	tree_nodes = r->fnodes;
 	for (i = 0; i < n; i++)
-		if (first[i + 1] - first[i] > 1)
-			qsort(ent + first[i], first[i + 1] - first[i], sizeof(*ent), cmp_tree_ent);
-	/* the walk, from node 0 */
+		if (o->first[i + 1] - o->first[i] > 1)
+			qsort(o->ent + o->first[i], o->first[i + 1] - o->first[i], sizeof(*o->ent),
+			      cmp_tree_ent);
+	free(fill);
+	free(kids);
+}
+
+static void tree_order_free(struct tree_order *o)
+{
+	free(o->canon);
+	free(o->first);
+	free(o->ent);
+	free(o->sum);
+}
+
+/* @rank[node]: the place of the node's line in the walk. */
+static void tree_rank(struct folded_sink *r, uint32_t *rank)
+{
+	size_t n = r->nr_fnodes, i, nr = 0, sp = 0;
+	struct { uint32_t node, at; } *stk = malloc(n * sizeof(*stk));
+	struct tree_order o;
+
+	if (!stk)
+		dec_nomem();
+	tree_order_make(r, &o);
 	stk[sp].node = 0;
-	stk[sp++].at = first[0];
+	stk[sp++].at = o.first[0];
 	while (sp) {
 		uint32_t x = stk[sp - 1].node, e;
 
-		if (stk[sp - 1].at == first[x + 1]) {
+		if (stk[sp - 1].at == o.first[x + 1]) {
 			sp--;
 			continue;
 		}
-		e = ent[stk[sp - 1].at++];
+		e = o.ent[stk[sp - 1].at++];
 		if (!(e & 1)) {
 			rank[e >> 1] = (uint32_t)nr++;
 		} else {
 			stk[sp].node = e >> 1;
-			stk[sp++].at = first[e >> 1];
+			stk[sp++].at = o.first[e >> 1];
 		}
 	}
 	for (i = 1; i < n; i++)
-		rank[i] = rank[canon[i]];
-	free(first);
-	free(ent);
-	free(fill);
-	free(canon);
-	free(counted);
-	free(kids);
+		rank[i] = rank[o.canon[i]];
+	tree_order_free(&o);
 	free(stk);
 }
 
@@ -650,85 +681,36 @@ static void folded_sorted(struct folded_sink *r, FILE *f)
  * deep the stacks (a trace of many runs in a row, each run's exit() a
  * call that never returns, nests every run in the one before: the lines
  * grow with the trace, and folded_sorted() made each one in memory).
- * Nodes are merged by name under their merged parent (equal names at
- * different pointers: one line, counts summed), and siblings visited as
- * tree_rank() does: with no ';' in any name and every merge exact, that
- * walk is strcmp's order of the lines and one node is one distinct line,
- * so the output is folded_sorted()'s.  Otherwise nothing is written and
- * false returned: the caller takes folded_sorted().
+ * The tree merged and ordered as tree_rank() has it (tree_order_make()):
+ * when that order is exact it is strcmp's order of the lines and one
+ * merged node is one distinct line, so the output is folded_sorted()'s.
+ * Otherwise nothing is written and false returned: the caller takes
+ * folded_sorted().
  */
 static bool folded_walk(struct folded_sink *r, FILE *f)
 {
-	size_t n = r->nr_fnodes, i, sp = 0, cap = 256, len;
-	uint32_t *canon = malloc(n * sizeof(*canon)), *first = calloc(n + 1, sizeof(*first));
-	uint32_t *fill = malloc((n + 1) * sizeof(*fill)), *ent = malloc(2 * n * sizeof(*ent) + 4);
-	uint64_t *sum = calloc(n, sizeof(*sum));
-	bool *kids = calloc(n, sizeof(*kids)), ok = true;
+	size_t n = r->nr_fnodes, sp = 0, cap = 256, len;
 	struct { uint32_t node, at; size_t len; } *stk = malloc(n * sizeof(*stk));
-	struct dec_map byname = { 0 };
 	char *buf = malloc(cap);
+	struct tree_order o;
+	bool ok;
 
-	if (!canon || !first || !fill || !ent || !sum || !kids || !stk || !buf)
+	if (!stk || !buf)
 		dec_nomem();
-	canon[0] = 0;
-	for (i = 1; i < n && ok; i++) {
-		const char *name = r->fnodes[i].name, *cn;
-		uint32_t cp = canon[r->fnodes[i].parent];
-		size_t nl = strlen(name);
-		struct dec_kv *e;
-
-		if (memchr(name, ';', nl)) {
-			ok = false;
-			break;
-		}
-		e = dec_map_get(&byname, cp, shash_more(SHASH_BASIS, name, nl));
-		if (!e->v)
-			e->v = i + 1;
-		canon[i] = (uint32_t)(e->v - 1);
-		cn = r->fnodes[canon[i]].name;
-		if (cn != name && strcmp(cn, name))	/* two names of one hash */
-			ok = false;
-		sum[canon[i]] += r->fnodes[i].count;
-		if (canon[i] == i)
-			kids[cp] = true;
-	}
-	free(byname.t);
-	if (ok) {
-		/* per merged parent: its merged children's entries, as tree_rank() makes them */
-		for (i = 1; i < n; i++)
-			if (canon[i] == i)
-				first[canon[r->fnodes[i].parent] + 1] += !!sum[i] + kids[i];
-		for (i = 0; i < n; i++)
-			first[i + 1] += first[i];
-		memcpy(fill, first, (n + 1) * sizeof(*fill));
-		for (i = 1; i < n; i++) {
-			uint32_t pa = canon[r->fnodes[i].parent];
-
-			if (canon[i] != i)
-				continue;
-			if (sum[i])
-				ent[fill[pa]++] = (uint32_t)i << 1;
-			if (kids[i])
-				ent[fill[pa]++] = (uint32_t)i << 1 | 1;
-		}
-		tree_nodes = r->fnodes;
-		for (i = 0; i < n; i++)
-			if (first[i + 1] - first[i] > 1)
-				qsort(ent + first[i], first[i + 1] - first[i], sizeof(*ent),
-				      cmp_tree_ent);
-		stk[sp].node = 0;
-		stk[sp].at = first[0];
-		stk[sp++].len = 0;
-	}
+	tree_order_make(r, &o);
+	ok = o.exact;
+	stk[sp].node = 0;
+	stk[sp].at = o.first[0];
+	stk[sp++].len = 0;
 	while (ok && sp) {
 		uint32_t x = stk[sp - 1].node, e, y;
 		size_t nl;
 
-		if (stk[sp - 1].at == first[x + 1]) {
+		if (stk[sp - 1].at == o.first[x + 1]) {
 			sp--;
 			continue;
 		}
-		e = ent[stk[sp - 1].at++];
+		e = o.ent[stk[sp - 1].at++];
 		y = e >> 1;
 		nl = strlen(r->fnodes[y].name);
 		len = stk[sp - 1].len;
@@ -742,12 +724,12 @@ static bool folded_walk(struct folded_sink *r, FILE *f)
 		len += nl;
 		if (e & 1) {
 			stk[sp].node = y;
-			stk[sp].at = first[y];
+			stk[sp].at = o.first[y];
 			stk[sp++].len = len;
 		} else {
 			char d[24];
 			int nd = 0;
-			uint64_t v = sum[y];
+			uint64_t v = o.sum[y];
 
 			/* "%s %" PRIu64 "\n", without stdio's format parsing */
 			do {
@@ -761,12 +743,7 @@ static bool folded_walk(struct folded_sink *r, FILE *f)
 			fwrite_unlocked(buf, 1, len, f);
 		}
 	}
-	free(canon);
-	free(first);
-	free(fill);
-	free(ent);
-	free(sum);
-	free(kids);
+	tree_order_free(&o);
 	free(stk);
 	free(buf);
 	return ok;
