@@ -703,6 +703,36 @@ static void fake_thread_out(struct ipt_test_session *f)
 }
 
 /*
+ * A thread that paused at STOP (@lost bytes lost, at TSC @tsc), was
+ * switched out and exited; the clock then at 9000.
+ */
+static void fake_thread_exit_paused(struct ipt_test_session *f, u64 lost, u64 tsc)
+{
+	fake_thread_in(f);
+	fake_at(f, 0, true);
+	fake_lost = lost;
+	fake_now = tsc;
+	fake_thread_out(f);
+	f->t.th.flags = IPT_TS_EXITED;
+	fake_now = 9000;
+}
+
+/* IPT_IOC_STREAM_RELEASE of @c's trace up to @released, as the ioctl takes it. */
+static long fake_release(struct ipt_ioctl_call *c, u64 released)
+{
+	struct ipt_stream_release *r = c->arg;
+	long ret;
+
+	r->released = released;
+	ipt_cpus_read_lock();
+	mutex_lock(&c->s->idev->lock);
+	ret = ipt_ioctl_stream_release(c);
+	mutex_unlock(&c->s->idev->lock);
+	ipt_cpus_read_unlock();
+	return ret;
+}
+
+/*
  * A pause survives the switch: paused at STOP on one CPU, switched out
  * (Stopped saved), switched in on another, it is the same pause (its
  * start TSC kept), and the bytes lost are those of both CPUs while it ran
@@ -846,18 +876,8 @@ static void stream_thread_exit_paused(struct kunit *test)
 	struct ipt_stream_release r = { .size = sizeof(r), .released = SZ_4K };
 	struct ipt_ioctl_call c = { .s = &f->s, .arg = &r };
 
-	fake_thread_in(f);
-	fake_at(f, 0, true);
-	fake_lost = 10;
-	fake_now = 1700;
-	fake_thread_out(f);
-	f->t.th.flags = IPT_TS_EXITED;
-	fake_now = 9000;
-	ipt_cpus_read_lock();
-	mutex_lock(&f->idev.lock);
-	KUNIT_EXPECT_EQ(test, ipt_ioctl_stream_release(&c), 0L);
-	mutex_unlock(&f->idev.lock);
-	ipt_cpus_read_unlock();
+	fake_thread_exit_paused(f, 10, 1700);
+	KUNIT_EXPECT_EQ(test, fake_release(&c, SZ_4K), 0L);
 	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 1ULL);
 	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_start, 1700ULL);
 	KUNIT_EXPECT_EQ(test, f->t.stream.gaps[0].tsc_end, 1700ULL);
@@ -866,13 +886,7 @@ static void stream_thread_exit_paused(struct kunit *test)
 
 	/* the release's own path: no lookup closed the pause first */
 	f = fake_thread(test);
-	fake_thread_in(f);
-	fake_at(f, 0, true);
-	fake_lost = 20;
-	fake_now = 2500;
-	fake_thread_out(f);
-	f->t.th.flags = IPT_TS_EXITED;
-	fake_now = 9000;
+	fake_thread_exit_paused(f, 20, 2500);
 	ipt_cpus_read_lock();
 	mutex_lock(&f->idev.lock);
 	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
@@ -959,32 +973,16 @@ static void stream_thread_exit_paused_bad_release(struct kunit *test)
 	const u64 size = 8 * SZ_4K;
 	long ret;
 
-	fake_thread_in(f);
-	fake_at(f, 0, true);
-	fake_lost = 30;
-	fake_now = 1900;
-	fake_thread_out(f);
-	f->t.th.flags = IPT_TS_EXITED;
-	fake_now = 9000;
-	ipt_cpus_read_lock();
-	mutex_lock(&f->idev.lock);
+	fake_thread_exit_paused(f, 30, 1900);
 	/* beyond what is ready */
-	r.released = size + 1;
-	ret = ipt_ioctl_stream_release(&c);
-	mutex_unlock(&f->idev.lock);
-	ipt_cpus_read_unlock();
+	ret = fake_release(&c, size + 1);
 	KUNIT_EXPECT_EQ(test, ret, (long)-EINVAL);
 	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
 	KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, 0ULL);
 	KUNIT_EXPECT_EQ(test, f->t.stream.lost, 30ULL);
 	KUNIT_EXPECT_EQ(test, f->t.stream.released, 0ULL);
 	/* a release inside the region: the pause closed at the unload */
-	r.released = 100;
-	ipt_cpus_read_lock();
-	mutex_lock(&f->idev.lock);
-	ret = ipt_ioctl_stream_release(&c);
-	mutex_unlock(&f->idev.lock);
-	ipt_cpus_read_unlock();
+	ret = fake_release(&c, 100);
 	KUNIT_EXPECT_EQ(test, ret, 0L);
 	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
 	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 1ULL);
@@ -1018,11 +1016,7 @@ static void stream_thread_release_migrating(struct kunit *test)
 	/* seen running on a CPU that does not hold it, at every look */
 	f->t.cpu = cpumask_first(cpu_online_mask);
 	f->t.running = true;
-	ipt_cpus_read_lock();
-	mutex_lock(&f->idev.lock);
-	ret = ipt_ioctl_stream_release(&c);
-	mutex_unlock(&f->idev.lock);
-	ipt_cpus_read_unlock();
+	ret = fake_release(&c, SZ_4K);
 	KUNIT_EXPECT_EQ(test, ret, (long)-EAGAIN);
 	KUNIT_EXPECT_EQ(test, f->t.stream.released, 0ULL);
 	KUNIT_EXPECT_TRUE(test, READ_ONCE(f->t.stream.paused));
@@ -1031,11 +1025,7 @@ static void stream_thread_release_migrating(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, f->t.status & RTIT_STATUS_STOPPED);
 	/* switched out after all: the release holds */
 	f->t.running = false;
-	ipt_cpus_read_lock();
-	mutex_lock(&f->idev.lock);
-	ret = ipt_ioctl_stream_release(&c);
-	mutex_unlock(&f->idev.lock);
-	ipt_cpus_read_unlock();
+	ret = fake_release(&c, SZ_4K);
 	KUNIT_EXPECT_EQ(test, ret, 0L);
 	KUNIT_EXPECT_EQ(test, f->t.stream.released, (u64)SZ_4K);
 	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
