@@ -501,6 +501,24 @@ static int cmp_tree_ent(const void *x, const void *y)
 }
 
 /*
+ * A folded line's tail, " COUNT\n" (what "%s %" PRIu64 "\n" appends,
+ * without stdio's format parsing), at the end of @d; returns its length.
+ */
+#define COUNT_TAIL_MAX 24
+static size_t count_tail(char d[COUNT_TAIL_MAX], uint64_t v)
+{
+	size_t nd = 0;
+
+	d[COUNT_TAIL_MAX - 1] = '\n';
+	do {
+		d[COUNT_TAIL_MAX - 2 - nd++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	d[COUNT_TAIL_MAX - 2 - nd] = ' ';
+	return nd + 2;
+}
+
+/*
  * The stack tree in the walk's order.  Nodes are merged by text (@canon:
  * the first node with the same name under the same merged parent), so
  * that frames of equal names at different pointers (_start of ld.so and
@@ -653,19 +671,11 @@ static void folded_sorted(struct folded_sink *r, FILE *f)
 		dec_sort(r->folded.t, n, sizeof(*r->folded.t), cmp_skv);
 	free(rank);
 	for (i = 0; i < n; i++) {
-		char d[24];
-		int nd = 0;
-		uint64_t v = r->folded.t[i].v;
+		char d[COUNT_TAIL_MAX];
+		size_t t = count_tail(d, r->folded.t[i].v);
 
-		/* "%s %" PRIu64 "\n", without stdio's format parsing */
-		d[23] = '\n';
-		do {
-			d[22 - nd++] = (char)('0' + v % 10);
-			v /= 10;
-		} while (v);
-		d[22 - nd] = ' ';
 		fwrite_unlocked(r->folded.t[i].s, 1, r->text_len[r->folded.t[i].node], f);
-		fwrite_unlocked(d + 22 - nd, 1, (size_t)nd + 2, f);
+		fwrite_unlocked(d + sizeof(d) - t, 1, t, f);
 	}
 	for (i = 0; i < r->nr_fnodes; i++)
 		free(r->texts[i]);
@@ -727,20 +737,11 @@ static bool folded_walk(struct folded_sink *r, FILE *f)
 			stk[sp].at = o.first[y];
 			stk[sp++].len = len;
 		} else {
-			char d[24];
-			int nd = 0;
-			uint64_t v = o.sum[y];
+			char d[COUNT_TAIL_MAX];
+			size_t t = count_tail(d, o.sum[y]);
 
-			/* "%s %" PRIu64 "\n", without stdio's format parsing */
-			do {
-				d[nd++] = (char)('0' + v % 10);
-				v /= 10;
-			} while (v);
-			buf[len++] = ' ';
-			while (nd)
-				buf[len++] = d[--nd];
-			buf[len++] = '\n';
-			fwrite_unlocked(buf, 1, len, f);
+			memcpy(buf + len, d + sizeof(d) - t, t);
+			fwrite_unlocked(buf, 1, len + t, f);
 		}
 	}
 	tree_order_free(&o);
