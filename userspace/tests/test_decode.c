@@ -855,33 +855,50 @@ static void perfetto_rules(const char *label, const char *path)
 	}
 }
 
-static void test_speedscope(const char *label, const char *path, size_t ntracks,
-			    const char *const *names)
+/*
+ * @path through speedscope's own importer (import-trace.mjs @how): its
+ * exit status, its report in *@s and *@o (parsed, or NULL); -1 when the
+ * importer cannot run here (node or speedscope missing: reported as a
+ * skip, nothing returned).
+ */
+static int speedscope_import(const char *label, const char *how, const char *path, char **s,
+			     struct json_object **o)
 {
-	perfetto_rules(label, path);
-	char out[PATH_MAX + 16], *s;
-	struct json_object *o, *v, *profs = NULL;
-	size_t len, i, np = 0, spans = 0;
-	bool ok = true;
+	char out[PATH_MAX + 16];
+	struct json_object *v;
 	int st;
 
 	if (sh("command -v node >/dev/null 2>&1")) {
 		SKIP("%s: speedscope's importer: node is not installed (run scripts/setup)", label);
-		return;
+		return -1;
 	}
 	snprintf(out, sizeof(out), "%s.speedscope", path);
-	st = sh("node %s/tools/testing/speedscope/import-trace.mjs %s >%s 2>&1", IPT_SRCDIR, path,
-		out);
-	s = slurp(out, &len);
-	o = s ? json_tokener_parse(s) : NULL;
-	if (st == 77) {
-		SKIP("%s: speedscope's importer: %s", label,
-		     o && json_object_object_get_ex(o, "skip", &v) ? json_object_get_string(v) :
-		     "not installed");
-		json_object_put(o);
-		free(s);
+	st = sh("node %s/tools/testing/speedscope/import-trace.mjs %s %s >%s 2>&1", IPT_SRCDIR, how,
+		path, out);
+	*s = slurp(out, NULL);
+	*o = *s ? json_tokener_parse(*s) : NULL;
+	if (st != 77)
+		return st;
+	SKIP("%s: speedscope's importer: %s", label,
+	     *o && json_object_object_get_ex(*o, "skip", &v) ? json_object_get_string(v) :
+	     "not installed");
+	json_object_put(*o);
+	free(*s);
+	return -1;
+}
+
+static void test_speedscope(const char *label, const char *path, size_t ntracks,
+			    const char *const *names)
+{
+	perfetto_rules(label, path);
+	char *s;
+	struct json_object *o, *v, *profs = NULL;
+	size_t i, np = 0, spans = 0;
+	bool ok = true;
+	int st = speedscope_import(label, "", path, &s, &o);
+
+	if (st < 0)
 		return;
-	}
 	if (st || !o || !json_object_object_get_ex(o, "nwarnings", &v) || json_object_get_int(v) ||
 	    !json_object_object_get_ex(o, "profiles", &profs))
 		ok = false;
@@ -917,29 +934,14 @@ static void test_speedscope(const char *label, const char *path, size_t ntracks,
 static void test_speedscope_folded(const char *label, const char *path)
 {
 	static bool checked_bad;
-	char out[PATH_MAX + 16], *s;
+	char *s;
 	struct json_object *o, *v;
 	const char *keys[][2] = { { "weight", "file_weight" }, { "frames", "file_frames" } };
 	bool ok;
-	int st;
+	int st = speedscope_import(label, "--folded", path, &s, &o);
 
-	if (sh("command -v node >/dev/null 2>&1")) {
-		SKIP("%s: speedscope's importer: node is not installed (run scripts/setup)", label);
+	if (st < 0)
 		return;
-	}
-	snprintf(out, sizeof(out), "%s.speedscope", path);
-	st = sh("node %s/tools/testing/speedscope/import-trace.mjs --folded %s >%s 2>&1",
-		IPT_SRCDIR, path, out);
-	s = slurp(out, NULL);
-	o = s ? json_tokener_parse(s) : NULL;
-	if (st == 77) {
-		SKIP("%s: speedscope's importer: %s", label,
-		     o && json_object_object_get_ex(o, "skip", &v) ? json_object_get_string(v) :
-		     "not installed");
-		json_object_put(o);
-		free(s);
-		return;
-	}
 	ok = st == 0 && o && json_object_object_get_ex(o, "nwarnings", &v) &&
 	     !json_object_get_int(v);
 	for (size_t i = 0; ok && i < 2; i++) {
@@ -956,6 +958,8 @@ static void test_speedscope_folded(const char *label, const char *path)
 	json_object_put(o);
 	free(s);
 	if (!checked_bad) {
+		char out[PATH_MAX + 16];
+
 		/* the check must be able to fail: a line without its count is refused */
 		checked_bad = true;
 		snprintf(out, sizeof(out), "%s.bad", path);
