@@ -14,6 +14,7 @@
 #include <linux/lockdep.h>
 #include <linux/smp.h>
 #include <linux/wait.h>
+#include <kunit/visibility.h>
 
 #include "ipt_session.h"
 
@@ -134,6 +135,9 @@ struct ipt_stream_move {
  * perf does (markers reset in the PMI after pt_config_stop(),
  * arch/x86/events/intel/pt.c:1514-1530): stop, settle the head (and the
  * gap of a pause), move STOP, restart one region on if it was Stopped.
+ * A unit that stopped where its position could not be read is off all
+ * the same: its head was kept and the trace cut (ipt_stream_stopped_lost()),
+ * and it goes on from there, as a thread's does.
  */
 static void ipt_stream_move_on_cpu(void *arg)
 {
@@ -141,8 +145,8 @@ static void ipt_stream_move_on_cpu(void *arg)
 	struct ipt_trace *t = m->t;
 
 	ipt_trace_stop_on_cpu(t);
-	/* Not stopped (nothing changed), or off where it stopped unknown. */
-	if (t->err)
+	/* The stop faulted: the unit traces on, nothing changed. */
+	if (t->running)
 		return;
 	/* The head was placed against the old release position. */
 	t->stream.released = m->released;
@@ -209,10 +213,11 @@ static void ipt_trace_stop(struct ipt_trace *t)
  * offline) is rearmed in place and starts from there.
  *
  * A stop that faults changes nothing: its error is returned, the unit
- * traces on.  Once the unit is off the release holds: a restart that
- * fails (or a position that cannot be read) leaves the trace stopped and
- * cut (IPT_TS_CUT), its pause, if it was paused, a closed gap, and is not
- * an error of the release.
+ * traces on.  Once the unit is off the release holds and STOP moves: a
+ * position that cannot be read cuts the trace (IPT_TS_CUT) and the unit
+ * restarts at the head kept; a restart that fails leaves the trace
+ * stopped and cut.  Either way a pause that was open is a closed gap, and
+ * neither is an error of the release.
  *
  * Context: process context; device lock held; CPU hotplug excluded.
  * Return: 0, or the error of the stop (-EIO) or of the cross-CPU call,
@@ -394,3 +399,4 @@ const struct ipt_mode_ops ipt_cpu_mode_ops = {
 	.fill = ipt_cpu_fill,
 	.stream_move = ipt_cpu_stream_move,
 };
+EXPORT_SYMBOL_IF_KUNIT(ipt_cpu_mode_ops);

@@ -221,6 +221,8 @@ static unsigned int fake_ctl_writes, fake_unflushed_reads, fake_ctl_fault;
 static u64 fake_lost;
 /* fake_thread_out(): the unload could not save the position. */
 static bool fake_out_lost;
+/* A read of OUTPUT_BASE faults (a position that cannot be read). */
+static bool fake_base_fault;
 
 static int fake_wr(u32 msr, u64 val)
 {
@@ -248,6 +250,8 @@ static int fake_rd(u32 msr, u64 *val)
 		*val = fake_ctl;
 		return 0;
 	case MSR_IA32_RTIT_OUTPUT_BASE:
+		if (fake_base_fault)
+			return -EIO;
 		*val = fake_next_base && fake_base_reads++ ? fake_next_base :
 		       fake_base;
 		return 0;
@@ -285,6 +289,30 @@ static const struct ipt_hw_ops fake_lost_ops = {
 	.lost_bytes = fake_lost_bytes,
 };
 
+/* A start's writes too: the output registers and STATUS (per-CPU mode). */
+static int fake_wr_start(u32 msr, u64 val)
+{
+	switch (msr) {
+	case MSR_IA32_RTIT_OUTPUT_BASE:
+		fake_base = val;
+		return 0;
+	case MSR_IA32_RTIT_OUTPUT_MASK:
+		fake_mask = val;
+		return 0;
+	case MSR_IA32_RTIT_STATUS:
+		fake_status = val;
+		return 0;
+	}
+	return fake_wr(msr, val);
+}
+
+static const struct ipt_hw_ops fake_start_ops = {
+	.name = "kunit-stream-start",
+	.read_msr = fake_rd,
+	.write_msr = fake_wr_start,
+	.tsc = fake_tsc,
+};
+
 static void fake_wake(struct irq_work *w)
 {
 }
@@ -310,6 +338,7 @@ static struct ipt_test_session *fake_stream(struct kunit *test)
 	fake_ctl_fault = 0;
 	fake_lost = 0;
 	fake_out_lost = false;
+	fake_base_fault = false;
 	fake_now = 1000;
 	return f;
 }
@@ -654,6 +683,67 @@ static void stream_stop_position_lost(struct kunit *test)
 	/* still at STOP: Stopped kept, the next release resumes it */
 	KUNIT_EXPECT_EQ(test, f->t.status, RTIT_STATUS_STOPPED);
 	irq_work_sync(&f->t.stream.work);
+}
+
+/* The per-CPU mode's release of @f's trace up to @released. */
+static long fake_cpu_move(struct ipt_test_session *f, u64 released)
+{
+	long ret;
+
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	ret = f->s.mops->stream_move(&f->t, released);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	irq_work_sync(&f->t.stream.work);
+	return ret;
+}
+
+/*
+ * A per-CPU release (the mode's stream_move) whose stop succeeds but
+ * whose position cannot be read: the unit is off, so the release holds
+ * as when the position is read: STOP moves to the new release position
+ * and the unit restarts at the head kept (ipt_stream_head_lost()), the
+ * trace cut.  A restart that then fails leaves it off, the release still
+ * held (ipt_cpu_stream_move()).
+ */
+static void stream_cpu_move_position_lost(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_stream(test);
+	const u64 rs = SZ_4K;
+	u64 base, mask;
+
+	f->s.hw = &fake_start_ops;
+	f->s.mode = IPT_MODE_CPU;
+	f->s.mops = &ipt_cpu_mode_ops;
+	f->t.cpu = cpumask_first(cpu_online_mask);
+	fake_start(f);
+	fake_ctl = RTIT_CTL_TRACEEN;
+	fake_at(f, 2 * rs + 100, false);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_ASSERT_EQ(test, fake_captured(f), 2 * rs);
+	fake_base_fault = true;
+	KUNIT_EXPECT_EQ(test, fake_cpu_move(f, rs), 0L);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, rs);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+	KUNIT_EXPECT_EQ(test, f->t.stream.head, 2 * rs);
+	check_markers(test, f->t.buf, ipt_stream_stop_region(f->t.buf, rs));
+	/* restarted where the head was kept */
+	KUNIT_EXPECT_TRUE(test, f->t.running);
+	KUNIT_EXPECT_TRUE(test, fake_ctl & RTIT_CTL_TRACEEN);
+	ipt_topa_pos(f->t.buf, 2 * rs, &base, &mask);
+	KUNIT_EXPECT_EQ(test, fake_base, base);
+	KUNIT_EXPECT_EQ(test, fake_mask, mask);
+
+	/* again, and the restart's CTL write (the second) faults: off, held */
+	f->t.cut = false;
+	fake_ctl_fault = 2;
+	KUNIT_EXPECT_EQ(test, fake_cpu_move(f, 2 * rs), 0L);
+	KUNIT_EXPECT_EQ(test, f->t.stream.released, 2 * rs);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+	check_markers(test, f->t.buf, ipt_stream_stop_region(f->t.buf, 2 * rs));
+	KUNIT_EXPECT_FALSE(test, f->t.running);
+	KUNIT_EXPECT_FALSE(test, fake_ctl & RTIT_CTL_TRACEEN);
 }
 
 /* ---- per-thread traces ---------------------------------------------- */
@@ -1045,6 +1135,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_pmi_flushes),
 	KUNIT_CASE(stream_gap_lost_went_back),
 	KUNIT_CASE(stream_stop_position_lost),
+	KUNIT_CASE(stream_cpu_move_position_lost),
 	KUNIT_CASE(stream_thread_pause_survives_switch),
 	KUNIT_CASE(stream_thread_pause_at_unload),
 	KUNIT_CASE(stream_thread_release_op),
