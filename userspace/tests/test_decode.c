@@ -2838,6 +2838,76 @@ static void test_corrupt(struct run *r)
 			      want[1], cnt[1], lines[1]);
 		}
 	}
+	/*
+	 * Endless code reached in the first segment after the trace moved:
+	 * a "jnz ." takes its TNT bits from two packets (the offset moves
+	 * each time one is used up), falls into a "jmp .", and a third TNT
+	 * stays unread before the next PSB.  The decoder's offset stays in
+	 * the first segment, which every mode decodes with the count loop,
+	 * so there the endless-code rule must count from the last move:
+	 * the loop above stops in another segment, whose steps are the
+	 * fine ones, and did not reach it.
+	 */
+	{
+		static const uint8_t pkts[] = {
+			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
+			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+			0x99, 0x01,					/* MODE.Exec 64-bit */
+			0x02, 0x23,					/* PSBEND */
+			0x99, 0x01,					/* MODE.Exec 64-bit */
+			0x71, 0x00, 0x10, 0x40, 0x00, 0x00, 0x00,	/* TIP.PGE 0x401000 */
+			0x0e,						/* TNT taken, taken */
+			0x0c,						/* TNT taken, not taken */
+			0x04,						/* TNT (left unread) */
+			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
+			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+			0x02, 0x23,					/* PSBEND */
+			0x04,						/* TNT */
+		};
+		static const uint8_t code2[] = { 0x75, 0xfe, 0xeb, 0xfe };	/* jnz .; jmp . */
+		char code[PATH_MAX + 64];
+		int64_t want[2] = { -1, -1 }, cnt[2][2], lines[2];
+		bool same = true;
+
+		snprintf(path, sizeof(path), "%s/loop2.pt", work);
+		spew(path, pkts, sizeof(pkts));
+		snprintf(code, sizeof(code), "%s/loop2.bin", work);
+		spew(code, code2, sizeof(code2));
+		for (int fl = 0; fl < 2; fl++) {
+			FILE *rf;
+			char rl[256];
+
+			sh("%s/userspace/decode-ref %s %s - 401000:401004:%s | tail -1 >%s.rc", build,
+			   fl ? "--insn-decoder" : "", path, code, F(r, "l2"));
+			snprintf(rl, sizeof(rl), "%s.rc", F(r, "l2"));
+			rf = fopen(rl, "r");
+			if (rf && fgets(rl, sizeof(rl), rf))
+				sscanf(rl, "# instructions %" SCNd64, &want[fl]);
+			if (rf)
+				fclose(rf);
+			for (int j = 0; j < 2; j++) {
+				decode(F(r, "l2"), F(r, "el2"),
+				       "-j decode --pt %s --raw %s:0x401000 -J %d%s", path, code, j + 1,
+				       fl ? " --insn-decoder" : "");
+				cnt[fl][j] = json_int(F(r, "l2"), "instructions");
+				same = same && file_contains(F(r, "l2"), "\"reason\":\"endless_code\","
+							     "\"offset\":31,\"ip\":\"0x401002\"");
+			}
+			decode(F(r, "l2"), F(r, "el2"), "decode --pt %s --raw %s:0x401000 -J 2%s --insn",
+			       path, code, fl ? " --insn-decoder" : "");
+			lines[fl] = sh("test $(grep -c '^[0-9a-f]\\{16\\}' %s) = %" PRId64, F(r, "l2"),
+				       want[fl]) == 0 ? want[fl] : -1;
+		}
+		CHECK(same && want[0] > 1000001 && want[0] < 1000010 && want[1] == want[0] &&
+		      cnt[0][0] == want[0] && cnt[0][1] == want[0] && cnt[1][0] == want[0] &&
+		      cnt[1][1] == want[0] && lines[0] == want[0] && lines[1] == want[0],
+		      "endless code after the trace moved (jnz . on two TNTs, then jmp .): the "
+		      "summary (-J 1, -J 2) and --insn lines count what the reference counts, blocks "
+		      "%" PRId64 " (%" PRId64 ", %" PRId64 ", %" PRId64 "), instructions %" PRId64
+		      " (%" PRId64 ", %" PRId64 ", %" PRId64 "), the error at the jmp, offset 31",
+		      want[0], cnt[0][0], cnt[0][1], lines[0], want[1], cnt[1][0], cnt[1][1],
+		      lines[1]);
+	}
 	/* a bad meta.json, a missing directory, a missing --raw file */
 	snprintf(path, sizeof(path), "%s/meta.json", cap);
 	spew(path, "{\"format\": ", 11);
