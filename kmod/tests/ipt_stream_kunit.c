@@ -339,6 +339,8 @@ static struct ipt_test_session *fake_stream(struct kunit *test)
 	fake_lost = 0;
 	fake_out_lost = false;
 	fake_base_fault = false;
+	fake_base = 0;
+	fake_mask = 0;
 	fake_now = 1000;
 	return f;
 }
@@ -704,41 +706,58 @@ static long fake_cpu_move(struct ipt_test_session *f, u64 released)
  * whose position cannot be read: the unit is off, so the release holds
  * as when the position is read: STOP moves to the new release position
  * and the unit restarts at the head kept (ipt_stream_head_lost()), the
- * trace cut.  A restart that then fails leaves it off, the release still
- * held (ipt_cpu_stream_move()).
+ * trace cut; paused at STOP, the pause is a closed gap and the unit
+ * restarts one region on.  A restart that fails leaves it off, the
+ * release still held and the trace cut (ipt_cpu_stream_move()).
  */
 static void stream_cpu_move_position_lost(struct kunit *test)
 {
-	struct ipt_test_session *f = fake_stream(test);
-	const u64 rs = SZ_4K;
+	struct ipt_test_session *f;
+	const u64 rs = SZ_4K, size = 8 * SZ_4K;
 	u64 base, mask;
 
-	f->s.hw = &fake_start_ops;
-	f->s.mode = IPT_MODE_CPU;
-	f->s.mops = &ipt_cpu_mode_ops;
-	f->t.cpu = cpumask_first(cpu_online_mask);
-	fake_start(f);
-	fake_ctl = RTIT_CTL_TRACEEN;
-	fake_at(f, 2 * rs + 100, false);
-	ipt_stream_pmi(&f->t, &fake_ops);
-	KUNIT_ASSERT_EQ(test, fake_captured(f), 2 * rs);
-	fake_base_fault = true;
-	KUNIT_EXPECT_EQ(test, fake_cpu_move(f, rs), 0L);
-	KUNIT_EXPECT_EQ(test, f->t.stream.released, rs);
-	KUNIT_EXPECT_TRUE(test, f->t.cut);
-	KUNIT_EXPECT_EQ(test, f->t.stream.head, 2 * rs);
-	check_markers(test, f->t.buf, ipt_stream_stop_region(f->t.buf, rs));
-	/* restarted where the head was kept */
-	KUNIT_EXPECT_TRUE(test, f->t.running);
-	KUNIT_EXPECT_TRUE(test, fake_ctl & RTIT_CTL_TRACEEN);
-	ipt_topa_pos(f->t.buf, 2 * rs, &base, &mask);
-	KUNIT_EXPECT_EQ(test, fake_base, base);
-	KUNIT_EXPECT_EQ(test, fake_mask, mask);
+	for (int paused = 0; paused < 2; paused++) {
+		const u64 head = paused ? size : 2 * rs;
 
-	/* again, and the restart's CTL write (the second) faults: off, held */
+		f = fake_stream(test);
+		f->s.hw = &fake_start_ops;
+		f->s.mode = IPT_MODE_CPU;
+		f->s.mops = &ipt_cpu_mode_ops;
+		f->t.cpu = cpumask_first(cpu_online_mask);
+		fake_start(f);
+		fake_ctl = RTIT_CTL_TRACEEN;
+		fake_at(f, paused ? 0 : 2 * rs + 100, paused);
+		ipt_stream_pmi(&f->t, &fake_ops);
+		KUNIT_ASSERT_EQ(test, fake_captured(f), head);
+		KUNIT_ASSERT_EQ(test, READ_ONCE(f->t.stream.paused), (bool)paused);
+		fake_base_fault = true;
+		KUNIT_EXPECT_EQ(test, fake_cpu_move(f, rs), 0L);
+		KUNIT_EXPECT_EQ(test, f->t.err, 0);
+		KUNIT_EXPECT_EQ(test, f->t.stream.released, rs);
+		KUNIT_EXPECT_TRUE(test, f->t.cut);
+		KUNIT_EXPECT_EQ(test, f->t.stream.head, head);
+		KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+		KUNIT_EXPECT_EQ(test, f->t.stream.nr_gaps, (u64)paused);
+		check_markers(test, f->t.buf, ipt_stream_stop_region(f->t.buf, rs));
+		/* restarted where the head was kept, Stopped cleared */
+		KUNIT_EXPECT_TRUE(test, f->t.running);
+		KUNIT_EXPECT_TRUE(test, fake_ctl & RTIT_CTL_TRACEEN);
+		KUNIT_EXPECT_FALSE(test, fake_status & RTIT_STATUS_STOPPED);
+		ipt_topa_pos(f->t.buf, head, &base, &mask);
+		KUNIT_EXPECT_EQ(test, fake_base, base);
+		KUNIT_EXPECT_EQ(test, fake_mask, mask);
+	}
+
+	/*
+	 * Position read (where the restart put it), the restart's CTL write
+	 * (the second) faults: off, the release held, cut by the failed
+	 * restart alone.
+	 */
 	f->t.cut = false;
+	fake_base_fault = false;
 	fake_ctl_fault = 2;
 	KUNIT_EXPECT_EQ(test, fake_cpu_move(f, 2 * rs), 0L);
+	KUNIT_EXPECT_EQ(test, f->t.err, 0);
 	KUNIT_EXPECT_EQ(test, f->t.stream.released, 2 * rs);
 	KUNIT_EXPECT_TRUE(test, f->t.cut);
 	check_markers(test, f->t.buf, ipt_stream_stop_region(f->t.buf, 2 * rs));
