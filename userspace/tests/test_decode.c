@@ -36,6 +36,18 @@
 #include "tap.h"
 #include "tool_test.h"
 
+/* A PSB packet's 16 bytes (SDM vol. 3C, 33.4.2.13). */
+#define PT_PSB 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, \
+	       0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82
+
+/* PSB+ in 64-bit mode, then tracing enabled at 0x401000. */
+#define PT_ENABLE_401000 \
+	PT_PSB,						/* PSB */ \
+	0x99, 0x01,					/* MODE.Exec 64-bit */ \
+	0x02, 0x23,					/* PSBEND */ \
+	0x99, 0x01,					/* MODE.Exec 64-bit */ \
+	0x71, 0x00, 0x10, 0x40, 0x00, 0x00, 0x00	/* TIP.PGE 0x401000 */
+
 /* ---- small helpers ------------------------------------------------------------ */
 
 static int spew(const char *path, const void *buf, size_t len)
@@ -2616,6 +2628,29 @@ static bool ref_equal(struct run *r, const char *trace, const char *insn, const 
 	return ref_equal_imgs(imgs, trace, insn, flavour);
 }
 
+/*
+ * The instructions the reference (decode-ref, serial libipt; the
+ * instruction decoder when @insn_decoder) counts in raw trace @pt over
+ * the @len bytes of code @code loaded at 0x401000, or -1; @tmp: a path
+ * for its output.
+ */
+static int64_t ref_insns(const char *pt, const char *code, size_t len, int insn_decoder,
+			 const char *tmp)
+{
+	char line[256];
+	int64_t n = -1;
+	FILE *f;
+
+	sh("%s/userspace/decode-ref %s %s - 401000:%zx:%s | tail -1 >%s", build,
+	   insn_decoder ? "--insn-decoder" : "", pt, 0x401000 + len, code, tmp);
+	f = fopen(tmp, "r");
+	if (f && fgets(line, sizeof(line), f))
+		sscanf(line, "# instructions %" SCNd64, &n);
+	if (f)
+		fclose(f);
+	return n;
+}
+
 static void test_corrupt(struct run *r)
 {
 	char raws[16384], path[2 * PATH_MAX], cap[PATH_MAX];
@@ -2765,15 +2800,9 @@ static void test_corrupt(struct run *r)
 	/* endless code: tracing enabled at a "jmp ." and no more trace */
 	{
 		static const uint8_t pkts[] = {
-			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
-			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-			0x99, 0x01,					/* MODE.Exec 64-bit */
-			0x02, 0x23,					/* PSBEND */
-			0x99, 0x01,					/* MODE.Exec 64-bit */
-			0x71, 0x00, 0x10, 0x40, 0x00, 0x00, 0x00,	/* TIP.PGE 0x401000 */
+			PT_ENABLE_401000,
 			/* trace left unread (else libipt stops: the end of the trace) */
-			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
-			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+			PT_PSB,
 			0x02, 0x23,					/* PSBEND */
 			0x04,						/* TNT (one bit) */
 		};
@@ -2804,19 +2833,9 @@ static void test_corrupt(struct run *r)
 			spew(code, k ? (const char *)loop3 : (const char *)jmp_self,
 			     k ? sizeof(loop3) : sizeof(jmp_self));
 			for (int fl = 0; fl < 2; fl++) {
-				FILE *rf;
-				char rl[256];
-
-				sh("%s/userspace/decode-ref %s %s - 401000:%x:%s | tail -1 >%s.rc",
-				   build, fl ? "--insn-decoder" : "", path,
-				   0x401000 + (k ? (unsigned int)sizeof(loop3) : (unsigned int)sizeof(jmp_self)),
-				   code, F(r, "l"));
-				snprintf(rl, sizeof(rl), "%s.rc", F(r, "l"));
-				rf = fopen(rl, "r");
-				if (rf && fgets(rl, sizeof(rl), rf))
-					sscanf(rl, "# instructions %" SCNd64, &want[fl]);
-				if (rf)
-					fclose(rf);
+				want[fl] = ref_insns(path, code,
+						     k ? sizeof(loop3) : sizeof(jmp_self), fl,
+						     F(r, "l"));
 				decode(F(r, "l"), F(r, "el"), "-j decode --pt %s --raw %s:0x401000 -J 1%s",
 				       path, code, fl ? " --insn-decoder" : "");
 				cnt[fl] = json_int(F(r, "l"), "instructions");
@@ -2850,17 +2869,11 @@ static void test_corrupt(struct run *r)
 	 */
 	{
 		static const uint8_t pkts[] = {
-			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
-			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-			0x99, 0x01,					/* MODE.Exec 64-bit */
-			0x02, 0x23,					/* PSBEND */
-			0x99, 0x01,					/* MODE.Exec 64-bit */
-			0x71, 0x00, 0x10, 0x40, 0x00, 0x00, 0x00,	/* TIP.PGE 0x401000 */
+			PT_ENABLE_401000,
 			0x0e,						/* TNT taken, taken */
 			0x0c,						/* TNT taken, not taken */
 			0x04,						/* TNT (left unread) */
-			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
-			0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+			PT_PSB,
 			0x02, 0x23,					/* PSBEND */
 			0x04,						/* TNT */
 		};
@@ -2874,17 +2887,7 @@ static void test_corrupt(struct run *r)
 		snprintf(code, sizeof(code), "%s/loop2.bin", work);
 		spew(code, code2, sizeof(code2));
 		for (int fl = 0; fl < 2; fl++) {
-			FILE *rf;
-			char rl[256];
-
-			sh("%s/userspace/decode-ref %s %s - 401000:401004:%s | tail -1 >%s.rc", build,
-			   fl ? "--insn-decoder" : "", path, code, F(r, "l2"));
-			snprintf(rl, sizeof(rl), "%s.rc", F(r, "l2"));
-			rf = fopen(rl, "r");
-			if (rf && fgets(rl, sizeof(rl), rf))
-				sscanf(rl, "# instructions %" SCNd64, &want[fl]);
-			if (rf)
-				fclose(rf);
+			want[fl] = ref_insns(path, code, sizeof(code2), fl, F(r, "l2"));
 			for (int j = 0; j < 2; j++) {
 				decode(F(r, "l2"), F(r, "el2"),
 				       "-j decode --pt %s --raw %s:0x401000 -J %d%s", path, code, j + 1,
@@ -2959,10 +2962,7 @@ static void test_corrupt(struct run *r)
  */
 static void test_modes(struct run *r)
 {
-	static const uint8_t psb[] = {
-		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-	};
+	static const uint8_t psb[] = { PT_PSB };
 	/*
 	 * At 0x401000, in 32-bit mode ("40" is inc eax, in 64-bit mode a REX
 	 * prefix: another walk):
