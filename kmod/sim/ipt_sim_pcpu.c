@@ -12,6 +12,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
+#include <linux/cpuhotplug.h>
 #include <linux/hrtimer.h>
 #include <linux/kernel.h>
 #include <linux/ktime.h>
@@ -50,7 +51,15 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 	u64 budget = div_u64(rate * period_ns, NSEC_PER_SEC);
 	bool pmi, on;
 
-	WARN_ON_ONCE(smp_processor_id() != pc->cpu);
+	/*
+	 * The timer is pinned: it fires elsewhere only after its CPU went
+	 * offline (the dying CPU's hrtimers move to another one, Linux 6.1
+	 * kernel/time/hrtimer.c, migrate_hrtimer_list()).  An offline CPU
+	 * runs nothing and takes no interrupt: no output, no PMI, until
+	 * it is back (ipt_sim_cpu_online()).
+	 */
+	if (smp_processor_id() != pc->cpu)
+		return HRTIMER_NORESTART;
 
 	raw_spin_lock(&pc->lock);
 	ipt_sim_clock(pc);
@@ -288,19 +297,39 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_sim_live_state);
 
 /* ---- set-up and tear-down --------------------------------------------- */
 
+static enum cpuhp_state ipt_sim_online_state;
+
+/*
+ * A CPU back online: its unit goes on producing (and its PMI pending is
+ * delivered) if it was left enabled, by someone other than ipt (which
+ * stops and restarts its own around hotplug), while the CPU was off.
+ * Context: CPU hotplug callback on @cpu, preemption enabled.
+ */
+static int ipt_sim_cpu_online(unsigned int cpu)
+{
+	struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&pc->lock, flags);
+	ipt_sim_kick(pc, pc->st.ctl & RTIT_CTL_TRACEEN, pc->st.pmi_pending);
+	raw_spin_unlock_irqrestore(&pc->lock, flags);
+	return 0;
+}
+
 /**
  * ipt_sim_pcpu_init() - a unit in its reset state for every possible CPU
  *
  * Each presents ipt_sim_model, with its output timer ready but not
- * running.
+ * running, and restarted when its CPU comes back online.
  *
  * Context: module init, before anything can reach the units.
  *
- * Return: 0, or -ENOMEM.
+ * Return: 0, -ENOMEM, or the error of the hotplug state's set-up.
  */
 int ipt_sim_pcpu_init(void)
 {
 	unsigned int cpu;
+	int ret = -ENOMEM;
 
 	ipt_sim_pcpu = alloc_percpu(struct ipt_sim_pcpu);
 	if (!ipt_sim_pcpu)
@@ -322,13 +351,18 @@ int ipt_sim_pcpu_init(void)
 		pc->timer.function = ipt_sim_tick;
 		pc->cpu = cpu;
 	}
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "ipt_sim:online",
+					ipt_sim_cpu_online, NULL);
+	if (ret < 0)
+		goto nomem;
+	ipt_sim_online_state = ret;
 	return 0;
 nomem:
 	for_each_possible_cpu(cpu)
 		kfree(per_cpu_ptr(ipt_sim_pcpu, cpu)->st.hold);
 	free_percpu(ipt_sim_pcpu);
 	ipt_sim_pcpu = NULL;
-	return -ENOMEM;
+	return ret;
 }
 
 /**
@@ -341,6 +375,7 @@ void ipt_sim_pcpu_free(void)
 {
 	unsigned int cpu;
 
+	cpuhp_remove_state_nocalls(ipt_sim_online_state);
 	for_each_possible_cpu(cpu) {
 		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
 
