@@ -1145,10 +1145,12 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 }
 
 /*
- * A capture whose recording never finished (killed, power lost) has its
- * first meta.json, which lists no trace: decode the trace files it left
- * ("cpuN.pt", "thread-TID[.N].pt"), with a warning (exit 3).  Gaps the
- * recording did not get to write down are unknown.  The number added.
+ * A capture whose recording never finished (killed, power lost) has the
+ * meta.json it wrote while recording: the traces that had a file then and
+ * their gaps, or none.  Decode the trace files it left ("cpuN.pt",
+ * "thread-TID[.N].pt") that meta.json does not list too, with a warning
+ * (exit 3).  Gaps the recording did not get to write down are unknown.
+ * The number of files.
  */
 static size_t load_unfinished(struct dec_input *in, const char *dir)
 {
@@ -1171,9 +1173,12 @@ static size_t load_unfinished(struct dec_input *in, const char *dir)
 		else
 			goto next;
 		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		added++;
+		for (size_t k = 0; k < in->nr_traces; k++)
+			if (!strcmp(in->traces[k].file, path))
+				goto next;	/* listed, with its gaps */
 		dec_input_add_trace(in, path, cpu);
 		in->traces[in->nr_traces - 1].tid = tid;
-		added++;
 next:
 		free(e[i]);
 	}
@@ -1262,8 +1267,7 @@ static int load_capture(struct dec_input *in, const char *dir, char *msg, size_t
 		if (load_sgaps(&in->traces[in->nr_traces - 1], t, i, path, msg, len))
 			goto fail;
 	}
-	if (!json_object_array_length(traces) &&
-	    json_object_object_get_ex(o, "incomplete_reason", &v) && v &&
+	if (json_object_object_get_ex(o, "incomplete_reason", &v) && v &&
 	    !strcmp(json_object_get_string(v), UNFINISHED))
 		load_unfinished(in, dir);
 	{

@@ -699,6 +699,46 @@ int capture_collect_stream(struct iptcap *ipt, struct capture *c,
 	return c->complete ? 0 : 1;
 }
 
+int capture_snapshot_stream(struct iptcap *ipt, struct capture *c,
+			    const struct iptcap_stream_files *files)
+{
+	unsigned int cpu, count = c->per_thread ? c->config.max_threads : c->caps.nr_cpus;
+	char reason[sizeof(c->reason)];
+	bool complete = c->complete;
+	enum iptcap_err err;
+	int rc;
+
+	snprintf(reason, sizeof(reason), "%s", c->reason);
+	c->nr_traces = 0;
+	memset(c->traces, 0, (count ? count : 1) * sizeof(*c->traces));
+	for (cpu = 0; cpu < count; cpu++) {
+		struct capture_trace *tr = &c->traces[c->nr_traces];
+		const char *name;
+
+		err = iptcap_trace_state(ipt, cpu, &tr->ts);
+		if (err == IPTCAP_ERR_NO_SUCH_TRACE)
+			break;
+		name = err ? NULL : iptcap_stream_files_get(files, cpu, &tr->written,
+							     &tr->write_errno);
+		if (!name)	/* not in the session, or no byte yet: no file */
+			continue;
+		tr->cpu = cpu;
+		snprintf(tr->file, sizeof(tr->file), "%s", name);
+		if (cpu < c->nr_slots) {
+			tr->gaps = c->slots[cpu].gaps;
+			tr->nr_gaps = c->slots[cpu].nr_gaps;
+			tr->gaps_unlisted = c->slots[cpu].unlisted;
+		}
+		c->nr_traces++;
+	}
+	c->complete = false;
+	snprintf(c->reason, sizeof(c->reason), "%s", CAPTURE_UNFINISHED);
+	rc = capture_write_meta(c);
+	c->complete = complete;
+	snprintf(c->reason, sizeof(c->reason), "%s", reason);
+	return rc;
+}
+
 static struct json_object *gaps_json(const struct capture *c, const struct capture_trace *tr)
 {
 	struct json_object *arr = json_object_new_array();

@@ -159,6 +159,8 @@ int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t
 #define CAPTURE_FORMAT_NAME	"ipt-capture"
 #define CAPTURE_FORMAT_VERSION	1
 #define CAPTURE_META		"meta.json"
+/* The reason meta.json gives until the recording ends (decode knows it). */
+#define CAPTURE_UNFINISHED	"the recording did not finish"
 
 /**
  * struct capture_trace - one trace file of a capture
@@ -324,6 +326,14 @@ int capture_stream_unlisted(const struct iptcap_stream_trace *tr, uint64_t nr, v
  */
 int capture_collect_stream(struct iptcap *ipt, struct capture *c,
 			   struct iptcap_stream_files *files);
+/*
+ * Streamed, while recording: meta.json as it stands (temp file and
+ * rename), the traces that have a file so far with their gaps, still
+ * incomplete, CAPTURE_UNFINISHED, so that a recording that never ends
+ * leaves its gap records.  0 or errno.
+ */
+int capture_snapshot_stream(struct iptcap *ipt, struct capture *c,
+			    const struct iptcap_stream_files *files);
 /* Gaps of every trace, not itemised ones included. */
 uint64_t capture_nr_gaps(const struct capture *c);
 

@@ -1214,7 +1214,8 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	char msg[512];
 	pid_t child = -1;
 	int child_status = 0, ret = 1, pipefd[2] = { -1, -1 }, stpipe[2] = { -1, -1 };
-	uint64_t t0, last_progress = 0, last_check = 0;
+	uint64_t t0, last_progress = 0, last_check = 0, last_snap = 0, snap_gaps = 0;
+	unsigned int snap_traces = 0;
 	struct progress pr;
 	struct record_stream rs = { 0 };
 	bool show_progress = false, progress_shown = false, exec_failed = false, tty;
@@ -1379,7 +1380,7 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 
 	/* Until the end, the capture on disk says it is incomplete. */
 	c.complete = false;
-	snprintf(c.reason, sizeof(c.reason), "the recording did not finish");
+	snprintf(c.reason, sizeof(c.reason), "%s", CAPTURE_UNFINISHED);
 	rc = capture_write_meta(&c);
 	if (rc) {
 		ipt_err("cannot write %s/%s: %s", c.dir, CAPTURE_META, strerror(rc));
@@ -1509,6 +1510,19 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 				break;
 			}
 			iptcap_stream_stats(rs.s, &st1);
+			/*
+			 * New traces or gaps: meta.json lists them at once, then at
+			 * most once a second, so that a recording killed before it
+			 * ends leaves its gap records for the decoder.
+			 */
+			if ((st1.traces != snap_traces ||
+			     st1.gaps + st1.gaps_unlisted != snap_gaps) &&
+			    now_ns(CLOCK_MONOTONIC) - last_snap >= 1000000000ull) {
+				last_snap = now_ns(CLOCK_MONOTONIC);
+				snap_traces = st1.traces;
+				snap_gaps = st1.gaps + st1.gaps_unlisted;
+				capture_snapshot_stream(ipt, &c, rs.files);
+			}
 			/* Readable but nothing moved (a final trace): do not spin. */
 			if (st1.bytes == st0.bytes && st1.gaps == st0.gaps)
 				capture_sb_wait(&c, 20);

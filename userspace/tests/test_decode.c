@@ -2586,7 +2586,6 @@ static void test_unfinished(struct run *r)
 		return;
 	}
 	make_capture(r, cap, trace, tlen);
-	free(trace);
 	snprintf(path, sizeof(path), "%s/meta.json", cap);
 	m = json_object_from_file(path);
 	json_object_object_add(m, "traces", json_object_new_array());
@@ -2603,6 +2602,26 @@ static void test_unfinished(struct run *r)
 	      "%s: unfinished capture (no trace listed): says so, decodes cpu0.pt (%" PRId64
 	      " of %zu instructions), exit 3 (%d)", r->name, json_int(F(r, "uf"), "instructions"),
 	      r->n, st);
+
+	/* meta.json written while recording lists cpu0.pt; cpu1.pt came later */
+	make_capture(r, cap, trace, tlen);
+	snprintf(path, sizeof(path), "%s/meta.json", cap);
+	m = json_object_from_file(path);
+	json_object_object_add(m, "complete", json_object_new_boolean(0));
+	json_object_object_add(m, "incomplete_reason",
+			       json_object_new_string("the recording did not finish"));
+	json_object_to_file(path, m);
+	json_object_put(m);
+	snprintf(path, sizeof(path), "%s/cpu1.pt", cap);
+	spew(path, trace, tlen);
+	st = decode(F(r, "uf2"), F(r, "euf2"), "-j decode %s%s", cap, raws);
+	CHECK(st == 3 && clean_stderr(F(r, "euf2")) &&
+	      file_contains(F(r, "euf2"), "decoding what it left (2 trace files") &&
+	      json_int(F(r, "uf2"), "instructions") == 2 * (int64_t)r->n,
+	      "%s: unfinished capture listing cpu0.pt, cpu1.pt not listed: decodes both once "
+	      "(%" PRId64 " of %zu instructions), exit 3 (%d)", r->name,
+	      json_int(F(r, "uf2"), "instructions"), 2 * r->n, st);
+	free(trace);
 }
 
 /* ---- corrupted input, under ASan/UBSan ----------------------------------------------------- */

@@ -990,6 +990,78 @@ static void test_record_sighup(void)
 	}
 }
 
+/*
+ * A streamed recording killed (SIGKILL) before it ends: its meta.json,
+ * rewritten as traces and gaps appear, still lists cpu0.pt and the gap
+ * of its overload, and says the recording did not finish.  The recorder
+ * and its "sleep 100" run in a process group of their own, killed whole.
+ */
+static void test_record_killed(void)
+{
+	struct ipttool t = { .device = FAKE_PATH };
+	char dir[300], meta[320];
+	struct json_object *m = NULL;
+	int i, wst = 0;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/killed", tmpdir);
+	snprintf(meta, sizeof(meta), "%s/meta.json", dir);
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.record_mode = true;
+	fk.stream_feature = true;
+	fk.unknown_size = false;
+	fk.start_bytes = 3 * FK_SIZE + 100;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "record", "-a", "--no-sideband", "--size", "64K", "-o", dir, "-q",
+				 "--", "sleep", "100", NULL };
+		int fd = open("/dev/null", O_WRONLY);
+
+		setpgid(0, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		_exit(cmd_record(&t, 11, argv));
+	}
+	/* a bounded wait on a state (30 s, never reached when all is well) */
+	for (i = 0; pid > 0 && i < 3000; i++) {
+		m = json_object_from_file(meta);
+		if (m && jget(m, "traces.0.gaps.0"))
+			break;
+		json_object_put(m);
+		m = NULL;
+		usleep(10000);
+	}
+	if (pid > 0) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		waitpid(pid, &wst, 0);
+	}
+	json_object_put(m);
+	m = read_meta(dir);
+	CHECK(m && !json_object_get_boolean(jget(m, "complete")) &&
+	      !strcmp(jstr(m, "incomplete_reason"), CAPTURE_UNFINISHED) &&
+	      !strcmp(jstr(m, "traces.0.file"), "cpu0.pt") &&
+	      jint(m, "traces.0.gaps.0.offset") == FK_SIZE &&
+	      jint(m, "traces.0.gaps.0.bytes_lost") == 2 * FK_SIZE + 100,
+	      "record killed: meta.json lists cpu0.pt and its gap (offset %lld), \"%s\"",
+	      m ? (long long)jint(m, "traces.0.gaps.0.offset") : -1ll,
+	      m ? jstr(m, "incomplete_reason") : "no meta.json");
+	json_object_put(m);
+	fk.record_mode = false;
+	fk.start_bytes = 0;
+	{
+		const char *names[] = { "cpu0.pt", "cpu1.pt", "meta.json", "meta.json.tmp" };
+
+		for (i = 0; i < 4; i++) {
+			snprintf(meta, sizeof(meta), "%s/%s", dir, names[i]);
+			unlink(meta);
+		}
+		rmdir(dir);
+	}
+}
+
 static void test_record(void)
 {
 	char dir[300];
@@ -1174,6 +1246,7 @@ int main(void)
 	test_files_excl();
 	test_record();
 	test_record_sighup();
+	test_record_killed();
 	clean_dir();
 	rmdir(tmpdir);
 	return tap_done();
