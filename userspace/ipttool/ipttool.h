@@ -6,6 +6,7 @@
 #define IPTTOOL_H
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -153,6 +154,13 @@ int parse_cpu_list(const char *s, uint64_t *mask, unsigned int words);
  * one sentence in @msg (a usage error).
  */
 int record_parse(int argc, char **argv, struct record_opts *o, char *msg, size_t len);
+/*
+ * In the command's process, just forked: SIGINT, SIGTERM, SIGHUP and
+ * SIGPIPE take their default action again (the recorder catches them),
+ * then the signal mask is @mask (the recorder's before it blocked the stop
+ * signals around fork()).
+ */
+void record_child_signals(const sigset_t *mask);
 
 /* ---- capture.c: the on-disk capture format (Documentation/capture-format.rst) */
 

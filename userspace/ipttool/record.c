@@ -522,6 +522,15 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+void record_child_signals(const sigset_t *mask)
+{
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+}
+
 /*
  * SIGPIPE (stderr or a progress pipe closed) is caught, not fatal: the
  * write fails with EPIPE, and the recording ends as with any write
@@ -1018,8 +1027,6 @@ static void thread_child(struct iptcap *ipt, const struct record_opts *o, int st
 	int e = 0;
 	char b;
 
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
 	err = iptcap_attach(ipt, 0, o->no_inherit ? 0 : IPTCAP_ATTACH_INHERIT, NULL);
 	if (err)
 		e = iptcap_last_errno(ipt) ? iptcap_last_errno(ipt) : EINVAL;
@@ -1211,6 +1218,7 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	struct iptcap *ipt = NULL;
 	enum iptcap_err err;
 	struct sigaction sa;
+	sigset_t stopset, oldmask;
 	char msg[512];
 	pid_t child = -1;
 	int child_status = 0, ret = 1, pipefd[2] = { -1, -1 }, stpipe[2] = { -1, -1 };
@@ -1407,7 +1415,21 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 			ipt_err("pipe: %s", strerror(errno));
 			goto out;
 		}
+		/*
+		 * The stop signals stay blocked until the child has their
+		 * default action back: one sent before would run the
+		 * recorder's handler in the child and be lost.
+		 */
+		sigemptyset(&stopset);
+		sigaddset(&stopset, SIGINT);
+		sigaddset(&stopset, SIGTERM);
+		sigaddset(&stopset, SIGHUP);
+		sigprocmask(SIG_BLOCK, &stopset, &oldmask);
 		child = fork();
+		if (child == 0)
+			record_child_signals(&oldmask);
+		else
+			sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		if (child < 0) {
 			ipt_err("fork: %s", strerror(errno));
 			goto out;
@@ -1420,8 +1442,6 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 				close(stpipe[0]);
 				thread_child(ipt, &o, stpipe[1], pipefd[0]);
 			}
-			signal(SIGINT, SIG_DFL);
-			signal(SIGTERM, SIG_DFL);
 			if (read(pipefd[0], &b, 1) != 1)
 				_exit(127);
 			close(pipefd[0]);

@@ -990,6 +990,55 @@ static void test_record_sighup(void)
 	}
 }
 
+static void ignore_signal(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * The command's process, forked while the recorder catches the stop
+ * signals (blocked around fork() as record does): one sent to it before
+ * it has its default action back (a terminal's hangup reaches the whole
+ * process group) still ends it, instead of running the recorder's
+ * handler, lost, and leaving record waiting on a command it believes it
+ * stopped.
+ */
+static void test_child_signals(void)
+{
+	const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa = { .sa_handler = ignore_signal }, old[3];
+	sigset_t stopset, oldmask;
+	unsigned int i;
+	int wst = 0;
+	pid_t pid;
+
+	sigemptyset(&stopset);
+	for (i = 0; i < 3; i++) {
+		sigaction(sigs[i], &sa, &old[i]);
+		sigaddset(&stopset, sigs[i]);
+	}
+	for (i = 0; i < 3; i++) {
+		sigprocmask(SIG_BLOCK, &stopset, &oldmask);
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			kill(getpid(), sigs[i]);	/* pending: blocked */
+			record_child_signals(&oldmask);
+			_exit(0);
+		}
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+		wst = 0;
+		if (pid > 0)
+			waitpid(pid, &wst, 0);
+		CHECK(pid > 0 && WIFSIGNALED(wst) && WTERMSIG(wst) == sigs[i],
+		      "the command's process: %s, sent before its exec, ends it (%s %d)",
+		      strsignal(sigs[i]), WIFSIGNALED(wst) ? "signal" : "exit",
+		      WIFSIGNALED(wst) ? WTERMSIG(wst) : WEXITSTATUS(wst));
+	}
+	for (i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+}
+
 /*
  * A streamed recording killed (SIGKILL) before it ends: its meta.json,
  * rewritten as traces and gaps appear, still lists cpu0.pt and the gap
@@ -1246,6 +1295,7 @@ int main(void)
 	test_files_excl();
 	test_record();
 	test_record_sighup();
+	test_child_signals();
 	test_record_killed();
 	clean_dir();
 	rmdir(tmpdir);
