@@ -699,6 +699,8 @@ int capture_collect_stream(struct iptcap *ipt, struct capture *c,
 	return c->complete ? 0 : 1;
 }
 
+static int write_meta_draft(const struct capture *c);
+
 int capture_snapshot_stream(struct iptcap *ipt, struct capture *c,
 			    const struct iptcap_stream_files *files)
 {
@@ -733,7 +735,7 @@ int capture_snapshot_stream(struct iptcap *ipt, struct capture *c,
 	}
 	c->complete = false;
 	snprintf(c->reason, sizeof(c->reason), "%s", CAPTURE_UNFINISHED);
-	rc = capture_write_meta(c);
+	rc = write_meta_draft(c);	/* the reserve is the final one's */
 	c->complete = complete;
 	snprintf(c->reason, sizeof(c->reason), "%s", reason);
 	return rc;
@@ -1003,7 +1005,7 @@ struct json_object *capture_meta_json(const struct capture *c)
 /* Write @s padded with spaces to @pad bytes (JSON allows trailing space). */
 static int write_padded(int fd, const char *s, size_t len, size_t pad)
 {
-	char spaces[256];
+	char spaces[4096];
 	int err = write_full(fd, s, len, NULL);
 
 	memset(spaces, ' ', sizeof(spaces));
@@ -1018,26 +1020,76 @@ static int write_padded(int fd, const char *s, size_t len, size_t pad)
 	return err;
 }
 
-/*
- * No space for a new file: overwrite meta.json in place, inside the blocks
- * it already has (it was written padded to c->meta_reserve bytes).
- */
-static int write_meta_in_place(const char *dst, const char *s, size_t len)
+/* DIR/NAME into @buf; ENAMETOOLONG if it does not fit. */
+static int meta_path(char *buf, size_t size, const char *dir, const char *name)
 {
+	return (size_t)snprintf(buf, size, "%s/%s", dir, name) >= size ? ENAMETOOLONG : 0;
+}
+
+/*
+ * fsync @fd (EINVAL: a file that cannot be, /dev/full in the tests) and
+ * close it: 0 or the first errno, @err if already set.
+ */
+static int sync_close(int fd, int err)
+{
+	if (!err && fsync(fd) && errno != EINVAL)
+		err = errno;
+	if (close(fd) && !err && errno != EINTR)
+		err = errno;
+	return err;
+}
+
+/*
+ * meta.json from @s through CAPTURE_META.tmp: written, fsync'd, renamed
+ * over it.  On any failure meta.json is untouched (the rename is the
+ * only step that changes it, and it is atomic) and the temporary file
+ * is removed.  0 or errno.
+ */
+static int write_meta_tmp(const char *dir, const char *s, size_t len)
+{
+	char tmp[4096], dst[4096];
+	int fd, err;
+
+	if (meta_path(tmp, sizeof(tmp), dir, CAPTURE_META ".tmp") ||
+	    meta_path(dst, sizeof(dst), dir, CAPTURE_META))
+		return ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return errno;
+	err = sync_close(fd, write_padded(fd, s, len, 0));
+	if (!err && rename(tmp, dst))
+		err = errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+/*
+ * No space for a new file: fill CAPTURE_META_RESERVE, written when the
+ * capture began (capture_begin_meta()), in place, inside the bytes it
+ * has, with @s padded to its size; fsync it and rename it over
+ * meta.json.  ENOSPC, writing nothing, when @s does not fit.  A failure
+ * at any step (a copy-on-write filesystem needs new blocks even to
+ * overwrite) leaves meta.json untouched: only the rename changes it.
+ */
+static int write_meta_reserve(const char *dir, const char *s, size_t len)
+{
+	char res[4096], dst[4096];
 	struct stat st;
 	int fd, err;
 
-	fd = open(dst, O_WRONLY | O_CLOEXEC);
+	if (meta_path(res, sizeof(res), dir, CAPTURE_META_RESERVE) ||
+	    meta_path(dst, sizeof(dst), dir, CAPTURE_META))
+		return ENAMETOOLONG;
+	fd = open(res, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
 	if (fstat(fd, &st) || (uint64_t)st.st_size < len + 1) {
 		close(fd);
 		return ENOSPC;
 	}
-	err = write_padded(fd, s, len, (size_t)st.st_size);
-	if (!err && fsync(fd) && errno != EINVAL)
-		err = errno;
-	if (close(fd) && !err && errno != EINTR)
+	err = sync_close(fd, write_padded(fd, s, len, (size_t)st.st_size));
+	if (!err && rename(res, dst))
 		err = errno;
 	return err;
 }
@@ -1058,14 +1110,14 @@ size_t capture_meta_reserve(const struct capture *c, size_t nr_traces)
 }
 
 /*
- * The in-place rewrite when the metadata has outgrown the space meta.json
- * holds (a full disk while the consumer fell behind adds a gap at a time,
- * and the reserve was sized without them): the same metadata with every
- * trace's gaps counted ("gaps_unlisted", and the totals of "stream") but
- * not itemised, which capture_meta_reserve() sizes the reserve for; then
- * also without indentation.  0, or ENOSPC when even that does not fit.
+ * The reserve's rewrite when the metadata has outgrown it (a full disk
+ * while the consumer fell behind adds a gap at a time, and the reserve
+ * was sized without them): the same metadata with every trace's gaps
+ * counted ("gaps_unlisted", and the totals of "stream") but not
+ * itemised, which capture_meta_reserve() sizes the reserve for; then
+ * also without indentation.  0, or the errno of the last try.
  */
-static int write_meta_in_place_lean(const struct capture *c, const char *dst)
+static int write_meta_reserve_lean(const struct capture *c)
 {
 	struct capture lean = *c;
 	struct capture_trace *tr = calloc(c->nr_traces, sizeof(*tr));
@@ -1087,10 +1139,10 @@ static int write_meta_in_place_lean(const struct capture *c, const char *dst)
 		const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 							       JSON_C_TO_STRING_SPACED);
 
-		err = write_meta_in_place(dst, s, strlen(s));
+		err = write_meta_reserve(c->dir, s, strlen(s));
 		if (err == ENOSPC) {	/* and without the indentation */
 			s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-			err = write_meta_in_place(dst, s, strlen(s));
+			err = write_meta_reserve(c->dir, s, strlen(s));
 		}
 		json_object_put(o);
 	}
@@ -1098,44 +1150,74 @@ static int write_meta_in_place_lean(const struct capture *c, const char *dst)
 	return err;
 }
 
+/* meta.json of @c through its temporary file only; 0 or errno. */
+static int write_meta_draft(const struct capture *c)
+{
+	struct json_object *o = capture_meta_json(c);
+	const char *s;
+	int err;
+
+	if (!o)
+		return ENOMEM;
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+	err = write_meta_tmp(c->dir, s, strlen(s));
+	json_object_put(o);
+	return err;
+}
+
+int capture_begin_meta(const struct capture *c)
+{
+	char res[4096];
+	int fd, err = 0;
+
+	if (meta_path(res, sizeof(res), c->dir, CAPTURE_META_RESERVE))
+		return ENAMETOOLONG;
+	if (c->meta_reserve) {
+		fd = open(res, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return errno;
+		err = sync_close(fd, write_padded(fd, "", 0, c->meta_reserve));
+	}
+	if (!err)
+		err = write_meta_draft(c);
+	if (err)
+		unlink(res);
+	return err;
+}
+
+void capture_drop_reserve(const struct capture *c)
+{
+	char res[4096];
+
+	if (c->dir && !meta_path(res, sizeof(res), c->dir, CAPTURE_META_RESERVE))
+		unlink(res);
+}
+
 int capture_write_meta(const struct capture *c)
 {
-	char tmp[4096], dst[4096];
+	char res[4096];
 	struct json_object *o;
 	const char *s;
 	size_t len;
-	int fd, err;
+	int err;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/" CAPTURE_META ".tmp", c->dir) >= sizeof(tmp))
+	if (meta_path(res, sizeof(res), c->dir, CAPTURE_META_RESERVE))
 		return ENAMETOOLONG;
-	snprintf(dst, sizeof(dst), "%s/" CAPTURE_META, c->dir);
 	o = capture_meta_json(c);
 	if (!o)
 		return ENOMEM;
 	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
 	len = strlen(s);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err = errno;
-		goto fallback;
-	}
-	err = write_padded(fd, s, len, c->meta_reserve);
-	if (!err && fsync(fd) && errno != EINVAL)
-		err = errno;
-	if (close(fd) && !err && errno != EINTR)
-		err = errno;
-	if (!err && rename(tmp, dst))
-		err = errno;
-	if (err)
-		unlink(tmp);
-fallback:
-	if ((err == ENOSPC || err == EDQUOT) && !access(dst, F_OK)) {
-		int e = write_meta_in_place(dst, s, len);
+	err = write_meta_tmp(c->dir, s, len);
+	if ((err == ENOSPC || err == EDQUOT) && !access(res, F_OK)) {
+		int e = write_meta_reserve(c->dir, s, len);
 
 		if (e == ENOSPC && c->nr_traces)
-			e = write_meta_in_place_lean(c, dst);
+			e = write_meta_reserve_lean(c);
 		err = e ? err : 0;
 	}
+	if (!err)	/* renamed, or not needed any more */
+		unlink(res);
 	json_object_put(o);
 	return err;
 }

@@ -96,7 +96,7 @@ static void do_dump(int cfd, struct iptcap *ipt, struct capture *c, char *dir, b
 	c->nr_traces = 0;
 	c->complete = false;
 	snprintf(c->reason, sizeof(c->reason), "the dump did not finish");
-	rc = capture_write_meta(c);
+	rc = capture_begin_meta(c);
 	if (rc) {
 		snprintf(status, sizeof(status), "error cannot write %s/%s: %s", dir, CAPTURE_META,
 			 strerror(rc));

@@ -167,6 +167,8 @@ void record_child_signals(const sigset_t *mask);
 #define CAPTURE_FORMAT_NAME	"ipt-capture"
 #define CAPTURE_FORMAT_VERSION	1
 #define CAPTURE_META		"meta.json"
+/* Room for the final meta.json on a full disk (capture_begin_meta()). */
+#define CAPTURE_META_RESERVE	"meta.json.reserve"
 /* The reason meta.json gives until the recording ends (decode knows it). */
 #define CAPTURE_UNFINISHED	"the recording did not finish"
 
@@ -275,8 +277,8 @@ struct capture_sb {
  * @reason: why not complete (one sentence), when !@complete
  * @have_time_conv: @time_* are valid; else @time_conv_skipped says why
  * @start_ns: CLOCK_REALTIME at start; @stop_ns: at stop
- * @meta_reserve: pad meta.json to this many bytes, so that a later
- *        rewrite fits in place when the disk is full
+ * @meta_reserve: the size of CAPTURE_META_RESERVE, where the final
+ *        meta.json goes when the disk is full (0: none)
  * @per_thread: a per-thread capture ("mode": "thread"); @traces are in
  *        trace order and @inherit says whether new threads were followed
  * @prog: the traced command (per-thread)
@@ -384,19 +386,29 @@ int capture_sb_write_rec(struct capture *c, const struct iptcap_sb_rec *r);
 /* The metadata of @c as a JSON object (a new reference). */
 struct json_object *capture_meta_json(const struct capture *c);
 /*
- * The bytes meta.json of @c is padded to for up to @nr_traces traces
+ * The size of CAPTURE_META_RESERVE for up to @nr_traces traces
  * (@meta_reserve; @c's caps and prog set): room for every trace's entry
  * with its gaps counted but not itemised, which is what
  * capture_write_meta() falls back to on a full disk.
  */
 size_t capture_meta_reserve(const struct capture *c, size_t nr_traces);
 /*
- * Write meta.json atomically (temporary file, fsync, rename); with no
- * space for that, overwrite it in place if it is large enough (see
- * @meta_reserve), with the gaps only counted if they do not fit.  0 or
- * errno.
+ * Begin the capture's metadata: CAPTURE_META_RESERVE, @meta_reserve
+ * bytes of spaces (written, not sparse, and fsync'd; none if 0), then
+ * meta.json (temporary file, fsync, rename).  0 or errno (then neither
+ * is left).
+ */
+int capture_begin_meta(const struct capture *c);
+/*
+ * Write the final meta.json atomically (temporary file, fsync, rename);
+ * with no space for that, into CAPTURE_META_RESERVE, which is then
+ * fsync'd and renamed over meta.json, with the gaps only counted if they
+ * do not fit.  meta.json changes only by a rename: on any failure it
+ * stays as it was.  On success the reserve is removed.  0 or errno.
  */
 int capture_write_meta(const struct capture *c);
+/* Remove CAPTURE_META_RESERVE (a capture that ends without a final meta.json). */
+void capture_drop_reserve(const struct capture *c);
 /* Read DIR/meta.json; NULL with one sentence in @msg on failure. */
 struct json_object *capture_read_meta(const char *dir, char *msg, size_t len);
 

@@ -575,6 +575,7 @@ int capture_prepare_dir(const char *dir, char *msg, size_t len)
 		if (!strcmp(e->d_name, CAPTURE_META))
 			capture = true;
 		else if (!strncmp(e->d_name, "cpu", 3) || !strcmp(e->d_name, CAPTURE_META ".tmp") ||
+			 !strcmp(e->d_name, CAPTURE_META_RESERVE) ||
 			 (!strncmp(e->d_name, "thread-", 7) && strstr(e->d_name, ".pt")) ||
 			 !strcmp(e->d_name, CAPTURE_SIDEBAND) ||
 			 (!strncmp(e->d_name, "vdso", 4) && strstr(e->d_name, ".so")))
@@ -1227,6 +1228,7 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	struct progress pr;
 	struct record_stream rs = { 0 };
 	bool show_progress = false, progress_shown = false, exec_failed = false, tty;
+	bool meta_begun = false;
 	bool stream_failed = false, regions_given;
 	uint64_t nr_gaps = 0;
 	size_t nr_slots;
@@ -1389,11 +1391,12 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	/* Until the end, the capture on disk says it is incomplete. */
 	c.complete = false;
 	snprintf(c.reason, sizeof(c.reason), "%s", CAPTURE_UNFINISHED);
-	rc = capture_write_meta(&c);
+	rc = capture_begin_meta(&c);
 	if (rc) {
 		ipt_err("cannot write %s/%s: %s", c.dir, CAPTURE_META, strerror(rc));
 		goto out;
 	}
+	meta_begun = true;
 	c.complete = true;
 	c.reason[0] = '\0';
 
@@ -1612,6 +1615,8 @@ out_meta:
 	capture_sb_end(&c);
 	capture_write_meta(&c);
 out:
+	if (meta_begun)		/* the final meta.json removed it, unless it was not written */
+		capture_drop_reserve(&c);
 	if (pipefd[0] >= 0)
 		close(pipefd[0]);
 	if (pipefd[1] >= 0)

@@ -8,10 +8,12 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../ipttool/ipttool.h"
@@ -650,14 +652,19 @@ static void test_meta(const char *dir)
 	      "time_conv null with a reason");
 	json_object_put(o);
 
-	/* Padded to meta_reserve bytes, still valid JSON. */
+	/* Begun with a reserve of meta_reserve bytes, which the final write removes. */
 	c.meta_reserve = 8192;
-	rc = capture_write_meta(&c);
-	snprintf(path, sizeof(path), "%s/meta.json", dir);
-	CHECK(rc == 0 && !stat(path, &st) && st.st_size == 8192, "meta.json padded to 8192 bytes");
+	rc = capture_begin_meta(&c);
+	snprintf(path, sizeof(path), "%s/" CAPTURE_META_RESERVE, dir);
+	CHECK(rc == 0 && !stat(path, &st) && st.st_size == 8192,
+	      "begun: " CAPTURE_META_RESERVE " of 8192 bytes");
 	o = capture_read_meta(dir, msg, sizeof(msg));
-	CHECK(o != NULL, "padded meta.json parses");
+	CHECK(o != NULL, "begun: meta.json parses");
 	json_object_put(o);
+	rc = capture_write_meta(&c);
+	CHECK(rc == 0 && access(path, F_OK) && errno == ENOENT,
+	      "the final meta.json: the reserve is removed");
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
 
 	{
 		int fd = open(path, O_WRONLY | O_TRUNC);
@@ -681,8 +688,9 @@ static void test_meta(const char *dir)
 
 /*
  * The final rewrite of meta.json on a full disk (the temporary file is a
- * symlink to /dev/full: ENOSPC) goes in place, into the bytes the first
- * write padded it to (capture_meta_reserve()): a streamed per-thread
+ * symlink to /dev/full: ENOSPC) goes into the reserve file the capture
+ * began with (capture_meta_reserve() bytes), renamed over meta.json: a
+ * streamed per-thread
  * capture of 40 traces, every field at its longest, 100 gaps each, and a
  * command of 20 arguments of 500 control characters each.  The
  * gaps do not fit: they are counted, not itemised, and the rewrite
@@ -731,21 +739,24 @@ static void test_meta_full_disk(const char *dir)
 		tr[i].nr_gaps = NG;
 		tr[i].gaps_unlisted = UINT64_MAX - NG - 1;
 	}
-	/* the capture's first meta.json, as record writes it: small, padded */
+	/* the capture's first meta.json, as record writes it, and its reserve */
 	c.meta_reserve = capture_meta_reserve(&c, NT);
 	c.nr_traces = 0;
-	rc = capture_write_meta(&c);
-	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	rc = capture_begin_meta(&c);
+	snprintf(path, sizeof(path), "%s/" CAPTURE_META_RESERVE, dir);
 	CHECK(rc == 0 && !stat(path, &st) && (size_t)st.st_size == c.meta_reserve,
-	      "full disk: the first meta.json is padded to %zu bytes", c.meta_reserve);
+	      "full disk: the reserve has %zu bytes", c.meta_reserve);
 	/* the final one, the disk full */
 	c.nr_traces = NT;
 	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", dir);
 	rc = symlink("/dev/full", tmp);
 	CHECK(rc == 0, "full disk: meta.json.tmp -> /dev/full");
 	rc = capture_write_meta(&c);
-	CHECK(rc == 0, "full disk: the final meta.json is written in place (%s)", strerror(rc));
+	CHECK(rc == 0, "full disk: the final meta.json is written through the reserve (%s)",
+	      strerror(rc));
 	CHECK(lstat(tmp, &st) && errno == ENOENT, "full disk: no meta.json.tmp left");
+	CHECK(lstat(path, &st) && errno == ENOENT, "full disk: the reserve became meta.json");
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
 	o = capture_read_meta(dir, msg, sizeof(msg));
 	if (o && json_object_object_get_ex(o, "traces", &a))
 		for (i = 0; i < json_object_array_length(a); i++) {
@@ -762,6 +773,253 @@ static void test_meta_full_disk(const char *dir)
 	json_object_put(o);
 	unlink(tmp);
 	unlink(path);
+}
+
+/*
+ * ---- fault injection: the system calls of meta.json's writes ----------
+ * test_capture is linked with -Wl,--wrap for them (Makefile): armed,
+ * each call is counted, and from the @at-th on the disk behaves as @mode
+ * says.  Disarmed (FI_OFF), they are the real ones.
+ */
+enum fi_mode {
+	FI_OFF,
+	FI_COW,		/* full, copy-on-write: from @at, every write, fsync, rename,
+			 * file creation fails ENOSPC (the first write half done) */
+	FI_COW_RESERVE,	/* no new file can be created at all, the rest as FI_COW */
+	FI_OVERWRITE,	/* full, overwrites in place: from @at, creating a file or
+			 * writing past a file's end fails; the rest works */
+	FI_CRASH,	/* the process dies at the @at-th call, before it runs */
+	FI_CRASH_RESERVE, /* no new file can be created, then FI_CRASH */
+};
+
+static struct {
+	enum fi_mode mode;
+	unsigned int calls, at;
+	bool short_done;
+} fi;
+
+int __real_open(const char *path, int flags, ...);
+ssize_t __real_write(int fd, const void *buf, size_t n);
+int __real_fsync(int fd);
+int __real_close(int fd);
+int __real_rename(const char *from, const char *to);
+int __real_unlink(const char *path);
+int __wrap_open(const char *path, int flags, ...);
+ssize_t __wrap_write(int fd, const void *buf, size_t n);
+int __wrap_fsync(int fd);
+int __wrap_close(int fd);
+int __wrap_rename(const char *from, const char *to);
+int __wrap_unlink(const char *path);
+
+/* Count this call; whether it is at or past the fault. */
+static bool fi_past(void)
+{
+	if (fi.mode == FI_OFF || ++fi.calls < fi.at)
+		return false;
+	if (fi.mode == FI_CRASH || fi.mode == FI_CRASH_RESERVE)
+		_exit(0);
+	return true;
+}
+
+static int fi_fail(void)
+{
+	errno = ENOSPC;
+	return -1;
+}
+
+int __wrap_open(const char *path, int flags, ...)
+{
+	unsigned int mode = 0;
+	bool past = fi_past();
+	va_list ap;
+
+	if (flags & O_CREAT) {
+		va_start(ap, flags);
+		mode = va_arg(ap, unsigned int);
+		va_end(ap);
+		if (past || fi.mode == FI_COW_RESERVE || fi.mode == FI_CRASH_RESERVE)
+			return fi_fail();
+	}
+	return __real_open(path, flags, mode);
+}
+
+ssize_t __wrap_write(int fd, const void *buf, size_t n)
+{
+	struct stat st;
+	off_t pos;
+
+	if (!fi_past())
+		return __real_write(fd, buf, n);
+	if (fi.mode == FI_OVERWRITE && !fstat(fd, &st) &&
+	    (pos = lseek(fd, 0, SEEK_CUR)) >= 0 && pos < st.st_size)
+		/* the blocks it has: written, up to the end of the file */
+		return __real_write(fd, buf, (size_t)(st.st_size - pos) < n ?
+				    (size_t)(st.st_size - pos) : n);
+	if (fi.mode != FI_OVERWRITE && !fi.short_done && n > 1) {
+		fi.short_done = true;	/* the disk fills during this one */
+		return __real_write(fd, buf, n / 2);
+	}
+	return fi_fail();
+}
+
+int __wrap_fsync(int fd)
+{
+	return fi_past() && fi.mode != FI_OVERWRITE ? fi_fail() : __real_fsync(fd);
+}
+
+int __wrap_close(int fd)
+{
+	fi_past();
+	return __real_close(fd);
+}
+
+int __wrap_rename(const char *from, const char *to)
+{
+	return fi_past() && fi.mode != FI_OVERWRITE ? fi_fail() : __real_rename(from, to);
+}
+
+int __wrap_unlink(const char *path)
+{
+	fi_past();
+	return __real_unlink(path);
+}
+
+/* The whole of @path as a string (malloc'd), or NULL. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t size = 0;
+
+	if (f) {
+		FILE *m = open_memstream(&buf, &size);
+		int ch;
+
+		while (m && (ch = fgetc(f)) != EOF)
+			fputc(ch, m);
+		if (m)
+			fclose(m);
+		fclose(f);
+	}
+	return buf;
+}
+
+/*
+ * The final meta.json, with a fault injected at each of the calls its
+ * write makes in turn (every step of the temporary file's path, and,
+ * when no file can be created, every step of the reserve's, the lean
+ * retries included): meta.json must be, after each, valid and either the
+ * one the capture began with, byte for byte, or the final one (complete,
+ * every trace), the latter exactly when capture_write_meta() returns 0,
+ * with no meta.json.tmp left.  On a disk that overwrites in place
+ * (FI_OVERWRITE) it is always the final one; after a crash (the process
+ * gone at that call) it is one or the other.
+ */
+static void test_meta_faults(const char *dir)
+{
+	enum { NT = 4, NG = 30 };
+	static const enum fi_mode modes[] = { FI_COW, FI_COW_RESERVE, FI_OVERWRITE, FI_CRASH,
+					       FI_CRASH_RESERVE };
+	static const char *const names[] = { "", "copy-on-write", "copy-on-write, no new file",
+					     "overwrites in place", "crash",
+					     "no new file, crash" };
+	static struct capture_trace tr[NT];
+	static struct ipt_gap gaps[NG];
+	static char *argv[] = { "/usr/bin//x/y/z", "-o", "/a/b/c/d/e/f", NULL };
+	char meta[512], tmp[512], res[512], msg[512];
+	struct capture c;
+	unsigned int m, k, total, bad, first_bad, finals;
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	c.dir = dir;
+	c.caps = sample_caps();
+	c.per_thread = true;
+	c.stream = true;
+	c.config.max_threads = NT;
+	c.traces = tr;
+	c.prog.argv = argv;
+	for (i = 0; i < NG; i++)
+		gaps[i] = (struct ipt_gap){ .offset = i << 20, .tsc_start = 1000 * i,
+					    .tsc_end = 1000 * i + 500, .bytes_lost = 4096 };
+	for (i = 0; i < NT; i++) {
+		tr[i].cpu = (unsigned int)i;
+		tr[i].ts.tid = 100 + (uint32_t)i;
+		snprintf(tr[i].file, sizeof(tr[i].file), "thread-%zu.pt", 100 + i);
+		tr[i].gaps = gaps;
+		tr[i].nr_gaps = NG;	/* itemised, they do not fit the reserve */
+	}
+	c.meta_reserve = capture_meta_reserve(&c, NT);
+	snprintf(meta, sizeof(meta), "%s/meta.json", dir);
+	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", dir);
+	snprintf(res, sizeof(res), "%s/" CAPTURE_META_RESERVE, dir);
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		bad = finals = first_bad = 0;
+		total = UINT_MAX;
+		for (k = 0; k <= total; k++) {	/* k = 0: the calls without a fault */
+			struct json_object *o;
+			char *before, *after;
+			bool valid, final;
+			int rc = -1, wst;
+			pid_t pid;
+
+			unlink(meta);
+			unlink(tmp);
+			unlink(res);
+			c.nr_traces = 0;
+			c.complete = false;
+			snprintf(c.reason, sizeof(c.reason), "%s", CAPTURE_UNFINISHED);
+			if (capture_begin_meta(&c)) {
+				bad++;
+				break;
+			}
+			before = slurp(meta);
+			c.nr_traces = NT;
+			c.complete = true;
+			fi.calls = 0;
+			fi.short_done = false;
+			fi.at = k ? k : UINT_MAX;
+			if (k && (modes[m] == FI_CRASH || modes[m] == FI_CRASH_RESERVE)) {
+				fflush(stdout);
+				pid = fork();
+				if (pid == 0) {
+					fi.mode = modes[m];
+					_exit(capture_write_meta(&c) ? 2 : 1);
+				}
+				wst = 0;
+				waitpid(pid, &wst, 0);
+			} else {
+				fi.mode = modes[m];
+				rc = capture_write_meta(&c);
+				fi.mode = FI_OFF;
+			}
+			if (!k)
+				total = fi.calls;
+			after = slurp(meta);
+			o = capture_read_meta(dir, msg, sizeof(msg));
+			valid = o != NULL;
+			final = o && json_object_get_boolean(jget(o, "complete")) &&
+				json_object_array_length(jget(o, "traces")) == NT;
+			json_object_put(o);
+			if (!valid || !after || (!final && (!before || strcmp(before, after))) ||
+			    (modes[m] != FI_CRASH && modes[m] != FI_CRASH_RESERVE &&
+			     ((rc == 0) != final || !access(tmp, F_OK))) ||
+			    (modes[m] == FI_OVERWRITE && !final)) {
+				if (!bad++)
+					first_bad = k;
+			}
+			finals += final;
+			free(before);
+			free(after);
+		}
+		CHECK(bad == 0 && total > 5 && total < UINT_MAX,
+		      "meta.json, %s: a fault at each of the %u calls of the final write leaves "
+		      "it valid, the first or the final one (%u final; %u wrong, the first at "
+		      "call %u)", names[modes[m]], total, finals, bad, first_bad);
+	}
+	unlink(meta);
+	unlink(tmp);
+	unlink(res);
 }
 
 /* A per-thread capture: file names, "mode":"thread", per-trace thread state. */
@@ -1112,6 +1370,7 @@ int main(void)
 	test_meta_thread(dir);
 	test_enospc(dir);
 	test_meta_full_disk(dir);
+	test_meta_faults(dir);
 	test_info_sideband(dir);
 	test_symbols(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
