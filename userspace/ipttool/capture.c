@@ -1094,19 +1094,132 @@ static int write_meta_reserve(const char *dir, const char *s, size_t len)
 	return err;
 }
 
+/* @buf (@size bytes) at its longest as JSON: control bytes, each "\u0001". */
+static void worst_string(char *buf, size_t size)
+{
+	memset(buf, 1, size - 1);
+	buf[size - 1] = '\0';
+}
+
+/* The errno whose strerror() is the longest JSON string. */
+static int worst_errno(void)
+{
+	size_t best = 0;
+	int e, worst = EIO;
+
+	for (e = 1; e < 4096; e++) {
+		struct json_object *o = json_object_new_string(strerror(e));
+		size_t n = o ? strlen(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)) : 0;
+
+		json_object_put(o);
+		if (n > best) {
+			best = n;
+			worst = e;
+		}
+	}
+	return worst;
+}
+
+/* Every byte 0x80: an unsigned field of any width at its longest in decimal. */
+#define WORST_U64	0x8080808080808080ull
+
 size_t capture_meta_reserve(const struct capture *c, size_t nr_traces)
 {
 	/*
-	 * The fixed keys; a trace's entry at its longest without itemised
-	 * gaps (about 700 bytes: test_capture's full-disk case); a CPU's
-	 * sideband entry; the command's arguments, each byte escaped at worst
-	 * as \u00XX, and the indentation of each.
+	 * What is known when the capture begins (the caps, the config, the
+	 * command's arguments, the -p threads, the kernel) as it is; what the
+	 * recording may still set at its worst: every string it fills in at
+	 * its longest and each byte escaped as \u00XX (json-c escapes '/'
+	 * too, and a reason may quote argv[0]), every number at its widest
+	 * (u64() writes them as int64: 0x80... is 20 characters), every
+	 * boolean false, "loss" "overwritten", every nullable field set,
+	 * @nr_traces traces with their gaps counted but not itemised (what
+	 * capture_write_meta() falls back to), the sideband's per-CPU entries
+	 * for every CPU it may open and all its vDSO images.  Serialised by
+	 * json-c itself, indented, for each of the alternatives that exclude
+	 * each other (time conversion or why not; perf per-CPU entries or why
+	 * not), the longest of them, plus 128 bytes for the "stream" totals,
+	 * which the worst copy's sums may wrap.
 	 */
-	size_t n = 4096 + 1024 * nr_traces + 256 * (size_t)c->caps.nr_cpus, i;
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	unsigned int nr_cpus = c->caps.nr_cpus, i;
+	struct capture w = *c;
+	struct capture_trace *tr;
+	struct iptcap_sb_cpu_stats *cpus;
+	size_t n, worst = 0;
+	int e = worst_errno(), v;
 
-	for (i = 0; c->prog.argv && c->prog.argv[i]; i++)
-		n += 6 * strlen(c->prog.argv[i]) + 16;
-	return n;
+	if (conf > 0 && (unsigned long)conf > nr_cpus)
+		nr_cpus = (unsigned int)conf;
+	if (c->sb.nr_cpus > nr_cpus)
+		nr_cpus = c->sb.nr_cpus;
+	tr = calloc(nr_traces ? nr_traces : 1, sizeof(*tr));
+	cpus = calloc(nr_cpus ? nr_cpus : 1, sizeof(*cpus));
+	if (!tr || !cpus) {
+		free(tr);
+		free(cpus);
+		return 0;	/* no reserve: a full disk keeps the first meta.json */
+	}
+	w.complete = false;
+	worst_string(w.reason, sizeof(w.reason));
+	w.time_shift = UINT16_MAX;
+	w.time_mult = UINT32_MAX;
+	w.time_zero = WORST_U64;
+	worst_string(w.time_conv_skipped, sizeof(w.time_conv_skipped));
+	w.start_ns = WORST_U64;
+	w.stop_ns = WORST_U64;
+	w.prog.pid = INT32_MAX;
+	w.prog.exited = true;
+	w.prog.status = INT32_MIN;
+	w.prog.signal = INT32_MIN;
+	worst_string(w.stream_fallback, sizeof(w.stream_fallback));
+	w.stream_bytes = WORST_U64;
+	w.stream_secs = -1.7976931348623157e308;
+	memset(&w.sb, 0, sizeof(w.sb));
+	worst_string(w.sb.perf_skipped, sizeof(w.sb.perf_skipped));
+	w.sb.write_errno = e;
+	memset(w.sb.counts, 0x80, sizeof(w.sb.counts));
+	w.sb.lines = WORST_U64;
+	w.sb.lost = WORST_U64;
+	memset(&w.sb.snap, 0x80, sizeof(w.sb.snap));
+	w.sb.have_snap = true;
+	memset(cpus, 0x80, (nr_cpus ? nr_cpus : 1) * sizeof(*cpus));
+	w.sb.nr_cpus = nr_cpus;
+	w.sb.nr_vdso = CAPTURE_MAX_VDSO;
+	for (i = 0; i < CAPTURE_MAX_VDSO; i++) {
+		w.sb.vdso[i].size = (size_t)WORST_U64;
+		worst_string(w.sb.vdso[i].source, sizeof(w.sb.vdso[i].source));
+	}
+	for (i = 0; i < nr_traces; i++) {
+		memset(&tr[i].ts, 0x80, sizeof(tr[i].ts));
+		tr[i].ts.status = 0;	/* booleans false; bytes_lost: "overwritten" */
+		tr[i].cpu = UINT32_MAX;
+		tr[i].written = WORST_U64;
+		tr[i].write_errno = e;
+		worst_string(tr[i].file, sizeof(tr[i].file));
+		tr[i].gaps_unlisted = WORST_U64;
+	}
+	w.traces = tr;
+	w.nr_traces = nr_traces;
+	for (v = 0; v < 4; v++) {
+		struct json_object *o;
+
+		w.have_time_conv = v & 1;
+		w.sb.cpus = v & 2 ? cpus : NULL;
+		o = capture_meta_json(&w);
+		n = o ? strlen(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+								JSON_C_TO_STRING_SPACED)) : 0;
+		json_object_put(o);
+		if (!n) {
+			worst = 0;	/* out of memory: no reserve */
+			break;
+		}
+		if (n > worst)
+			worst = n;
+	}
+	free(tr);
+	free(cpus);
+	return worst ? worst + 1 + 128 : 0;	/* + its newline, the wrapped totals */
 }
 
 /*

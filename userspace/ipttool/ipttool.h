@@ -387,9 +387,11 @@ int capture_sb_write_rec(struct capture *c, const struct iptcap_sb_rec *r);
 struct json_object *capture_meta_json(const struct capture *c);
 /*
  * The size of CAPTURE_META_RESERVE for up to @nr_traces traces
- * (@meta_reserve; @c's caps and prog set): room for every trace's entry
- * with its gaps counted but not itemised, which is what
- * capture_write_meta() falls back to on a full disk.
+ * (@meta_reserve; @c's caps, config, prog and tids set): the longest
+ * final meta.json @c can end with, its gaps counted but not itemised
+ * (what capture_write_meta() falls back to on a full disk), indented:
+ * what @c holds now as it is, every string and number the recording may
+ * still set at its longest.  0 (no reserve) if memory ran out.
  */
 size_t capture_meta_reserve(const struct capture *c, size_t nr_traces);
 /*

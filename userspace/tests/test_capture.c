@@ -775,6 +775,141 @@ static void test_meta_full_disk(const char *dir)
 	unlink(path);
 }
 
+/* @buf (@size bytes) filled with @ch. */
+static void fill(char *buf, size_t size, char ch)
+{
+	memset(buf, ch, size - 1);
+	buf[size - 1] = '\0';
+}
+
+/*
+ * The reserve holds the final meta.json, indented, whatever the
+ * recording sets after it was sized: a capture begun with a long
+ * '/'-heavy command (each '/' written "\/" by json-c) or none, and few traces
+ * (little of the per-trace share to spare), then ended with every string
+ * at its longest -- the reason quoting that argv[0], then full of control
+ * bytes ("\u0001" each) or '"' --, every vDSO image and sideband CPU,
+ * every number at its widest, each trace with 500 gaps, its booleans all
+ * false or all true, its file name all '/'.  On a full disk (the
+ * temporary file is /dev/full) the final meta.json must get there,
+ * complete with every trace, still indented.
+ */
+static void test_meta_reserve_worst(const char *dir)
+{
+	enum { NT = 1, NG = 500 };
+	static const char fills[] = { '/', 1, '"' };
+	static struct capture_trace tr[NT];
+	static struct ipt_gap gaps[NG];
+	static struct iptcap_sb_cpu_stats cpus[2];
+	static char arg0[256], arg1[300], *argv[] = { arg0, arg1, "-o", "/x/y/z", NULL };
+	char tmp[512], path[512], msg[512];
+	unsigned int f, b, a, ok = 0, runs = 0;
+	size_t i, reserve = 0;
+
+	fill(arg0, sizeof(arg0), '/');
+	fill(arg1, sizeof(arg1), '/');
+	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", dir);
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	for (f = 0; f < sizeof(fills) * 2; f++) {
+		for (b = 0; b < 2; b++) {
+			struct capture c;
+			struct json_object *o;
+			const char *text;
+			int rc;
+
+			memset(&c, 0, sizeof(c));
+			c.dir = dir;
+			c.caps = sample_caps();	/* 2 CPUs */
+			c.per_thread = false;
+			c.stream = true;
+			c.config.buffer_flags = IPT_BUFFER_STREAM;
+			c.config.flags = IPT_CONFIG_ALL_CPUS;
+			c.traces = tr;
+			a = f / sizeof(fills);	/* with the command, or none (-a alone, -p) */
+			c.prog.argv = a ? NULL : argv;
+			c.complete = false;
+			snprintf(c.reason, sizeof(c.reason), "%s", CAPTURE_UNFINISHED);
+			/* begun as record begins it */
+			c.meta_reserve = capture_meta_reserve(&c, NT);
+			reserve = c.meta_reserve;
+			unlink(tmp);
+			unlink(path);
+			if (capture_begin_meta(&c))
+				continue;
+			/* ended with everything at its longest */
+			c.complete = true;
+			if (f == 0)	/* as record says it, argv[0] quoted, cut at 255 bytes */
+				capture_incomplete(&c, "the command %s could not be run: %s", arg0,
+						   strerror(ENOENT));
+			else
+				fill(c.reason, sizeof(c.reason), fills[f % sizeof(fills)]);
+			c.complete = false;
+			fill(c.time_conv_skipped, sizeof(c.time_conv_skipped), fills[f % sizeof(fills)]);
+			fill(c.stream_fallback, sizeof(c.stream_fallback), fills[f % sizeof(fills)]);
+			fill(c.sb.perf_skipped, sizeof(c.sb.perf_skipped), fills[f % sizeof(fills)]);
+			c.sb.write_errno = ENOTRECOVERABLE;
+			c.sb.have_snap = true;
+			c.sb.lines = UINT64_MAX / 3;
+			c.sb.nr_vdso = CAPTURE_MAX_VDSO;
+			for (i = 0; i < CAPTURE_MAX_VDSO; i++) {
+				fill(c.sb.vdso[i].source, sizeof(c.sb.vdso[i].source), fills[f % sizeof(fills)]);
+				c.sb.vdso[i].size = SIZE_MAX / 3;
+			}
+			memset(cpus, 0x80, sizeof(cpus));
+			c.sb.cpus = b ? cpus : NULL;
+			c.sb.nr_cpus = 2;
+			c.start_ns = c.stop_ns = 1ull << 63;
+			c.stream_bytes = 1ull << 63;
+			c.stream_secs = -2.2250738585072014e-308;
+			for (i = 0; i < NG; i++)
+				gaps[i] = (struct ipt_gap){ .offset = 1ull << 63, .tsc_start = 1ull << 63,
+							    .tsc_end = 1ull << 63,
+							    .bytes_lost = 1ull << 63, .cpu = 1u << 31 };
+			for (i = 0; i < NT; i++) {
+				memset(&tr[i], 0x80, sizeof(tr[i]));
+				tr[i].ts.status = b ? ~0u : 0;
+				tr[i].cpu = (unsigned int)i;
+				fill(tr[i].file, sizeof(tr[i].file), fills[f % sizeof(fills)]);
+				tr[i].write_errno = ENOTRECOVERABLE;
+				tr[i].gaps = gaps;
+				tr[i].nr_gaps = NG;
+				tr[i].read_failed = false;
+			}
+			c.nr_traces = NT;
+			/* the final one, the disk full */
+			if (symlink("/dev/full", tmp))
+				continue;
+			runs++;
+			rc = capture_write_meta(&c);
+			o = capture_read_meta(dir, msg, sizeof(msg));
+			text = NULL;
+			if (o) {
+				FILE *fp = fopen(path, "r");
+				char line[64];
+
+				/* indented: its second line starts with two spaces */
+				if (fp && fgets(line, sizeof(line), fp) && fgets(line, sizeof(line), fp))
+					text = strncmp(line, "  \"", 3) ? NULL : "indented";
+				if (fp)
+					fclose(fp);
+			}
+			if (!rc && o && !json_object_get_boolean(jget(o, "complete")) &&
+			    json_object_array_length(jget(o, "traces")) == NT && text)
+				ok++;
+			else
+				printf("# worst case %u/%u/%u: rc %d, %s, %s\n", a, f, b, rc,
+				       o ? "valid" : msg, text ? text : "not indented");
+			json_object_put(o);
+			unlink(tmp);
+		}
+	}
+	CHECK(runs == 12 && ok == runs,
+	      "the reserve holds the final meta.json indented, every string at its worst ('/', "
+	      "control bytes, '\"'), argv[0] in the reason, with a command or none (%u of %u; "
+	      "%zu bytes without one)", ok, runs, reserve);
+	unlink(path);
+}
+
 /*
  * ---- fault injection: the system calls of meta.json's writes ----------
  * test_capture is linked with -Wl,--wrap for them (Makefile): armed,
@@ -1371,6 +1506,7 @@ int main(void)
 	test_enospc(dir);
 	test_meta_full_disk(dir);
 	test_meta_faults(dir);
+	test_meta_reserve_worst(dir);
 	test_info_sideband(dir);
 	test_symbols(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
