@@ -344,6 +344,21 @@ static void clean_dir(void)
 	}
 }
 
+/* Remove what a record run leaves in @dir, then @dir. */
+static void remove_capture(const char *dir)
+{
+	const char *names[] = { "cpu0.pt", "cpu1.pt", "meta.json", "meta.json.tmp",
+				CAPTURE_META_RESERVE, "sideband.jsonl", "vdso0.so" };
+	char p[400];
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
 /*
  * Whether file @name holds trace @t's bytes minus the gaps: @nr ranges of
  * produced bytes [from[i], to[i]).
@@ -979,15 +994,7 @@ static void test_record_sighup(void)
 	json_object_put(m);
 	fk.record_mode = false;
 	fk.start_bytes = 0;
-	{
-		const char *names[] = { "cpu0.pt", "cpu1.pt", "meta.json" };
-
-		for (i = 0; i < 3; i++) {
-			snprintf(meta, sizeof(meta), "%s/%s", dir, names[i]);
-			unlink(meta);
-		}
-		rmdir(dir);
-	}
+	remove_capture(dir);
 }
 
 static void ignore_signal(int sig)
@@ -1100,15 +1107,7 @@ static void test_record_killed(void)
 	json_object_put(m);
 	fk.record_mode = false;
 	fk.start_bytes = 0;
-	{
-		const char *names[] = { "cpu0.pt", "cpu1.pt", "meta.json", "meta.json.tmp" };
-
-		for (i = 0; i < 4; i++) {
-			snprintf(meta, sizeof(meta), "%s/%s", dir, names[i]);
-			unlink(meta);
-		}
-		rmdir(dir);
-	}
+	remove_capture(dir);
 }
 
 static void test_record(void)
@@ -1265,16 +1264,7 @@ static void test_record(void)
 	fk.stream_eopnotsupp = false;
 	fk.record_mode = false;
 	snprintf(dir, sizeof(dir), "%s/cap", tmpdir);
-	{
-		char p[400];
-		const char *names[] = { "cpu0.pt", "cpu1.pt", "meta.json" };
-
-		for (size_t i = 0; i < 3; i++) {
-			snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
-			unlink(p);
-		}
-		rmdir(dir);
-	}
+	remove_capture(dir);
 }
 
 int main(void)
