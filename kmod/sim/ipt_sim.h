@@ -162,6 +162,8 @@ struct ipt_sim_model {
  *        compare any stretch of output it read with what the unit wrote
  * @paced: slices in which a @pace program blocked short of a STOP entry
  *        (struct ipt_sim_cpu.pace): its trace waited, nothing was lost
+ * @bulk: of @bytes, those the built-in loop wrote in bulk units (struct
+ *        ipt_sim_cpu.bulk)
  */
 struct ipt_sim_stats {
 	u64 rdmsr;
@@ -189,6 +191,7 @@ struct ipt_sim_stats {
 	u64 stopped;
 	u64 csum;
 	u64 paced;
+	u64 bulk;
 };
 
 /* The weight of the byte at output index @i in struct ipt_sim_stats.csum. */
@@ -208,6 +211,12 @@ struct ipt_sim_feed {
 	size_t pos;
 	size_t cap;
 };
+
+/*
+ * Bulk mode (struct ipt_sim_cpu.bulk): the scratch the built-in loop's
+ * packets are put together in, and so the largest unit written at once.
+ */
+#define IPT_SIM_BULK_CHUNK		(16 * 1024)
 
 /* Bytes and separate stretches the unit's internal buffer holds at most. */
 #define IPT_SIM_HOLD_MAX	4096
@@ -297,6 +306,10 @@ struct ipt_sim_hold {
  *        (ipt_sim_op() hides bits 0 and 1 from any other)
  * @hold: the unit's internal buffer (struct ipt_sim_hold), or NULL: no
  *        buffering; like @feed, kept by a reset
+ * @bulk: NULL, or IPT_SIM_BULK_CHUNK bytes of scratch: the built-in loop
+ *        then runs in bulk (ipt_sim_run()), its packets put together in
+ *        @bulk and written in large units; set by the owner before each
+ *        ipt_sim_run(), kept by a reset
  * @lost_before: @stats.stopped summed over earlier resets, so that the
  *        backend's lost-bytes count (struct ipt_hw_ops.lost_bytes) never
  *        goes back
@@ -335,6 +348,7 @@ struct ipt_sim_cpu {
 	bool pace;
 	u8 gp_ctl;
 	struct ipt_sim_hold *hold;
+	u8 *bulk;
 	u64 lost_before;
 	struct ipt_sim_stats stats;
 };

@@ -3,8 +3,9 @@
  * ipt_sim: /sys/kernel/debug/ipt_sim, the simulator's knobs.  Fault
  * injection and inspection live only here, never in ipt.ko's ABI: each
  * CPU's counters and registers, operational errors, dropped bytes, a
- * foreign owner of the unit, a reset, the output rate, a paced program,
- * the perf-like NMI handler and perf's counter overflow (ipt_sim_nmi.c);
+ * foreign owner of the unit, a reset, the output rate and bulk mode, a
+ * paced program, the perf-like NMI handler and perf's counter overflow
+ * (ipt_sim_nmi.c);
  * the model and the built-in workload; and the feed files of
  * ipt_sim_prog.c.  See "debugfs" in Documentation/simulator.rst.
  */
@@ -52,8 +53,9 @@ static int ipt_sim_stats_show(struct seq_file *m, void *v)
 		   st.stats.lost_live);
 	seq_printf(m, "vmx_on %u\nvmxon_cleared %llu\n", st.vmx_on,
 		   st.stats.vmxon_cleared);
-	seq_printf(m, "stopped %llu\ncsum %llu\npace %u\npaced %llu\n",
-		   st.stats.stopped, st.stats.csum, st.pace, st.stats.paced);
+	seq_printf(m, "stopped %llu\ncsum %llu\npace %u\npaced %llu\nbulk %llu\n",
+		   st.stats.stopped, st.stats.csum, st.pace, st.stats.paced,
+		   st.stats.bulk);
 	seq_printf(m, "lost_before %llu\ngp_ctl %u\n", st.lost_before,
 		   st.gp_ctl);
 	seq_printf(m, "ctl %#llx\nstatus %#llx\noutput_base %#llx\noutput_mask %#llx\n",
@@ -285,13 +287,33 @@ static int ipt_sim_rate_get(void *data, u64 *val)
 
 static int ipt_sim_rate_set(void *data, u64 val)
 {
-	if (val > IPT_SIM_RATE_MAX)
+	if (val > ipt_sim_rate_max())
 		return -EINVAL;
 	WRITE_ONCE(ipt_sim_rate, val);
 	return 0;
 }
 DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_rate_fops, ipt_sim_rate_get,
 			 ipt_sim_rate_set, "%llu\n");
+
+/*
+ * Bulk mode (1): the built-in loop's packets are written in large units,
+ * up to IPT_SIM_BULK_RATE_MAX; 0: a packet at a time (the default).
+ */
+static int ipt_sim_bulk_get(void *data, u64 *val)
+{
+	*val = READ_ONCE(ipt_sim_bulk);
+	return 0;
+}
+
+static int ipt_sim_bulk_set(void *data, u64 val)
+{
+	if (val > 1)
+		return -EINVAL;
+	WRITE_ONCE(ipt_sim_bulk, val);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(ipt_sim_bulk_fops, ipt_sim_bulk_get,
+			 ipt_sim_bulk_set, "%llu\n");
 
 /* One CPU's rate (0: the global one), so that it outruns its consumer. */
 static int ipt_sim_cpu_rate_get(void *data, u64 *val)
@@ -306,7 +328,7 @@ static int ipt_sim_cpu_rate_set(void *data, u64 val)
 {
 	struct ipt_sim_pcpu *pc = data;
 
-	if (val > IPT_SIM_RATE_MAX)
+	if (val > ipt_sim_rate_max())
 		return -EINVAL;
 	WRITE_ONCE(pc->rate, val);
 	return 0;
@@ -406,6 +428,8 @@ void ipt_sim_debugfs_init(void)
 	debugfs_create_blob("code", 0444, ipt_sim_dir, &ipt_sim_code_blob);
 	debugfs_create_file_unsafe("rate", 0644, ipt_sim_dir, NULL,
 				   &ipt_sim_rate_fops);
+	debugfs_create_file_unsafe("bulk", 0644, ipt_sim_dir, NULL,
+				   &ipt_sim_bulk_fops);
 	debugfs_create_u32("fail_alloc", 0644, ipt_sim_dir,
 			   &ipt_sim_fail_alloc);
 	debugfs_create_file("task_feed", 0600, ipt_sim_dir, NULL,

@@ -30,6 +30,9 @@ static unsigned long rate = SZ_1M;
 module_param(rate, ulong, 0444);
 MODULE_PARM_DESC(rate, "trace bytes per second per tracing CPU (initial; debugfs 'rate' changes it)");
 
+module_param_named(bulk, ipt_sim_bulk, bool, 0444);
+MODULE_PARM_DESC(bulk, "bulk mode: the built-in loop's packets written in large units, rate up to 256 MiB/s (initial; debugfs 'bulk' changes it)");
+
 unsigned int ipt_sim_period_us = 1000;
 module_param_named(period_us, ipt_sim_period_us, uint, 0444);
 MODULE_PARM_DESC(period_us, "output timer period in microseconds (100..100000)");
@@ -123,7 +126,7 @@ static int __init ipt_sim_init(void)
 			ipt_sim_model_buf.name);
 	else if (e_topa_single)
 		ipt_sim_model_e_buf.leaf_14_0.ecx &= ~BIT(1);
-	if (rate > IPT_SIM_RATE_MAX || ipt_sim_period_us < 100 ||
+	if (rate > ipt_sim_rate_max() || ipt_sim_period_us < 100 ||
 	    ipt_sim_period_us > 100000 || ipt_sim_feed_size < SZ_4K ||
 	    ipt_sim_feed_size > IPT_SIM_FEED_MAX) {
 		pr_err("rate, period_us or feed_size out of range\n");

@@ -25,6 +25,17 @@
 
 /* Largest rate, bytes/s per tracing CPU (module parameter and debugfs). */
 #define IPT_SIM_RATE_MAX	(64UL * SZ_1M)
+/*
+ * In bulk mode (ipt_sim_bulk): the largest rate, and the most bytes one
+ * tick of the output timer writes (in hard interrupt context), whatever
+ * rate x period_us asks for: under QEMU's TCG, where a bulk tick costs
+ * about 3 us per KiB (6-7 with MTC), 0.8 ms of work (2 ms with MTC);
+ * Documentation/simulator.rst, "Bulk mode".
+ */
+#define IPT_SIM_BULK_RATE_MAX	(256UL * SZ_1M)
+#define IPT_SIM_BULK_TICK_MAX	(256UL * SZ_1K)
+/* Bulk mode: periods of output a late tick catches up at most. */
+#define IPT_SIM_BULK_CATCH_UP	16
 
 struct ipt_sim_task;
 
@@ -52,8 +63,12 @@ struct ipt_sim_prog {
  * @bound: the thread whose program is on the unit, or NULL
  * @rate: this CPU's output rate in bytes/s, or 0 for the global one
  *        (debugfs cpuN/rate: one CPU can outrun its consumer); READ_ONCE
+ * @bulk: IPT_SIM_BULK_CHUNK bytes of scratch, given to @st.bulk by the
+ *        timer while bulk mode is on
+ * @last_tick_ns: ktime_get_ns() at the timer's last run, or when it
+ *        was started after being idle (bulk mode's time slices)
  *
- * Locking: @st, @own and @bound only under @lock.  The MSR and XSAVES
+ * Locking: @st, @own, @bound and @last_tick_ns only under @lock.  The MSR and XSAVES
  * operations run on @cpu with preemption disabled; debugfs may take
  * @lock from any CPU.  @lock nests outside ipt_sim_task_lock.
  */
@@ -65,6 +80,8 @@ struct ipt_sim_pcpu {
 	struct ipt_sim_prog own;
 	struct ipt_sim_task *bound;
 	u64 rate;
+	u8 *bulk;
+	u64 last_tick_ns;
 };
 
 /* ipt_sim_main.c: fixed once the module is loaded */
@@ -76,6 +93,8 @@ extern unsigned long ipt_sim_feed_size;
 /* ipt_sim_pcpu.c: the per-CPU units, their timer and PMI delivery */
 extern struct ipt_sim_pcpu __percpu *ipt_sim_pcpu;
 extern u64 ipt_sim_rate;
+extern bool ipt_sim_bulk;
+u64 ipt_sim_rate_max(void);
 extern const struct ipt_hw_ops ipt_sim_ops;
 int ipt_sim_pcpu_init(void);
 void ipt_sim_pcpu_free(void);

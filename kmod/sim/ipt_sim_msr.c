@@ -22,8 +22,8 @@
  *
  * Every MSR is 0 (OUTPUT_MASK_PTRS reads 0x7f), the workload is at its
  * first instruction; the program's @c->feed and @c->pace, the internal
- * buffer @c->hold (emptied: a reset needs TraceEn = 0, which flushed it)
- * and the lost-bytes count (@c->lost_before) are kept.
+ * buffer @c->hold (emptied: a reset needs TraceEn = 0, which flushed it),
+ * the bulk scratch @c->bulk and the lost-bytes count (@c->lost_before) are kept.
  *
  * Context: the owner of @c serialises every call on it (struct
  * ipt_sim_cpu); no lock of its own.
@@ -32,6 +32,7 @@ void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m)
 {
 	struct ipt_sim_feed feed = c->feed;
 	struct ipt_sim_hold *hold = c->hold;
+	u8 *bulk = c->bulk;
 	u64 lost = c->lost_before + c->stats.stopped;
 	bool pace = c->pace;
 
@@ -40,6 +41,7 @@ void ipt_sim_cpu_init(struct ipt_sim_cpu *c, const struct ipt_sim_model *m)
 	c->feed = feed;
 	c->pace = pace;
 	c->hold = hold;
+	c->bulk = bulk;
 	c->lost_before = lost;
 	c->model = m;
 	c->output_mask = 0x7f;

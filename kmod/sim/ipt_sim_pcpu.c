@@ -29,6 +29,20 @@
 
 struct ipt_sim_pcpu __percpu *ipt_sim_pcpu;
 u64 ipt_sim_rate;			/* bytes/s, READ_ONCE */
+bool ipt_sim_bulk;			/* bulk mode, READ_ONCE */
+
+/**
+ * ipt_sim_rate_max() - the largest rate the output timer follows now
+ *
+ * Context: any; reads ipt_sim_bulk with READ_ONCE().
+ *
+ * Return: IPT_SIM_BULK_RATE_MAX in bulk mode, else IPT_SIM_RATE_MAX.
+ */
+u64 ipt_sim_rate_max(void)
+{
+	return READ_ONCE(ipt_sim_bulk) ? IPT_SIM_BULK_RATE_MAX :
+					 IPT_SIM_RATE_MAX;
+}
 
 /*
  * The simulated TSC runs at the nominal ratio times 100 MHz, and never
@@ -43,12 +57,24 @@ static void ipt_sim_clock(struct ipt_sim_pcpu *pc)
 	pc->st.tsc = max(pc->st.tsc, now);
 }
 
+/*
+ * The output timer: a slice of rate x period_us bytes.  In bulk mode the
+ * built-in loop writes them in units of up to IPT_SIM_BULK_CHUNK bytes
+ * (ipt_sim_run()), and the slice is rate x the time since the last tick
+ * (up to IPT_SIM_BULK_CATCH_UP periods: a tick that came late under
+ * emulation does not lower the rate, one that a PMI brought early does
+ * not raise it), at most IPT_SIM_BULK_TICK_MAX bytes; else a packet at
+ * a time, at most IPT_SIM_RATE_MAX a second.  A rate set beyond the
+ * mode's maximum (bulk mode turned off after it was set) runs at it.
+ */
 static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 {
 	struct ipt_sim_pcpu *pc = container_of(timer, struct ipt_sim_pcpu, timer);
 	u64 period_ns = (u64)ipt_sim_period_us * NSEC_PER_USEC;
-	u64 rate = READ_ONCE(pc->rate) ?: READ_ONCE(ipt_sim_rate);
-	u64 budget = div_u64(rate * period_ns, NSEC_PER_SEC);
+	bool bulk = READ_ONCE(ipt_sim_bulk);
+	u64 rate = min(READ_ONCE(pc->rate) ?: READ_ONCE(ipt_sim_rate),
+		       bulk ? IPT_SIM_BULK_RATE_MAX : IPT_SIM_RATE_MAX);
+	u64 now = ktime_get_ns(), slice = period_ns, budget;
 	bool pmi, on;
 
 	/*
@@ -62,7 +88,15 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 		return HRTIMER_NORESTART;
 
 	raw_spin_lock(&pc->lock);
+	if (bulk && now > pc->last_tick_ns)
+		slice = min(now - pc->last_tick_ns,
+			    IPT_SIM_BULK_CATCH_UP * period_ns);
+	pc->last_tick_ns = now;
+	budget = div_u64(rate * slice, NSEC_PER_SEC);
+	if (bulk)
+		budget = min_t(u64, budget, IPT_SIM_BULK_TICK_MAX);
 	ipt_sim_clock(pc);
+	pc->st.bulk = bulk ? pc->bulk : NULL;
 	ipt_sim_run(&pc->st, budget ?: 1);
 	pmi = pc->st.pmi_pending;
 	pc->st.pmi_pending = false;
@@ -100,6 +134,9 @@ void ipt_sim_kick(struct ipt_sim_pcpu *pc, bool on, bool pmi)
 	lockdep_assert_held(&pc->lock);
 	if (!on && !pmi)
 		return;
+	/* A timer that was idle starts its time slices afresh. */
+	if (!hrtimer_active(&pc->timer))
+		pc->last_tick_ns = ktime_get_ns();
 	if (pmi)
 		hrtimer_start(&pc->timer, 0, HRTIMER_MODE_REL_PINNED_HARD);
 	else if (!hrtimer_active(&pc->timer))
@@ -338,7 +375,8 @@ int ipt_sim_pcpu_init(void)
 		struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
 
 		pc->st.hold = kzalloc(sizeof(*pc->st.hold), GFP_KERNEL);
-		if (!pc->st.hold)
+		pc->bulk = kmalloc(IPT_SIM_BULK_CHUNK, GFP_KERNEL);
+		if (!pc->st.hold || !pc->bulk)
 			goto nomem;
 	}
 	for_each_possible_cpu(cpu) {
@@ -358,8 +396,10 @@ int ipt_sim_pcpu_init(void)
 	ipt_sim_online_state = ret;
 	return 0;
 nomem:
-	for_each_possible_cpu(cpu)
+	for_each_possible_cpu(cpu) {
 		kfree(per_cpu_ptr(ipt_sim_pcpu, cpu)->st.hold);
+		kfree(per_cpu_ptr(ipt_sim_pcpu, cpu)->bulk);
+	}
 	free_percpu(ipt_sim_pcpu);
 	ipt_sim_pcpu = NULL;
 	return ret;
@@ -382,6 +422,7 @@ void ipt_sim_pcpu_free(void)
 		hrtimer_cancel(&pc->timer);
 		ipt_sim_prog_cpu_free(pc);
 		kfree(pc->st.hold);
+		kfree(pc->bulk);
 	}
 	free_percpu(ipt_sim_pcpu);
 }

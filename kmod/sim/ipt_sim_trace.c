@@ -473,6 +473,115 @@ static void ipt_sim_run_unit(struct ipt_sim_cpu *c, const u8 *unit, size_t n)
 	} while (off < n);
 }
 
+/*
+ * Bulk mode: the built-in loop runs in large units, when the state has
+ * scratch for them (@c->bulk), the CPU runs the loop (no feed) and CYC is
+ * off (its packets would go before every TNT byte).
+ */
+static bool ipt_sim_bulk_on(const struct ipt_sim_cpu *c)
+{
+	return c->bulk && !c->feed.buf && !(c->ctl & RTIT_CTL_CYCLEACC);
+}
+
+/*
+ * Bytes of the next bulk unit, at most @left: up to the next PSB+ (a whole
+ * period when one is due first), leaving room in the scratch for the MTCs
+ * of its last byte.
+ */
+static u64 ipt_sim_bulk_want(const struct ipt_sim_cpu *c, u64 left)
+{
+	u64 cnt = FIELD_GET(RTIT_STATUS_BYTECNT, c->status);
+	u64 psb = ipt_sim_psb_period(c);
+
+	return min3(left, cnt < psb ? psb - cnt : psb,
+		    (u64)(IPT_SIM_BULK_CHUNK - IPT_SIM_TIME_MAX - 1));
+}
+
+/* The least TSC at which ipt_sim_ctc_at() reaches @ctc. */
+static u64 ipt_sim_tsc_of_ctc(const struct ipt_sim_cpu *c, u64 ctc)
+{
+	const struct ipt_cpuid_regs *l15 = &c->model->leaf_15;
+
+	if (!l15->ebx || !l15->eax)
+		return ctc << 4;
+	return div_u64(ctc + l15->eax - 1, l15->eax) * l15->ebx;
+}
+
+/*
+ * The TSC ticks of one MTC period when every period has the same length
+ * (leaf 15H's EAX divides the period's 2^MTCFreq CTC ticks, or no leaf
+ * 15H) and it is longer than a TNT byte's time; else 0.
+ */
+static u64 ipt_sim_mtc_step(const struct ipt_sim_cpu *c)
+{
+	const struct ipt_cpuid_regs *l15 = &c->model->leaf_15;
+	u64 ctcs = BIT_ULL(FIELD_GET(RTIT_CTL_MTC_RANGE, c->ctl)), step;
+
+	if (l15->ebx && l15->eax && ctcs % l15->eax)
+		return 0;
+	if (!l15->ebx || !l15->eax)
+		step = ctcs << 4;
+	else
+		step = ctcs / l15->eax * l15->ebx;
+	return step > IPT_SIM_TSC_PER_BYTE ? step : 0;
+}
+
+/*
+ * Put together in @c->bulk what the built-in loop writes for @want bytes
+ * or a little more, exactly as a packet at a time would (ipt_sim_run_unit()
+ * with ipt_sim_clock_to_now()): its TNT bytes, the clock advancing
+ * IPT_SIM_TSC_PER_BYTE before each, and before the first byte of each new
+ * MTC period its MTCs.  A run of TNT bytes inside one period is a memset;
+ * only a period's end needs the clock, and where periods are all alike
+ * (ipt_sim_mtc_step()) not even a division.  Returns the bytes put
+ * together.
+ */
+static size_t ipt_sim_bulk_fill(struct ipt_sim_cpu *c, u64 want)
+{
+	unsigned int f = FIELD_GET(RTIT_CTL_MTC_RANGE, c->ctl);
+	bool mtc = c->ctl & RTIT_CTL_MTC_EN;
+	u64 step = ipt_sim_mtc_step(c);
+	u64 v = c->last_mtc_ctc >> f;
+	u64 next = ipt_sim_tsc_of_ctc(c, (v + 1) << f);
+	u8 *p = c->bulk;
+	size_t n = 0;
+	u64 k, to;
+
+	/* Without MTCEn the periods write nothing: one run of TNT. */
+	if (!mtc) {
+		memset(p, IPT_SIM_LOOP_TNT, want);
+		n = want;
+		c->tsc += want * IPT_SIM_TSC_PER_BYTE;
+	}
+	while (n < want) {
+		/* TNT bytes whose time stays inside this MTC period. */
+		k = next > c->tsc ?
+		    (next - c->tsc - 1) / IPT_SIM_TSC_PER_BYTE : 0;
+		k = min(k, want - n);
+		memset(p + n, IPT_SIM_LOOP_TNT, k);
+		n += k;
+		c->tsc += k * IPT_SIM_TSC_PER_BYTE;
+		if (n >= want)
+			break;
+		/* This byte's time crosses into a new period: MTCs first. */
+		c->tsc += IPT_SIM_TSC_PER_BYTE;
+		if (step) {
+			to = v + 1;
+			next += step;
+		} else {
+			to = ipt_sim_ctc(c) >> f;
+			next = ipt_sim_tsc_of_ctc(c, (to + 1) << f);
+		}
+		while (v < to && n + 3 <= IPT_SIM_BULK_CHUNK)
+			n += ipt_sim_pkt_mtc(p + n, ++v);
+		v = to;
+		p[n++] = IPT_SIM_LOOP_TNT;
+	}
+	c->last_mtc_ctc = ipt_sim_ctc(c);
+	c->ran_tsc = c->tsc;
+	return n;
+}
+
 /**
  * ipt_sim_run() - produce trace for one time slice
  * @c: the state; @c->tsc is the time now, at or after where the last
@@ -500,6 +609,12 @@ static void ipt_sim_run_unit(struct ipt_sim_cpu *c, const u8 *unit, size_t n)
  * 3 * IPT_SIM_PKT_MAX bytes, the unit and its MTCs)
  * must leave IPT_SIM_PACE_RESERVE bytes of room; stats.paced counts
  * such slices.  So output never stops at STOP, and nothing is lost.
+ *
+ * In bulk mode (@c->bulk, ipt_sim_bulk_on()) the built-in loop's unit is
+ * as many TNT bytes as fit before the next PSB+, the budget's end and the
+ * scratch's, with their MTCs, put together in @c->bulk and written as one
+ * group (ipt_sim_bulk_fill()): the same bytes a packet at a time writes.
+ * Paced, the unit shrinks to what leaves the reserve before STOP.
  *
  * Context: the owner of @c serialises every call on it (struct
  * ipt_sim_cpu); no lock of its own.
@@ -531,12 +646,31 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 	while ((ipt_sim_output_on(c) || ipt_sim_output_stopped(c)) &&
 	       c->stats.bytes + c->stats.dropped + c->stats.stopped - start <
 	       budget) {
+		u64 left = budget - (c->stats.bytes + c->stats.dropped +
+				     c->stats.stopped - start);
+		bool bulk = ipt_sim_bulk_on(c);
 		const u8 *unit;
 		u64 ip, len;
 
-		len = ipt_sim_next_len(c);
-		if (ipt_sim_pace_blocks(c, IPT_SIM_TIME_MAX + 3 * IPT_SIM_PKT_MAX +
-					   len + 2 * ipt_sim_periods_in(c, len))) {
+		len = bulk ? ipt_sim_bulk_want(c, left) : ipt_sim_next_len(c);
+		if (bulk && c->pace) {
+			/*
+			 * In bulk the unit's MTCs are part of @len: it
+			 * shrinks to what fits before STOP, as a packet at a
+			 * time the program would run up to there.
+			 */
+			u64 fixed = IPT_SIM_TIME_MAX + 3 * IPT_SIM_PKT_MAX +
+				    IPT_SIM_PACE_RESERVE;
+			u64 room = ipt_sim_room_before_stop(c, fixed + len + 1);
+
+			if (room <= fixed + 1) {
+				c->stats.paced++;
+				break;
+			}
+			len = min(len, room - fixed - 1);
+		} else if (ipt_sim_pace_blocks(c, IPT_SIM_TIME_MAX +
+					       3 * IPT_SIM_PKT_MAX + len +
+					       2 * ipt_sim_periods_in(c, len))) {
 			c->stats.paced++;
 			break;
 		}
@@ -547,6 +681,24 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 		}
 		if (!c->packet_en)
 			break;
+		if (bulk) {
+			u64 was = c->stats.bytes;
+
+			/*
+			 * After a PSB+: up to the next one, within what the
+			 * budget has left (one TNT at least, as a packet at
+			 * a time).  @len, which pacing allowed, bounds it.
+			 */
+			left = budget - min(budget - 1,
+					    c->stats.bytes + c->stats.dropped +
+					    c->stats.stopped - start);
+			n = ipt_sim_bulk_fill(c, min(len,
+						     ipt_sim_bulk_want(c, left)));
+			ipt_sim_put(c, c->bulk, n);
+			c->stats.bulk += c->stats.bytes - was;
+			c->ip = IPT_SIM_CODE_LOOP_END;
+			continue;
+		}
 		if (c->feed.buf) {
 			if (!ipt_sim_feed_next(c, &unit, &n, &ip))
 				break;

@@ -477,6 +477,78 @@ static void pkt_cr3_filter_pti(struct kunit *test)
 	}
 }
 
+/*
+ * Bulk mode (struct ipt_sim_cpu.bulk) writes exactly the bytes a packet at
+ * a time writes: two units from the same start, one with bulk scratch, run
+ * the same slices (budgets small and large, across PSB+ periods, with
+ * short and idle gaps between them) into 32 KiB single ranges that wrap;
+ * the output, the counters (bytes, PSBs, the checksum over every byte in
+ * order) and the clock agree, and the bulk unit wrote most of its bytes in
+ * bulk.  Models with leaf 15H (icl, skl) and without (bdw: no MTC), MTC
+ * periods of 1 and 8 CTC ticks, PSB periods of 2 and 4 KiB.
+ */
+static void pkt_bulk_same_bytes(struct kunit *test)
+{
+	const struct {
+		const char *model;
+		u64 ctl;
+	} v[] = {
+		{ "icl", RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN |
+			 FIELD_PREP(RTIT_CTL_MTC_RANGE, 3) },
+		{ "icl", RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN |
+			 FIELD_PREP(RTIT_CTL_PSB_FREQ, 1) },
+		{ "skl", RTIT_CTL_TSC_EN | RTIT_CTL_MTC_EN |
+			 FIELD_PREP(RTIT_CTL_MTC_RANGE, 3) },
+		{ "bdw", RTIT_CTL_TSC_EN },
+		{ "icl", 0 },
+	};
+	static const u64 budget[] = { 1, 700, 5000, 20000, 3, 16384, 2047 };
+	static const u64 gap[] = { 0, 100, 1000000, 5000, 0, 50000000, 7 };
+	const struct ipt_sim_model *m;
+	struct ipt_sim_cpu *a, *b;
+	unsigned int i, k;
+	u8 *oa, *ob;
+	u64 pa, pb;
+
+	for (i = 0; i < ARRAY_SIZE(v); i++) {
+		m = ipt_sim_model_by_name(v[i].model);
+		KUNIT_ASSERT_NOT_NULL(test, m);
+		a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+		b = kunit_kzalloc(test, sizeof(*b), GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, a);
+		KUNIT_ASSERT_NOT_NULL(test, b);
+		ipt_sim_cpu_init(a, m);
+		ipt_sim_cpu_init(b, m);
+		b->bulk = kunit_kmalloc(test, IPT_SIM_BULK_CHUNK, GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, b->bulk);
+		oa = sim_mem(test, 3, &pa);
+		ob = sim_mem(test, 3, &pb);
+		a->tsc = 0x123456789ULL;
+		b->tsc = a->tsc;
+		sim_start(test, a, pa, SZ_32K - 1, CTL_RANGE | v[i].ctl);
+		sim_start(test, b, pb, SZ_32K - 1, CTL_RANGE | v[i].ctl);
+		for (k = 0; k < 2 * ARRAY_SIZE(budget); k++) {
+			a->tsc += gap[k % ARRAY_SIZE(gap)];
+			b->tsc = a->tsc;
+			ipt_sim_run(a, budget[k % ARRAY_SIZE(budget)]);
+			ipt_sim_run(b, budget[k % ARRAY_SIZE(budget)]);
+			KUNIT_ASSERT_EQ_MSG(test, a->stats.bytes, b->stats.bytes,
+					    "case %u, slice %u", i, k);
+		}
+		KUNIT_EXPECT_EQ_MSG(test, memcmp(oa, ob, SZ_32K), 0, "case %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, a->stats.csum, b->stats.csum, "case %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, a->stats.psb, b->stats.psb, "case %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, a->tsc, b->tsc, "case %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, a->output_mask, b->output_mask,
+				    "case %u", i);
+		KUNIT_EXPECT_GT_MSG(test, a->stats.psb, 10ULL, "case %u", i);
+		KUNIT_EXPECT_EQ(test, a->stats.bulk, 0ULL);
+		/* Most of it in bulk: all but the enable's and PSB+'s. */
+		KUNIT_EXPECT_GT_MSG(test, b->stats.bulk,
+				    b->stats.bytes / 10 * 9, "case %u", i);
+	}
+}
+
 static struct kunit_case sim_trace_cases[] = {
 	KUNIT_CASE(pkt_enable_psb),
 	KUNIT_CASE(pkt_enable_no_psb),
@@ -492,6 +564,7 @@ static struct kunit_case sim_trace_cases[] = {
 	KUNIT_CASE(pkt_switch_programs),
 	KUNIT_CASE(pkt_switch_untraced),
 	KUNIT_CASE(pkt_cr3_filter_pti),
+	KUNIT_CASE(pkt_bulk_same_bytes),
 	{}
 };
 
