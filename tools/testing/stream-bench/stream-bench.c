@@ -16,14 +16,16 @@
  *    libiptcap's loop into the file sink (/dev/null when a trial's data
  *    would not fit in --dir).  On the simulated unit the trials search
  *    the highest rate per CPU with no gap: the unit's rate (debugfs
- *    ipt_sim/rate) doubles from --start MiB/s (default 1) until a trial
+ *    ipt_sim/rate; in bulk mode, debugfs ipt_sim/bulk, where the
+ *    simulator has it) doubles from --start MiB/s (default 1) until a trial
  *    has a gap or the rate passes the simulator's maximum, then --steps
  *    bisections between the last rate without a gap and the first with
  *    one.  It prints each
  *    trial (rate delivered, gaps, the consumer's CPU share and CPU time
  *    per MB), the highest rate delivered without a gap per CPU and in all
- *    against memcpy, and what limited it.  On hardware the producer is a
- *    busy loop per CPU: one trial at its rate.
+ *    against memcpy, and what limited it; when that trial went to
+ *    /dev/null, also the best one that went to a file.  On hardware the
+ *    producer is a busy loop per CPU: one trial at its rate.
  *
  * Usage: stream-bench [--size SZ_MIB] [--regions N] [--runs N] [--seconds S]
  *                     [--dir DIR] [--start MIB_S] [--steps N]
@@ -137,12 +139,16 @@ static int time_sink(const unsigned char *buf, size_t size, unsigned int regions
 /* ---- the simulated unit's rate (debugfs; ipt_sim only) ----------------- */
 
 #define SIM_RATE	"/sys/kernel/debug/ipt_sim/rate"
-#define SIM_RATE_MAX	(64ull << 20)	/* IPT_SIM_RATE_MAX, kmod/sim/ipt_sim_module.h */
+#define SIM_BULK	"/sys/kernel/debug/ipt_sim/bulk"
+/* IPT_SIM_RATE_MAX and IPT_SIM_BULK_RATE_MAX, kmod/sim/ipt_sim_module.h */
+#define SIM_RATE_MAX	(64ull << 20)
+#define SIM_BULK_RATE_MAX	(256ull << 20)
 
-static int sim_rate(uint64_t *get, uint64_t set)
+/* Read (@get) or write (@set) the number in debugfs file @path. */
+static int sim_knob(const char *path, uint64_t *get, uint64_t set)
 {
 	char b[32];
-	int fd = open(SIM_RATE, get ? O_RDONLY : O_WRONLY);
+	int fd = open(path, get ? O_RDONLY : O_WRONLY);
 	ssize_t n;
 
 	if (fd < 0)
@@ -159,6 +165,11 @@ static int sim_rate(uint64_t *get, uint64_t set)
 	}
 	close(fd);
 	return n > 0 ? 0 : -1;
+}
+
+static int sim_rate(uint64_t *get, uint64_t set)
+{
+	return sim_knob(SIM_RATE, get, set);
 }
 
 /* A busy loop with branches on every CPU (children), until killed: the
@@ -325,8 +336,8 @@ static void trial_print(const struct trial *t)
 static void stream_part(size_t size, unsigned int regions, double seconds, const char *dir,
 			double memcpy_mb_s, uint64_t lo, unsigned int steps)
 {
-	struct trial best = { 0 }, t = { 0 };
-	uint64_t old_rate = 0, good = 0, bad = 0, rate;
+	struct trial best = { 0 }, best_file = { 0 }, t = { 0 };
+	uint64_t old_rate = 0, old_bulk = 0, good = 0, bad = 0, rate, max = SIM_RATE_MAX;
 	const char *why = NULL;
 	struct ipt_caps caps;
 	struct iptcap *ipt;
@@ -357,7 +368,16 @@ static void stream_part(size_t size, unsigned int regions, double seconds, const
 				    "gaps at the program's rate (hardware)";
 		goto report;
 	}
-	for (rate = lo; rate <= SIM_RATE_MAX; rate *= 2) {
+	/*
+	 * Bulk mode, where the simulator has it: the built-in loop's packets
+	 * written in large units, so the unit can outrun the consumer.
+	 */
+	if (!sim_knob(SIM_BULK, &old_bulk, 0) && !sim_knob(SIM_BULK, NULL, 1)) {
+		max = SIM_BULK_RATE_MAX;
+		printf("stream: the simulated unit in bulk mode (debugfs ipt_sim/bulk), "
+		       "up to %llu MiB/s per CPU\n", (unsigned long long)(max >> 20));
+	}
+	for (rate = lo; rate <= max; rate *= 2) {
 		t.rate = rate;
 		if (sim_rate(NULL, rate))
 			break;
@@ -374,6 +394,8 @@ static void stream_part(size_t size, unsigned int regions, double seconds, const
 		good = rate;
 		if (per_cpu(&t) > per_cpu(&best))
 			best = t;
+		if (t.to_file && per_cpu(&t) > per_cpu(&best_file))
+			best_file = t;
 	}
 	if (bad && good) {
 		for (i = 0; i < steps; i++) {
@@ -387,6 +409,8 @@ static void stream_part(size_t size, unsigned int regions, double seconds, const
 				good = rate;
 				if (per_cpu(&t) > per_cpu(&best))
 					best = t;
+				if (t.to_file && per_cpu(&t) > per_cpu(&best_file))
+					best_file = t;
 			} else {
 				bad = rate;
 			}
@@ -401,8 +425,9 @@ static void stream_part(size_t size, unsigned int regions, double seconds, const
 		why = "the simulated unit: it wrote less than its set rate, and no trial had a gap";
 	if (!why)
 		why = bad ? "the consumer: a gap above this rate" :
-			    "the simulated unit's maximum rate (64 MiB/s per CPU), with no gap";
+			    "the simulated unit's maximum rate, with no gap";
 	sim_rate(NULL, old_rate);
+	sim_knob(SIM_BULK, NULL, old_bulk);
 report:
 	if (!best.st.traces) {
 		printf("stream: no rate without a gap (lowest tried %.1f MB/s per CPU)\n",
@@ -417,6 +442,16 @@ report:
 	       per_cpu(&best) / memcpy_mb_s, mb_s(best.st.bytes, best.secs) / memcpy_mb_s,
 	       best.secs > 0 ? 100 * best.cpu / best.secs : 0.0,
 	       best.st.bytes ? best.cpu * 1e3 / ((double)best.st.bytes / 1e6) : 0.0);
+	/* Trials whose data did not fit in --dir went to /dev/null: no sink's cost. */
+	if (!best.to_file && best_file.st.traces)
+		printf("stream: to a file (trials above went to /dev/null, their data not fitting in "
+		       "%s): %.1f MB/s per CPU, %.1f MB/s in all, %.3f x memcpy per CPU, %.3f x in "
+		       "all; consumer CPU %.0f%%, %.3f ms per MB\n", dir, per_cpu(&best_file),
+		       mb_s(best_file.st.bytes, best_file.secs), per_cpu(&best_file) / memcpy_mb_s,
+		       mb_s(best_file.st.bytes, best_file.secs) / memcpy_mb_s,
+		       best_file.secs > 0 ? 100 * best_file.cpu / best_file.secs : 0.0,
+		       best_file.st.bytes ?
+		       best_file.cpu * 1e3 / ((double)best_file.st.bytes / 1e6) : 0.0);
 }
 
 /*
