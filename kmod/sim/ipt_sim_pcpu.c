@@ -347,6 +347,12 @@ static int ipt_sim_cpu_online(unsigned int cpu)
 	struct ipt_sim_pcpu *pc = per_cpu_ptr(ipt_sim_pcpu, cpu);
 	unsigned long flags;
 
+	/*
+	 * The timer moved off this CPU when it died may still be queued
+	 * there (its expiry kept): ipt_sim_kick() would take it as running.
+	 * Its callback returns before taking the lock (ipt_sim_tick()).
+	 */
+	hrtimer_cancel(&pc->timer);
 	raw_spin_lock_irqsave(&pc->lock, flags);
 	ipt_sim_kick(pc, pc->st.ctl & RTIT_CTL_TRACEEN, pc->st.pmi_pending);
 	raw_spin_unlock_irqrestore(&pc->lock, flags);
