@@ -1040,10 +1040,29 @@ static int sync_close(int fd, int err)
 }
 
 /*
+ * fsync directory @dir, so that a rename in it survives a power loss
+ * (rename(2) is atomic, not durable): 0 or errno (EINVAL: a filesystem
+ * that cannot, as for files).
+ */
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (fsync(fd) && errno != EINVAL)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/*
  * meta.json from @s through CAPTURE_META.tmp: written, fsync'd, renamed
- * over it.  On any failure meta.json is untouched (the rename is the
- * only step that changes it, and it is atomic) and the temporary file
- * is removed.  0 or errno.
+ * over it, the directory fsync'd.  On any failure before the rename
+ * meta.json is untouched (the rename is the only step that changes it,
+ * and it is atomic) and the temporary file is removed; a failure of the
+ * directory's fsync after it leaves the new meta.json, maybe not yet
+ * durable, and is returned.  0 or errno.
  */
 static int write_meta_tmp(const char *dir, const char *s, size_t len)
 {
@@ -1059,9 +1078,11 @@ static int write_meta_tmp(const char *dir, const char *s, size_t len)
 	err = sync_close(fd, write_padded(fd, s, len, 0));
 	if (!err && rename(tmp, dst))
 		err = errno;
-	if (err)
+	if (err) {
 		unlink(tmp);
-	return err;
+		return err;
+	}
+	return sync_dir(dir);
 }
 
 /*
@@ -1091,7 +1112,7 @@ static int write_meta_reserve(const char *dir, const char *s, size_t len)
 	err = sync_close(fd, write_padded(fd, s, len, (size_t)st.st_size));
 	if (!err && rename(res, dst))
 		err = errno;
-	return err;
+	return err ? err : sync_dir(dir);
 }
 
 /* @buf (@size bytes) at its longest as JSON: control bytes, each "\u0001". */
