@@ -1155,12 +1155,14 @@ static void test_meta_faults(const char *dir)
 			 * Final exactly when the write says so, unless the
 			 * fault hit the directory's fsync after the rename
 			 * (final, the error returned); a write that succeeds
-			 * fsync'd the directory after its last rename.
+			 * fsync'd the directory after its last rename and
+			 * removed the reserve.
 			 */
 			if (!valid || !after || (!final && (!before || strcmp(before, after))) ||
 			    (modes[m] != FI_CRASH && modes[m] != FI_CRASH_RESERVE &&
 			     (((rc == 0) != final && !(final && fi.dir_fault)) ||
-			      (rc == 0 && !fi.dir_synced) || !access(tmp, F_OK))) ||
+			      (rc == 0 && (!fi.dir_synced || !access(res, F_OK))) ||
+			      !access(tmp, F_OK))) ||
 			    (modes[m] == FI_OVERWRITE && !final)) {
 				if (!bad++)
 					first_bad = k;
