@@ -45,6 +45,7 @@
 #include "ipt_lib.h"
 #include "ipt_poller.h"
 #include "kselftest_harness.h"
+#include "ipt_ptcheck.h"
 
 #define KIB 1024ULL
 #define MIB (1024 * KIB)
@@ -545,50 +546,6 @@ TEST_F_TIMEOUT(stream, lossless, 600)
 }
 
 /*
- * Let libipt judge a stream: write @n bytes of it out and run ptcheck
- * (tools/testing/ptcheck; IPT_PTCHECK overrides /opt/bin/ptcheck), which
- * decodes every packet, and the instruction flow against the simulator's
- * built-in code (debugfs "code", at 0x401000), for the simulated CPU.
- */
-static void ptcheck_stream(struct __test_metadata *_metadata, int fd,
-			   const uint8_t *trace, size_t n, uint64_t min_psb)
-{
-	const char *ptcheck = getenv("IPT_PTCHECK") ?: "/opt/bin/ptcheck";
-	struct ipt_caps caps = { .size = sizeof(caps) };
-	static uint8_t code[4096];
-	char cmd[512];
-	ssize_t len;
-	int in, out, st;
-
-	ASSERT_EQ(0, access(ptcheck, X_OK)) TH_LOG("%s: %s", ptcheck, strerror(errno));
-	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_GET_CAPS, &caps));
-	in = open(IPT_SIM_DEBUGFS "/code", O_RDONLY);
-	ASSERT_LE(0, in);
-	len = read(in, code, sizeof(code));
-	close(in);
-	ASSERT_LT(0, len);
-	out = open("/tmp/ipt-sim-code.bin", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	ASSERT_LE(0, out);
-	ASSERT_EQ(len, write(out, code, len));
-	close(out);
-	out = open("/tmp/ipt-stream.pt", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	ASSERT_LE(0, out);
-	ASSERT_EQ((ssize_t)n, write(out, trace, n));
-	close(out);
-	snprintf(cmd, sizeof(cmd),
-		 "%s --cpu %u/%u/%u --raw /tmp/ipt-sim-code.bin:0x401000 "
-		 "--min-insn %zu --min-psb %llu /tmp/ipt-stream.pt "
-		 ">/tmp/ipt-ptcheck.out 2>&1",
-		 ptcheck, caps.family, caps.model, caps.stepping, n,
-		 (unsigned long long)min_psb);
-	st = system(cmd);
-	ipt_print_file("# ptcheck: ", "/tmp/ipt-ptcheck.out");
-	ASSERT_TRUE(WIFEXITED(st));
-	EXPECT_EQ(0, WEXITSTATUS(st)) TH_LOG("libipt rejected the stream (above)");
-	unlink("/tmp/ipt-stream.pt");
-}
-
-/*
  * Bulk mode (sim "bulk": the built-in loop's packets put together and
  * written in large units): at 256 MiB/s on CPU 0, above the 64 MiB/s a
  * packet at a time allows, a paced program (it blocks short of STOP: no
@@ -606,6 +563,7 @@ TEST_F_TIMEOUT(stream, bulk_lossless_libipt_decodes, 300)
 	struct ipt_trace_state ts;
 	struct consumer cons;
 	uint64_t bulk0;
+	char extra[64];
 	uint8_t *copy;
 
 	if (!self->sim || !(self->caps.features & IPT_FEAT_STREAM))
@@ -647,7 +605,8 @@ TEST_F_TIMEOUT(stream, bulk_lossless_libipt_decodes, 300)
 	EXPECT_LT((a.bytes - b.bytes) / 10 * 9, ipt_sim_stat(0, "bulk") - bulk0)
 		TH_LOG("the unit did not write in bulk");
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
-	ptcheck_stream(_metadata, self->fd, copy, cons.read, total / (4 * KIB));
+	snprintf(extra, sizeof(extra), "--min-psb %llu", (unsigned long long)(total / (4 * KIB)));
+	ipt_ptcheck(_metadata, self->fd, copy, cons.read, true, cons.read, extra);
 	free(copy);
 }
 

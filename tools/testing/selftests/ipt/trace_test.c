@@ -16,6 +16,7 @@
 
 #include "ipt_lib.h"
 #include "kselftest_harness.h"
+#include "ipt_ptcheck.h"
 
 #define KIB 1024ULL
 #define MIB (1024 * KIB)
@@ -151,53 +152,6 @@ TEST_F_TIMEOUT(sim, stop_on_full_holds_the_first_bytes, 120)
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
 }
 
-/* Copy a small text file to stdout, each line behind @prefix. */
-/*
- * Let Intel's libipt judge a trace: write it out and run ptcheck
- * (tools/testing/ptcheck; IPT_PTCHECK overrides /opt/bin/ptcheck), which
- * decodes every packet and the instruction flow against the simulator's
- * built-in code (debugfs "code", loaded at 0x401000) for the simulated
- * CPU.  The feed's branch content is that loop's, so every byte must fit.
- */
-static void libipt_check(struct __test_metadata *_metadata, int fd,
-			 const uint8_t *trace, size_t n, bool insns, uint64_t min_insn,
-			 const char *extra)
-{
-	const char *ptcheck = getenv("IPT_PTCHECK") ?: "/opt/bin/ptcheck";
-	struct ipt_caps caps = { .size = sizeof(caps) };
-	static uint8_t code[4096];
-	char cmd[512];
-	ssize_t len;
-	int in, out, st;
-
-	ASSERT_EQ(0, access(ptcheck, X_OK)) TH_LOG("%s: %s", ptcheck, strerror(errno));
-	ASSERT_EQ(0, ipt_ioctl(fd, IPT_IOC_GET_CAPS, &caps));
-	in = open(IPT_SIM_DEBUGFS "/code", O_RDONLY);
-	ASSERT_LE(0, in);
-	len = read(in, code, sizeof(code));
-	close(in);
-	ASSERT_LT(0, len);
-	out = open("/tmp/ipt-sim-code.bin", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	ASSERT_LE(0, out);
-	ASSERT_EQ(len, write(out, code, len));
-	close(out);
-	out = open("/tmp/ipt-trace.pt", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	ASSERT_LE(0, out);
-	ASSERT_EQ((ssize_t)n, write(out, trace, n));
-	close(out);
-
-	snprintf(cmd, sizeof(cmd),
-		 "%s --cpu %u/%u/%u %s --min-insn %llu %s /tmp/ipt-trace.pt "
-		 ">/tmp/ipt-ptcheck.out 2>&1",
-		 ptcheck, caps.family, caps.model, caps.stepping,
-		 insns ? "--raw /tmp/ipt-sim-code.bin:0x401000" : "",
-		 (unsigned long long)min_insn, extra);
-	st = system(cmd);
-	ipt_print_file("# ptcheck: ", "/tmp/ipt-ptcheck.out");
-	ASSERT_TRUE(WIFEXITED(st));
-	EXPECT_EQ(0, WEXITSTATUS(st)) TH_LOG("libipt rejected the trace (above)");
-	unlink("/tmp/ipt-trace.pt");
-}
 
 /*
  * A ring: the wrap count matches the unit's byte count exactly, and the
@@ -257,7 +211,7 @@ static bool ring_check(struct __test_metadata *_metadata, int fd, int cpu,
 		 */
 		size_t wrap = ts.buffer_size - ts.oldest, from, len, past;
 
-		libipt_check(_metadata, fd, lin, ts.buffer_size, false, 0, "--min-psb 2");
+		ipt_ptcheck(_metadata, fd, lin, ts.buffer_size, false, 0, "--min-psb 2");
 		if (start >= wrap) {
 			TH_LOG("no PSB between the oldest byte and the wrap at %zu", wrap);
 			free(lin);
@@ -284,7 +238,7 @@ static bool ring_check(struct __test_metadata *_metadata, int fd, int cpu,
 		 * branches: at least six instructions a byte, and no decode
 		 * error anywhere (ptcheck) means it went through the wrap.
 		 */
-		libipt_check(_metadata, fd, lin + from, len, true,
+		ipt_ptcheck(_metadata, fd, lin + from, len, true,
 			     6 * (len - 256), "--min-psb 1");
 	}
 	free(lin);
@@ -596,7 +550,7 @@ TEST_F_TIMEOUT(sim, dropped_bytes_become_an_ovf_libipt_decodes, 180)
 	EXPECT_LE(1, ipt_sim_stat(0, "ovf"));
 	p = map_trace(self->fd, &ts);
 	ASSERT_NE(NULL, p);
-	libipt_check(_metadata, self->fd, p, size, true, 100000,
+	ipt_ptcheck(_metadata, self->fd, p, size, true, 100000,
 		     "--min-psb 2 --min-ovf 1");
 	munmap(p, size);
 	ASSERT_EQ(0, ipt_cmd(self->fd, IPT_IOC_RELEASE));
