@@ -586,17 +586,33 @@ int capture_stream_gap(const struct iptcap_stream_trace *tr, const struct ipt_ga
 
 	if (!sl)
 		return EINVAL;
+	if (sl->nr_gaps >= CAPTURE_GAPS_LISTED) {
+		sl->unlisted++;	/* counted: no gap goes unsaid */
+		return 0;
+	}
 	if (sl->nr_gaps == sl->cap) {
 		size_t cap = sl->cap ? sl->cap * 2 : 16;
 		struct ipt_gap *g = realloc(sl->gaps, cap * sizeof(*g));
 
-		if (!g)
-			return ENOMEM;
+		if (!g) {
+			sl->unlisted++;
+			return 0;
+		}
 		sl->gaps = g;
 		sl->cap = cap;
 	}
 	sl->gaps[sl->nr_gaps++] = *gap;
 	return 0;
+}
+
+bool capture_snapshot_due(uint64_t now, uint64_t last, uint64_t cost)
+{
+	uint64_t wait = cost > UINT64_MAX / CAPTURE_SNAPSHOT_SHARE ? UINT64_MAX :
+			cost * CAPTURE_SNAPSHOT_SHARE;
+
+	if (wait < 1000000000ull)
+		wait = 1000000000ull;
+	return now - last >= wait;
 }
 
 int capture_stream_unlisted(const struct iptcap_stream_trace *tr, uint64_t nr, void *user)

@@ -321,8 +321,23 @@ struct capture {
 };
 
 /*
+ * Gaps itemised per trace of a streamed capture (48 bytes each in memory,
+ * about 200 in meta.json); the ones after are counted, not itemised
+ * ("gaps_unlisted"), as the kernel's own bounded list does: a recording
+ * that falls behind for hours keeps a bounded meta.json.
+ */
+#define CAPTURE_GAPS_LISTED	65536
+/*
+ * A streamed recording's meta.json snapshot (capture_snapshot_stream())
+ * takes at most 1/CAPTURE_SNAPSHOT_SHARE of the draining thread's time.
+ */
+#define CAPTURE_SNAPSHOT_SHARE	20
+
+/*
  * Streamed: the gap callback of the consumer (@user is the capture): keep
- * @gap in the slot of its trace.  0 or ENOMEM.
+ * @gap in the slot of its trace, or count it as not itemised (the slot
+ * has CAPTURE_GAPS_LISTED, or no memory for more).  0, or EINVAL for a
+ * trace without a slot.
  */
 int capture_stream_gap(const struct iptcap_stream_trace *tr, const struct ipt_gap *gap,
 		       void *user);
@@ -344,6 +359,14 @@ int capture_collect_stream(struct iptcap *ipt, struct capture *c,
  */
 int capture_snapshot_stream(struct iptcap *ipt, struct capture *c,
 			    const struct iptcap_stream_files *files);
+/*
+ * Whether a streamed recording writes a meta.json snapshot at @now
+ * (CLOCK_MONOTONIC ns), the last one having begun at @last and taken
+ * @cost ns: at most once a second, and at most a 1/CAPTURE_SNAPSHOT_SHARE
+ * share of the time (a snapshot lists every gap so far: its cost grows
+ * with them).
+ */
+bool capture_snapshot_due(uint64_t now, uint64_t last, uint64_t cost);
 /* Gaps of every trace, not itemised ones included. */
 uint64_t capture_nr_gaps(const struct capture *c);
 

@@ -1223,7 +1223,7 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	char msg[512];
 	pid_t child = -1;
 	int child_status = 0, ret = 1, pipefd[2] = { -1, -1 }, stpipe[2] = { -1, -1 };
-	uint64_t t0, last_progress = 0, last_check = 0, last_snap = 0, snap_gaps = 0;
+	uint64_t t0, last_progress = 0, last_check = 0, last_snap = 0, snap_gaps = 0, snap_cost = 0;
 	unsigned int snap_traces = 0;
 	struct progress pr;
 	struct record_stream rs = { 0 };
@@ -1535,16 +1535,19 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 			iptcap_stream_stats(rs.s, &st1);
 			/*
 			 * New traces or gaps: meta.json lists them at once, then at
-			 * most once a second, so that a recording killed before it
-			 * ends leaves its gap records for the decoder.
+			 * most once a second and for at most a twentieth of this
+			 * thread's time (capture_snapshot_due()), so that a
+			 * recording killed before it ends leaves its gap records
+			 * for the decoder.
 			 */
 			if ((st1.traces != snap_traces ||
 			     st1.gaps + st1.gaps_unlisted != snap_gaps) &&
-			    now_ns(CLOCK_MONOTONIC) - last_snap >= 1000000000ull) {
+			    capture_snapshot_due(now_ns(CLOCK_MONOTONIC), last_snap, snap_cost)) {
 				last_snap = now_ns(CLOCK_MONOTONIC);
 				snap_traces = st1.traces;
 				snap_gaps = st1.gaps + st1.gaps_unlisted;
 				capture_snapshot_stream(ipt, &c, rs.files);
+				snap_cost = now_ns(CLOCK_MONOTONIC) - last_snap;
 			}
 			/* Readable but nothing moved (a final trace): do not spin. */
 			if (st1.bytes == st0.bytes && st1.gaps == st0.gaps)

@@ -1511,6 +1511,111 @@ static void test_info_sideband(const char *dir)
 	capture_sb_free(&c);
 }
 
+/* realloc() fails while set: the gap list's allocation failure. */
+static bool fail_realloc;
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	if (fail_realloc) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_realloc(p, n);
+}
+
+/*
+ * A streamed trace's gaps: the first CAPTURE_GAPS_LISTED itemised in
+ * order, every later one and every one there was no memory to list
+ * counted ("gaps_unlisted"): none is dropped and none fails the
+ * recording; meta.json's totals add up.  A trace without a slot is
+ * EINVAL.
+ */
+static void test_stream_gaps(void)
+{
+	struct capture_stream_slot slots[2] = { 0 };
+	const struct iptcap_stream_trace t0 = { .trace = 0 }, t1 = { .trace = 1 },
+					 t2 = { .trace = 2 };
+	struct capture_trace tr[2] = { 0 };
+	struct json_object *o;
+	struct ipt_gap g = { .bytes_lost = 100 };
+	struct capture c;
+	uint64_t i, bad = 0;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.caps = sample_caps();
+	c.stream = true;
+	c.slots = slots;
+	c.nr_slots = 2;
+	for (i = 0; i < CAPTURE_GAPS_LISTED + 3; i++) {
+		g.offset = i << 12;
+		g.tsc_start = 10 * i + 1;
+		g.tsc_end = 10 * i + 5;
+		bad += capture_stream_gap(&t0, &g, &c) != 0;
+	}
+	CHECK(!bad && slots[0].nr_gaps == CAPTURE_GAPS_LISTED && slots[0].unlisted == 3,
+	      "stream gaps: %u itemised, 3 counted after them (%zu, %" PRIu64 ", %" PRIu64
+	      " failed)", CAPTURE_GAPS_LISTED, slots[0].nr_gaps, slots[0].unlisted, bad);
+	for (i = 0, bad = 0; i < slots[0].nr_gaps; i++)
+		bad += slots[0].gaps[i].offset != i << 12 || slots[0].gaps[i].tsc_start != 10 * i + 1;
+	CHECK(!bad, "stream gaps: the itemised ones are the first, in order");
+	/* no memory for the list: counted, and the next one is listed again */
+	fail_realloc = true;
+	rc = capture_stream_gap(&t1, &g, &c);
+	fail_realloc = false;
+	CHECK(rc == 0 && slots[1].nr_gaps == 0 && slots[1].unlisted == 1,
+	      "stream gaps: no memory: counted, not failed (rc %d, %zu listed, %" PRIu64 ")", rc,
+	      slots[1].nr_gaps, slots[1].unlisted);
+	rc = capture_stream_gap(&t1, &g, &c);
+	CHECK(rc == 0 && slots[1].nr_gaps == 1 && slots[1].unlisted == 1,
+	      "stream gaps: listed again when memory returns");
+	CHECK(capture_stream_gap(&t2, &g, &c) == EINVAL && capture_stream_unlisted(&t2, 1, &c) ==
+	      EINVAL, "stream gaps: a trace without a slot is EINVAL");
+	/* meta.json of the two traces, as capture_snapshot_stream() lists them */
+	for (i = 0; i < 2; i++) {
+		tr[i].cpu = (unsigned int)i;
+		snprintf(tr[i].file, sizeof(tr[i].file), "cpu%u.pt", (unsigned int)i);
+		tr[i].gaps = slots[i].gaps;
+		tr[i].nr_gaps = slots[i].nr_gaps;
+		tr[i].gaps_unlisted = slots[i].unlisted;
+	}
+	c.traces = tr;
+	c.nr_traces = 2;
+	CHECK(capture_nr_gaps(&c) == CAPTURE_GAPS_LISTED + 5, "stream gaps: capture_nr_gaps");
+	o = capture_meta_json(&c);
+	CHECK(o && json_object_get_uint64(jget(o, "stream.gaps")) == CAPTURE_GAPS_LISTED + 5 &&
+	      json_object_get_uint64(jget(o, "stream.gaps_itemised")) == CAPTURE_GAPS_LISTED + 1 &&
+	      json_object_get_uint64(jget(o, "stream.gaps_unlisted")) == 4 &&
+	      json_object_array_length(jget(o, "traces.0.gaps")) == CAPTURE_GAPS_LISTED &&
+	      json_object_get_uint64(jget(o, "traces.0.gaps_unlisted")) == 3 &&
+	      json_object_get_uint64(jget(o, "traces.1.gaps_unlisted")) == 1,
+	      "stream gaps: meta.json counts every gap, itemised or not");
+	json_object_put(o);
+	free(slots[0].gaps);
+	free(slots[1].gaps);
+}
+
+/*
+ * The pace of a streamed recording's meta.json snapshots: not within a
+ * second of the last, and not within CAPTURE_SNAPSHOT_SHARE times the
+ * last one's cost; the first at once.
+ */
+static void test_snapshot_due(void)
+{
+	const uint64_t s = 1000000000ull;
+
+	CHECK(capture_snapshot_due(5 * s, 0, 0), "snapshot pace: the first at once");
+	CHECK(!capture_snapshot_due(10 * s + s - 1, 10 * s, 1000) &&
+	      capture_snapshot_due(11 * s, 10 * s, 1000), "snapshot pace: at most once a second");
+	CHECK(!capture_snapshot_due(10 * s + 3 * s, 10 * s, s / 5) &&
+	      capture_snapshot_due(10 * s + 4 * s, 10 * s, s / 5),
+	      "snapshot pace: a 200 ms snapshot waits %u times that", CAPTURE_SNAPSHOT_SHARE);
+	CHECK(!capture_snapshot_due(UINT64_MAX - 1, 1, UINT64_MAX / 2),
+	      "snapshot pace: a cost that overflows the product waits for good");
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/ipt-test-capture.XXXXXX";
@@ -1521,6 +1626,8 @@ int main(void)
 	test_config_thread();
 	test_segments();
 	test_progress_copy();
+	test_stream_gaps();
+	test_snapshot_due();
 	if (!mkdtemp(dir)) {
 		CHECK(0, "mkdtemp");
 		return tap_done();
