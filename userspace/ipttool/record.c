@@ -550,7 +550,11 @@ static uint64_t now_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Create @dir, or reuse an empty one or an older capture (its files go). */
+/*
+ * Create @dir, or reuse an empty one or an older capture (its files go).
+ * A directory holding only meta.json's reserve and temporary file is a
+ * capture that was killed before its first meta.json: reused too.
+ */
 int capture_prepare_dir(const char *dir, char *msg, size_t len)
 {
 	char path[4096];
@@ -574,8 +578,10 @@ int capture_prepare_dir(const char *dir, char *msg, size_t len)
 			continue;
 		if (!strcmp(e->d_name, CAPTURE_META))
 			capture = true;
-		else if (!strncmp(e->d_name, "cpu", 3) || !strcmp(e->d_name, CAPTURE_META ".tmp") ||
-			 !strcmp(e->d_name, CAPTURE_META_RESERVE) ||
+		else if (!strcmp(e->d_name, CAPTURE_META ".tmp") ||
+			 !strcmp(e->d_name, CAPTURE_META_RESERVE))
+			;	/* written before anything else: ours either way */
+		else if (!strncmp(e->d_name, "cpu", 3) ||
 			 (!strncmp(e->d_name, "thread-", 7) && strstr(e->d_name, ".pt")) ||
 			 !strcmp(e->d_name, CAPTURE_SIDEBAND) ||
 			 (!strncmp(e->d_name, "vdso", 4) && strstr(e->d_name, ".so")))

@@ -1511,6 +1511,60 @@ static void test_info_sideband(const char *dir)
 	capture_sb_free(&c);
 }
 
+/*
+ * capture_prepare_dir(): a recording killed between its reserve and its
+ * first meta.json left only those two files: the directory is reused;
+ * trace files without a meta.json, or anything else, are not ipt's.
+ */
+static void test_prepare_dir(const char *dir)
+{
+	static const char *const files[][3] = {
+		{ CAPTURE_META_RESERVE, NULL },
+		{ CAPTURE_META_RESERVE, CAPTURE_META ".tmp", NULL },
+		{ CAPTURE_META ".tmp", NULL },
+		{ CAPTURE_META_RESERVE, "cpu0.pt", NULL },
+		{ CAPTURE_META_RESERVE, "notes.txt", NULL },
+	};
+	static const bool reused[] = { true, true, true, false, false };
+	char sub[512], path[600], msg[512];
+	unsigned int i, k;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		bool left = false;
+		int rc;
+
+		snprintf(sub, sizeof(sub), "%s/prepare-%u", dir, i);
+		mkdir(sub, 0755);
+		for (k = 0; files[i][k]; k++) {
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/%s", sub, files[i][k]);
+			f = fopen(path, "w");
+			if (f)
+				fclose(f);
+		}
+		msg[0] = 0;
+		rc = capture_prepare_dir(sub, msg, sizeof(msg));
+		for (k = 0; files[i][k]; k++) {
+			snprintf(path, sizeof(path), "%s/%s", sub, files[i][k]);
+			left |= !access(path, F_OK);
+		}
+		if (reused[i])
+			CHECK(rc == 0 && !left, "prepare dir: %s%s%s left by a killed recording: "
+			      "reused, emptied", files[i][0], files[i][1] ? " + " : "",
+			      files[i][1] ? files[i][1] : "");
+		else
+			CHECK(rc == -1 && strstr(msg, "not an ipt capture") && left,
+			      "prepare dir: %s + %s refused, untouched: %s", files[i][0],
+			      files[i][1], msg);
+		for (k = 0; files[i][k]; k++) {
+			snprintf(path, sizeof(path), "%s/%s", sub, files[i][k]);
+			unlink(path);
+		}
+		rmdir(sub);	/* @dir is itself a capture directory later */
+	}
+}
+
 /* realloc() fails while set: the gap list's allocation failure. */
 static bool fail_realloc;
 void *__real_realloc(void *p, size_t n);
@@ -1634,6 +1688,7 @@ int main(void)
 	}
 	test_meta(dir);
 	test_meta_thread(dir);
+	test_prepare_dir(dir);
 	test_enospc(dir);
 	test_meta_full_disk(dir);
 	test_meta_faults(dir);
