@@ -45,6 +45,19 @@ static struct ipt_caps sample_caps(void)
 	return c;
 }
 
+/* A streamed per-thread capture into @dir of up to @nt traces @tr. */
+static void stream_thread_capture(struct capture *c, const char *dir, struct capture_trace *tr,
+				  unsigned int nt)
+{
+	memset(c, 0, sizeof(*c));
+	c->dir = dir;
+	c->caps = sample_caps();
+	c->per_thread = true;
+	c->stream = true;
+	c->config.max_threads = nt;
+	c->traces = tr;
+}
+
 static int parse(struct record_opts *o, char *msg, size_t len, ...)
 {
 	static char *argv[32];	/* o->prog_argv points into it */
@@ -709,13 +722,7 @@ static void test_meta_full_disk(const char *dir)
 	size_t i, entries = 0, unlisted = 0, itemised = 0;
 	int rc;
 
-	memset(&c, 0, sizeof(c));
-	c.dir = dir;
-	c.caps = sample_caps();
-	c.per_thread = true;
-	c.stream = true;
-	c.config.max_threads = NT;
-	c.traces = tr;
+	stream_thread_capture(&c, dir, tr, NT);
 	c.nr_traces = NT;
 	snprintf(c.reason, sizeof(c.reason), "%0*d", (int)sizeof(c.reason) - 1, 0);
 	/* the traced command: 20 arguments of 500 control characters (escaped as \u0001) */
@@ -1080,13 +1087,7 @@ static void test_meta_faults(const char *dir)
 	unsigned int m, k, total, bad, first_bad, finals;
 	size_t i;
 
-	memset(&c, 0, sizeof(c));
-	c.dir = dir;
-	c.caps = sample_caps();
-	c.per_thread = true;
-	c.stream = true;
-	c.config.max_threads = NT;
-	c.traces = tr;
+	stream_thread_capture(&c, dir, tr, NT);
 	c.prog.argv = argv;
 	for (i = 0; i < NG; i++)
 		gaps[i] = (struct ipt_gap){ .offset = i << 20, .tsc_start = 1000 * i,

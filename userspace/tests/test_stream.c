@@ -945,6 +945,21 @@ static struct json_object *read_meta(const char *dir)
 }
 
 /*
+ * The fake kernel as a streamed recording finds it: no trace, stream
+ * feature on, gap sizes known, @start_bytes written into traces 0 and 1
+ * at START.
+ */
+static void fk_record_reset(uint64_t start_bytes)
+{
+	memset(fk.tr, 0, sizeof(fk.tr));
+	fk.state = 0;
+	fk.record_mode = true;
+	fk.stream_feature = true;
+	fk.unknown_size = false;
+	fk.start_bytes = start_bytes;
+}
+
+/*
  * SIGHUP (the terminal closed) ends a recording as SIGINT does: the
  * capture is written, complete.  The recording runs "sleep 100" in a
  * child process of the test; the test waits for its first meta.json (the
@@ -961,11 +976,7 @@ static void test_record_sighup(void)
 
 	snprintf(dir, sizeof(dir), "%s/hup", tmpdir);
 	snprintf(meta, sizeof(meta), "%s/meta.json", dir);
-	memset(fk.tr, 0, sizeof(fk.tr));
-	fk.state = 0;
-	fk.record_mode = true;
-	fk.stream_feature = true;
-	fk.start_bytes = 1000;
+	fk_record_reset(1000);
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
@@ -1062,12 +1073,7 @@ static void test_record_killed(void)
 
 	snprintf(dir, sizeof(dir), "%s/killed", tmpdir);
 	snprintf(meta, sizeof(meta), "%s/meta.json", dir);
-	memset(fk.tr, 0, sizeof(fk.tr));
-	fk.state = 0;
-	fk.record_mode = true;
-	fk.stream_feature = true;
-	fk.unknown_size = false;
-	fk.start_bytes = 3 * FK_SIZE + 100;
+	fk_record_reset(3 * FK_SIZE + 100);
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
@@ -1118,14 +1124,8 @@ static void test_record(void)
 	int rc;
 
 	snprintf(dir, sizeof(dir), "%s/cap", tmpdir);
-	memset(fk.tr, 0, sizeof(fk.tr));
-	fk.state = 0;
-	fk.record_mode = true;
-	fk.stream_feature = true;
-	fk.unknown_size = false;
-
 	/* Lossless: half a buffer on CPU 0, a sixth on CPU 1. */
-	fk.start_bytes = FK_SIZE / 2;
+	fk_record_reset(FK_SIZE / 2);
 	pt_fsyncs = 0;
 	rc = run_record(dir, NULL);
 	m = read_meta(dir);
