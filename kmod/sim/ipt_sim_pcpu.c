@@ -57,6 +57,31 @@ static void ipt_sim_clock(struct ipt_sim_pcpu *pc)
 	pc->st.tsc = max(pc->st.tsc, now);
 }
 
+/**
+ * ipt_sim_tick_rest() - the least time between the end of a tick and the next
+ * @period_ns: the output timer's period (ipt_sim_period_us)
+ * @took_ns: how long the tick that just ran took
+ *
+ * A tick runs in hard interrupt context, and under emulation a full bulk
+ * tick (IPT_SIM_BULK_TICK_MAX bytes, 0.7-1.9 ms under TCG) can take longer
+ * than a period, after which the next period's tick would follow at once
+ * and the CPU would run little else.  A tick that took more than half a
+ * period is followed by as long a rest: the output holds at most half
+ * of its CPU.  Bulk mode's slice (the time since the last tick) keeps
+ * the rate where the CPU can write it in that half; where it cannot, the
+ * rate falls.
+ *
+ * Context: any.
+ *
+ * Return: 0 (the next tick is a period after the last one began), or the
+ * nanoseconds to rest from now.
+ */
+u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns)
+{
+	return took_ns > period_ns / 2 ? took_ns : 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_tick_rest);
+
 /*
  * The output timer: a slice of rate x period_us bytes.  In bulk mode the
  * built-in loop writes them in units of up to IPT_SIM_BULK_CHUNK bytes
@@ -66,6 +91,8 @@ static void ipt_sim_clock(struct ipt_sim_pcpu *pc)
  * not raise it), at most IPT_SIM_BULK_TICK_MAX bytes; else a packet at
  * a time, at most IPT_SIM_RATE_MAX a second.  A rate set beyond the
  * mode's maximum (bulk mode turned off after it was set) runs at it.
+ * The next tick comes a period after this one began, or, after a tick
+ * longer than half a period, as long after its end (ipt_sim_tick_rest()).
  */
 static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 {
@@ -114,7 +141,16 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 	raw_spin_unlock(&pc->lock);
 	if (!on && !pmi)
 		return HRTIMER_NORESTART;
-	hrtimer_forward_now(timer, ns_to_ktime(pmi ? 1 : period_ns));
+	if (pmi) {
+		hrtimer_forward_now(timer, ns_to_ktime(1));
+	} else {
+		u64 end = ktime_get_ns(), rest = ipt_sim_tick_rest(period_ns, end - now);
+
+		if (rest)
+			hrtimer_set_expires(timer, ns_to_ktime(end + rest));
+		else
+			hrtimer_forward_now(timer, ns_to_ktime(period_ns));
+	}
 	return HRTIMER_RESTART;
 }
 

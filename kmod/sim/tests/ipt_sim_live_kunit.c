@@ -117,8 +117,25 @@ static void live_timer_pmi(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, memcmp(r0, psb, sizeof(psb)), 0);
 }
 
+/*
+ * The output timer's rest after a tick: none (the next is a period after
+ * this one began) after a short tick; after one longer than half a
+ * period, as long as the tick took (the output keeps at most half of
+ * its CPU in hard interrupt context, Documentation/simulator.rst, "Bulk
+ * mode").
+ */
+static void live_tick_rest(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, ipt_sim_tick_rest(1000000, 0), 0ULL);
+	KUNIT_EXPECT_EQ(test, ipt_sim_tick_rest(1000000, 500000), 0ULL);
+	KUNIT_EXPECT_EQ(test, ipt_sim_tick_rest(1000000, 500001), 500001ULL);
+	KUNIT_EXPECT_EQ(test, ipt_sim_tick_rest(1000000, 1900000), 1900000ULL);
+	KUNIT_EXPECT_EQ(test, ipt_sim_tick_rest(100000, U64_MAX), U64_MAX);
+}
+
 static struct kunit_case sim_live_cases[] = {
 	KUNIT_CASE(live_timer_pmi),
+	KUNIT_CASE(live_tick_rest),
 	{}
 };
 
