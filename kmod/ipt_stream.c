@@ -982,7 +982,7 @@ long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c)
 	struct ipt_gap *e;
 	u64 total, oldest, first, i;
 	struct ipt_trace *t;
-	u32 n;
+	u32 room, n;
 
 	lockdep_assert_held(&s->idev->lock);
 	t = ipt_stream_trace(s, g->trace);
@@ -992,16 +992,19 @@ long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c)
 	/*
 	 * Room for the entries first, then the trace brought up to date: an
 	 * error changes nothing.  Closing a pause keeps @total and may only
-	 * raise @oldest: no more entries after it than before.
+	 * raise @oldest, but a pause may begin meanwhile: the PMI handler
+	 * marks the trace paused without the device lock
+	 * (ipt_stream_pmi()), adding the open pause as one more entry.  So
+	 * no more entries than there is room for: the caller asks again
+	 * from where these end (@total says there are more).
 	 */
-	n = ipt_stream_gaps_wanted(t, g->first, g->nr_entries, NULL, NULL);
-	e = n ? kcalloc(n, sizeof(*e), GFP_KERNEL) : NULL;
-	if (n && !e)
+	room = ipt_stream_gaps_wanted(t, g->first, g->nr_entries, NULL, NULL);
+	e = room ? kcalloc(room, sizeof(*e), GFP_KERNEL) : NULL;
+	if (room && !e)
 		return -ENOMEM;
 	if (s->mops->settle)
 		s->mops->settle(t);
-	n = ipt_stream_gaps_wanted(t, g->first, g->nr_entries, &total,
-				   &oldest);
+	n = ipt_stream_gaps_wanted(t, g->first, room, &total, &oldest);
 	first = max(g->first, oldest);
 	g->total = total;
 	g->oldest = oldest;
@@ -1028,6 +1031,7 @@ long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c)
 	c->data_len = n;
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(ipt_ioctl_get_gaps);
 
 /**
  * ipt_ioctl_get_gaps_post() - copy the entries out, free them

@@ -1141,6 +1141,102 @@ static void stream_thread_release_migrating(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->t.buf->stop_region, 0u);
 }
 
+/*
+ * IPT_IOC_GET_GAPS while a pause begins: the PMI handler marks a trace
+ * paused without the device lock (ipt_stream_pmi()), so the open pause
+ * can become one more gap between the call's count of what it needs
+ * room for and its copy.  The fake mode's settle runs that PMI (the unit
+ * Stopped at STOP), in the window.  The entries stay within the room
+ * counted first (before the fix, one entry was written past a
+ * one-entry allocation: KASAN slab-out-of-bounds in ipt_ioctl_get_gaps,
+ * debug VM, 2026-11-24; with no gap before, through a NULL pointer),
+ * and total has the pause; asked again, the pause is the next entry.
+ */
+static struct ipt_test_session *gaps_f;
+
+static struct ipt_trace *gaps_lookup(struct ipt_session *s, u32 idx)
+{
+	return idx ? NULL : &gaps_f->t;
+}
+
+static void gaps_settle_pauses(struct ipt_trace *t)
+{
+	fake_at(gaps_f, 0, true);
+	ipt_stream_pmi(t, &fake_ops);
+}
+
+static const struct ipt_mode_ops gaps_pause_ops = {
+	.trace = gaps_lookup,
+	.settle = gaps_settle_pauses,
+};
+
+static long gaps_call(struct ipt_test_session *f, struct ipt_gaps *g,
+		      struct ipt_ioctl_call *c)
+{
+	long ret;
+
+	fake_at(f, SZ_4K / 2, false);
+	WRITE_ONCE(f->t.stream.paused, false);
+	*c = (struct ipt_ioctl_call){ .s = &f->s, .arg = g };
+	g->total = 0;
+	g->oldest = 0;
+	mutex_lock(&f->idev.lock);
+	ret = ipt_ioctl_get_gaps(c);
+	mutex_unlock(&f->idev.lock);
+	irq_work_sync(&f->t.stream.work);
+	return ret;
+}
+
+static void stream_get_gaps_pause_begins(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_stream(test);
+	struct ipt_gaps g = { .size = sizeof(g), .entry_size = sizeof(struct ipt_gap),
+			      .entries_ptr = 1, .nr_entries = 8 };
+	struct ipt_ioctl_call c;
+	const struct ipt_gap *e;
+
+	gaps_f = f;
+	f->s.mops = &gaps_pause_ops;
+	f->s.mode = IPT_MODE_CPU;
+	f->s.state = IPT_STATE_TRACING;
+	f->t.running = true;
+	/* no gap yet: nothing to copy, the pause only counted */
+	KUNIT_ASSERT_EQ(test, gaps_call(f, &g, &c), 0L);
+	KUNIT_EXPECT_EQ(test, g.total, 1ULL);
+	KUNIT_EXPECT_EQ(test, g.nr_entries, 0U);
+	KUNIT_EXPECT_EQ(test, c.data_len, 0U);
+	kfree(c.data);
+	/* one closed gap, room for 8: that one; the pause in total */
+	f->t.stream.nr_gaps = 1;
+	f->t.stream.gaps[0] = (struct ipt_gap){ .offset = SZ_4K, .tsc_start = 10,
+						.tsc_end = 20, .bytes_lost = 7 };
+	g.nr_entries = 8;
+	KUNIT_ASSERT_EQ(test, gaps_call(f, &g, &c), 0L);
+	KUNIT_EXPECT_EQ(test, g.total, 2ULL);
+	KUNIT_EXPECT_EQ(test, g.nr_entries, 1U);
+	KUNIT_ASSERT_EQ(test, c.data_len, 1U);
+	e = c.data;
+	KUNIT_EXPECT_EQ(test, e[0].offset, (u64)SZ_4K);
+	KUNIT_EXPECT_EQ(test, e[0].tsc_end, 20ULL);
+	kfree(c.data);
+	/* asked again from there, the unit paused already: the open pause */
+	g.first = 1;
+	g.nr_entries = 8;
+	c = (struct ipt_ioctl_call){ .s = &f->s, .arg = &g };
+	g.total = 0;
+	mutex_lock(&f->idev.lock);
+	KUNIT_ASSERT_EQ(test, ipt_ioctl_get_gaps(&c), 0L);
+	mutex_unlock(&f->idev.lock);
+	irq_work_sync(&f->t.stream.work);
+	KUNIT_EXPECT_EQ(test, g.total, 2ULL);
+	KUNIT_EXPECT_EQ(test, g.nr_entries, 1U);
+	KUNIT_ASSERT_EQ(test, c.data_len, 1U);
+	e = c.data;
+	KUNIT_EXPECT_EQ(test, e[0].tsc_end, 0ULL);
+	KUNIT_EXPECT_EQ(test, e[0].bytes_lost, IPT_GAP_BYTES_UNKNOWN);
+	kfree(c.data);
+}
+
 static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_check_fields),
 	KUNIT_CASE(stream_regions),
@@ -1163,6 +1259,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_thread_exit_paused_bad_release),
 	KUNIT_CASE(stream_thread_out_position_lost),
 	KUNIT_CASE(stream_thread_out_stop_faulted),
+	KUNIT_CASE(stream_get_gaps_pause_begins),
 	{}
 };
 
