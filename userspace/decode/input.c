@@ -979,12 +979,17 @@ static void meta_warnings(struct dec_input *in, struct json_object *o, const cha
 				       "after that is not in the trace", file);
 		if (json_object_object_get_ex(t, "gaps", &v) && v &&
 		    json_object_is_type(v, json_type_array) &&
-		    (json_object_array_length(v) || jget_int(t, "gaps_unlisted", 0)))
+		    (json_object_array_length(v) || jget_int(t, "gaps_unlisted", 0))) {
+			int64_t unlisted = jget_int(t, "gaps_unlisted", 0);
+			char more[96] = "";
+
+			if (unlisted)
+				snprintf(more, sizeof(more), ", %" PRId64 " not itemised (no place: "
+					 "the decode reads across them)", unlisted);
 			dec_input_warn(in, "%s: %zu stream gap(s)%s: the unit paused while the "
 				       "recording fell behind; what ran then is not in the trace",
-				       file, json_object_array_length(v) +
-				       (size_t)jget_int(t, "gaps_unlisted", 0),
-				       jget_int(t, "gaps_unlisted", 0) ? ", some not itemised" : "");
+				       file, json_object_array_length(v) + (size_t)unlisted, more);
+		}
 		if (jget_int(t, "hw_error", 0) || (loss && !strcmp(loss, "hw_error")))
 			dec_input_warn(in, "%s: the unit reported an operational error", file);
 		if (json_object_object_get_ex(t, "write_error", &e) && e)

@@ -582,11 +582,12 @@ static struct capture_stream_slot *stream_slot(struct capture *c, unsigned int t
 int capture_stream_gap(const struct iptcap_stream_trace *tr, const struct ipt_gap *gap,
 		       void *user)
 {
-	struct capture_stream_slot *sl = stream_slot(user, tr->trace);
+	struct capture *c = user;
+	struct capture_stream_slot *sl = stream_slot(c, tr->trace);
 
 	if (!sl)
 		return EINVAL;
-	if (sl->nr_gaps >= CAPTURE_GAPS_LISTED) {
+	if (c->gaps_listed >= CAPTURE_GAPS_LISTED) {
 		sl->unlisted++;	/* counted: no gap goes unsaid */
 		return 0;
 	}
@@ -602,6 +603,7 @@ int capture_stream_gap(const struct iptcap_stream_trace *tr, const struct ipt_ga
 		sl->cap = cap;
 	}
 	sl->gaps[sl->nr_gaps++] = *gap;
+	c->gaps_listed++;
 	return 0;
 }
 

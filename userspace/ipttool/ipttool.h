@@ -287,7 +287,7 @@ struct capture_sb {
  * @stream_fallback: not streamed although record would have: why (the
  *        kernel lacks IPT_FEAT_STREAM); empty otherwise
  * @slots: streamed: per trace slot (CPU or trace index), its gaps
- * @nr_slots: entries of @slots
+ * @nr_slots: entries of @slots; @gaps_listed: gaps in them, all slots
  * @stream_bytes: streamed: bytes written; @stream_secs: seconds it took
  */
 struct capture {
@@ -315,16 +315,18 @@ struct capture {
 	bool stream;
 	char stream_fallback[200];
 	struct capture_stream_slot *slots;
-	size_t nr_slots;
+	size_t nr_slots, gaps_listed;
 	uint64_t stream_bytes;
 	double stream_secs;
 };
 
 /*
- * Gaps itemised per trace of a streamed capture (48 bytes each in memory,
- * about 200 in meta.json); the ones after are counted, not itemised
+ * Gaps itemised in a streamed capture, all traces together, first come
+ * (48 bytes each in memory, about 200 in meta.json and some hundreds
+ * more while json-c builds it); the ones after are counted, not itemised
  * ("gaps_unlisted"), as the kernel's own bounded list does: a recording
- * that falls behind for hours keeps a bounded meta.json.
+ * that falls behind for hours, on many CPUs or threads, keeps a bounded
+ * meta.json.
  */
 #define CAPTURE_GAPS_LISTED	65536
 /*
@@ -335,9 +337,9 @@ struct capture {
 
 /*
  * Streamed: the gap callback of the consumer (@user is the capture): keep
- * @gap in the slot of its trace, or count it as not itemised (the slot
- * has CAPTURE_GAPS_LISTED, or no memory for more).  0, or EINVAL for a
- * trace without a slot.
+ * @gap in the slot of its trace, or count it as not itemised (the
+ * capture has CAPTURE_GAPS_LISTED, or no memory for more).  0, or EINVAL
+ * for a trace without a slot.
  */
 int capture_stream_gap(const struct iptcap_stream_trace *tr, const struct ipt_gap *gap,
 		       void *user);

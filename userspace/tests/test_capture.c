@@ -1531,7 +1531,7 @@ static void test_prepare_dir(const char *dir)
 	unsigned int i, k;
 
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		bool left = false;
+		bool left = false, all = true;
 		int rc;
 
 		snprintf(sub, sizeof(sub), "%s/prepare-%u", dir, i);
@@ -1548,14 +1548,17 @@ static void test_prepare_dir(const char *dir)
 		rc = capture_prepare_dir(sub, msg, sizeof(msg));
 		for (k = 0; files[i][k]; k++) {
 			snprintf(path, sizeof(path), "%s/%s", sub, files[i][k]);
-			left |= !access(path, F_OK);
+			if (access(path, F_OK))
+				all = false;
+			else
+				left = true;
 		}
 		if (reused[i])
 			CHECK(rc == 0 && !left, "prepare dir: %s%s%s left by a killed recording: "
 			      "reused, emptied", files[i][0], files[i][1] ? " + " : "",
 			      files[i][1] ? files[i][1] : "");
 		else
-			CHECK(rc == -1 && strstr(msg, "not an ipt capture") && left,
+			CHECK(rc == -1 && strstr(msg, "not an ipt capture") && all,
 			      "prepare dir: %s + %s refused, untouched: %s", files[i][0],
 			      files[i][1], msg);
 		for (k = 0; files[i][k]; k++) {
@@ -1581,11 +1584,11 @@ void *__wrap_realloc(void *p, size_t n)
 }
 
 /*
- * A streamed trace's gaps: the first CAPTURE_GAPS_LISTED itemised in
- * order, every later one and every one there was no memory to list
- * counted ("gaps_unlisted"): none is dropped and none fails the
- * recording; meta.json's totals add up.  A trace without a slot is
- * EINVAL.
+ * A streamed capture's gaps: the first CAPTURE_GAPS_LISTED of all traces
+ * together itemised in order, every later one (in any trace) and every
+ * one there was no memory to list counted ("gaps_unlisted"): none is
+ * dropped and none fails the recording; meta.json's totals add up.  A
+ * trace without a slot is EINVAL.
  */
 static void test_stream_gaps(void)
 {
@@ -1604,28 +1607,33 @@ static void test_stream_gaps(void)
 	c.stream = true;
 	c.slots = slots;
 	c.nr_slots = 2;
-	for (i = 0; i < CAPTURE_GAPS_LISTED + 3; i++) {
-		g.offset = i << 12;
-		g.tsc_start = 10 * i + 1;
-		g.tsc_end = 10 * i + 5;
-		bad += capture_stream_gap(&t0, &g, &c) != 0;
-	}
-	CHECK(!bad && slots[0].nr_gaps == CAPTURE_GAPS_LISTED && slots[0].unlisted == 3,
-	      "stream gaps: %u itemised, 3 counted after them (%zu, %" PRIu64 ", %" PRIu64
-	      " failed)", CAPTURE_GAPS_LISTED, slots[0].nr_gaps, slots[0].unlisted, bad);
-	for (i = 0, bad = 0; i < slots[0].nr_gaps; i++)
-		bad += slots[0].gaps[i].offset != i << 12 || slots[0].gaps[i].tsc_start != 10 * i + 1;
-	CHECK(!bad, "stream gaps: the itemised ones are the first, in order");
-	/* no memory for the list: counted, and the next one is listed again */
+	/* no memory for trace 1's first: counted, not failed */
 	fail_realloc = true;
 	rc = capture_stream_gap(&t1, &g, &c);
 	fail_realloc = false;
 	CHECK(rc == 0 && slots[1].nr_gaps == 0 && slots[1].unlisted == 1,
 	      "stream gaps: no memory: counted, not failed (rc %d, %zu listed, %" PRIu64 ")", rc,
 	      slots[1].nr_gaps, slots[1].unlisted);
+	/* then one listed in trace 1, the rest of the budget in trace 0 */
 	rc = capture_stream_gap(&t1, &g, &c);
 	CHECK(rc == 0 && slots[1].nr_gaps == 1 && slots[1].unlisted == 1,
 	      "stream gaps: listed again when memory returns");
+	for (i = 0; i < CAPTURE_GAPS_LISTED + 2; i++) {
+		g.offset = i << 12;
+		g.tsc_start = 10 * i + 1;
+		g.tsc_end = 10 * i + 5;
+		bad += capture_stream_gap(&t0, &g, &c) != 0;
+	}
+	CHECK(!bad && slots[0].nr_gaps == CAPTURE_GAPS_LISTED - 1 && slots[0].unlisted == 3 &&
+	      c.gaps_listed == CAPTURE_GAPS_LISTED,
+	      "stream gaps: %u itemised in all, the later ones counted (%zu, %" PRIu64 ", %"
+	      PRIu64 " failed)", CAPTURE_GAPS_LISTED, slots[0].nr_gaps, slots[0].unlisted, bad);
+	for (i = 0, bad = 0; i < slots[0].nr_gaps; i++)
+		bad += slots[0].gaps[i].offset != i << 12 || slots[0].gaps[i].tsc_start != 10 * i + 1;
+	CHECK(!bad, "stream gaps: the itemised ones are the first, in order");
+	rc = capture_stream_gap(&t1, &g, &c);
+	CHECK(rc == 0 && slots[1].nr_gaps == 1 && slots[1].unlisted == 2,
+	      "stream gaps: the budget is the capture's: another trace's next is counted");
 	CHECK(capture_stream_gap(&t2, &g, &c) == EINVAL && capture_stream_unlisted(&t2, 1, &c) ==
 	      EINVAL, "stream gaps: a trace without a slot is EINVAL");
 	/* meta.json of the two traces, as capture_snapshot_stream() lists them */
@@ -1641,11 +1649,11 @@ static void test_stream_gaps(void)
 	CHECK(capture_nr_gaps(&c) == CAPTURE_GAPS_LISTED + 5, "stream gaps: capture_nr_gaps");
 	o = capture_meta_json(&c);
 	CHECK(o && json_object_get_uint64(jget(o, "stream.gaps")) == CAPTURE_GAPS_LISTED + 5 &&
-	      json_object_get_uint64(jget(o, "stream.gaps_itemised")) == CAPTURE_GAPS_LISTED + 1 &&
-	      json_object_get_uint64(jget(o, "stream.gaps_unlisted")) == 4 &&
-	      json_object_array_length(jget(o, "traces.0.gaps")) == CAPTURE_GAPS_LISTED &&
+	      json_object_get_uint64(jget(o, "stream.gaps_itemised")) == CAPTURE_GAPS_LISTED &&
+	      json_object_get_uint64(jget(o, "stream.gaps_unlisted")) == 5 &&
+	      json_object_array_length(jget(o, "traces.0.gaps")) == CAPTURE_GAPS_LISTED - 1 &&
 	      json_object_get_uint64(jget(o, "traces.0.gaps_unlisted")) == 3 &&
-	      json_object_get_uint64(jget(o, "traces.1.gaps_unlisted")) == 1,
+	      json_object_get_uint64(jget(o, "traces.1.gaps_unlisted")) == 2,
 	      "stream gaps: meta.json counts every gap, itemised or not");
 	json_object_put(o);
 	free(slots[0].gaps);

@@ -2394,6 +2394,18 @@ static void test_stream_gap(struct run *r)
 		      "%s: stream gap, -J %d: its summary entry has its TSCs and bytes lost, no "
 		      "\"ip\" (%s)", r->name, j, keys);
 	}
+
+	/* two more counted, not itemised: the warning says how many */
+	m = json_object_from_file(path);
+	json_object_object_get_ex(m, "traces", &t);
+	t = json_object_array_get_idx(t, 0);
+	json_object_object_add(t, "gaps_unlisted", json_object_new_int64(2));
+	json_object_to_file(path, m);
+	json_object_put(m);
+	st = decode(F(r, "sgu"), F(r, "esgu"), "decode %s%s -J 1", cap, raws);
+	CHECK(st == 3 && file_contains(F(r, "esgu"), "3 stream gap(s), 2 not itemised (no place"),
+	      "%s: stream gap: gaps counted but not itemised: exit 3, the warning says how many "
+	      "(%d)", r->name, st);
 	free(trace);
 	free(cut);
 	free(offs);
