@@ -62,23 +62,25 @@ static void ipt_sim_clock(struct ipt_sim_pcpu *pc)
  * @period_ns: the output timer's period (ipt_sim_period_us)
  * @took_ns: how long the tick that just ran took
  *
- * A tick runs in hard interrupt context, and under emulation a full bulk
- * tick (IPT_SIM_BULK_TICK_MAX bytes, 0.7-1.9 ms under TCG) can take longer
- * than a period, after which the next period's tick would follow at once
- * and the CPU would run little else.  A tick that took more than half a
- * period is followed by as long a rest: the output holds at most half
- * of its CPU.  Bulk mode's slice (the time since the last tick) keeps
- * the rate where the CPU can write it in that half; where it cannot, the
- * rate falls.
+ * A tick runs in hard interrupt context, and under emulation a tick can
+ * take longer than a period (a packet at a time at a high rate, or a full
+ * bulk tick, IPT_SIM_BULK_TICK_MAX bytes, 1.4-1.9 ms with MTC under TCG),
+ * after which the next period's tick would follow at once and the CPU
+ * would run little else.  A tick that took more than half a period is
+ * followed by as long a rest, at most half of bulk mode's catch-up
+ * (IPT_SIM_BULK_CATCH_UP periods, over which its slice keeps the rate):
+ * a tick stretched by the host descheduling the vCPU costs no more.
  *
  * Context: any.
  *
- * Return: 0 (the next tick is a period after the last one began), or the
- * nanoseconds to rest from now.
+ * Return: 0 (the next tick is on the period's grid), or the nanoseconds
+ * to rest from the end of the tick.
  */
 u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns)
 {
-	return took_ns > period_ns / 2 ? took_ns : 0;
+	if (took_ns <= period_ns / 2)
+		return 0;
+	return min(took_ns, IPT_SIM_BULK_CATCH_UP / 2 * period_ns);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_tick_rest);
 
@@ -91,8 +93,9 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_sim_tick_rest);
  * not raise it), at most IPT_SIM_BULK_TICK_MAX bytes; else a packet at
  * a time, at most IPT_SIM_RATE_MAX a second.  A rate set beyond the
  * mode's maximum (bulk mode turned off after it was set) runs at it.
- * The next tick comes a period after this one began, or, after a tick
- * longer than half a period, as long after its end (ipt_sim_tick_rest()).
+ * The next tick comes on the period's grid, or, after a tick longer than
+ * half a period, as long after its end, within a bound
+ * (ipt_sim_tick_rest()).
  */
 static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 {
