@@ -1860,7 +1860,8 @@ static void tfault_start(struct __test_metadata *_metadata, int fd,
  * with gp_ctl = @gp (with GP_IRQ).  A release done in place (the thread
  * was off its CPU just then: the fault not taken, gp_ctl unchanged) is
  * tried again a region on.  Returns the release's result; *@pos its
- * position, *@ts the state before it.
+ * position (past 24 KiB when every release was done in place), *@ts the
+ * state before it.
  */
 static int tfault_release(struct __test_metadata *_metadata, int fd,
 			  uint64_t gp, uint64_t *pos,
@@ -1884,8 +1885,6 @@ static int tfault_release(struct __test_metadata *_metadata, int fd,
 			break;
 		ASSERT_EQ(0, ipt_state(fd, 0, ts));
 	}
-	ASSERT_GE(24 * KIB, *pos)
-		TH_LOG("the thread was off its CPU at every release");
 	return ret;
 }
 
@@ -1911,6 +1910,37 @@ static void tfault_finish(struct __test_metadata *_metadata, int fd,
 }
 
 /*
+ * tfault_start() and tfault_release() until a release reaches the thread
+ * on its CPU: whether it does is the scheduler's (something else may run
+ * on CPU 1 at each of the three releases), and a scenario whose releases
+ * were all done in place (seen: gp_ctl unchanged) is ended cleanly and
+ * begun again, up to TFAULT_SCENARIOS times; never a guess from timing.
+ */
+#define TFAULT_SCENARIOS 10
+
+static int tfault_start_release(struct __test_metadata *_metadata, int fd,
+				struct fworker *w, pthread_t *th, uint64_t gp,
+				uint64_t *bytes, uint64_t *pos,
+				struct ipt_trace_state *ts)
+{
+	int k, ret = 0;
+
+	for (k = 0; k < TFAULT_SCENARIOS; k++) {
+		tfault_start(_metadata, fd, w, th, 28 * KIB, 0, bytes);
+		ret = tfault_release(_metadata, fd, gp, pos, ts);
+		if (*pos <= 24 * KIB)
+			break;
+		TH_LOG("scenario %d: the thread was off its CPU at every release: again", k);
+		ASSERT_EQ(0, sim_cpu_write(1, "gp_ctl", 0));
+		tfault_finish(_metadata, fd, w, *th, *bytes, ts);
+		ASSERT_EQ(0, ipt_cmd(fd, IPT_IOC_RELEASE));
+	}
+	ASSERT_GE(24 * KIB, *pos)
+		TH_LOG("the thread was off its CPU at every release of %d scenarios", k);
+	return ret;
+}
+
+/*
  * A release of a running thread whose stop faults (the WRMSR clearing
  * TraceEn is #GP, TraceEn stays set) fails with EIO and changes nothing:
  * the release position, the thread loaded (no failed load, not cut, the
@@ -1928,9 +1958,8 @@ TEST_F_TIMEOUT(stream, thread_release_stop_fault_changes_nothing, 120)
 		SKIP(return, "needs the simulated unit with streaming");
 	if (nr_cpus() < 2)
 		SKIP(return, "needs two CPUs");
-	tfault_start(_metadata, self->fd, &w, &th, 28 * KIB, 0, &bytes);
-	EXPECT_EQ(-EIO, tfault_release(_metadata, self->fd,
-				       GP_IRQ | GP_CLEAR, &pos, &ts));
+	EXPECT_EQ(-EIO, tfault_start_release(_metadata, self->fd, &w, &th,
+					     GP_IRQ | GP_CLEAR, &bytes, &pos, &ts));
 	EXPECT_EQ(GP_IRQ, sim_cpu_read(1, "gp_ctl"));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
 	EXPECT_FALSE(ts2.status & (IPT_TS_CUT | IPT_TS_PAUSED));
@@ -1966,9 +1995,8 @@ TEST_F_TIMEOUT(stream, thread_release_reload_fault_cuts, 120)
 		SKIP(return, "needs the simulated unit with streaming");
 	if (nr_cpus() < 2)
 		SKIP(return, "needs two CPUs");
-	tfault_start(_metadata, self->fd, &w, &th, 28 * KIB, 0, &bytes);
-	EXPECT_EQ(0, tfault_release(_metadata, self->fd, GP_IRQ | GP_SET,
-				    &pos, &ts));
+	EXPECT_EQ(0, tfault_start_release(_metadata, self->fd, &w, &th,
+					  GP_IRQ | GP_SET, &bytes, &pos, &ts));
 	EXPECT_EQ(GP_IRQ, sim_cpu_read(1, "gp_ctl"));
 	ASSERT_EQ(0, ipt_state(self->fd, 0, &ts2));
 	EXPECT_TRUE(ts2.status & IPT_TS_CUT)
