@@ -993,8 +993,9 @@ long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c)
 	 * Room for the entries first, then the trace brought up to date: an
 	 * error changes nothing.  Closing a pause keeps @total and may only
 	 * raise @oldest, but a pause may begin meanwhile: the PMI handler
-	 * marks the trace paused without the device lock
-	 * (ipt_stream_pmi()), adding the open pause as one more entry.  So
+	 * (ipt_stream_pmi()) and a thread's unload at a context switch
+	 * (ipt_stream_thread_out()) mark the trace paused without the
+	 * device lock, adding the open pause as one more entry.  So
 	 * no more entries than there is room for: the caller asks again
 	 * from where these end (@total says there are more).
 	 */

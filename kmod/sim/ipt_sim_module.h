@@ -88,12 +88,10 @@ struct ipt_sim_pcpu {
 extern const struct ipt_sim_model *ipt_sim_model;
 const struct ipt_sim_model *ipt_sim_model_of(unsigned int cpu);
 extern unsigned int ipt_sim_period_us;
-
-/* ipt_sim_pcpu.c: the output timer's rest after a long tick */
-u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns);
 extern unsigned long ipt_sim_feed_size;
 
 /* ipt_sim_pcpu.c: the per-CPU units, their timer and PMI delivery */
+u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns, bool bulk);
 extern struct ipt_sim_pcpu __percpu *ipt_sim_pcpu;
 extern u64 ipt_sim_rate;
 extern bool ipt_sim_bulk;

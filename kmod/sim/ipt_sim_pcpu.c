@@ -61,26 +61,30 @@ static void ipt_sim_clock(struct ipt_sim_pcpu *pc)
  * ipt_sim_tick_rest() - the least time between the end of a tick and the next
  * @period_ns: the output timer's period (ipt_sim_period_us)
  * @took_ns: how long the tick that just ran took
+ * @bulk: the tick ran in bulk mode
  *
  * A tick runs in hard interrupt context, and under emulation a tick can
  * take longer than a period (a packet at a time at a high rate, or a full
- * bulk tick, IPT_SIM_BULK_TICK_MAX bytes, 1.4-1.9 ms with MTC under TCG),
- * after which the next period's tick would follow at once and the CPU
- * would run little else.  A tick that took more than half a period is
- * followed by as long a rest, at most half of bulk mode's catch-up
- * (IPT_SIM_BULK_CATCH_UP periods, over which its slice keeps the rate):
- * a tick stretched by the host descheduling the vCPU costs no more.
+ * bulk tick, IPT_SIM_BULK_TICK_MAX bytes, 0.7-1.9 ms under TCG), after
+ * which the next period's tick would follow at once and the CPU would
+ * run little else.  A tick that took more than half a period is followed
+ * by as long a rest.  In bulk mode a tick's work is bounded (a few ms at
+ * most under TCG): a longer one was the host descheduling the vCPU, and
+ * the rest is at most half of bulk mode's catch-up (IPT_SIM_BULK_CATCH_UP
+ * periods, over which its slice keeps the rate), so that it costs no
+ * output.  A packet at a time, the tick's work is the rate times a
+ * period, unbounded under emulation: the rest is what it took.
  *
  * Context: any.
  *
  * Return: 0 (the next tick is on the period's grid), or the nanoseconds
  * to rest from the end of the tick.
  */
-u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns)
+u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns, bool bulk)
 {
 	if (took_ns <= period_ns / 2)
 		return 0;
-	return min(took_ns, IPT_SIM_BULK_CATCH_UP / 2 * period_ns);
+	return bulk ? min(took_ns, IPT_SIM_BULK_CATCH_UP / 2 * period_ns) : took_ns;
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_tick_rest);
 
@@ -147,7 +151,7 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 	if (pmi) {
 		hrtimer_forward_now(timer, ns_to_ktime(1));
 	} else {
-		u64 end = ktime_get_ns(), rest = ipt_sim_tick_rest(period_ns, end - now);
+		u64 end = ktime_get_ns(), rest = ipt_sim_tick_rest(period_ns, end - now, bulk);
 
 		if (rest)
 			hrtimer_set_expires(timer, ns_to_ktime(end + rest));

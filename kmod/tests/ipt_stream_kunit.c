@@ -1175,7 +1175,6 @@ static long gaps_call(struct ipt_test_session *f, struct ipt_gaps *g,
 {
 	long ret;
 
-	fake_at(f, SZ_4K / 2, false);
 	WRITE_ONCE(f->t.stream.paused, false);
 	*c = (struct ipt_ioctl_call){ .s = &f->s, .arg = g };
 	g->total = 0;
@@ -1232,9 +1231,12 @@ static void stream_get_gaps_pause_begins(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, g.nr_entries, 1U);
 	KUNIT_ASSERT_EQ(test, c.data_len, 1U);
 	e = c.data;
+	KUNIT_EXPECT_EQ(test, e[0].offset, (u64)8 * SZ_4K);
+	KUNIT_EXPECT_EQ(test, e[0].tsc_start, fake_now);
 	KUNIT_EXPECT_EQ(test, e[0].tsc_end, 0ULL);
 	KUNIT_EXPECT_EQ(test, e[0].bytes_lost, IPT_GAP_BYTES_UNKNOWN);
 	kfree(c.data);
+	gaps_f = NULL;
 }
 
 static struct kunit_case stream_cases[] = {

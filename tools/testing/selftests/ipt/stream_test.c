@@ -641,6 +641,8 @@ TEST_F_TIMEOUT(stream, overload_gaps_add_up, 180)
 			TH_LOG("round %u: the paused unit lost nothing", round);
 		ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 64, &g));
 		ASSERT_EQ(ts.nr_gaps, g.total);
+		/* paused before the call: no pause began during it */
+		ASSERT_EQ(g.total, g.nr_entries);
 		/* The open pause is the last gap, not closed yet. */
 		EXPECT_EQ(0, e[g.total - 1].tsc_end);
 		EXPECT_EQ(IPT_GAP_BYTES_UNKNOWN, e[g.total - 1].bytes_lost);
@@ -1497,6 +1499,7 @@ TEST_F_TIMEOUT(stream, thread_overload_gaps_add_up, 240)
 		EXPECT_TRUE(poll_in(self->fd, 0));
 		ASSERT_EQ(0, get_gaps(self->fd, 0, 0, e, 64, &g));
 		ASSERT_EQ(ts2.nr_gaps, g.total);
+		ASSERT_EQ(g.total, g.nr_entries);
 		EXPECT_EQ(0, e[g.total - 1].tsc_end);
 		EXPECT_EQ(IPT_GAP_BYTES_UNKNOWN, e[g.total - 1].bytes_lost);
 		EXPECT_EQ(ts2.bytes_captured, e[g.total - 1].offset);
