@@ -1026,7 +1026,7 @@ long ipt_ioctl_get_gaps(struct ipt_ioctl_call *c)
 			      t->buf->size;
 		e[i].tsc_start = READ_ONCE(st->paused_tsc);
 		e[i].bytes_lost = IPT_GAP_BYTES_UNKNOWN;
-		e[i].cpu = t->cpu;
+		e[i].cpu = READ_ONCE(t->cpu);
 	}
 	c->data = e;
 	c->data_len = n;

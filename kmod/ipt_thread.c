@@ -263,7 +263,7 @@ static bool ipt_thread_load_locked(struct ipt_trace *t)
 			t->cut = true;
 	} else {
 		t->th.switches++;
-		t->cpu = smp_processor_id();
+		WRITE_ONCE(t->cpu, smp_processor_id());
 		t->running = true;
 	}
 	write_seqcount_end(&t->th.seq);
