@@ -173,12 +173,24 @@ static int ipt_trace_start(struct ipt_trace *t)
 }
 
 /*
+ * A stream trace whose unit did not stop, on its CPU, interrupts off: as
+ * one whose position cannot be read (ipt_stream_stopped_lost()): the head
+ * stays at what was known and a pause still open is a closed gap, which
+ * IPT_IOC_GET_GAPS keeps counting once the trace no longer runs.
+ */
+static void ipt_trace_stop_lost_on_cpu(void *arg)
+{
+	ipt_stream_stopped_lost(arg);
+}
+
+/*
  * Stop tracing on the trace's CPU and settle its state: stops the unit,
  * reads its position, then drains the PMI (ipt_pmi_drain()) so that the
  * wrap count matches the position.  A stop that faults cannot be retried
  * here (the session stops, the CPU goes offline): the trace is taken as
- * stopped and cut, where its unit was (a CTL write faults on silicon only
- * where TraceEn is already clear, VMXON; a panic clears it otherwise).
+ * stopped and cut, where its unit was known to be, a stream's open pause
+ * closed as a gap (a CTL write faults on silicon only where TraceEn is
+ * already clear, VMXON; a panic clears it otherwise).
  * The session's pollers are woken: what the trace holds is final.
  *
  * Context: process context, may sleep; device lock held; CPU hotplug
@@ -196,6 +208,8 @@ static void ipt_trace_stop(struct ipt_trace *t)
 				    t->cpu, t->err);
 		t->running = false;
 		t->cut = true;
+		if (t->s->stream)
+			smp_call_function_single(t->cpu, ipt_trace_stop_lost_on_cpu, t, 1);
 	}
 	ipt_pmi_drain(t);
 	if (t->s->stream)

@@ -765,6 +765,58 @@ static void stream_cpu_move_position_lost(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, fake_ctl & RTIT_CTL_TRACEEN);
 }
 
+/*
+ * A per-CPU stream session stopped while its unit is paused at STOP, the
+ * stop's CTL write faulting (ipt_trace_stop(), the session's stop or the
+ * CPU going offline): the trace is off and cut, and its open pause is a
+ * closed gap at the head, not dropped (a pause is counted only while the
+ * trace runs: it would vanish from IPT_IOC_GET_GAPS's total, and a
+ * consumer that had counted it would find no entry).
+ */
+static void stream_cpu_stop_fault_closes_pause(struct kunit *test)
+{
+	struct ipt_test_session *f = fake_stream(test);
+	struct ipt_gaps g = { .size = sizeof(g), .entry_size = sizeof(struct ipt_gap),
+			      .entries_ptr = 1, .nr_entries = 4 };
+	struct ipt_ioctl_call c = { .s = &f->s, .arg = &g };
+	const struct ipt_gap *e;
+
+	f->s.hw = &fake_start_ops;
+	f->s.mode = IPT_MODE_CPU;
+	f->s.mops = &ipt_cpu_mode_ops;
+	f->s.traces = &f->t;
+	f->s.nr_traces = 1;
+	f->t.cpu = cpumask_first(cpu_online_mask);
+	fake_start(f);
+	fake_ctl = RTIT_CTL_TRACEEN;
+	fake_at(f, 0, true);
+	ipt_stream_pmi(&f->t, &fake_ops);
+	KUNIT_ASSERT_EQ(test, fake_captured(f), (u64)8 * SZ_4K);
+	KUNIT_ASSERT_TRUE(test, READ_ONCE(f->t.stream.paused));
+	fake_now = 2500;
+	fake_ctl_fault = 1;
+	ipt_cpus_read_lock();
+	mutex_lock(&f->idev.lock);
+	f->s.mops->stop(&f->s);
+	f->s.state = IPT_STATE_STOPPED;
+	KUNIT_EXPECT_EQ(test, ipt_ioctl_get_gaps(&c), 0L);
+	mutex_unlock(&f->idev.lock);
+	ipt_cpus_read_unlock();
+	irq_work_sync(&f->t.stream.work);
+	KUNIT_EXPECT_FALSE(test, f->t.running);
+	KUNIT_EXPECT_TRUE(test, f->t.cut);
+	KUNIT_EXPECT_TRUE(test, fake_ctl & RTIT_CTL_TRACEEN);
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(f->t.stream.paused));
+	KUNIT_ASSERT_EQ(test, f->t.stream.nr_gaps, 1ULL);
+	KUNIT_EXPECT_EQ(test, g.total, 1ULL);
+	KUNIT_ASSERT_EQ(test, g.nr_entries, 1U);
+	e = c.data;
+	KUNIT_EXPECT_EQ(test, e[0].offset, (u64)8 * SZ_4K);
+	KUNIT_EXPECT_EQ(test, e[0].tsc_start, 1000ULL);
+	KUNIT_EXPECT_EQ(test, e[0].tsc_end, 2500ULL);
+	kfree(c.data);
+}
+
 /* ---- per-thread traces ---------------------------------------------- */
 
 /* A thread's stream trace on the fake buffer, switched out. */
@@ -1262,6 +1314,7 @@ static struct kunit_case stream_cases[] = {
 	KUNIT_CASE(stream_thread_out_position_lost),
 	KUNIT_CASE(stream_thread_out_stop_faulted),
 	KUNIT_CASE(stream_get_gaps_pause_begins),
+	KUNIT_CASE(stream_cpu_stop_fault_closes_pause),
 	{}
 };
 
