@@ -960,6 +960,32 @@ static void fk_record_reset(uint64_t start_bytes)
 }
 
 /*
+ * A child process running 'record -a -o @dir -- sleep 100' on the fake
+ * kernel, its output to /dev/null, in a process group of its own if
+ * @own_group; its pid (or -1).
+ */
+static pid_t fork_record(const char *dir, bool own_group)
+{
+	struct ipttool t = { .device = FAKE_PATH };
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "record", "-a", "--no-sideband", "--size", "64K", "-o", (char *)dir,
+				 "-q", "--", "sleep", "100", NULL };
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (own_group)
+			setpgid(0, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		_exit(cmd_record(&t, 11, argv));
+	}
+	return pid;
+}
+
+/*
  * SIGHUP (the terminal closed) ends a recording as SIGINT does: the
  * capture is written, complete.  The recording runs "sleep 100" in a
  * child process of the test; the test waits for its first meta.json (the
@@ -968,7 +994,6 @@ static void fk_record_reset(uint64_t start_bytes)
  */
 static void test_record_sighup(void)
 {
-	struct ipttool t = { .device = FAKE_PATH };
 	char dir[300], meta[320];
 	struct json_object *m;
 	int i, wst = 0;
@@ -977,17 +1002,7 @@ static void test_record_sighup(void)
 	snprintf(dir, sizeof(dir), "%s/hup", tmpdir);
 	snprintf(meta, sizeof(meta), "%s/meta.json", dir);
 	fk_record_reset(1000);
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		char *argv[] = { "record", "-a", "--no-sideband", "--size", "64K", "-o", dir, "-q",
-				 "--", "sleep", "100", NULL };
-		int fd = open("/dev/null", O_WRONLY);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		_exit(cmd_record(&t, 11, argv));
-	}
+	pid = fork_record(dir, false);
 	/* a bounded wait on a state (30 s, never reached when all is well) */
 	for (i = 0; pid > 0 && i < 3000 && access(meta, F_OK); i++)
 		usleep(10000);
@@ -1065,7 +1080,6 @@ static void test_child_signals(void)
  */
 static void test_record_killed(void)
 {
-	struct ipttool t = { .device = FAKE_PATH };
 	char dir[300], meta[320];
 	struct json_object *m = NULL;
 	int i, wst = 0;
@@ -1074,18 +1088,7 @@ static void test_record_killed(void)
 	snprintf(dir, sizeof(dir), "%s/killed", tmpdir);
 	snprintf(meta, sizeof(meta), "%s/meta.json", dir);
 	fk_record_reset(3 * FK_SIZE + 100);
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		char *argv[] = { "record", "-a", "--no-sideband", "--size", "64K", "-o", dir, "-q",
-				 "--", "sleep", "100", NULL };
-		int fd = open("/dev/null", O_WRONLY);
-
-		setpgid(0, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		_exit(cmd_record(&t, 11, argv));
-	}
+	pid = fork_record(dir, true);
 	/* a bounded wait on a state (30 s, never reached when all is well) */
 	for (i = 0; pid > 0 && i < 3000; i++) {
 		m = json_object_from_file(meta);
