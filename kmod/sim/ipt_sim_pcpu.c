@@ -153,6 +153,12 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 	} else {
 		u64 end = ktime_get_ns(), rest = ipt_sim_tick_rest(period_ns, end - now, bulk);
 
+		/*
+		 * An absolute expiry, on the timer's own clock (monotonic):
+		 * HRTIMER_RESTART enqueues the timer at the expiry the callback
+		 * left (Linux 6.1 kernel/time/hrtimer.c, __run_hrtimer(),
+		 * enqueue_hrtimer(..., HRTIMER_MODE_ABS)).
+		 */
 		if (rest)
 			hrtimer_set_expires(timer, ns_to_ktime(end + rest));
 		else
