@@ -1076,11 +1076,10 @@ static int sync_dir(const char *dir)
 
 /*
  * meta.json from @s through CAPTURE_META.tmp: written, fsync'd, renamed
- * over it, the directory fsync'd.  On any failure before the rename
- * meta.json is untouched (the rename is the only step that changes it,
- * and it is atomic) and the temporary file is removed; a failure of the
- * directory's fsync after it leaves the new meta.json, maybe not yet
- * durable, and is returned.  0 or errno.
+ * over it.  On any failure meta.json is untouched (the rename is the only
+ * step that changes it, and it is atomic) and the temporary file is
+ * removed.  The caller fsyncs the directory after the rename (sync_dir()),
+ * whose failure must not be taken for one of these.  0 or errno.
  */
 static int write_meta_tmp(const char *dir, const char *s, size_t len)
 {
@@ -1096,11 +1095,9 @@ static int write_meta_tmp(const char *dir, const char *s, size_t len)
 	err = sync_close(fd, write_padded(fd, s, len, 0));
 	if (!err && rename(tmp, dst))
 		err = errno;
-	if (err) {
+	if (err)
 		unlink(tmp);
-		return err;
-	}
-	return sync_dir(dir);
+	return err;
 }
 
 /*
@@ -1109,7 +1106,8 @@ static int write_meta_tmp(const char *dir, const char *s, size_t len)
  * has, with @s padded to its size; fsync it and rename it over
  * meta.json.  ENOSPC, writing nothing, when @s does not fit.  A failure
  * at any step (a copy-on-write filesystem needs new blocks even to
- * overwrite) leaves meta.json untouched: only the rename changes it.
+ * overwrite) leaves meta.json untouched: only the rename changes it.  The
+ * caller fsyncs the directory after it.
  */
 static int write_meta_reserve(const char *dir, const char *s, size_t len)
 {
@@ -1130,7 +1128,7 @@ static int write_meta_reserve(const char *dir, const char *s, size_t len)
 	err = sync_close(fd, write_padded(fd, s, len, (size_t)st.st_size));
 	if (!err && rename(res, dst))
 		err = errno;
-	return err ? err : sync_dir(dir);
+	return err;
 }
 
 /* @buf (@size bytes) at its longest as JSON: control bytes, each "\u0001". */
@@ -1314,7 +1312,7 @@ static int write_meta_draft(const struct capture *c)
 	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
 	err = write_meta_tmp(c->dir, s, strlen(s));
 	json_object_put(o);
-	return err;
+	return err ? err : sync_dir(c->dir);
 }
 
 int capture_begin_meta(const struct capture *c)
@@ -1368,8 +1366,15 @@ int capture_write_meta(const struct capture *c)
 			e = write_meta_reserve_lean(c);
 		err = e ? err : 0;
 	}
-	if (!err)	/* renamed, or not needed any more */
+	/*
+	 * Renamed: the reserve is not needed any more, and the rename is made
+	 * durable.  A failure of that fsync leaves the final meta.json in
+	 * place and is returned; it must not send the write to the reserve.
+	 */
+	if (!err) {
 		unlink(res);
+		err = sync_dir(c->dir);
+	}
 	json_object_put(o);
 	return err;
 }

@@ -932,6 +932,7 @@ enum fi_mode {
 			 * writing past a file's end fails; the rest works */
 	FI_CRASH,	/* the process dies at the @at-th call, before it runs */
 	FI_CRASH_RESERVE, /* no new file can be created, then FI_CRASH */
+	FI_DIRSYNC,	/* only a directory's fsync fails (ENOSPC), every one */
 };
 
 static struct {
@@ -1011,6 +1012,10 @@ int __wrap_fsync(int fd)
 	struct stat st;
 	bool dir = !fstat(fd, &st) && S_ISDIR(st.st_mode);
 
+	if (fi.mode == FI_DIRSYNC && dir) {
+		fi.dir_fault = true;
+		return fi_fail();
+	}
 	if (fi_past() && fi.mode != FI_OVERWRITE) {
 		fi.dir_fault |= dir;
 		return fi_fail();
@@ -1180,6 +1185,60 @@ static void test_meta_faults(const char *dir)
 	unlink(meta);
 	unlink(tmp);
 	unlink(res);
+}
+
+/*
+ * The final meta.json renamed into place, then the directory's fsync
+ * fails (ENOSPC): the error is returned and the final meta.json stays,
+ * every gap itemised; the failure is not taken for a full disk, which
+ * would rewrite it through the reserve with its gaps only counted.
+ */
+static void test_meta_dirsync(const char *dir)
+{
+	enum { NT = 4, NG = 30 };
+	static struct capture_trace tr[NT];
+	static struct ipt_gap gaps[NG];
+	char res[512], tmp[512], msg[512];
+	struct json_object *o;
+	struct capture c;
+	size_t i;
+	int rc;
+
+	stream_thread_capture(&c, dir, tr, NT);
+	for (i = 0; i < NG; i++)
+		gaps[i] = (struct ipt_gap){ .offset = i << 20, .tsc_start = 1000 * i,
+					    .tsc_end = 1000 * i + 500, .bytes_lost = 4096 };
+	for (i = 0; i < NT; i++) {
+		tr[i].cpu = (unsigned int)i;
+		tr[i].ts.tid = 100 + (uint32_t)i;
+		snprintf(tr[i].file, sizeof(tr[i].file), "thread-%zu.pt", 100 + i);
+		tr[i].gaps = gaps;
+		tr[i].nr_gaps = NG;	/* itemised, they do not fit the reserve */
+	}
+	c.meta_reserve = capture_meta_reserve(&c, NT);
+	c.complete = false;
+	snprintf(c.reason, sizeof(c.reason), "%s", CAPTURE_UNFINISHED);
+	CHECK(capture_begin_meta(&c) == 0, "dir fsync: the capture begins");
+	c.complete = true;
+	c.reason[0] = 0;
+	c.nr_traces = NT;
+	fi.dir_fault = false;
+	fi.at = UINT_MAX;
+	fi.mode = FI_DIRSYNC;
+	rc = capture_write_meta(&c);
+	fi.mode = FI_OFF;
+	o = capture_read_meta(dir, msg, sizeof(msg));
+	snprintf(res, sizeof(res), "%s/" CAPTURE_META_RESERVE, dir);
+	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", dir);
+	CHECK(fi.dir_fault && rc == ENOSPC && o && json_object_get_boolean(jget(o, "complete")) &&
+	      json_object_array_length(jget(o, "traces")) == NT &&
+	      json_object_array_length(jget(o, "traces.0.gaps")) == NG &&
+	      json_object_get_int64(jget(o, "traces.0.gaps_unlisted")) == 0 &&
+	      access(res, F_OK) && access(tmp, F_OK),
+	      "dir fsync: fails after the rename: error returned (%s), the final meta.json "
+	      "with every gap itemised stays, no reserve or temporary file left",
+	      strerror(rc));
+	json_object_put(o);
 }
 
 /* A per-thread capture: file names, "mode":"thread", per-trace thread state. */
@@ -1701,6 +1760,7 @@ int main(void)
 	test_enospc(dir);
 	test_meta_full_disk(dir);
 	test_meta_faults(dir);
+	test_meta_dirsync(dir);
 	test_meta_reserve_worst(dir);
 	test_info_sideband(dir);
 	test_symbols(dir);
