@@ -173,14 +173,28 @@ static int ipt_trace_start(struct ipt_trace *t)
 }
 
 /*
- * A stream trace whose unit did not stop, on its CPU, interrupts off: as
- * one whose position cannot be read (ipt_stream_stopped_lost()): the head
- * stays at what was known and a pause still open is a closed gap, which
- * IPT_IOC_GET_GAPS keeps counting once the trace no longer runs.
+ * The final stop of a trace (its session stops, its CPU goes offline), on
+ * its CPU, interrupts off: ipt_trace_stop_on_cpu(), and a stop that
+ * faulted is taken as done: the trace is off (no PMI of its own is
+ * handled after this: ipt_stream_pmi() wants it running) and cut, and a
+ * stream trace is settled as one whose position cannot be read
+ * (ipt_stream_stopped_lost()): the head stays at what was known and a
+ * pause still open is a closed gap, which IPT_IOC_GET_GAPS keeps counting
+ * once the trace no longer runs.  @t->err stays the stop's.
  */
-static void ipt_trace_stop_lost_on_cpu(void *arg)
+static void ipt_trace_stop_final_on_cpu(void *arg)
 {
-	ipt_stream_stopped_lost(arg);
+	struct ipt_trace *t = arg;
+
+	ipt_trace_stop_on_cpu(t);
+	if (!t->err || !t->running)
+		return;
+	pr_warn_ratelimited("CPU %u: the unit did not stop (%d); the trace is cut\n",
+			    t->cpu, t->err);
+	t->running = false;
+	t->cut = true;
+	if (t->s->stream)
+		ipt_stream_stopped_lost(t);
 }
 
 /*
@@ -202,15 +216,7 @@ static void ipt_trace_stop(struct ipt_trace *t)
 	lockdep_assert_held(&t->s->idev->lock);
 	if (!t->running)
 		return;
-	smp_call_function_single(t->cpu, ipt_trace_stop_on_cpu, t, 1);
-	if (t->err && t->running) {
-		pr_warn_ratelimited("CPU %u: the unit did not stop (%d); the trace is cut\n",
-				    t->cpu, t->err);
-		t->running = false;
-		t->cut = true;
-		if (t->s->stream)
-			smp_call_function_single(t->cpu, ipt_trace_stop_lost_on_cpu, t, 1);
-	}
+	smp_call_function_single(t->cpu, ipt_trace_stop_final_on_cpu, t, 1);
 	ipt_pmi_drain(t);
 	if (t->s->stream)
 		wake_up_all(&t->s->wq);

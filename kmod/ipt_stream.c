@@ -424,7 +424,9 @@ static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
  * registers are rebuilt at the head, so that a restart or load writes
  * into @t's buffer and nowhere else, Stopped (and waiting for a release)
  * if the head is a whole buffer past the start of the region holding
- * @released, with PacketByteCnt 0 for a PSB+.  Context: the unit off,
+ * @released, with PacketByteCnt 0 for a PSB+.  Context: the unit off
+ * (or one whose final stop faulted, taken as off from then on: the trace
+ * no longer runs, so no PMI reopens a pause, ipt_trace_stop_final_on_cpu()),
  * interrupts off; the caller holds the device lock (or waits for the
  * cross-CPU call that runs this), or for a thread &@t->th.lock.
  * Return: the new head.
