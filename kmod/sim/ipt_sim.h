@@ -412,10 +412,12 @@ size_t ipt_sim_pkt_mtc(u8 *p, u8 ctc);
 size_t ipt_sim_pkt_cyc(u8 *p, u64 cycles);
 size_t ipt_sim_pkt_ovf(u8 *p);
 
+/* ipt_sim_pcpu.c: the output timer's rest after a long tick */
+u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns, bool bulk);
+
 /* ipt_sim_pcpu.c: the live units, for KUnit */
 #if IS_ENABLED(CONFIG_KUNIT)
 const struct ipt_hw_ops *ipt_sim_live_ops(void);
-u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns, bool bulk);
 u64 ipt_sim_live_rate(u64 rate);
 void ipt_sim_live_state(unsigned int cpu, struct ipt_sim_cpu *st);
 #endif

@@ -91,7 +91,6 @@ extern unsigned int ipt_sim_period_us;
 extern unsigned long ipt_sim_feed_size;
 
 /* ipt_sim_pcpu.c: the per-CPU units, their timer and PMI delivery */
-u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns, bool bulk);
 extern struct ipt_sim_pcpu __percpu *ipt_sim_pcpu;
 extern u64 ipt_sim_rate;
 extern bool ipt_sim_bulk;
