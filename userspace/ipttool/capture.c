@@ -71,6 +71,19 @@ void capture_time_conv(struct capture *c)
 	c->have_time_conv = true;
 }
 
+/*
+ * fsync @fd (EINVAL: a file that cannot be, /dev/full in the tests) and
+ * close it: 0 or the first errno, @err if already set.
+ */
+static int sync_close(int fd, int err)
+{
+	if (!err && fsync(fd) && errno != EINVAL)
+		err = errno;
+	if (close(fd) && !err && errno != EINTR)
+		err = errno;
+	return err;
+}
+
 /* ---- sideband ------------------------------------------------------------ */
 
 static const char *const sb_type_name[IPTCAP_SB_OTHER + 1] = {
@@ -105,12 +118,7 @@ static int vdso_save(struct capture *c, const unsigned char *data, size_t size,
 	snprintf(sb->vdso[i].source, sizeof(sb->vdso[i].source), "%s", source);
 	snprintf(path, sizeof(path), "%s/vdso%u.so", c->dir, i);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	err = fd < 0 ? errno : write_full(fd, data, size, NULL);
-	if (fd >= 0) {
-		if (!err && fsync(fd) && errno != EINVAL)
-			err = errno;
-		close(fd);
-	}
+	err = fd < 0 ? errno : sync_close(fd, write_full(fd, data, size, NULL));
 	if (err) {
 		free(sb->vdso[i].data);
 		sb->vdso[i].data = NULL;
@@ -562,10 +570,7 @@ int capture_write_trace(struct capture *c, struct capture_trace *tr,
 		err = write_full(fd, p, (size_t)left, &done);
 		tr->written += done;
 	}
-	if (!err && fsync(fd) && errno != EINVAL)
-		err = errno;
-	if (close(fd) && !err && errno != EINTR)
-		err = errno;
+	err = sync_close(fd, err);
 out:
 	tr->write_errno = err;
 	if (err)
@@ -1042,19 +1047,6 @@ static int write_padded(int fd, const char *s, size_t len, size_t pad)
 static int meta_path(char *buf, size_t size, const char *dir, const char *name)
 {
 	return (size_t)snprintf(buf, size, "%s/%s", dir, name) >= size ? ENAMETOOLONG : 0;
-}
-
-/*
- * fsync @fd (EINVAL: a file that cannot be, /dev/full in the tests) and
- * close it: 0 or the first errno, @err if already set.
- */
-static int sync_close(int fd, int err)
-{
-	if (!err && fsync(fd) && errno != EINVAL)
-		err = errno;
-	if (close(fd) && !err && errno != EINTR)
-		err = errno;
-	return err;
 }
 
 /*
