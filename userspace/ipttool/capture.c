@@ -642,6 +642,17 @@ uint64_t capture_nr_gaps(const struct capture *c)
 	return n;
 }
 
+/* The gaps the consumer collected for trace slot @slot, into @tr. */
+static void trace_gaps_from_slot(const struct capture *c, struct capture_trace *tr,
+				 unsigned int slot)
+{
+	if (slot < c->nr_slots) {
+		tr->gaps = c->slots[slot].gaps;
+		tr->nr_gaps = c->slots[slot].nr_gaps;
+		tr->gaps_unlisted = c->slots[slot].unlisted;
+	}
+}
+
 int capture_collect_stream(struct iptcap *ipt, struct capture *c,
 			   struct iptcap_stream_files *files)
 {
@@ -669,11 +680,7 @@ int capture_collect_stream(struct iptcap *ipt, struct capture *c,
 					   c->per_thread ? "trace " : "cpu", cpu, iptcap_strerror(err));
 			continue;
 		}
-		if (cpu < c->nr_slots) {
-			tr->gaps = c->slots[cpu].gaps;
-			tr->nr_gaps = c->slots[cpu].nr_gaps;
-			tr->gaps_unlisted = c->slots[cpu].unlisted;
-		}
+		trace_gaps_from_slot(c, tr, cpu);
 		/*
 		 * No byte came: an empty file, created by the sink so that its
 		 * one naming rule names it (never over another trace's file).
@@ -728,12 +735,9 @@ int capture_snapshot_stream(struct iptcap *ipt, struct capture *c,
 			    const struct iptcap_stream_files *files)
 {
 	unsigned int cpu, count = c->per_thread ? c->config.max_threads : c->caps.nr_cpus;
-	char reason[sizeof(c->reason)];
-	bool complete = c->complete;
+	struct capture draft;
 	enum iptcap_err err;
-	int rc;
 
-	snprintf(reason, sizeof(reason), "%s", c->reason);
 	c->nr_traces = 0;
 	memset(c->traces, 0, (count ? count : 1) * sizeof(*c->traces));
 	for (cpu = 0; cpu < count; cpu++) {
@@ -749,19 +753,14 @@ int capture_snapshot_stream(struct iptcap *ipt, struct capture *c,
 			continue;
 		tr->cpu = cpu;
 		snprintf(tr->file, sizeof(tr->file), "%s", name);
-		if (cpu < c->nr_slots) {
-			tr->gaps = c->slots[cpu].gaps;
-			tr->nr_gaps = c->slots[cpu].nr_gaps;
-			tr->gaps_unlisted = c->slots[cpu].unlisted;
-		}
+		trace_gaps_from_slot(c, tr, cpu);
 		c->nr_traces++;
 	}
-	c->complete = false;
-	snprintf(c->reason, sizeof(c->reason), "%s", CAPTURE_UNFINISHED);
-	rc = write_meta_draft(c);	/* the reserve is the final one's */
-	c->complete = complete;
-	snprintf(c->reason, sizeof(c->reason), "%s", reason);
-	return rc;
+	/* as it stands, not finished; the reserve stays the final one's */
+	draft = *c;
+	draft.complete = false;
+	snprintf(draft.reason, sizeof(draft.reason), "%s", CAPTURE_UNFINISHED);
+	return write_meta_draft(&draft);
 }
 
 static struct json_object *gaps_json(const struct capture *c, const struct capture_trace *tr)
