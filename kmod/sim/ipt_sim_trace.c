@@ -519,10 +519,7 @@ static u64 ipt_sim_mtc_step(const struct ipt_sim_cpu *c)
 
 	if (l15->ebx && l15->eax && ctcs % l15->eax)
 		return 0;
-	if (!l15->ebx || !l15->eax)
-		step = ctcs << 4;
-	else
-		step = ctcs / l15->eax * l15->ebx;
+	step = ipt_sim_tsc_of_ctc(c, ctcs);
 	return step > IPT_SIM_TSC_PER_BYTE ? step : 0;
 }
 
@@ -582,6 +579,12 @@ static size_t ipt_sim_bulk_fill(struct ipt_sim_cpu *c, u64 want)
 	return n;
 }
 
+/* Bytes produced (written, dropped or lost at STOP) since the count @start. */
+static u64 ipt_sim_spent(const struct ipt_sim_cpu *c, u64 start)
+{
+	return c->stats.bytes + c->stats.dropped + c->stats.stopped - start;
+}
+
 /**
  * ipt_sim_run() - produce trace for one time slice
  * @c: the state; @c->tsc is the time now, at or after where the last
@@ -621,7 +624,7 @@ static size_t ipt_sim_bulk_fill(struct ipt_sim_cpu *c, u64 want)
  */
 void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 {
-	u64 start = c->stats.bytes + c->stats.dropped + c->stats.stopped;
+	u64 start = ipt_sim_spent(c, 0);
 	u8 buf[IPT_SIM_PKT_MAX];
 	size_t n;
 
@@ -644,10 +647,8 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 		}
 	}
 	while ((ipt_sim_output_on(c) || ipt_sim_output_stopped(c)) &&
-	       c->stats.bytes + c->stats.dropped + c->stats.stopped - start <
-	       budget) {
-		u64 left = budget - (c->stats.bytes + c->stats.dropped +
-				     c->stats.stopped - start);
+	       ipt_sim_spent(c, start) < budget) {
+		u64 left = budget - ipt_sim_spent(c, start);
 		bool bulk = ipt_sim_bulk_on(c);
 		const u8 *unit;
 		u64 ip, len;
@@ -689,9 +690,7 @@ void ipt_sim_run(struct ipt_sim_cpu *c, u64 budget)
 			 * budget has left (one TNT at least, as a packet at
 			 * a time).  @len, which pacing allowed, bounds it.
 			 */
-			left = budget - min(budget - 1,
-					    c->stats.bytes + c->stats.dropped +
-					    c->stats.stopped - start);
+			left = budget - min(budget - 1, ipt_sim_spent(c, start));
 			n = ipt_sim_bulk_fill(c, min(len,
 						     ipt_sim_bulk_want(c, left)));
 			ipt_sim_put(c, c->bulk, n);
