@@ -1326,14 +1326,6 @@ int capture_begin_meta(const struct capture *c)
 	return err;
 }
 
-void capture_drop_reserve(const struct capture *c)
-{
-	char res[4096];
-
-	if (c->dir && !meta_path(res, sizeof(res), c->dir, CAPTURE_META_RESERVE))
-		unlink(res);
-}
-
 int capture_write_meta(const struct capture *c)
 {
 	char res[4096];
@@ -1358,14 +1350,14 @@ int capture_write_meta(const struct capture *c)
 		err = e ? err : 0;
 	}
 	/*
-	 * Renamed: the reserve is not needed any more, and the rename is made
-	 * durable.  A failure of that fsync leaves the final meta.json in
-	 * place and is returned; it must not send the write to the reserve.
+	 * The final write, done or not: the reserve is not needed any more.
+	 * Renamed, the rename is made durable; a failure of that fsync leaves
+	 * the final meta.json in place and is returned: it must not send the
+	 * write to the reserve.
 	 */
-	if (!err) {
-		unlink(res);
+	unlink(res);
+	if (!err)
 		err = sync_dir(c->dir);
-	}
 	json_object_put(o);
 	return err;
 }

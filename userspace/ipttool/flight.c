@@ -117,8 +117,6 @@ static void do_dump(int cfd, struct iptcap *ipt, struct capture *c, char *dir, b
 		capture_incomplete(c, "%s", msg);
 	capture_sb_end(c);
 	capture_collect(ipt, c);
-	/* the final meta.json removed it, unless it could not be written */
-	capture_drop_reserve(c);
 	capture_sb_free(c);
 	if (restart) {
 		err = iptcap_start(ipt);

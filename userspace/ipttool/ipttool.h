@@ -434,8 +434,6 @@ int capture_begin_meta(const struct capture *c);
  * stays as it was.  On success the reserve is removed.  0 or errno.
  */
 int capture_write_meta(const struct capture *c);
-/* Remove CAPTURE_META_RESERVE (a capture that ends without a final meta.json). */
-void capture_drop_reserve(const struct capture *c);
 /* Read DIR/meta.json; NULL with one sentence in @msg on failure. */
 struct json_object *capture_read_meta(const char *dir, char *msg, size_t len);
 

@@ -1234,7 +1234,6 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	struct progress pr;
 	struct record_stream rs = { 0 };
 	bool show_progress = false, progress_shown = false, exec_failed = false, tty;
-	bool meta_begun = false;
 	bool stream_failed = false, regions_given;
 	uint64_t nr_gaps = 0;
 	size_t nr_slots;
@@ -1402,7 +1401,6 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		ipt_err("cannot write %s/%s: %s", c.dir, CAPTURE_META, strerror(rc));
 		goto out;
 	}
-	meta_begun = true;
 	c.complete = true;
 	c.reason[0] = '\0';
 
@@ -1421,8 +1419,11 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 	if (o.prog_argv) {
 		/* The child waits until tracing runs, then execs. */
 		if (pipe2(pipefd, O_CLOEXEC) || (c.per_thread && pipe2(stpipe, O_CLOEXEC))) {
-			ipt_err("pipe: %s", strerror(errno));
-			goto out;
+			int e = errno;
+
+			ipt_err("pipe: %s", strerror(e));
+			capture_incomplete(&c, "pipe: %s", strerror(e));
+			goto out_meta;
 		}
 		/*
 		 * The stop signals stay blocked until the child has their
@@ -1440,8 +1441,11 @@ int cmd_record(struct ipttool *t, int argc, char **argv)
 		else
 			sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		if (child < 0) {
-			ipt_err("fork: %s", strerror(errno));
-			goto out;
+			int e = errno;
+
+			ipt_err("fork: %s", strerror(e));
+			capture_incomplete(&c, "fork: %s", strerror(e));
+			goto out_meta;
 		}
 		if (child == 0) {
 			char b;
@@ -1624,8 +1628,6 @@ out_meta:
 	capture_sb_end(&c);
 	capture_write_meta(&c);
 out:
-	if (meta_begun)		/* the final meta.json removed it, unless it was not written */
-		capture_drop_reserve(&c);
 	if (pipefd[0] >= 0)
 		close(pipefd[0]);
 	if (pipefd[1] >= 0)

@@ -1241,6 +1241,42 @@ static void test_meta_dirsync(const char *dir)
 	json_object_put(o);
 }
 
+/*
+ * A final meta.json that cannot be written for another reason than a full
+ * disk (meta.json.tmp is a directory: EISDIR): the error is returned,
+ * meta.json stays the one the capture began with, and the reserve goes,
+ * as after a final write that succeeds: nothing would use it any more.
+ */
+static void test_meta_fail_drops_reserve(const char *dir)
+{
+	struct capture_trace tr[1];
+	char res[512], tmp[512], msg[512];
+	struct json_object *o;
+	struct capture c;
+	int rc;
+
+	memset(tr, 0, sizeof(tr));
+	stream_thread_capture(&c, dir, tr, 1);
+	c.meta_reserve = capture_meta_reserve(&c, 1);
+	c.complete = false;
+	snprintf(c.reason, sizeof(c.reason), "%s", CAPTURE_UNFINISHED);
+	snprintf(res, sizeof(res), "%s/" CAPTURE_META_RESERVE, dir);
+	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", dir);
+	CHECK(capture_begin_meta(&c) == 0 && !access(res, F_OK),
+	      "failed final write: the capture begins with its reserve");
+	CHECK(mkdir(tmp, 0755) == 0, "failed final write: meta.json.tmp is a directory");
+	c.complete = true;
+	c.reason[0] = 0;
+	rc = capture_write_meta(&c);
+	o = capture_read_meta(dir, msg, sizeof(msg));
+	CHECK(rc == EISDIR && o && !json_object_get_boolean(jget(o, "complete")) &&
+	      access(res, F_OK),
+	      "failed final write: EISDIR returned (%s), meta.json the first one, the reserve "
+	      "removed", strerror(rc));
+	json_object_put(o);
+	rmdir(tmp);
+}
+
 /* A per-thread capture: file names, "mode":"thread", per-trace thread state. */
 static void test_meta_thread(const char *dir)
 {
@@ -1761,6 +1797,7 @@ int main(void)
 	test_meta_full_disk(dir);
 	test_meta_faults(dir);
 	test_meta_dirsync(dir);
+	test_meta_fail_drops_reserve(dir);
 	test_meta_reserve_worst(dir);
 	test_info_sideband(dir);
 	test_symbols(dir);
