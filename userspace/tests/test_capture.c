@@ -58,6 +58,28 @@ static void stream_thread_capture(struct capture *c, const char *dir, struct cap
 	c->traces = tr;
 }
 
+/*
+ * @nt threads' traces of @c, each with the same @ng gaps (more than its
+ * reserve holds itemised), and @c's reserve for them.
+ */
+static void gapped_traces(struct capture *c, struct capture_trace *tr, unsigned int nt,
+			  struct ipt_gap *gaps, unsigned int ng)
+{
+	unsigned int i;
+
+	for (i = 0; i < ng; i++)
+		gaps[i] = (struct ipt_gap){ .offset = (uint64_t)i << 20, .tsc_start = 1000ull * i,
+					    .tsc_end = 1000ull * i + 500, .bytes_lost = 4096 };
+	for (i = 0; i < nt; i++) {
+		tr[i].cpu = i;
+		tr[i].ts.tid = 100 + i;
+		snprintf(tr[i].file, sizeof(tr[i].file), "thread-%u.pt", 100 + i);
+		tr[i].gaps = gaps;
+		tr[i].nr_gaps = ng;
+	}
+	c->meta_reserve = capture_meta_reserve(c, nt);
+}
+
 static int parse(struct record_opts *o, char *msg, size_t len, ...)
 {
 	static char *argv[32];	/* o->prog_argv points into it */
@@ -1090,21 +1112,10 @@ static void test_meta_faults(const char *dir)
 	char meta[512], tmp[512], res[512], msg[512];
 	struct capture c;
 	unsigned int m, k, total, bad, first_bad, finals;
-	size_t i;
 
 	stream_thread_capture(&c, dir, tr, NT);
 	c.prog.argv = argv;
-	for (i = 0; i < NG; i++)
-		gaps[i] = (struct ipt_gap){ .offset = i << 20, .tsc_start = 1000 * i,
-					    .tsc_end = 1000 * i + 500, .bytes_lost = 4096 };
-	for (i = 0; i < NT; i++) {
-		tr[i].cpu = (unsigned int)i;
-		tr[i].ts.tid = 100 + (uint32_t)i;
-		snprintf(tr[i].file, sizeof(tr[i].file), "thread-%zu.pt", 100 + i);
-		tr[i].gaps = gaps;
-		tr[i].nr_gaps = NG;	/* itemised, they do not fit the reserve */
-	}
-	c.meta_reserve = capture_meta_reserve(&c, NT);
+	gapped_traces(&c, tr, NT, gaps, NG);
 	snprintf(meta, sizeof(meta), "%s/meta.json", dir);
 	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", dir);
 	snprintf(res, sizeof(res), "%s/" CAPTURE_META_RESERVE, dir);
@@ -1201,21 +1212,10 @@ static void test_meta_dirsync(const char *dir)
 	char res[512], tmp[512], msg[512];
 	struct json_object *o;
 	struct capture c;
-	size_t i;
 	int rc;
 
 	stream_thread_capture(&c, dir, tr, NT);
-	for (i = 0; i < NG; i++)
-		gaps[i] = (struct ipt_gap){ .offset = i << 20, .tsc_start = 1000 * i,
-					    .tsc_end = 1000 * i + 500, .bytes_lost = 4096 };
-	for (i = 0; i < NT; i++) {
-		tr[i].cpu = (unsigned int)i;
-		tr[i].ts.tid = 100 + (uint32_t)i;
-		snprintf(tr[i].file, sizeof(tr[i].file), "thread-%zu.pt", 100 + i);
-		tr[i].gaps = gaps;
-		tr[i].nr_gaps = NG;	/* itemised, they do not fit the reserve */
-	}
-	c.meta_reserve = capture_meta_reserve(&c, NT);
+	gapped_traces(&c, tr, NT, gaps, NG);
 	c.complete = false;
 	snprintf(c.reason, sizeof(c.reason), "%s", CAPTURE_UNFINISHED);
 	CHECK(capture_begin_meta(&c) == 0, "dir fsync: the capture begins");
