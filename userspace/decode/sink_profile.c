@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "decode.h"
 #include "internal.h"
@@ -22,13 +23,12 @@
 struct dec_prof {
 	struct dec_map fun, dso;
 	/*
-	 * Blocks wholly in a module without symbols, counted per block
-	 * (a: start, b: length in bytes | isid << 32) and their ninsn and
-	 * mode (same key; v: ninsn | mode << 32), so that the per-address
-	 * rows cost one walk per distinct block, when printed, not one
-	 * per execution.
+	 * Blocks wholly in a module without symbols, counted per distinct
+	 * block (a: start, b: nsb_key(), all else its walk depends on), so
+	 * that the per-address rows cost one walk per distinct block, when
+	 * printed, not one per execution.
 	 */
-	struct dec_map nsb, nsb_info;
+	struct dec_map nsb;
 	uint64_t unknown;	/* instructions in no image */
 	struct dec_ctx *c;
 	long pid;
@@ -71,15 +71,90 @@ static void prof_add(struct dec_prof *p, const struct dec_symc *sc, uint64_t ip,
 		p->unknown += n;
 }
 
+/*
+ * The key of block @b in dec_prof.nsb besides its start: its length in
+ * bytes, instruction count, exec mode, last instruction's size and
+ * section, each in NSB_*_BITS bits.  Two blocks at one address may differ
+ * in any of them (a MODE.EXEC between them, or another image there), and
+ * each walks differently: keyed on less, whichever came first was walked
+ * for both, and the rows depended on the order segments were counted in.
+ * False if @b's do not fit (it is walked at once).
+ */
+#define NSB_LEN_BITS 20
+#define NSB_NINSN_BITS 16
+#define NSB_MODE_BITS 2
+#define NSB_LAST_BITS 4
+#define NSB_ISID_BITS (64 - NSB_LEN_BITS - NSB_NINSN_BITS - NSB_MODE_BITS - NSB_LAST_BITS)
+
+static bool nsb_key(const struct dec_item *b, uint64_t *key)
+{
+	uint64_t len = b->end_ip - b->ip, k;
+
+	if (len >> NSB_LEN_BITS || b->ninsn >> NSB_NINSN_BITS || b->mode >> NSB_MODE_BITS ||
+	    b->last_size >> NSB_LAST_BITS || b->isid < 0 || (uint64_t)b->isid >> NSB_ISID_BITS)
+		return false;
+	k = (uint64_t)b->isid;
+	k = k << NSB_LAST_BITS | b->last_size;
+	k = k << NSB_MODE_BITS | b->mode;
+	k = k << NSB_NINSN_BITS | b->ninsn;
+	*key = k << NSB_LEN_BITS | len;
+	return true;
+}
+
+/* The block nsb_key() @key of start @ip stands for. */
+static void nsb_block(uint64_t ip, uint64_t key, struct dec_item *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->kind = DI_BLOCK;
+	b->ip = ip;
+	b->end_ip = ip + (key & ((1ULL << NSB_LEN_BITS) - 1));
+	key >>= NSB_LEN_BITS;
+	b->ninsn = (uint32_t)(key & ((1ULL << NSB_NINSN_BITS) - 1));
+	key >>= NSB_NINSN_BITS;
+	b->mode = (uint8_t)(key & ((1ULL << NSB_MODE_BITS) - 1));
+	key >>= NSB_MODE_BITS;
+	b->last_size = (uint8_t)(key & ((1ULL << NSB_LAST_BITS) - 1));
+	b->isid = (int32_t)(key >> NSB_LAST_BITS);
+}
+
+struct nsb_walk {
+	struct dec_map *fun;
+	uint64_t n;
+};
+
+static void nsb_insn(void *arg, uint64_t ip, unsigned int size, bool last, const struct dec_item *b)
+{
+	struct nsb_walk *w = arg;
+
+	(void)size;
+	(void)last;
+	(void)b;
+	dec_map_get(w->fun, ip, 1)->v += w->n;
+}
+
+/*
+ * The per-address rows of block @b, wholly in a symbol-less module,
+ * run @n times: one per instruction, or, if its code cannot be walked,
+ * all of them at its start.
+ */
+static void nsb_count(struct dec_ctx *c, struct dec_map *fun, const struct dec_item *b, uint64_t n)
+{
+	struct nsb_walk w = { fun, n };
+
+	if (!dec_walk_block(c, b, nsb_insn, &w))
+		dec_map_get(fun, b->ip, 1)->v += n * b->ninsn;	/* no bytes: at its start */
+}
+
 /* Count block @b, wholly in the symbol-less module that @sc holds. */
-static void prof_nosym_block(struct dec_prof *p, const struct dec_symc *sc,
+static void prof_nosym_block(struct dec_prof *p, struct dec_ctx *c, const struct dec_symc *sc,
 			     const struct dec_item *b)
 {
-	uint64_t key = (b->end_ip - b->ip) | (uint64_t)(uint32_t)b->isid << 32;
-	struct dec_kv *e = dec_map_get(&p->nsb, b->ip, key);
+	uint64_t key;
 
-	if (!e->v++)
-		dec_map_get(&p->nsb_info, b->ip, key)->v = b->ninsn | (uint64_t)b->mode << 32;
+	if (nsb_key(b, &key))
+		dec_map_get(&p->nsb, b->ip, key)->v++;
+	else
+		nsb_count(c, &p->fun, b, 1);
 	dec_map_get(&p->dso, sc->mod->start, 0)->v += b->ninsn;
 }
 
@@ -88,14 +163,8 @@ static void prof_merge(struct dec_prof *dst, const struct dec_prof *src)
 	size_t i;
 
 	for (i = 0; i < src->nsb.cap; i++)
-		if (src->nsb.t[i].used) {
-			const struct dec_kv *e = &src->nsb.t[i];
-			const struct dec_kv *info = dec_map_find(&src->nsb_info, e->a, e->b);
-
-			dec_map_get(&dst->nsb, e->a, e->b)->v += e->v;
-			if (info)
-				dec_map_get(&dst->nsb_info, e->a, e->b)->v = info->v;
-		}
+		if (src->nsb.t[i].used)
+			dec_map_get(&dst->nsb, src->nsb.t[i].a, src->nsb.t[i].b)->v += src->nsb.t[i].v;
 	for (i = 0; i < src->fun.cap; i++)
 		if (src->fun.t[i].used)
 			dec_map_get(&dst->fun, src->fun.t[i].a, src->fun.t[i].b)->v += src->fun.t[i].v;
@@ -120,7 +189,6 @@ void dec_prof_free(struct dec_prof *p)
 	free(p->fun.t);
 	free(p->dso.t);
 	free(p->nsb.t);
-	free(p->nsb_info.t);
 	free(p);
 }
 
@@ -146,17 +214,20 @@ void dec_prof_block(struct dec_prof *p, struct dec_ctx *c, long pid, uint64_t ti
 		dec_symc_reset(&p->sc);
 	}
 	dec_symc_lookup(&p->sc, c->syms, b->ip, pid, time);
-	if (p->sc.sym && dec_symc_holds(&p->sc, b))
+	if (p->sc.sym && dec_symc_holds(&p->sc, b)) {
 		prof_add(p, &p->sc, b->ip, b->ninsn);	/* in one function: no walk */
-	else if (dec_symc_holds(&p->sc, b))
-		prof_nosym_block(p, &p->sc, b);		/* walked once when printed */
-	else
-		dec_walk_block(c, b, prof_insn, p);
+	} else if (dec_symc_holds(&p->sc, b)) {
+		prof_nosym_block(p, c, &p->sc, b);	/* walked once when printed */
+	} else if (!dec_walk_block(c, b, prof_insn, p)) {
+		/* code that cannot be walked: all of it where it starts */
+		dec_symc_lookup(&p->sc, c->syms, b->ip, pid, time);
+		prof_add(p, &p->sc, b->ip, b->ninsn);
+	}
 }
 
 struct profile_sink {
 	struct dec_sink k;
-	struct dec_prof prof;	/* its c, pid, time and sc unused: the stream's are */
+	struct dec_prof prof;
 };
 
 /* The module of @ip for the whole-run outputs: every process's (st->pid 0). */
@@ -172,21 +243,6 @@ static const char *mod_name_at(const struct dec_stream *st, uint64_t start)
 	return m ? m->name : "[unknown]";
 }
 
-struct nsb_walk {
-	struct dec_map *fun;
-	uint64_t n;
-};
-
-static void nsb_insn(void *arg, uint64_t ip, unsigned int size, bool last, const struct dec_item *b)
-{
-	struct nsb_walk *w = arg;
-
-	(void)size;
-	(void)last;
-	(void)b;
-	dec_map_get(w->fun, ip, 1)->v += w->n;
-}
-
 /* The per-address rows of the blocks counted whole in symbol-less modules. */
 static void expand_nosym_blocks(struct profile_sink *s, struct dec_stream *st)
 {
@@ -194,20 +250,12 @@ static void expand_nosym_blocks(struct profile_sink *s, struct dec_stream *st)
 
 	for (i = 0; i < s->prof.nsb.cap; i++) {
 		const struct dec_kv *e = &s->prof.nsb.t[i];
-		struct nsb_walk w = { &s->prof.fun, e->v };
-		struct dec_item b = { .kind = DI_BLOCK };
-		const struct dec_kv *info;
+		struct dec_item b;
 
 		if (!e->used)
 			continue;
-		info = dec_map_find(&s->prof.nsb_info, e->a, e->b);
-		b.ip = e->a;
-		b.end_ip = e->a + (uint32_t)e->b;
-		b.isid = (int32_t)(uint32_t)(e->b >> 32);
-		b.ninsn = (uint32_t)(info ? info->v : 0);
-		b.mode = (uint8_t)((info ? info->v : 0) >> 32);
-		if (!dec_walk_block(st->c, &b, nsb_insn, &w))
-			dec_map_get(&s->prof.fun, b.ip, 1)->v += e->v * b.ninsn;	/* no bytes: at its start */
+		nsb_block(e->a, e->b, &b);
+		nsb_count(st->c, &s->prof.fun, &b, e->v);
 	}
 }
 
@@ -259,26 +307,26 @@ static void profile_segment(struct dec_sink *k, struct dec_stream *st, const str
 		prof_merge(&s->prof, seg->prof);
 }
 
-static void profile_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, unsigned int size,
-			 bool last, const struct dec_item *b)
-{
-	struct profile_sink *s = (struct profile_sink *)k;
-
-	(void)size;
-	(void)last;
-	(void)b;
-	prof_add(&s->prof, dec_stream_sym(st, ip), ip, 1);
-}
-
+/*
+ * A run of blocks (blocks that end in no branch joined with the next, as
+ * every output walks them) counted as the workers count a block that is a
+ * run by itself (dec_prof_block(); a block of a longer run is kept for
+ * this: add_block() in step.c).  Where libipt ends blocks without a
+ * branch depends on its decoder's history, so -J and splitting change
+ * them: the runs they join into do not change, and neither do the rows
+ * of code that cannot be walked, all at the run's start.
+ */
 static void profile_insns(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b)
 {
 	struct profile_sink *s = (struct profile_sink *)k;
-	const struct dec_symc *sc = dec_stream_sym(st, b->ip);
 
-	if (sc->sym)
-		prof_add(&s->prof, sc, b->ip, b->ninsn);
-	else
-		prof_nosym_block(&s->prof, sc, b);
+	dec_prof_block(&s->prof, st->c, st->pid, st->time, b);
+}
+
+static bool profile_run(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b)
+{
+	profile_insns(k, st, b);
+	return true;
 }
 
 static void profile_end(struct dec_sink *k, struct dec_stream *st)
@@ -293,7 +341,6 @@ static void profile_end(struct dec_sink *k, struct dec_stream *st)
 	free(s->prof.fun.t);
 	free(s->prof.dso.t);
 	free(s->prof.nsb.t);
-	free(s->prof.nsb_info.t);
 	free(s);
 }
 
@@ -301,8 +348,8 @@ static const struct dec_sink_ops profile_ops = {
 	.name = "profile",
 	.needs = DEC_NEED_PROFILE | DEC_NEED_INSNS,
 	.segment = profile_segment,
-	.insn = profile_insn,
 	.insns = profile_insns,
+	.run = profile_run,
 	.end = profile_end,
 };
 
@@ -311,6 +358,7 @@ struct dec_sink *dec_sink_profile(struct dec_stream *st, FILE *f)
 	struct profile_sink *s = dec_xcalloc(1, sizeof(*s));
 
 	(void)st;
+	dec_symc_reset(&s->prof.sc);
 	s->k.ops = &profile_ops;
 	s->k.f = f;
 	return &s->k;

@@ -139,6 +139,14 @@ struct dec_live {
 	 */
 	bool hashing;
 	uint64_t ck_bound;
+	/*
+	 * --profile counted by the workers (c->profile_only): the next block
+	 * joins a run with the last (which ended in no branch, and no item
+	 * came after it), or what came before is not known (a decoder synced
+	 * at a segment's PSB, until its first block).  Such blocks are kept
+	 * as items (add_block()).
+	 */
+	bool join_next, join_unknown;
 	bool hash_ok;		/* @hash is the newest step's */
 	uint8_t mode;		/* of the newest block */
 	uint8_t exec_mode;	/* the decoder's, from its exec-mode events (0: none since sync) */
@@ -243,6 +251,14 @@ static void hash_items(struct dec_live *L, const struct dec_segment *s)
 		L->step_hash = item_hash(L->step_hash, &s->items[L->hash_from]);
 }
 
+/* push() for a live decoder: an item that is no block ends the run of blocks the renderer joins. */
+static struct dec_item *push_item(struct dec_live *L, struct dec_segment *s, enum dec_item_kind k)
+{
+	if (k != DI_BLOCK)
+		L->join_next = false;
+	return push(s, k);
+}
+
 /* Mix @v into the step's hash, after its items so far. */
 static void step_mix(struct dec_live *L, const struct dec_segment *s, uint64_t v)
 {
@@ -260,7 +276,7 @@ static void step_start(struct dec_live *L, const struct dec_segment *s, uint64_t
 static struct dec_item *gap(struct dec_live *L, struct dec_segment *s, enum dec_gap g, int code,
 			    uint64_t off, uint64_t ip, uint64_t tsc)
 {
-	struct dec_item *it = push(s, DI_GAP);
+	struct dec_item *it = push_item(L, s, DI_GAP);
 
 	if (g == GAP_DECODE && code == -pte_nomap)
 		g = GAP_NOMAP;
@@ -371,7 +387,7 @@ switched:
 	L->cur_time = c->in->timed_maps ? ns : 0;
 thread:
 	L->cur_tid = tid;
-	it = push(s, DI_PROCESS);
+	it = push_item(L, s, DI_PROCESS);
 	it->code = (int32_t)pid;
 	it->end_ip = (uint64_t)tid;
 	it->tsc = tsc;
@@ -472,6 +488,7 @@ static void end_step(struct dec_live *L, const struct dec_segment *s, uint64_t o
 	h = mix(h, L->mode);
 	h = mix(h, L->exec_mode);
 	h = mix(h, L->mins);
+	h = mix(h, L->join_next);
 	h = mix(h, L->cur_key);
 	h = mix(h, (uint64_t)L->cur_tid);	/* two threads of one process: one image, not one state */
 	h = mix(h, ad_time(&L->d));
@@ -522,13 +539,20 @@ static void resync(struct dec_live *L, struct dec_segment *s, size_t gi)
 	switch_process(L, s, ad_time(d));
 }
 
-/* A block of @ninsn instructions decoded: an item, or a count. */
+/*
+ * A block of @ninsn instructions decoded: an item (@items), or a count.
+ * Counting for --profile, a block that is not a run of its own (one the
+ * renderer joins with the last or the next: see join_next) is kept as an
+ * item all the same, so that its run is counted whole (sink_profile.c).
+ */
 static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uint64_t ip,
 		      uint64_t end_ip, uint32_t ninsn, int32_t isid, uint8_t iclass,
 		      uint8_t last_size, uint8_t mode)
 {
 	struct dec_ctx *c = L->c;
-	struct dec_item tmp = { .kind = DI_BLOCK }, *it = items ? push(s, DI_BLOCK) : &tmp;
+	bool keep = items || (c->profile_only &&
+			      (L->join_next || L->join_unknown || iclass == ptic_other));
+	struct dec_item tmp = { .kind = DI_BLOCK }, *it = keep ? push_item(L, s, DI_BLOCK) : &tmp;
 
 	it->ip = ip;
 	it->end_ip = end_ip;
@@ -542,10 +566,12 @@ static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uin
 	s->insns += ninsn;
 	L->insns += ninsn;
 	L->mode = mode;
-	if (!items && c->profile_only)
+	L->join_next = iclass == ptic_other;
+	L->join_unknown = false;
+	if (!keep && c->profile_only)
 		dec_prof_block(s->prof, c, L->switching ? (L->cur_pid < 0 ? 0 : L->cur_pid) :
 			       L->pid, L->switching ? L->cur_time : 0, it);
-	if (!items) {
+	if (!keep) {
 		/* not kept: hashed now (an item is hashed when the step's hash is read) */
 		hash_items(L, s);
 		L->step_hash = item_hash(L->step_hash, it);
@@ -658,26 +684,26 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 		switch (ev.type) {
 		case ptev_enabled:
 			switch_process(L, s, ev.has_tsc ? ev.tsc : ad_time(d));
-			it = push(s, DI_ENABLED);
+			it = push_item(L, s, DI_ENABLED);
 			it->ip = ev.variant.enabled.ip;
 			it->tsc = ev.has_tsc ? ev.tsc : 0;
 			break;
 		case ptev_disabled:
 			/* synchronous: @ip the branch's target outside the traced range, if given */
-			it = push(s, DI_DISABLED);
+			it = push_item(L, s, DI_DISABLED);
 			it->code = DEC_DIS_SYNC;
 			it->ip = ev.ip_suppressed ? 0 : ev.variant.disabled.ip;
 			it->tsc = ev.has_tsc ? ev.tsc : 0;
 			break;
 		case ptev_async_disabled:
 			/* an interrupt or a fault (FUP, TIP.PGD): @ip where it struck */
-			it = push(s, DI_DISABLED);
+			it = push_item(L, s, DI_DISABLED);
 			it->code = DEC_DIS_ASYNC;
 			it->ip = ev.variant.async_disabled.at;
 			it->tsc = ev.has_tsc ? ev.tsc : 0;
 			break;
 		case ptev_async_branch:
-			it = push(s, DI_ASYNC);
+			it = push_item(L, s, DI_ASYNC);
 			it->ip = ev.variant.async_branch.from;
 			it->end_ip = ev.variant.async_branch.to;
 			break;
@@ -718,7 +744,7 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 	if (st & pts_eos) {
 		/* libipt has no more trace: stop (ptxed: "[end of trace]") */
 		if (!(st & pts_ip_suppressed))
-			push(s, DI_EOS);
+			push_item(L, s, DI_EOS);
 		L->done = true;
 		L->st = st;
 		end_step(L, s, UINT64_MAX);
@@ -913,6 +939,7 @@ void dec_segment_run(struct dec_ctx *c, struct dec_trace_result *r, struct dec_s
 		st = L->d.insn ? pt_insn_sync_set(L->d.ins, s->begin) : pt_blk_sync_set(L->d.blk, s->begin);
 		L->st = st;
 		L->fresh = true;
+		L->join_unknown = true;	/* what came before the PSB */
 		if (st >= 0) {
 			step_start(L, s, mix(H0, ad_sync_offset(&L->d)));
 			switch_process(L, s, ad_time(&L->d));

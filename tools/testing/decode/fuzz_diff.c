@@ -4,9 +4,11 @@
  * the code of the ptgen directory FUZZ_PTGEN_DIR) is decoded by the
  * reference (ref.c: serial libipt, block and instruction flavours) and by
  * the decoder library split and unsplit, with -J 1 and -J 2, printing
- * --insn, and counting only (the summary's path); any difference in the
- * printed items, gaps, offsets or counts aborts (a libFuzzer crash, input
- * saved).  Also: the packet walk that decides uncached decoding, made
+ * --insn, counting only (the summary's path), and printing --profile
+ * (which the workers count: equal in every configuration, its count the
+ * reference's, and equal to the one rendered from items when another
+ * output wants the blocks); any difference in the printed items, gaps, offsets
+ * or counts aborts (a libFuzzer crash, input saved).  Also: the packet walk that decides uncached decoding, made
  * in pieces on threads, against one serial walk.  Built and run by
  * tools/testing/decode/fuzz.
  */
@@ -96,9 +98,17 @@ static char *normalize(const char *s)
 	return out;
 }
 
-/* The decoder library's --insn (or, @count_only, nothing) and counts. */
+/* What run() prints. */
+enum run_out {
+	RUN_INSN,	/* --insn, without its symbol column */
+	RUN_COUNT,	/* nothing: the summary's path, counting only */
+	RUN_PROFILE,	/* --profile: counted by the workers (the block decoder) */
+	RUN_PROFILE_RENDERED,	/* --profile with --blocks: counted from the items */
+};
+
+/* The decoder library's output @what and counts. */
 static char *run(const uint8_t *data, size_t size, bool insn_dec, bool no_split, unsigned int jobs,
-		 bool count_only, uint64_t *insns, int *rc)
+		 enum run_out what, uint64_t *insns, int *rc)
 {
 	struct dec_options opt = { .jobs = jobs, .no_split = no_split, .insn_decoder = insn_dec };
 	struct dec_outputs outs = { 0 };
@@ -113,8 +123,12 @@ static char *run(const uint8_t *data, size_t size, bool insn_dec, bool no_split,
 	dec_input_add_trace(&in, "fuzz-input", -1);
 	in.traces[0].data = data;
 	in.traces[0].size = size;
-	if (!count_only)
+	if (what == RUN_INSN)
 		outs.f[OUT_INSN] = f;
+	else if (what == RUN_PROFILE || what == RUN_PROFILE_RENDERED)
+		outs.f[OUT_PROFILE] = f;
+	if (what == RUN_PROFILE_RENDERED)
+		outs.f[OUT_BLOCKS] = fopen("/dev/null", "w");
 	*insns = 0;
 	*rc = -2;
 	if (!dec_open(&c, &in, &opt, msg, sizeof(msg))) {
@@ -124,8 +138,12 @@ static char *run(const uint8_t *data, size_t size, bool insn_dec, bool no_split,
 		dec_close(&c);
 	}
 	fclose(f);
+	if (outs.f[OUT_BLOCKS])
+		fclose(outs.f[OUT_BLOCKS]);
 	free(in.traces[0].file);
 	free(in.traces);
+	if (what != RUN_INSN)
+		return buf ? buf : strdup("");
 	norm = normalize(buf ? buf : "");
 	free(buf);
 	return norm;
@@ -200,7 +218,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		init();
 	check_mode_walk(data, size);
 	for (flavour = 0; flavour < 2; flavour++) {
-		char *refout = NULL, *ref;
+		char *refout = NULL, *ref, *prof0 = NULL;
 		size_t rlen = 0;
 		uint64_t rins = 0, rerr = 0;
 		FILE *f = open_memstream(&refout, &rlen);
@@ -217,9 +235,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		ref = refout;
 		for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+			char *prof;
 			uint64_t insns;
 			int rc;
-			char *got = run(data, size, flavour, cfgs[i].no_split, cfgs[i].jobs, false, &insns,
+			char *got = run(data, size, flavour, cfgs[i].no_split, cfgs[i].jobs, RUN_INSN, &insns,
 					&rc);
 			char what[128];
 
@@ -232,7 +251,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				differ(data, size, "instruction count (--insn run)", ref, got);
 			free(got);
 			/* the summary's own path: counting only */
-			got = run(data, size, flavour, cfgs[i].no_split, cfgs[i].jobs, true, &insns, &rc);
+			got = run(data, size, flavour, cfgs[i].no_split, cfgs[i].jobs, RUN_COUNT, &insns,
+				  &rc);
 			if ((rc == 0 ? insns : 0) != rins) {
 				snprintf(what, sizeof(what), "%s, %s, -J %u: summary count %llu, reference %llu",
 					 flavour ? "insn decoder" : "block decoder",
@@ -241,7 +261,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				differ(data, size, what, ref, got);
 			}
 			free(got);
+			/* --profile: the reference's count, the same table in every configuration */
+			prof = run(data, size, flavour, cfgs[i].no_split, cfgs[i].jobs, RUN_PROFILE,
+				   &insns, &rc);
+			snprintf(what, sizeof(what), "%s, %s, -J %u, --profile",
+				 flavour ? "insn decoder" : "block decoder",
+				 cfgs[i].no_split ? "--no-split" : "split", cfgs[i].jobs);
+			if ((rc == 0 ? insns : 0) != rins)
+				differ(data, size, what, ref, prof);
+			if (!i)
+				prof0 = prof;
+			else if (strcmp(prof0, prof))
+				differ(data, size, what, prof0, prof);
+			if (i)
+				free(prof);
 		}
+		/* the same table when the renderer counts every block (another output wants them) */
+		{
+			uint64_t insns;
+			int rc;
+			char *prof = run(data, size, flavour, false, 2, RUN_PROFILE_RENDERED, &insns,
+					 &rc);
+
+			if (strcmp(prof0, prof))
+				differ(data, size, "--profile with --blocks, split, -J 2", prof0, prof);
+			free(prof);
+		}
+		free(prof0);
 		free(refout);
 	}
 	return 0;
