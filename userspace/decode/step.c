@@ -140,6 +140,14 @@ struct dec_live {
 	bool hashing;
 	uint64_t ck_bound;
 	/*
+	 * The step's blocks whose items are not kept (counted for the
+	 * summary or --profile): copied here, after the step's kept items,
+	 * and hashed only if the step's hash is read.  Hashing every block
+	 * at once was a quarter of --profile's time.
+	 */
+	struct dec_item *pend;
+	size_t npend;
+	/*
 	 * --profile counted by the workers (c->profile_only): the next block
 	 * joins a run with the last (which ended in no branch, and no item
 	 * came after it), or what came before is not known (a decoder synced
@@ -244,16 +252,49 @@ static struct dec_item *push(struct dec_segment *s, enum dec_item_kind k)
 	return it;
 }
 
-/* Hash the step's items not yet hashed into the step (in the order pushed). */
+/*
+ * Hash the step's items not yet hashed into the step, in the order made:
+ * its kept items, then its pending blocks (made after them: an item kept
+ * after a pending block hashes those first, push_item()).
+ */
 static void hash_items(struct dec_live *L, const struct dec_segment *s)
 {
+	size_t i;
+
 	for (; L->hash_from < s->nr; L->hash_from++)
 		L->step_hash = item_hash(L->step_hash, &s->items[L->hash_from]);
+	for (i = 0; i < L->npend; i++)
+		L->step_hash = item_hash(L->step_hash, &L->pend[i]);
+	L->npend = 0;
 }
 
-/* push() for a live decoder: an item that is no block ends the run of blocks the renderer joins. */
+/*
+ * Where a block not kept as an item is made: the next pending one, or
+ * @tmp, hashed at once, if there is no memory for them (a step makes at
+ * most DEC_PEND blocks: DEC_STEP_INSNS instructions).
+ */
+static struct dec_item *pend_block(struct dec_live *L, const struct dec_segment *s,
+				   struct dec_item *tmp)
+{
+	if (!L->pend) {
+		L->pend = malloc(DEC_PEND * sizeof(*L->pend));
+		if (!L->pend)
+			return tmp;
+	}
+	if (L->npend == DEC_PEND)
+		hash_items(L, s);
+	return &L->pend[L->npend++];
+}
+
+/*
+ * push() for a live decoder: after its pending blocks (hashed now, so
+ * that the step's hash is of its items in the order made); an item that
+ * is no block ends the run of blocks the renderer joins.
+ */
 static struct dec_item *push_item(struct dec_live *L, struct dec_segment *s, enum dec_item_kind k)
 {
+	if (L->npend)
+		hash_items(L, s);
 	if (k != DI_BLOCK)
 		L->join_next = false;
 	return push(s, k);
@@ -271,6 +312,7 @@ static void step_start(struct dec_live *L, const struct dec_segment *s, uint64_t
 {
 	L->step_hash = h;
 	L->hash_from = s->nr;
+	L->npend = 0;
 }
 
 static struct dec_item *gap(struct dec_live *L, struct dec_segment *s, enum dec_gap g, int code,
@@ -464,6 +506,7 @@ void dec_live_free(struct dec_live *L)
 	for (i = 0; i < L->npimg; i++)
 		pt_image_free(L->pimg[i].img);
 	free(L->act);
+	free(L->pend);
 	free(L);
 }
 
@@ -478,8 +521,10 @@ static void end_step(struct dec_live *L, const struct dec_segment *s, uint64_t o
 
 	L->off = off != UINT64_MAX ? off : ad_offset(&L->d);
 	L->hash_ok = L->hashing || L->off > L->ck_bound;
-	if (!L->hash_ok)
+	if (!L->hash_ok) {
+		L->npend = 0;	/* never read */
 		return;
+	}
 	hash_items(L, s);
 	h = L->step_hash;
 	h = mix(h, L->off);
@@ -552,8 +597,11 @@ static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uin
 	struct dec_ctx *c = L->c;
 	bool keep = items || (c->profile_only &&
 			      (L->join_next || L->join_unknown || iclass == ptic_other));
-	struct dec_item tmp = { .kind = DI_BLOCK }, *it = keep ? push_item(L, s, DI_BLOCK) : &tmp;
+	struct dec_item tmp, *it = keep ? push_item(L, s, DI_BLOCK) : pend_block(L, s, &tmp);
 
+	if (!keep)
+		memset(it, 0, sizeof(*it));
+	it->kind = DI_BLOCK;
 	it->ip = ip;
 	it->end_ip = end_ip;
 	it->ninsn = ninsn;
@@ -571,8 +619,8 @@ static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uin
 	if (!keep && c->profile_only)
 		dec_prof_block(s->prof, c, L->switching ? (L->cur_pid < 0 ? 0 : L->cur_pid) :
 			       L->pid, L->switching ? L->cur_time : 0, it);
-	if (!keep) {
-		/* not kept: hashed now (an item is hashed when the step's hash is read) */
+	if (it == &tmp) {
+		/* no room to keep it pending: hashed now */
 		hash_items(L, s);
 		L->step_hash = item_hash(L->step_hash, it);
 	}
@@ -599,12 +647,13 @@ static bool stuck(struct dec_live *L, uint32_t ninsn, uint64_t *offp)
  * One step: events and one block (or instruction), an error and the sync
  * after it, or a sync.  In a @fine step blocks are items (or, counting
  * only, one block is counted); otherwise, counting only, the block
- * decoder counts blocks until an event, an error or 4096 instructions.
+ * decoder counts blocks until an event, an error or DEC_STEP_INSNS
+ * instructions.
  */
 /*
  * The count loop of live_step() between checkpoints: blocks until an
- * error, an event, the end, endless code (stuck() by hand) or 4096
- * instructions. A function of its own so that its state stays in
+ * error, an event, the end, endless code (stuck() by hand) or
+ * DEC_STEP_INSNS instructions. A function of its own so that its state stays in
  * registers (inside live_step() the compiler kept it on the stack): it
  * runs once per block of the trace, and every instruction of it shows in
  * the decode's time. The last block's end and mode are read once, after
@@ -648,7 +697,7 @@ static __attribute__((noinline)) int count_blocks(struct pt_block_decoder *blk,
 			r->loop = true;
 			break;
 		}
-		if ((st & (pts_event_pending | pts_eos)) || n >= 4096)
+		if ((st & (pts_event_pending | pts_eos)) || n >= DEC_STEP_INSNS)
 			break;
 	}
 	if (!k || st < 0)
@@ -803,7 +852,7 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 			if (st >= 0 && stuck(L, b->ninsn, &off))
 				goto loop;
 		} while (!fine && !items && st >= 0 && !(st & (pts_event_pending | pts_eos)) &&
-			 n < 4096);
+			 n < DEC_STEP_INSNS);
 	}
 	if (st == -pte_eos) {
 		L->done = true;

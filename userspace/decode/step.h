@@ -32,6 +32,12 @@
  * delivered after a PSB (dec_converge()).
  */
 #define DEC_SU_RING 16
+/*
+ * A coarse step ends after this many instructions (or at an event, an
+ * error or the end): at most as many blocks.
+ */
+#define DEC_STEP_INSNS 4096
+#define DEC_PEND DEC_STEP_INSNS
 
 /* A libipt decoder over one trace, with its images and state. */
 struct dec_live;
