@@ -609,8 +609,12 @@ static void add_block(struct dec_live *L, struct dec_segment *s, bool items, uin
 	it->isid = L->r->uncached && !isid ? code_isid(L, ip) : isid;
 	it->last_size = last_size;
 	it->mode = mode;
-	/* a block's time is shown only by outputs that keep blocks */
-	it->tsc = items || c->profile_only ? ad_time(&L->d) : 0;
+	/*
+	 * A block's time is shown only by outputs that keep blocks; not by
+	 * --profile (profile_only: the blocks it keeps are for their runs).
+	 * The decoder's time is in the step's hash all the same (end_step()).
+	 */
+	it->tsc = items && !c->profile_only ? ad_time(&L->d) : 0;
 	s->insns += ninsn;
 	L->insns += ninsn;
 	L->mode = mode;
