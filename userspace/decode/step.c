@@ -650,9 +650,10 @@ static bool stuck(struct dec_live *L, uint32_t ninsn, uint64_t *offp)
 /*
  * One step: events and one block (or instruction), an error and the sync
  * after it, or a sync.  In a @fine step blocks are items (or, counting
- * only, one block is counted); otherwise, counting only, the block
- * decoder counts blocks until an event, an error or DEC_STEP_INSNS
- * instructions.
+ * only, one block is counted); otherwise the block decoder makes blocks
+ * (items, or counted) until an event, an error or DEC_STEP_INSNS
+ * instructions: a coarse step's hash is read only when it ends past
+ * L->ck_bound, and it holds all of its items.
  */
 /*
  * The count loop of live_step() between checkpoints: blocks until an
@@ -855,7 +856,7 @@ static void live_step(struct dec_live *L, struct dec_segment *s, bool fine)
 			n += b->ninsn;
 			if (st >= 0 && stuck(L, b->ninsn, &off))
 				goto loop;
-		} while (!fine && !items && st >= 0 && !(st & (pts_event_pending | pts_eos)) &&
+		} while (!fine && st >= 0 && !(st & (pts_event_pending | pts_eos)) &&
 			 n < DEC_STEP_INSNS);
 	}
 	if (st == -pte_eos) {
