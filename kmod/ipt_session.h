@@ -109,7 +109,9 @@ struct ipt_thread {
  * ipt_cpu.c writing while the caller holds it and waits; but @paused,
  * @paused_tsc, @announced and @restart_failed, which the PMI handler
  * (NMI) also writes with WRITE_ONCE (@paused and @paused_tsc only when
- * @paused is clear), and which are read with READ_ONCE; a thread's load
+ * @paused is clear; @paused set with a release after @paused_tsc), and
+ * which are read with READ_ONCE (@paused with an acquire before
+ * @paused_tsc is read: ipt_stream_pause_begun()); a thread's load
  * and unload clear @restart_failed on the handler's CPU, interrupts off.
  * A thread's trace: @head, @lost, @lost_base, @out_tsc, @paused and
  * @paused_tsc are also written by its loads and unloads under &struct

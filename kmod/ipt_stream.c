@@ -208,6 +208,22 @@ static u64 ipt_stream_tsc(const struct ipt_hw_ops *hw)
 }
 
 /*
+ * Is a pause of @st open?  Acquire, pairing with the release that marks
+ * it after its @paused_tsc is written (the PMI, a thread's load or
+ * unload, a start), so that @paused_tsc read after a true answer is that
+ * pause's on any CPU.  x86 keeps stores in order and loads in order
+ * (SDM vol. 3A 9.2.2, "Memory Ordering in P6 and More Recent Processor
+ * Families"), where both compile to plain moves; the pairing says what
+ * READ_ONCE and WRITE_ONCE alone leave to the architecture
+ * (Documentation/memory-barriers.txt, "ACQUIRE operations").  Any context.
+ */
+static bool ipt_stream_pause_begun(const struct ipt_stream *st)
+{
+	/* pairs with the release that opens a pause */
+	return smp_load_acquire(&st->paused);
+}
+
+/*
  * Where the unit is: the buffer offset of the last region end it passed
  * (0 .. size - 1), plus the buffer size when it is Stopped at STOP (its
  * offset then is STOP's, the floor's); IPT_STREAM_NONE when the output
@@ -315,7 +331,8 @@ void ipt_stream_pmi(struct ipt_trace *t, const struct ipt_hw_ops *hw)
 	smp_wmb();
 	if (stopped && !READ_ONCE(st->paused)) {
 		WRITE_ONCE(st->paused_tsc, ipt_stream_tsc(hw));
-		WRITE_ONCE(st->paused, true);
+		/* after @paused_tsc: ipt_stream_pause_begun() acquires */
+		smp_store_release(&st->paused, true);
 	}
 	irq_work_queue(&st->work);
 }
@@ -350,7 +367,8 @@ void ipt_stream_started_here(struct ipt_trace *t)
 	t->stream.lost_base = hw->lost_bytes ? hw->lost_bytes() : 0;
 	if (stopped)
 		WRITE_ONCE(t->stream.paused_tsc, ipt_stream_tsc(hw));
-	WRITE_ONCE(t->stream.paused, stopped);
+	/* after @paused_tsc: ipt_stream_pause_begun() acquires */
+	smp_store_release(&t->stream.paused, stopped);
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_stream_started_here);
 
@@ -407,7 +425,7 @@ static void ipt_stream_gap(struct ipt_trace *t, u64 offset)
 	lockdep_assert_irqs_disabled();
 	/* A PMI not handled yet: the pause began before now, timed now. */
 	ipt_stream_gap_add(t, offset,
-			   READ_ONCE(st->paused) ? READ_ONCE(st->paused_tsc) : now,
+			   ipt_stream_pause_begun(st) ? READ_ONCE(st->paused_tsc) : now,
 			   now, ipt_stream_lost_since(hw, st->lost_base));
 }
 
@@ -591,7 +609,7 @@ EXPORT_SYMBOL_IF_KUNIT(ipt_stream_captured);
 static bool ipt_stream_paused(const struct ipt_trace *t)
 {
 	return (READ_ONCE(t->running) || t->s->mode == IPT_MODE_THREAD) &&
-	       READ_ONCE(t->stream.paused);
+	       ipt_stream_pause_begun(&t->stream);
 }
 
 /**
@@ -683,7 +701,8 @@ void ipt_stream_thread_in(struct ipt_trace *t)
 	if ((t->status & t->s->hwcfg.status_keep & RTIT_STATUS_STOPPED) &&
 	    !READ_ONCE(st->paused)) {
 		WRITE_ONCE(st->paused_tsc, ipt_stream_tsc(hw));
-		WRITE_ONCE(st->paused, true);
+		/* after @paused_tsc: ipt_stream_pause_begun() acquires */
+		smp_store_release(&st->paused, true);
 	}
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_stream_thread_in);
@@ -740,7 +759,8 @@ bool ipt_stream_thread_out(struct ipt_trace *t, bool lost)
 		st->lost += lost_bytes;
 	if (full && !READ_ONCE(st->paused)) {
 		WRITE_ONCE(st->paused_tsc, now);
-		WRITE_ONCE(st->paused, true);
+		/* after @paused_tsc: ipt_stream_pause_begun() acquires */
+		smp_store_release(&st->paused, true);
 	}
 	st->out_tsc = now;
 	if (full || st->head / buf->region_size != old / buf->region_size)
@@ -800,7 +820,7 @@ void ipt_stream_thread_resume(struct ipt_trace *t, u64 released, bool final)
 	lockdep_assert_held(&t->th.lock);
 	WRITE_ONCE(st->released, released);
 	ipt_stream_rearm(t);
-	if (!READ_ONCE(st->paused))
+	if (!ipt_stream_pause_begun(st))
 		return;
 	ipt_stream_gap_add(t, st->head, READ_ONCE(st->paused_tsc),
 			   final ? st->out_tsc : ipt_stream_tsc(hw),
@@ -826,7 +846,7 @@ void ipt_stream_thread_close(struct ipt_trace *t)
 
 	lockdep_assert_held(&t->s->idev->lock);
 	lockdep_assert_held(&t->th.lock);
-	if (!READ_ONCE(st->paused))
+	if (!ipt_stream_pause_begun(st))
 		return;
 	ipt_stream_gap_add(t, st->head, READ_ONCE(st->paused_tsc), st->out_tsc,
 			   t->s->hw->lost_bytes ? st->lost :
