@@ -127,8 +127,11 @@ static char *run(const uint8_t *data, size_t size, bool insn_dec, bool no_split,
 		outs.f[OUT_INSN] = f;
 	else if (what == RUN_PROFILE || what == RUN_PROFILE_RENDERED)
 		outs.f[OUT_PROFILE] = f;
-	if (what == RUN_PROFILE_RENDERED)
+	if (what == RUN_PROFILE_RENDERED) {
 		outs.f[OUT_BLOCKS] = fopen("/dev/null", "w");
+		if (!outs.f[OUT_BLOCKS])
+			abort();	/* else it is RUN_PROFILE again */
+	}
 	*insns = 0;
 	*rc = -2;
 	if (!dec_open(&c, &in, &opt, msg, sizeof(msg))) {
