@@ -412,8 +412,9 @@ size_t ipt_sim_pkt_mtc(u8 *p, u8 ctc);
 size_t ipt_sim_pkt_cyc(u8 *p, u64 cycles);
 size_t ipt_sim_pkt_ovf(u8 *p);
 
-/* ipt_sim_pcpu.c: the output timer's rest after a long tick */
+/* ipt_sim_pcpu.c: the output timer's rest after a long tick, kept across a stop */
 u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns, bool bulk);
+u64 ipt_sim_start_delay(u64 period_ns, u64 now_ns, u64 rest_until_ns);
 
 /* ipt_sim_pcpu.c: the live units, for KUnit */
 #if IS_ENABLED(CONFIG_KUNIT)

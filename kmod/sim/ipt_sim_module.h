@@ -67,8 +67,11 @@ struct ipt_sim_prog {
  *        timer while bulk mode is on
  * @last_tick_ns: ktime_get_ns() at the timer's last run, or when it
  *        was started after being idle (bulk mode's time slices)
+ * @rest_until_ns: the end of the rest the timer's last run began
+ *        (ipt_sim_tick_rest()), or 0: a start waits for it
  *
- * Locking: @st, @own, @bound and @last_tick_ns only under @lock.  The MSR and XSAVES
+ * Locking: @st, @own, @bound, @last_tick_ns and @rest_until_ns only under
+ * @lock.  The MSR and XSAVES
  * operations run on @cpu with preemption disabled; debugfs may take
  * @lock from any CPU.  @lock nests outside ipt_sim_task_lock.
  */
@@ -82,6 +85,7 @@ struct ipt_sim_pcpu {
 	u64 rate;
 	u8 *bulk;
 	u64 last_tick_ns;
+	u64 rest_until_ns;
 };
 
 /* ipt_sim_main.c: fixed once the module is loaded */

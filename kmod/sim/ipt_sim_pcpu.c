@@ -88,6 +88,26 @@ u64 ipt_sim_tick_rest(u64 period_ns, u64 took_ns, bool bulk)
 }
 EXPORT_SYMBOL_IF_KUNIT(ipt_sim_tick_rest);
 
+/**
+ * ipt_sim_start_delay() - when an idle output timer that is started runs
+ * @period_ns: the output timer's period
+ * @now_ns: ktime_get_ns() now
+ * @rest_until_ns: the end of the last tick's rest (0: none)
+ *
+ * A period from now, or at the end of the rest the last tick began, if
+ * that is later: a timer stopped by TraceEn clear right after a long
+ * tick and started again at once rests as if it had not stopped.
+ *
+ * Context: any.
+ *
+ * Return: the nanoseconds from now to the first tick.
+ */
+u64 ipt_sim_start_delay(u64 period_ns, u64 now_ns, u64 rest_until_ns)
+{
+	return max(period_ns, rest_until_ns > now_ns ? rest_until_ns - now_ns : 0);
+}
+EXPORT_SYMBOL_IF_KUNIT(ipt_sim_start_delay);
+
 /*
  * The output timer: a slice of rate x period_us bytes.  In bulk mode the
  * built-in loop writes them in units of up to IPT_SIM_BULK_CHUNK bytes
@@ -108,7 +128,7 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 	bool bulk = READ_ONCE(ipt_sim_bulk);
 	u64 rate = min(READ_ONCE(pc->rate) ?: READ_ONCE(ipt_sim_rate),
 		       bulk ? IPT_SIM_BULK_RATE_MAX : IPT_SIM_RATE_MAX);
-	u64 now = ktime_get_ns(), slice = period_ns, budget;
+	u64 now = ktime_get_ns(), slice = period_ns, budget, end, rest;
 	bool pmi, on;
 
 	/*
@@ -145,14 +165,16 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
 	raw_spin_lock(&pc->lock);
 	on = pc->st.ctl & RTIT_CTL_TRACEEN;
 	pmi = pc->st.pmi_pending;
+	end = ktime_get_ns();
+	rest = ipt_sim_tick_rest(period_ns, end - now, bulk);
+	/* kept for a start after a stop (ipt_sim_kick()) */
+	pc->rest_until_ns = rest ? end + rest : 0;
 	raw_spin_unlock(&pc->lock);
 	if (!on && !pmi)
 		return HRTIMER_NORESTART;
 	if (pmi) {
 		hrtimer_forward_now(timer, ns_to_ktime(1));
 	} else {
-		u64 end = ktime_get_ns(), rest = ipt_sim_tick_rest(period_ns, end - now, bulk);
-
 		/*
 		 * An absolute expiry, on the timer's own clock (monotonic):
 		 * HRTIMER_RESTART enqueues the timer at the expiry the callback
@@ -190,7 +212,10 @@ void ipt_sim_kick(struct ipt_sim_pcpu *pc, bool on, bool pmi)
 		hrtimer_start(&pc->timer, 0, HRTIMER_MODE_REL_PINNED_HARD);
 	else if (!hrtimer_active(&pc->timer))
 		hrtimer_start(&pc->timer,
-			      ns_to_ktime((u64)ipt_sim_period_us * NSEC_PER_USEC),
+			      ns_to_ktime(ipt_sim_start_delay((u64)ipt_sim_period_us *
+							      NSEC_PER_USEC,
+							      ktime_get_ns(),
+							      pc->rest_until_ns)),
 			      HRTIMER_MODE_REL_PINNED_HARD);
 }
 

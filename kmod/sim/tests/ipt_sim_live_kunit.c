@@ -136,9 +136,24 @@ static void live_tick_rest(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ipt_sim_tick_rest(1000000, 130000000, false), 130000000ULL);
 }
 
+/*
+ * A timer started while idle: a period from now, or at the end of the
+ * rest its last tick began if that is later (the rest is kept across a
+ * stop, ipt_sim_kick()).
+ */
+static void live_start_delay(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, ipt_sim_start_delay(1000000, 5000000, 0), 1000000ULL);
+	KUNIT_EXPECT_EQ(test, ipt_sim_start_delay(1000000, 5000000, 4000000), 1000000ULL);
+	KUNIT_EXPECT_EQ(test, ipt_sim_start_delay(1000000, 5000000, 5500000), 1000000ULL);
+	KUNIT_EXPECT_EQ(test, ipt_sim_start_delay(1000000, 5000000, 6000001), 1000001ULL);
+	KUNIT_EXPECT_EQ(test, ipt_sim_start_delay(1000000, 5000000, 135000000), 130000000ULL);
+}
+
 static struct kunit_case sim_live_cases[] = {
 	KUNIT_CASE(live_timer_pmi),
 	KUNIT_CASE(live_tick_rest),
+	KUNIT_CASE(live_start_delay),
 	{}
 };
 
