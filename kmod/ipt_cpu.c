@@ -186,6 +186,7 @@ static void ipt_trace_stop_final_on_cpu(void *arg)
 {
 	struct ipt_trace *t = arg;
 
+	lockdep_assert_irqs_disabled();
 	ipt_trace_stop_on_cpu(t);
 	if (!t->err || !t->running)
 		return;
