@@ -736,6 +736,7 @@ static void on_block(struct dec_render *r, const struct dec_item *it)
 	if (!join)
 		flush_run(r);
 	call_ret(r, it);
+	r->st.block_joins = join;
 	EACH(r, k)
 		if (k->ops->block)
 			k->ops->block(k, &r->st, it);

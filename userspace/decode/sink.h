@@ -71,6 +71,14 @@ struct dec_stream {
 	bool have_last;
 	uint64_t last_ip;
 	uint8_t last_iclass;
+	/*
+	 * The block being told to the block hooks continues the block told
+	 * before it straight: that one ended without a branch, in the same
+	 * exec mode and section, with nothing between them (the block
+	 * decoder's runs, sink.c).  True even where the code cannot be walked
+	 * and its addresses are unknown.
+	 */
+	bool block_joins;
 };
 
 /*

@@ -16,7 +16,10 @@
  * into the next without a branch between them, so that a block is the
  * same however libipt (or a segment boundary) split it: a maximal
  * straight-line run ending in a taken branch, a call or a jump, a far
- * transfer, or a gap in the trace.
+ * transfer, or a gap in the trace.  A block joins the one before when it
+ * starts at that one's fall-through, or when the stream says it continues
+ * it (@joins: st->block_joins): where the code cannot be walked the
+ * fall-through is unknown, and libipt's split there must not show.
  */
 static void lblock_end(struct dec_cover *cv)
 {
@@ -25,9 +28,9 @@ static void lblock_end(struct dec_cover *cv)
 	cv->have_lb = false;
 }
 
-static void lblock(struct dec_cover *cv, const struct dec_item *it, uint64_t end)
+static void lblock(struct dec_cover *cv, const struct dec_item *it, uint64_t end, bool joins)
 {
-	if (!cv->have_lb || it->ip != cv->lb_end) {
+	if (!cv->have_lb || (it->ip != cv->lb_end && !joins)) {
 		lblock_end(cv);
 		cv->have_lb = true;
 		cv->lb_start = it->ip;
@@ -51,7 +54,7 @@ void dec_cover_block(struct dec_cover *cv, struct dec_stream *st, const struct d
 		fall = it->end_ip + last_size;
 		have_fall = true;
 	}
-	lblock(cv, it, have_fall ? fall : it->end_ip + 1);
+	lblock(cv, it, have_fall ? fall : it->end_ip + 1, st->block_joins);
 	cv->have_prev = have_fall;
 	cv->prev_last = it->end_ip;
 	cv->prev_next = fall;
