@@ -15,6 +15,8 @@
 #include "internal.h"
 #include "sink.h"
 
+#define RETC_SIZE	1024		/* call sizes cached (call_return_addr()), a power of 2 */
+
 struct dec_render {
 	struct dec_stream st;
 	struct dec_sink *sinks[OUT_NR];
@@ -53,6 +55,15 @@ struct dec_render {
 	uint64_t slice_insns;	/* of them, told to the sinks */
 	size_t ti;		/* the trace's index */
 	uint64_t last_end;	/* the last instruction of the block before */
+	/* and its size if libipt gave it (0: decode it), section and mode */
+	uint8_t last_size, last_mode;
+	int last_isid;
+	/* the sizes of call instructions, for their return addresses (call_return_addr()) */
+	struct retc_ent {
+		uint64_t ip;
+		int isid;
+		uint8_t mode, size;	/* @size 0: empty */
+	} retc[RETC_SIZE];
 	uint64_t run_tsc;	/* the stream's time when the run began */
 	/* taken branches: a block that does not start at @fall, the block before's fall-through */
 	uint64_t branches;
@@ -511,8 +522,9 @@ void dec_render_trace_begin(struct dec_render *r, const struct dec_trace_result 
 	r->mute = r->sl != NULL;
 }
 
-/* The open call at depth @d (0-based) from @call_ip into @target. */
-static void push_frame(struct dec_stream *st, unsigned int d, uint64_t call_ip, uint64_t target)
+/* The open call at depth @d (0-based) from @call_ip into @target, returning to @ret. */
+static void push_frame(struct dec_stream *st, unsigned int d, uint64_t call_ip, uint64_t target,
+		       uint64_t ret)
 {
 	if (d >= st->frames_cap) {
 		st->frames_cap = (d + 1) * 2;
@@ -520,6 +532,60 @@ static void push_frame(struct dec_stream *st, unsigned int d, uint64_t call_ip, 
 	}
 	st->frames[d].call_ip = call_ip;
 	st->frames[d].target = target;
+	st->frames[d].ret = ret;
+}
+
+/*
+ * The address the call instruction that ended the block before returns
+ * to, or 0 if its bytes cannot be read: its size from libipt when the
+ * instruction crosses sections, else decoded, through a direct-mapped
+ * cache keyed by the code (section, address, mode).
+ */
+static uint64_t call_return_addr(struct dec_render *r)
+{
+	struct retc_ent *e;
+	unsigned int size = r->last_size;
+
+	if (!size) {
+		e = &r->retc[mix64(r->last_end ^ (uint64_t)(uint32_t)r->last_isid << 48 ^
+				   r->last_mode) & (RETC_SIZE - 1)];
+		if (!e->size || e->ip != r->last_end || e->isid != r->last_isid ||
+		    e->mode != r->last_mode) {
+			e->ip = r->last_end;
+			e->isid = r->last_isid;
+			e->mode = r->last_mode;
+			e->size = (uint8_t)dec_insn_size(r->st.c, r->last_isid, r->last_end,
+							 r->last_mode, NULL);
+			if (!e->size)
+				return 0;
+		}
+		size = e->size;
+	}
+	return r->last_end + size;
+}
+
+unsigned int dec_stream_ret_depth(const struct dec_stream *st, uint64_t to)
+{
+	unsigned int d = st->depth;
+
+	/* the innermost call that returns to @to; none: the top one */
+	while (d > 0 && st->frames[d - 1].ret != to)
+		d--;
+	if (!d)
+		d = st->depth;
+	return d ? d - 1 : 0;
+}
+
+/* Close the innermost open call: the ret hooks, told the depth after it. */
+static void pop_frame(struct dec_render *r, const struct dec_item *b, bool popped)
+{
+	struct dec_sink *k;
+
+	if (popped)
+		r->st.depth--;
+	EACH(r, k)
+		if (k->ops->ret)
+			k->ops->ret(k, &r->st, b, r->st.depth, popped);
 }
 
 /* A call or return made by the block before, seen at the start of block @b. */
@@ -531,18 +597,18 @@ static void call_ret(struct dec_render *r, const struct dec_item *b)
 	if (r->pending == 1) {
 		unsigned int outside = r->st.depth++;
 
-		push_frame(&r->st, outside, r->last_end, b->ip);
+		push_frame(&r->st, outside, r->last_end, b->ip, call_return_addr(r));
 		EACH(r, k)
 			if (k->ops->call)
 				k->ops->call(k, &r->st, b, outside);
 	} else if (r->pending == 2) {
-		bool popped = r->st.depth > 0;
+		unsigned int d = dec_stream_ret_depth(&r->st, b->ip) + 1;
 
-		if (popped)
-			r->st.depth--;
-		EACH(r, k)
-			if (k->ops->ret)
-				k->ops->ret(k, &r->st, b, r->st.depth, popped);
+		r->st.unwinding = true;
+		while (r->st.depth > d)
+			pop_frame(r, b, true);
+		r->st.unwinding = false;
+		pop_frame(r, b, r->st.depth > 0);
 	}
 	r->pending = 0;
 }
@@ -719,6 +785,9 @@ static void block_after(struct dec_render *r, const struct dec_item *it)
 		r->st.prev_tsc = r->st.now_tsc = it->tsc;
 	r->st.call_pending = it->iclass == ptic_call;
 	r->st.call_ip = it->end_ip;
+	r->last_size = it->last_size;
+	r->last_mode = it->mode;
+	r->last_isid = it->isid;
 	r->st.have_last = true;
 	r->st.last_ip = it->end_ip;
 	r->st.last_iclass = it->iclass;

@@ -51,13 +51,22 @@ struct dec_stream {
 	struct dec_symcc *symcc;	/* dec_stream_sym()'s cache behind @sc (sink.c) */
 	struct dec_walkc *walkc;	/* the instruction walks of blocks (sink.c) */
 	/*
-	 * The open calls, [0, @depth): the call instruction and its target,
-	 * so that a sink entering a slice (enter) knows the stack above it.
+	 * The open calls, [0, @depth): the call instruction, its target and
+	 * the address it returns to (0: unknown, the call's bytes cannot be
+	 * read), so that a sink entering a slice (enter) knows the stack
+	 * above it, and a return finds the call it returns from.
 	 */
 	struct dec_frame {
-		uint64_t call_ip, target;
+		uint64_t call_ip, target, ret;
 	} *frames;
 	size_t frames_cap;
+	/*
+	 * A return that unwinds more than one call (to a frame below the
+	 * top: longjmp, an exception, a thread switch without sideband): the
+	 * ret hooks are told of each frame closed, the innermost first, with
+	 * @unwinding set for all but the last.
+	 */
+	bool unwinding;
 	/* the block before ended with a call (at @call_ip) whose target is the next block */
 	bool call_pending;
 	uint64_t call_ip;
@@ -88,6 +97,11 @@ struct dec_stream {
 const char *dec_disabled_str(const struct dec_stream *st, const struct dec_item *it, char *buf,
 			     size_t len);
 
+/*
+ * The call depth after a return to @to: the depth of the innermost open
+ * call that returns to @to, else of the innermost (sink_ops.ret); 0 at 0.
+ */
+unsigned int dec_stream_ret_depth(const struct dec_stream *st, uint64_t to);
 /* The function and module of @ip in @st's code (cached in st->sc). */
 const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip);
 /* "sym+0xoff", "dso+0xoff" or "0xaddr" of @ip in @st's code. */
@@ -179,7 +193,14 @@ struct dec_sink_ops {
 	/* a call into block @b (@depth: the depth outside it) */
 	void (*call)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
 		     unsigned int depth);
-	/* a return into block @b (@depth: after it; @popped: a call was open) */
+	/*
+	 * A return into block @b (@depth: after it; @popped: a call was
+	 * open): the call whose return address is @b's, the innermost such;
+	 * when that is below the top, the ret hooks are called once for each
+	 * call closed (st->unwinding).  A return to no open call's address
+	 * closes the innermost (perf's thread-stack.c matches returns to
+	 * calls by return address the same way: thread_stack__pop_cp()).
+	 */
 	void (*ret)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
 		    unsigned int depth, bool popped);
 	void (*block)(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b);

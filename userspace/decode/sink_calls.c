@@ -111,7 +111,8 @@ static void calls_ret(struct dec_sink *k, struct dec_stream *st, const struct de
 		      unsigned int depth, bool popped)
 {
 	(void)popped;
-	calls_line(k, st, b, depth, '<');
+	if (!st->unwinding)	/* one line for a return that unwinds several calls */
+		calls_line(k, st, b, depth, '<');
 }
 
 static void calls_event(struct dec_sink *k, struct dec_stream *st, const struct dec_item *it)

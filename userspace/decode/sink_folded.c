@@ -320,6 +320,25 @@ static void folded_count(struct folded_sink *r, const char *leaf, uint64_t n, bo
 	}
 }
 
+/*
+ * A return the stream matched to a call below the top (sink.h: ret): the
+ * return instruction closed one frame here (folded_count()), the stream
+ * closes the others; told after each, the stack follows the stream's.
+ */
+static void folded_ret(struct dec_sink *k, struct dec_stream *st, const struct dec_item *b,
+		       unsigned int depth, bool popped)
+{
+	struct folded_sink *r = (struct folded_sink *)k;
+
+	(void)st;
+	(void)b;
+	if (popped && r->sdepth > depth) {
+		folded_flush(r);
+		r->sdepth = depth;
+		fstack_rebuild(r);
+	}
+}
+
 static void folded_insn(struct dec_sink *k, struct dec_stream *st, uint64_t ip, unsigned int size,
 			bool last, const struct dec_item *b)
 {
@@ -776,6 +795,7 @@ static const struct dec_sink_ops folded_ops = {
 	.trace_begin = folded_trace_begin,
 	.insn = folded_insn,
 	.insns = folded_insns,
+	.ret = folded_ret,
 	.event = folded_event,
 	.trace_end = folded_trace_end,
 	.end = folded_end,

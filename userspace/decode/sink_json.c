@@ -305,7 +305,8 @@ static void json_ret(struct dec_sink *k, struct dec_stream *st, const struct dec
 		     unsigned int depth, bool popped)
 {
 	(void)popped;
-	json_callret(k, st, b, depth, "return");
+	if (!st->unwinding)	/* one record for a return that unwinds several calls */
+		json_callret(k, st, b, depth, "return");
 }
 
 static void json_end(struct dec_sink *k, struct dec_stream *st)

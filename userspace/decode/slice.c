@@ -169,13 +169,19 @@ void dec_slicer_block(struct dec_slicer *s, struct dec_stream *st, const struct 
 		s->last_tsc = b->tsc;
 	s->nbr = nbr;
 	if (s->sl.symbol) {
-		/* a return made at SYM's own depth leaves it (st->depth: before the return) */
-		if (s->inside && pending == 2 && st->depth <= s->entry_depth)
+		/*
+		 * A return that closes SYM's call leaves it: one made at SYM's
+		 * own depth, or one that unwinds past it (st->depth: before
+		 * the return; dec_stream_ret_depth(): after it).
+		 */
+		unsigned int after = pending == 2 ? dec_stream_ret_depth(st, b->ip) : 0;
+
+		if (s->inside && pending == 2 && (!st->depth || after < s->entry_depth))
 			s->inside = false;
 		if (!s->inside && in_symbol(st, s->sl.symbol, b->ip)) {
 			s->inside = true;
 			s->entry_depth = pending == 1 ? st->depth + 1 :
-					 pending == 2 && st->depth ? st->depth - 1 : st->depth;
+					 pending == 2 ? after : st->depth;
 		}
 	}
 	if ((s->sl.symbol && !s->inside) || !timely || nbr < s->from_branch || !thread_in(s, st))

@@ -388,13 +388,21 @@ out:
 
 /* ---- expectations from the ground truth ------------------------------------------------ */
 
-/* --calls lines: "IDX <indent>[><] SYM ADDR" */
+/*
+ * --calls lines: "IDX <indent>[><] SYM ADDR".  The expected depths: a
+ * call opens a frame returning to the instruction after it; a return
+ * closes the innermost frame whose return address is where it went, and
+ * the frames above it (a call to the next instruction, as 32-bit PIC code
+ * makes, is never returned from; longjmp), else the top one, as perf's
+ * thread-stack.c does (thread_stack__pop_cp()): one line per return.
+ */
 static void test_calls(struct run *r, const char *out)
 {
 	size_t len, i, nexp = 0, ngot = 0, bad = SIZE_MAX;
 	char *s = slurp(out, &len), *p, *save = NULL;
-	unsigned int depth = 0;
+	unsigned int depth = 0, d;
 	struct { uint64_t idx, addr; unsigned int indent; char k; } *exp, *got;
+	uint64_t *rets = calloc(r->n + 1, sizeof(*rets));
 
 	exp = calloc(r->n + 1, sizeof(*exp));
 	got = calloc(r->n + 1, sizeof(*got));
@@ -404,8 +412,12 @@ static void test_calls(struct run *r, const char *out)
 			exp[nexp].indent = 2 * depth;
 			exp[nexp].k = '>';
 			exp[nexp++].addr = r->ips[i + 1];
-			depth++;
+			rets[depth++] = r->ips[i] + r->len[i];
 		} else if (r->kind[i] == 2) {
+			for (d = depth; d > 0 && rets[d - 1] != r->ips[i + 1]; d--)
+				;
+			if (d)
+				depth = d;
 			if (depth)
 				depth--;
 			exp[nexp].idx = i + 1;
@@ -437,6 +449,7 @@ static void test_calls(struct run *r, const char *out)
 	      "depths and targets (got %zu lines, first difference at %zd)", r->name, nexp, ngot,
 	      bad == SIZE_MAX ? (ssize_t)-1 : (ssize_t)bad);
 	free(s);
+	free(rets);
 	free(exp);
 	free(got);
 }
@@ -593,14 +606,16 @@ static void run_root(const struct run *r, char *root, size_t size)
 
 /*
  * Folded: under the thread's root frame, the frames are the functions of
- * the call sites, then the current function.
+ * the call sites, then the current function; a return closes the frames
+ * test_calls() says it does.
  */
 static void test_folded(struct run *r, const char *out)
 {
 	size_t cap = 1 << 16, nl = 0, i, len, ngot = 0;
 	char **lines = malloc(cap * sizeof(char *));
 	const char *stack[4096];
-	unsigned int depth = 0;
+	uint64_t rets[4096];
+	unsigned int depth = 0, d;
 	char cur[1 << 16], root[128];
 	char *s, *p, *save = NULL, **gotl;
 	uint64_t run = 0;
@@ -628,11 +643,16 @@ static void test_folded(struct run *r, const char *out)
 		}
 		run++;
 		if (r->kind[i] == 1) {
-			if (depth < 4096)
+			if (depth < 4096) {
 				stack[depth] = frame(r, r->ips[i]);
+				rets[depth] = r->ips[i] + r->len[i];
+			}
 			depth++;
 		} else if (r->kind[i] == 2 && depth) {
-			depth--;
+			for (d = depth < 4096 ? depth : 0; d > 0 && (i + 1 >= r->n ||
+			     rets[d - 1] != r->ips[i + 1]); d--)
+				;
+			depth = d ? d - 1 : depth - 1;
 		}
 	}
 	if (run) {

@@ -74,6 +74,7 @@ struct run {
 	struct image img[64];
 	size_t nimg;
 	char elf[PATH_MAX];	/* the program (maps.txt's first file) */
+	uint64_t elf_base;	/* where its first mapping starts (a PIE's load bias) */
 	uint64_t hz_num, hz_den;	/* TSC Hz = ecx * ebx / eax, from "timing" */
 };
 
@@ -168,8 +169,12 @@ static bool load_run(struct run *r)
 	while (f && fgets(line, sizeof(line), f)) {
 		char p[PATH_MAX];
 
-		if (line[0] != '#' && sscanf(line, "%*s %*s %*s %*s %*s %4095s", p) == 1 && p[0] == '/') {
+		unsigned long long base;
+
+		if (line[0] != '#' && sscanf(line, "%llx-%*s %*s %*s %*s %*s %4095s", &base, p) == 2 &&
+		    p[0] == '/') {
 			snprintf(r->elf, sizeof(r->elf), "%s", p);
+			r->elf_base = base;
 			break;
 		}
 	}
@@ -186,12 +191,20 @@ static bool elf_func(const struct run *r, const char *name, uint64_t *start, uin
 	int fd = open(r->elf, O_RDONLY);
 	Elf_Scn *scn = NULL;
 	bool found = false;
+	uint64_t bias = 0;
 	Elf *e;
 
 	if (fd < 0)
 		return false;
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ, NULL);
+	{
+		GElf_Ehdr eh;
+
+		/* a PIE's symbols are offsets from where it was loaded (its first mapping) */
+		if (e && gelf_getehdr(e, &eh) && eh.e_type == ET_DYN)
+			bias = r->elf_base;
+	}
 	while (e && !found && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
@@ -207,8 +220,8 @@ static bool elf_func(const struct run *r, const char *name, uint64_t *start, uin
 				continue;
 			nm = elf_strptr(e, sh.sh_link, s.st_name);
 			if (nm && !strcmp(nm, name) && s.st_size) {
-				*start = s.st_value;
-				*end = s.st_value + s.st_size;
+				*start = bias + s.st_value;
+				*end = bias + s.st_value + s.st_size;
 				found = true;
 				break;
 			}
@@ -744,13 +757,16 @@ out:
 /*
  * --symbol: from the ground truth, by call depth: inside from the first
  * instruction of a block in the function (entered by a call, or where the
- * trace starts) until the return made at the depth it was entered at.
+ * trace starts) until the return that closes the call it was entered at:
+ * one made at that depth, or one that unwinds past it (a return closes
+ * the innermost call whose return address is where it went and the calls
+ * above it, else the innermost: perf's thread_stack__pop_cp()).
  */
 static void test_symbol(struct run *r, const char *name)
 {
-	uint64_t fs, fe, *want = calloc(r->n + 1, 8);
+	uint64_t fs, fe, *want = calloc(r->n + 1, 8), *rets = calloc(r->n + 1, 8);
 	size_t nw = 0, i, got = 0, first = SIZE_MAX;
-	unsigned int depth = 0, entry = 0, entry0 = 0;
+	unsigned int depth = 0, entry = 0, entry0 = 0, d;
 	bool inside = false, entered = false;
 	char slice[128], frame[80];
 
@@ -772,15 +788,20 @@ static void test_symbol(struct run *r, const char *name)
 		if (inside)
 			want[nw++] = r->ips[i];
 		if (r->kind[i] == 1) {
-			depth++;
+			rets[depth++] = r->ips[i] + r->len[i];
 		} else if (r->kind[i] == 2) {
-			/* the return made at the depth it was entered at leaves it */
-			if (inside && depth == entry)
+			for (d = depth; d > 0 && (i + 1 >= r->n || rets[d - 1] != r->ips[i + 1]); d--)
+				;
+			if (d)
+				depth = d;
+			/* the return that closes the call it was entered at leaves it */
+			if (inside && depth <= entry)
 				inside = false;
 			if (depth)
 				depth--;
 		}
 	}
+	free(rets);
 	snprintf(slice, sizeof(slice), "--symbol %s", name);
 	three_ways(r, "sym", r->dir, slice, 0);
 	CHECK(nw > 0 && insn_list(F(r, "sym.j1.insn"), want, nw, &got, &first),
@@ -1305,7 +1326,7 @@ static bool ptgen(struct run *r, const char *opts, const char *prog)
 int main(int argc, char **argv)
 {
 	static struct run timed = { .name = "recurse-timed" }, thr = { .name = "threads" },
-			  sig = { .name = "signals" };
+			  sig = { .name = "signals" }, calls = { .name = "calls" };
 
 	int status;
 
@@ -1316,6 +1337,7 @@ int main(int argc, char **argv)
 	snprintf(timed.dir, sizeof(timed.dir), "%s/%s", work, timed.name);
 	snprintf(thr.dir, sizeof(thr.dir), "%s/%s", work, thr.name);
 	snprintf(sig.dir, sizeof(sig.dir), "%s/%s", work, sig.name);
+	snprintf(calls.dir, sizeof(calls.dir), "%s/%s", work, calls.name);
 	CHECK(ptgen(&timed, "--tsc --mtc 0", "recurse") && load_run(&timed) && timed.tm &&
 	      timed.hz_den, "%s: ptgen made a timed ground-truth trace (%zu instructions)",
 	      timed.name, timed.n);
@@ -1338,6 +1360,12 @@ int main(int argc, char **argv)
 		test_tid(&thr);
 	CHECK(ptgen(&sig, "", "signals") && load_run(&sig),
 	      "%s: ptgen made a ground-truth trace with signals (%zu instructions)", sig.name, sig.n);
+	/* longjmp out of middle() (via thrower()): the slice ends where catcher() returns */
+	CHECK(ptgen(&calls, "", "calls") && load_run(&calls),
+	      "%s: ptgen made a ground-truth trace with longjmp (%zu instructions)", calls.name,
+	      calls.n);
+	if (calls.n)
+		test_symbol(&calls, "middle");
 	if (sig.n) {
 		test_disabled(&sig);
 		/* system calls (no branch), a signal and its return (branches) in the last 40 */

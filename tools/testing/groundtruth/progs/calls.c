@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Direct calls and returns, nested, plus function pointers, PLT calls,
- * callbacks from libc and calls to the next instruction.
+ * callbacks from libc, calls to the next instruction, and longjmp out of
+ * nested calls (returns that skip frames).
  */
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,20 @@ __attribute__((noinline)) static unsigned long here(void)
 }
 
 static int (*const fns[])(int) = { leaf, mid, top, dbl, neg };
+
+static jmp_buf jb;
+
+__attribute__((noinline)) static void thrower(int x) { if (x & 1) longjmp(jb, 1); sink = x; }
+__attribute__((noinline)) static void middle(int x) { thrower(x); sink = -x; }
+
+/* Calls middle(), which calls thrower(), which longjmps back here on odd @x. */
+__attribute__((noinline)) static int catcher(int x)
+{
+	if (setjmp(jb))
+		return 1;
+	middle(x);
+	return 0;
+}
 
 static int cmp(const void *a, const void *b)
 {
@@ -49,6 +65,8 @@ int main(int argc, char **argv)
 	s += (int)strlen(argv[0]) + abs(v[3]);
 	for (i = 0; i < 10; i++)
 		s += (int)(here() & 1) + leaf(i);
+	for (i = 0; i < 4; i++)
+		s += catcher(i) + leaf(i);
 	printf("%d\n", s);
 	return 0;
 }
