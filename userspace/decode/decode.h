@@ -465,7 +465,9 @@ bool dec_mixed_modes(const uint8_t *buf, size_t len, const struct pt_config *tmp
  * returns the count: the first PSB, then each time the first PSB at least
  * (@len - first) / @parts bytes (@parts >= 1) after the one before (found
  * by a byte search: the PSBs in between are not looked at).  *@first_tsc
- * (if not NULL): the TSC of the first of those PSB+s that has one, or 0.
+ * (if not NULL): the TSC of the first PSB+ in @buf that has one (every
+ * PSB from the first on, in order, until one has: the same however many
+ * @parts), or 0.
  */
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
 		     uint64_t **offs, uint64_t *first_tsc);

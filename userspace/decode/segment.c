@@ -21,6 +21,37 @@ static const uint8_t psb_bytes[16] = {
 	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
 };
 
+/* The TSC in the PSB+ that @pd is synced at, or 0 (none before its PSBEND or an OVF). */
+static uint64_t psb_tsc(struct pt_packet_decoder *pd)
+{
+	struct pt_packet p;
+
+	while (pt_pkt_next(pd, &p, sizeof(p)) >= 0 && p.type != ppt_psbend && p.type != ppt_ovf)
+		if (p.type == ppt_tsc)
+			return p.payload.tsc.tsc;
+	return 0;
+}
+
+/*
+ * The TSC of the first PSB+ from @from on that has one, or 0: every PSB
+ * looked at in order, so that the answer does not depend on which PSBs
+ * the segmenting visited (the split and the unsplit decode agree).
+ */
+static uint64_t first_psb_tsc(struct pt_packet_decoder *pd, const uint8_t *buf, size_t len,
+			      uint64_t from)
+{
+	const uint8_t *next = buf + from;
+	uint64_t tsc = 0;
+
+	while (!tsc && next && pt_pkt_sync_set(pd, (uint64_t)(next - buf)) >= 0) {
+		tsc = psb_tsc(pd);
+		next = next + 1 < buf + len ?
+		       memmem(next + 1, (size_t)(buf + len - next - 1), psb_bytes,
+			      sizeof(psb_bytes)) : NULL;
+	}
+	return tsc;
+}
+
 size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmpl, size_t parts,
 		     uint64_t **offs, uint64_t *first_tsc)
 {
@@ -41,18 +72,10 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 	if (!pd)
 		return 0;
 	for (st = pt_pkt_sync_forward(pd); st >= 0;) {
-		struct pt_packet p;
 		const uint8_t *next;
 
 		if (pt_pkt_get_sync_offset(pd, &off) < 0)
 			break;
-		/* the PSB+: its TSC */
-		while (pt_pkt_next(pd, &p, sizeof(p)) >= 0 && p.type != ppt_psbend) {
-			if (p.type == ppt_tsc && first_tsc && !*first_tsc)
-				*first_tsc = p.payload.tsc.tsc;
-			if (p.type == ppt_ovf)
-				break;
-		}
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
 			*offs = dec_xrealloc(*offs, cap * sizeof(**offs));
@@ -69,6 +92,8 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 			break;
 		st = pt_pkt_sync_set(pd, (uint64_t)(next - buf));
 	}
+	if (first_tsc && n)
+		*first_tsc = first_psb_tsc(pd, buf, len, (*offs)[0]);
 	pt_pkt_free_decoder(pd);
 	return n;
 }
