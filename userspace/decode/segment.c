@@ -21,6 +21,12 @@ static const uint8_t psb_bytes[16] = {
 	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
 };
 
+/* The first PSB in @buf[@from, @len), or NULL: a byte search. */
+static const uint8_t *next_psb(const uint8_t *buf, size_t len, size_t from)
+{
+	return from < len ? memmem(buf + from, len - from, psb_bytes, sizeof(psb_bytes)) : NULL;
+}
+
 /* The TSC in the PSB+ that @pd is synced at, or 0 (none before its PSBEND or an OVF). */
 static uint64_t psb_tsc(struct pt_packet_decoder *pd)
 {
@@ -45,9 +51,7 @@ static uint64_t first_psb_tsc(struct pt_packet_decoder *pd, const uint8_t *buf, 
 
 	while (!tsc && next && pt_pkt_sync_set(pd, (uint64_t)(next - buf)) >= 0) {
 		tsc = psb_tsc(pd);
-		next = next + 1 < buf + len ?
-		       memmem(next + 1, (size_t)(buf + len - next - 1), psb_bytes,
-			      sizeof(psb_bytes)) : NULL;
+		next = next_psb(buf, len, (size_t)(next - buf) + 1);
 	}
 	return tsc;
 }
@@ -87,7 +91,7 @@ size_t dec_find_psbs(const uint8_t *buf, size_t len, const struct pt_config *tmp
 				 (len - off) / parts : sizeof(psb_bytes);
 		if (off + stride >= len)
 			break;
-		next = memmem(buf + off + stride, len - off - stride, psb_bytes, sizeof(psb_bytes));
+		next = next_psb(buf, len, off + stride);
 		if (!next)
 			break;
 		st = pt_pkt_sync_set(pd, (uint64_t)(next - buf));

@@ -15,8 +15,6 @@
 #include "internal.h"
 #include "sink.h"
 
-#define RETC_SIZE	1024		/* call sizes cached (call_return_addr()), a power of 2 */
-
 struct dec_render {
 	struct dec_stream st;
 	struct dec_sink *sinks[OUT_NR];
@@ -58,12 +56,6 @@ struct dec_render {
 	/* and its size if libipt gave it (0: decode it), section and mode */
 	uint8_t last_size, last_mode;
 	int last_isid;
-	/* the sizes of call instructions, for their return addresses (call_return_addr()) */
-	struct retc_ent {
-		uint64_t ip;
-		int isid;
-		uint8_t mode, size;	/* @size 0: empty */
-	} retc[RETC_SIZE];
 	uint64_t run_tsc;	/* the stream's time when the run began */
 	/* taken branches: a block that does not start at @fall, the block before's fall-through */
 	uint64_t branches;
@@ -125,6 +117,17 @@ struct dec_walkc {
 		uint8_t *sizes;		/* [ninsn] when @ok */
 		uint32_t cap;
 	} e[WALKC_SIZE];
+};
+
+/* The sizes of instructions (dec_stream_insn_size()): a direct-mapped cache. */
+#define SIZEC_SIZE	4096		/* entries, a power of 2 */
+
+struct dec_sizec {
+	struct sizec_ent {
+		uint64_t ip;
+		int isid;
+		uint8_t mode, size;	/* @size 0: empty */
+	} e[SIZEC_SIZE];
 };
 
 struct walkc_fill {
@@ -535,33 +538,38 @@ static void push_frame(struct dec_stream *st, unsigned int d, uint64_t call_ip, 
 	st->frames[d].ret = ret;
 }
 
+unsigned int dec_stream_insn_size(struct dec_stream *st, int isid, uint64_t ip, uint8_t mode)
+{
+	struct sizec_ent *e;
+
+	if (!st->sizec)
+		st->sizec = dec_xcalloc(1, sizeof(*st->sizec));
+	e = &st->sizec->e[mix64(ip ^ (uint64_t)(uint32_t)isid << 48 ^ mode) & (SIZEC_SIZE - 1)];
+	if (!e->size || e->ip != ip || e->isid != isid || e->mode != mode) {
+		e->ip = ip;
+		e->isid = isid;
+		e->mode = mode;
+		e->size = (uint8_t)dec_insn_size(st->c, isid, ip, mode, NULL);
+	}
+	return e->size;
+}
+
+unsigned int dec_stream_last_size(struct dec_stream *st, const struct dec_item *it)
+{
+	return it->last_size ? it->last_size :
+	       dec_stream_insn_size(st, it->isid, it->end_ip, it->mode);
+}
+
 /*
  * The address the call instruction that ended the block before returns
- * to, or 0 if its bytes cannot be read: its size from libipt when the
- * instruction crosses sections, else decoded, through a direct-mapped
- * cache keyed by the code (section, address, mode).
+ * to, or 0 if its bytes cannot be read.
  */
 static uint64_t call_return_addr(struct dec_render *r)
 {
-	struct retc_ent *e;
-	unsigned int size = r->last_size;
+	unsigned int size = r->last_size ? r->last_size :
+			    dec_stream_insn_size(&r->st, r->last_isid, r->last_end, r->last_mode);
 
-	if (!size) {
-		e = &r->retc[mix64(r->last_end ^ (uint64_t)(uint32_t)r->last_isid << 48 ^
-				   r->last_mode) & (RETC_SIZE - 1)];
-		if (!e->size || e->ip != r->last_end || e->isid != r->last_isid ||
-		    e->mode != r->last_mode) {
-			e->ip = r->last_end;
-			e->isid = r->last_isid;
-			e->mode = r->last_mode;
-			e->size = (uint8_t)dec_insn_size(r->st.c, r->last_isid, r->last_end,
-							 r->last_mode, NULL);
-			if (!e->size)
-				return 0;
-		}
-		size = e->size;
-	}
-	return r->last_end + size;
+	return size ? r->last_end + size : 0;
 }
 
 unsigned int dec_stream_ret_depth(const struct dec_stream *st, uint64_t to)
@@ -602,10 +610,10 @@ static void call_ret(struct dec_render *r, const struct dec_item *b)
 			if (k->ops->call)
 				k->ops->call(k, &r->st, b, outside);
 	} else if (r->pending == 2) {
-		unsigned int d = dec_stream_ret_depth(&r->st, b->ip) + 1;
+		unsigned int after = dec_stream_ret_depth(&r->st, b->ip);
 
 		r->st.unwinding = true;
-		while (r->st.depth > d)
+		while (r->st.depth > after + 1)
 			pop_frame(r, b, true);
 		r->st.unwinding = false;
 		pop_frame(r, b, r->st.depth > 0);
@@ -900,14 +908,12 @@ static void sliced_block(struct dec_render *r, const struct dec_item *it)
 	size_t n = 0, i;
 	uint64_t n0 = r->seen;
 
-	unsigned int last_size = it->last_size;
-
 	r->seen += it->ninsn;
 	if (r->count_branches) {
+		unsigned int last_size = dec_stream_last_size(&r->st, it);
+
 		if (r->have_fall && it->ip != r->fall)
 			r->branches++;
-		if (!last_size)
-			last_size = dec_insn_size(r->st.c, it->isid, it->end_ip, it->mode, NULL);
 		r->have_fall = last_size != 0;
 		r->fall = it->end_ip + last_size;
 	}
@@ -1036,5 +1042,6 @@ void dec_render_end(struct dec_render *r)
 		for (size_t i = 0; i < WALKC_SIZE; i++)
 			free(r->st.walkc->e[i].sizes);
 	free(r->st.walkc);
+	free(r->st.sizec);
 	free(r);
 }

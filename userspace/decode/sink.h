@@ -50,6 +50,7 @@ struct dec_stream {
 	struct dec_fmtc *fmtc;		/* dec_stream_fmt_fast()'s cache (sink.c) */
 	struct dec_symcc *symcc;	/* dec_stream_sym()'s cache behind @sc (sink.c) */
 	struct dec_walkc *walkc;	/* the instruction walks of blocks (sink.c) */
+	struct dec_sizec *sizec;	/* dec_stream_insn_size()'s cache (sink.c) */
 	/*
 	 * The open calls, [0, @depth): the call instruction, its target and
 	 * the address it returns to (0: unknown, the call's bytes cannot be
@@ -62,7 +63,8 @@ struct dec_stream {
 	size_t frames_cap;
 	/*
 	 * A return that unwinds more than one call (to a frame below the
-	 * top: longjmp, an exception, a thread switch without sideband): the
+	 * top: after a longjmp, an exception, a call to the next
+	 * instruction): the
 	 * ret hooks are told of each frame closed, the innermost first, with
 	 * @unwinding set for all but the last.
 	 */
@@ -102,6 +104,14 @@ const char *dec_disabled_str(const struct dec_stream *st, const struct dec_item 
  * call that returns to @to, else of the innermost (sink_ops.ret); 0 at 0.
  */
 unsigned int dec_stream_ret_depth(const struct dec_stream *st, uint64_t to);
+/*
+ * dec_insn_size() of the instruction at @ip (section @isid, exec mode
+ * @mode) through a direct-mapped cache keyed by all three: 0 if its bytes
+ * cannot be read or decoded.
+ */
+unsigned int dec_stream_insn_size(struct dec_stream *st, int isid, uint64_t ip, uint8_t mode);
+/* The size of block @it's last instruction: libipt's, else dec_stream_insn_size()'s. */
+unsigned int dec_stream_last_size(struct dec_stream *st, const struct dec_item *it);
 /* The function and module of @ip in @st's code (cached in st->sc). */
 const struct dec_symc *dec_stream_sym(struct dec_stream *st, uint64_t ip);
 /* "sym+0xoff", "dso+0xoff" or "0xaddr" of @ip in @st's code. */

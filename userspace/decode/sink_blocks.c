@@ -42,14 +42,12 @@ static void lblock(struct dec_cover *cv, const struct dec_item *it, uint64_t end
 
 void dec_cover_block(struct dec_cover *cv, struct dec_stream *st, const struct dec_item *it)
 {
-	unsigned int last_size = it->last_size;
+	unsigned int last_size = dec_stream_last_size(st, it);
 	uint64_t fall = 0;
 	bool have_fall = false;
 
 	if (cv->have_prev && it->ip != cv->prev_next)
 		dec_map_get(&cv->edges, cv->prev_last, it->ip)->v++;
-	if (!last_size)
-		last_size = dec_insn_size(st->c, it->isid, it->end_ip, it->mode, NULL);
 	if (last_size) {
 		fall = it->end_ip + last_size;
 		have_fall = true;

@@ -400,7 +400,7 @@ static void test_calls(struct run *r, const char *out)
 {
 	size_t len, i, nexp = 0, ngot = 0, bad = SIZE_MAX;
 	char *s = slurp(out, &len), *p, *save = NULL;
-	unsigned int depth = 0, d;
+	unsigned int depth = 0;
 	struct { uint64_t idx, addr; unsigned int indent; char k; } *exp, *got;
 	uint64_t *rets = calloc(r->n + 1, sizeof(*rets));
 
@@ -414,12 +414,7 @@ static void test_calls(struct run *r, const char *out)
 			exp[nexp++].addr = r->ips[i + 1];
 			rets[depth++] = r->ips[i] + r->len[i];
 		} else if (r->kind[i] == 2) {
-			for (d = depth; d > 0 && rets[d - 1] != r->ips[i + 1]; d--)
-				;
-			if (d)
-				depth = d;
-			if (depth)
-				depth--;
+			depth = gt_ret_depth(rets, depth, r->ips[i + 1]);
 			exp[nexp].idx = i + 1;
 			exp[nexp].indent = 2 * depth;
 			exp[nexp].k = '<';
@@ -615,7 +610,7 @@ static void test_folded(struct run *r, const char *out)
 	char **lines = malloc(cap * sizeof(char *));
 	const char *stack[4096];
 	uint64_t rets[4096];
-	unsigned int depth = 0, d;
+	unsigned int depth = 0;
 	char cur[1 << 16], root[128];
 	char *s, *p, *save = NULL, **gotl;
 	uint64_t run = 0;
@@ -649,10 +644,9 @@ static void test_folded(struct run *r, const char *out)
 			}
 			depth++;
 		} else if (r->kind[i] == 2 && depth) {
-			for (d = depth < 4096 ? depth : 0; d > 0 && (i + 1 >= r->n ||
-			     rets[d - 1] != r->ips[i + 1]); d--)
-				;
-			depth = d ? d - 1 : depth - 1;
+			/* past 4096 frames, or at the trace's end: the innermost closes */
+			depth = depth <= 4096 && i + 1 < r->n ?
+				gt_ret_depth(rets, depth, r->ips[i + 1]) : depth - 1;
 		}
 	}
 	if (run) {

@@ -766,7 +766,7 @@ static void test_symbol(struct run *r, const char *name)
 {
 	uint64_t fs, fe, *want = calloc(r->n + 1, 8), *rets = calloc(r->n + 1, 8);
 	size_t nw = 0, i, got = 0, first = SIZE_MAX;
-	unsigned int depth = 0, entry = 0, entry0 = 0, d;
+	unsigned int depth = 0, entry = 0, entry0 = 0;
 	bool inside = false, entered = false;
 	char slice[128], frame[80];
 
@@ -790,15 +790,13 @@ static void test_symbol(struct run *r, const char *name)
 		if (r->kind[i] == 1) {
 			rets[depth++] = r->ips[i] + r->len[i];
 		} else if (r->kind[i] == 2) {
-			for (d = depth; d > 0 && (i + 1 >= r->n || rets[d - 1] != r->ips[i + 1]); d--)
-				;
-			if (d)
-				depth = d;
+			unsigned int before = depth;
+
+			depth = i + 1 < r->n ? gt_ret_depth(rets, depth, r->ips[i + 1]) :
+			       depth ? depth - 1 : 0;
 			/* the return that closes the call it was entered at leaves it */
-			if (inside && depth <= entry)
+			if (inside && (!before || depth < entry))
 				inside = false;
-			if (depth)
-				depth--;
 		}
 	}
 	free(rets);

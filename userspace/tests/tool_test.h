@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,24 @@ static inline bool file_contains(const char *path, const char *needle)
  * is a failed test point.  Returns true when the test can go on; else
  * false, with *@status what main returns.
  */
+/*
+ * The call depth after a return to @to, from the ground truth's stack of
+ * return addresses @rets[0..@depth): the innermost frame returning to @to
+ * closes with every frame above it, else the innermost closes (0 stays
+ * 0) - the decoder's rule and perf's (thread-stack.c,
+ * thread_stack__pop_cp()).
+ */
+static inline unsigned int gt_ret_depth(const uint64_t *rets, unsigned int depth, uint64_t to)
+{
+	unsigned int d = depth;
+
+	while (d > 0 && rets[d - 1] != to)
+		d--;
+	if (!d)
+		d = depth;
+	return d ? d - 1 : 0;
+}
+
 static inline bool tool_test_setup(int argc, char **argv, const char *workdir, int *status)
 {
 	char p[PATH_MAX + 32];
