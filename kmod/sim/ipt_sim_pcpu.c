@@ -202,19 +202,22 @@ static enum hrtimer_restart ipt_sim_tick(struct hrtimer *timer)
  */
 void ipt_sim_kick(struct ipt_sim_pcpu *pc, bool on, bool pmi)
 {
+	bool idle;
+
 	lockdep_assert_held(&pc->lock);
 	if (!on && !pmi)
 		return;
 	/* A timer that was idle starts its time slices afresh. */
-	if (!hrtimer_active(&pc->timer))
+	idle = !hrtimer_active(&pc->timer);
+	if (idle)
 		pc->last_tick_ns = ktime_get_ns();
 	if (pmi)
 		hrtimer_start(&pc->timer, 0, HRTIMER_MODE_REL_PINNED_HARD);
-	else if (!hrtimer_active(&pc->timer))
+	else if (idle)
 		hrtimer_start(&pc->timer,
 			      ns_to_ktime(ipt_sim_start_delay((u64)ipt_sim_period_us *
 							      NSEC_PER_USEC,
-							      ktime_get_ns(),
+							      pc->last_tick_ns,
 							      pc->rest_until_ns)),
 			      HRTIMER_MODE_REL_PINNED_HARD);
 }
